@@ -1,0 +1,321 @@
+//! Agents: the seeds' *goals*.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::id::{AgentId, ToolId};
+use crate::policy::RunPolicy;
+
+/// An agent: who it is, what it is for, what it may use and how it plans.
+///
+/// Built in Rust with the chained setters below, or deserialized from a file
+/// (`agents/*.toml`); tool and handoff names are checked when the
+/// [`Catalog`](crate::Catalog) is built.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    /// The agent's id, e.g. `goal_travel_flights`.
+    pub id: AgentId,
+    /// A display name, e.g. `Flight booking`.
+    #[serde(default)]
+    pub name: String,
+    /// A free-form category, e.g. `travel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// A friendly description shown to people choosing an agent.
+    #[serde(default)]
+    pub description: String,
+    /// Instructions for the model: the agent's persona and the goal's steps.
+    #[serde(default)]
+    pub instructions: String,
+    /// What the agent says first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starter_prompt: Option<String>,
+    /// Example turns shown to the model.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<ExampleTurn>,
+    /// Tools, by name.
+    #[serde(default)]
+    pub tools: Vec<ToolId>,
+    /// Toolsets whose every tool this agent may use (a Rust module, an MCP server).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub toolsets: Vec<String>,
+    /// Agents this agent may hand the conversation to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub handoffs: Vec<AgentId>,
+    /// Information the goal needs before it can be met (seed 001's required information).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_information: Vec<String>,
+    /// Caps and confirmation policy for runs of this agent.
+    #[serde(default)]
+    pub policy: RunPolicy,
+    /// Keyword/regex routes that let the agent run with no model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Rules>,
+    /// The model this agent uses (e.g. `openai:gpt-4o-mini`); the runtime default otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Sampling temperature for this agent's model calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+impl AgentSpec {
+    /// An agent with an id and nothing else.
+    pub fn new(id: impl Into<AgentId>) -> Self {
+        let id = id.into();
+        Self {
+            name: id.to_string(),
+            id,
+            category: None,
+            description: String::new(),
+            instructions: String::new(),
+            starter_prompt: None,
+            examples: Vec::new(),
+            tools: Vec::new(),
+            toolsets: Vec::new(),
+            handoffs: Vec::new(),
+            required_information: Vec::new(),
+            policy: RunPolicy::default(),
+            rules: None,
+            model: None,
+            temperature: None,
+        }
+    }
+
+    /// Sets the display name.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Sets the category.
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.category = Some(category.into());
+        self
+    }
+
+    /// Sets the friendly description.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Sets the instructions.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = instructions.into();
+        self
+    }
+
+    /// Sets the starter prompt.
+    pub fn starter_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.starter_prompt = Some(prompt.into());
+        self
+    }
+
+    /// Adds an example turn.
+    pub fn example(mut self, user: impl Into<String>, agent: impl Into<String>) -> Self {
+        self.examples.push(ExampleTurn {
+            user: user.into(),
+            agent: agent.into(),
+        });
+        self
+    }
+
+    /// Adds a tool by name.
+    pub fn tool(mut self, name: impl Into<ToolId>) -> Self {
+        self.tools.push(name.into());
+        self
+    }
+
+    /// Adds every tool of a toolset.
+    pub fn toolset(mut self, name: impl Into<String>) -> Self {
+        self.toolsets.push(name.into());
+        self
+    }
+
+    /// Allows a handoff to another agent.
+    pub fn handoff(mut self, agent: impl Into<AgentId>) -> Self {
+        self.handoffs.push(agent.into());
+        self
+    }
+
+    /// Declares information the goal requires.
+    pub fn requires_information(mut self, key: impl Into<String>) -> Self {
+        self.required_information.push(key.into());
+        self
+    }
+
+    /// Sets the run policy.
+    pub fn policy(mut self, policy: RunPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Sets the rules for the rules planner.
+    pub fn rules(mut self, rules: Rules) -> Self {
+        self.rules = Some(rules);
+        self
+    }
+
+    /// Sets the model.
+    pub fn model(mut self, model: impl Into<String>) -> Self {
+        self.model = Some(model.into());
+        self
+    }
+}
+
+/// One example exchange for the model.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExampleTurn {
+    /// What the person says.
+    pub user: String,
+    /// What the agent answers.
+    pub agent: String,
+}
+
+/// Routes for the rules planner (seed 001's keyword matching, seed 000's intent table).
+///
+/// Placeholders in route arguments and answers are written `{name}`:
+/// a route's regex named groups, `{message}` (the person's text), and in
+/// answers `{tool}`, `{result}`, `{result.field}` and `{error}`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Rules {
+    /// Routes, tried in order; the first that matches wins.
+    #[serde(default)]
+    pub routes: Vec<Route>,
+    /// The answer after a tool succeeded (default: `{tool}: {result}` per result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The answer after the last tool call failed (default: `{tool} failed: {error}`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_answer: Option<String>,
+    /// What to say when no route matches (default: the agent's starter prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+impl Rules {
+    /// Empty rules.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a route.
+    pub fn route(mut self, route: Route) -> Self {
+        self.routes.push(route);
+        self
+    }
+
+    /// Sets the answer template.
+    pub fn answer(mut self, template: impl Into<String>) -> Self {
+        self.answer = Some(template.into());
+        self
+    }
+
+    /// Sets the error answer template.
+    pub fn error_answer(mut self, template: impl Into<String>) -> Self {
+        self.error_answer = Some(template.into());
+        self
+    }
+
+    /// Sets the fallback text.
+    pub fn fallback(mut self, text: impl Into<String>) -> Self {
+        self.fallback = Some(text.into());
+        self
+    }
+}
+
+/// One route: when the text matches, do the action.
+///
+/// A route matches when any keyword occurs in the text (case-insensitive)
+/// and the pattern matches; set at least one of the two.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    /// Words that select the route.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// A regular expression; its named groups become placeholders.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// What to do.
+    #[serde(flatten)]
+    pub action: RouteAction,
+}
+
+impl Route {
+    /// A route to call `tool` with `arguments` (a JSON object; strings may hold placeholders).
+    pub fn tool(tool: impl Into<ToolId>, arguments: Value) -> Self {
+        let arguments = match arguments {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        Self {
+            keywords: Vec::new(),
+            pattern: None,
+            action: RouteAction::Tool {
+                tool: tool.into(),
+                arguments,
+            },
+        }
+    }
+
+    /// A route that hands the conversation to `agent`.
+    pub fn handoff(agent: impl Into<AgentId>) -> Self {
+        Self {
+            keywords: Vec::new(),
+            pattern: None,
+            action: RouteAction::Handoff {
+                handoff: agent.into(),
+            },
+        }
+    }
+
+    /// A route that answers with fixed text.
+    pub fn reply(text: impl Into<String>) -> Self {
+        Self {
+            keywords: Vec::new(),
+            pattern: None,
+            action: RouteAction::Reply { reply: text.into() },
+        }
+    }
+
+    /// Sets the pattern.
+    pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// Adds keywords.
+    pub fn keywords<I, S>(mut self, words: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keywords.extend(words.into_iter().map(Into::into));
+        self
+    }
+}
+
+/// What a matching route does.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RouteAction {
+    /// Call a tool.
+    Tool {
+        /// The tool.
+        tool: ToolId,
+        /// Its arguments (string values may contain placeholders).
+        #[serde(default)]
+        arguments: Map<String, Value>,
+    },
+    /// Hand the conversation to another agent.
+    Handoff {
+        /// The agent.
+        handoff: AgentId,
+    },
+    /// Answer with fixed text.
+    Reply {
+        /// The text (may contain placeholders).
+        reply: String,
+    },
+}

@@ -1,0 +1,110 @@
+//! The blackboard: what the session knows (seed 001).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::id::{CallId, RunId, ToolId};
+use crate::tool::ToolOutcome;
+
+/// Shared knowledge of a session: the goal, required versus available
+/// information, and the log of every tool execution.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Blackboard {
+    /// The current goal (the person's latest request).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<Goal>,
+    /// Information known so far, by key.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub available: BTreeMap<String, Value>,
+    /// Every tool execution of the session, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub log: Vec<ToolExecution>,
+    /// Planner iterations of the current (or last) run.
+    #[serde(default)]
+    pub iterations: u32,
+    /// Confidence in the last answer, from 0 to 1.
+    #[serde(default)]
+    pub confidence: f32,
+}
+
+impl Blackboard {
+    /// Keys the goal requires that are not available yet.
+    pub fn missing_information(&self) -> Vec<String> {
+        match &self.goal {
+            Some(goal) => goal
+                .required
+                .iter()
+                .filter(|key| !self.available.contains_key(*key))
+                .cloned()
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether everything the goal requires is available.
+    pub fn has_required_information(&self) -> bool {
+        self.missing_information().is_empty()
+    }
+
+    /// Whether `tool` ran successfully in this session.
+    pub fn was_tool_used(&self, tool: &ToolId) -> bool {
+        self.log.iter().any(|e| &e.tool == tool && e.outcome.is_ok())
+    }
+
+    /// The latest successful result of `tool`.
+    pub fn tool_result(&self, tool: &ToolId) -> Option<&Value> {
+        self.log.iter().rev().find_map(|e| match &e.outcome {
+            ToolOutcome::Ok(value) if &e.tool == tool => Some(value),
+            _ => None,
+        })
+    }
+
+    /// A successful execution of `tool` with arguments of this fingerprint.
+    pub fn cached(&self, tool: &ToolId, fingerprint: &str) -> Option<&ToolExecution> {
+        self.log
+            .iter()
+            .rev()
+            .find(|e| &e.tool == tool && e.fingerprint == fingerprint && e.outcome.is_ok())
+    }
+}
+
+/// The goal of the current run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Goal {
+    /// What the person asked for.
+    pub description: String,
+    /// Keys the goal needs (from the agent's `required_information`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<String>,
+}
+
+/// One entry of the execution log.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolExecution {
+    /// The run that made the call.
+    pub run_id: RunId,
+    /// The call.
+    pub call_id: CallId,
+    /// The tool.
+    pub tool: ToolId,
+    /// The arguments as the model or planner gave them.
+    pub arguments: Value,
+    /// The fingerprint of the arguments.
+    pub fingerprint: String,
+    /// How long it took, in milliseconds (zero when not run).
+    pub duration_ms: u64,
+    /// The result or the error.
+    pub outcome: ToolOutcome,
+    /// When the result was reused, the call it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reused_from: Option<CallId>,
+}
+
+impl ToolExecution {
+    /// Whether the call succeeded.
+    pub fn success(&self) -> bool {
+        self.outcome.is_ok()
+    }
+}

@@ -1,0 +1,510 @@
+//! The catalog: agents and tools, resolved once.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::agent::{AgentSpec, RouteAction};
+use crate::error::write_list;
+use crate::id::{AgentId, ToolId, check_name};
+use crate::planner::Planner;
+use crate::planner::rules::CompiledRules;
+use crate::tool::{ToolDef, ToolSpec};
+
+/// The prefix of the tools that hand the conversation to another agent.
+pub const HANDOFF_PREFIX: &str = "transfer_to_";
+
+/// The name of the tool that hands the conversation to `agent`.
+pub fn handoff_tool_name(agent: &AgentId) -> ToolId {
+    ToolId::new(format!("{HANDOFF_PREFIX}{agent}"))
+}
+
+/// Agents and tools, with every name resolved.
+///
+/// Build it with [`Catalog::builder`]; an agent that names a tool, toolset
+/// or handoff target that does not exist is an error listing what does.
+#[derive(Clone, Default)]
+pub struct Catalog {
+    agents: BTreeMap<AgentId, ResolvedAgent>,
+    tools: BTreeMap<ToolId, ToolSpec>,
+    toolsets: BTreeMap<String, Vec<ToolId>>,
+    planners: BTreeMap<AgentId, Arc<dyn Planner + Send + Sync>>,
+}
+
+impl fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Catalog")
+            .field("agents", &self.agents.keys().collect::<Vec<_>>())
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("toolsets", &self.toolsets)
+            .finish()
+    }
+}
+
+/// An agent with its tools resolved.
+#[derive(Clone, Debug)]
+pub struct ResolvedAgent {
+    /// The agent as declared.
+    pub spec: AgentSpec,
+    /// Its tools (own and from toolsets), deduplicated, in declaration order.
+    pub tools: Vec<ToolId>,
+    /// What the model sees: its tools, then one `transfer_to_<agent>` per handoff.
+    pub defs: Arc<[ToolDef]>,
+    pub(crate) rules: Option<CompiledRules>,
+}
+
+impl ResolvedAgent {
+    /// Whether the agent may call `tool` (handoff tools excluded).
+    pub fn has_tool(&self, tool: &ToolId) -> bool {
+        self.tools.contains(tool)
+    }
+
+    /// The agent a `transfer_to_<agent>` tool name points to, if this agent may hand off to it.
+    pub fn handoff_target(&self, tool: &str) -> Option<&AgentId> {
+        let target = tool.strip_prefix(HANDOFF_PREFIX)?;
+        self.spec.handoffs.iter().find(|a| a.as_str() == target)
+    }
+
+    /// Whether the agent has rules.
+    pub fn has_rules(&self) -> bool {
+        self.rules.is_some()
+    }
+}
+
+impl Catalog {
+    /// Starts a catalog.
+    pub fn builder() -> CatalogBuilder {
+        CatalogBuilder::default()
+    }
+
+    /// A builder holding everything in this catalog, to extend it (with discovered tools, say).
+    pub fn to_builder(&self) -> CatalogBuilder {
+        CatalogBuilder {
+            agents: self.agents.values().map(|a| a.spec.clone()).collect(),
+            tools: self.tools.values().cloned().collect(),
+            toolsets: self.toolsets.clone(),
+            planners: self.planners.clone(),
+        }
+    }
+
+    /// An agent.
+    pub fn agent(&self, id: &AgentId) -> Option<&ResolvedAgent> {
+        self.agents.get(id)
+    }
+
+    /// Every agent, by id.
+    pub fn agents(&self) -> impl Iterator<Item = &ResolvedAgent> {
+        self.agents.values()
+    }
+
+    /// Every agent id.
+    pub fn agent_ids(&self) -> Vec<AgentId> {
+        self.agents.keys().cloned().collect()
+    }
+
+    /// A tool.
+    pub fn tool(&self, id: &ToolId) -> Option<&ToolSpec> {
+        self.tools.get(id)
+    }
+
+    /// Every tool.
+    pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
+        self.tools.values()
+    }
+
+    /// Toolset names and their tools.
+    pub fn toolsets(&self) -> &BTreeMap<String, Vec<ToolId>> {
+        &self.toolsets
+    }
+
+    /// The tools of `agent` (empty if the agent does not exist).
+    pub fn tools_for(&self, agent: &AgentId) -> Vec<&ToolSpec> {
+        self.agents
+            .get(agent)
+            .map(|a| a.tools.iter().filter_map(|t| self.tools.get(t)).collect())
+            .unwrap_or_default()
+    }
+
+    /// A custom planner registered for `agent`.
+    pub fn custom_planner(&self, agent: &AgentId) -> Option<&Arc<dyn Planner + Send + Sync>> {
+        self.planners.get(agent)
+    }
+}
+
+/// Collects agents and tools, then resolves them.
+#[derive(Clone, Default)]
+pub struct CatalogBuilder {
+    agents: Vec<AgentSpec>,
+    tools: Vec<ToolSpec>,
+    toolsets: BTreeMap<String, Vec<ToolId>>,
+    planners: BTreeMap<AgentId, Arc<dyn Planner + Send + Sync>>,
+}
+
+impl CatalogBuilder {
+    /// Adds a tool (in no toolset).
+    pub fn tool(mut self, spec: ToolSpec) -> Self {
+        self.tools.push(spec);
+        self
+    }
+
+    /// Adds a toolset and its tools.
+    pub fn toolset(mut self, name: impl Into<String>, specs: impl IntoIterator<Item = ToolSpec>) -> Self {
+        let name = name.into();
+        let entry = self.toolsets.entry(name).or_default();
+        for spec in specs {
+            entry.push(spec.name.clone());
+            self.tools.push(spec);
+        }
+        self
+    }
+
+    /// Adds an agent.
+    pub fn agent(mut self, spec: AgentSpec) -> Self {
+        self.agents.push(spec);
+        self
+    }
+
+    /// Registers a custom planner for an agent (used with [`PlannerMode::Custom`](crate::PlannerMode::Custom)).
+    pub fn planner(mut self, agent: impl Into<AgentId>, planner: Arc<dyn Planner + Send + Sync>) -> Self {
+        self.planners.insert(agent.into(), planner);
+        self
+    }
+
+    /// Resolves every name.
+    pub fn build(self) -> Result<Catalog, CatalogError> {
+        let mut tools = BTreeMap::new();
+        for spec in self.tools {
+            check_name("tool", spec.name.as_str()).map_err(CatalogError::InvalidName)?;
+            if spec.name.as_str().starts_with(HANDOFF_PREFIX) {
+                return Err(CatalogError::ReservedToolName { tool: spec.name });
+            }
+            if !spec.input_schema.is_object() {
+                return Err(CatalogError::InvalidSchema {
+                    tool: spec.name,
+                    reason: "the input schema must be a JSON object".into(),
+                });
+            }
+            if let Some(previous) = tools.insert(spec.name.clone(), spec) {
+                return Err(CatalogError::DuplicateTool { tool: previous.name });
+            }
+        }
+        let agent_ids: BTreeSet<AgentId> = self.agents.iter().map(|a| a.id.clone()).collect();
+        let mut agents = BTreeMap::new();
+        for spec in &self.agents {
+            check_name("agent", spec.id.as_str()).map_err(CatalogError::InvalidName)?;
+            if agents.contains_key(&spec.id) {
+                return Err(CatalogError::DuplicateAgent { agent: spec.id.clone() });
+            }
+            let resolved = resolve_agent(spec, &tools, &self.toolsets, &agent_ids, &self.agents)?;
+            agents.insert(spec.id.clone(), resolved);
+        }
+        for agent in self.planners.keys() {
+            if !agents.contains_key(agent) {
+                return Err(CatalogError::UnknownAgent {
+                    agent: agent.clone(),
+                    available: agent_ids.iter().cloned().collect(),
+                });
+            }
+        }
+        Ok(Catalog {
+            agents,
+            tools,
+            toolsets: self.toolsets,
+            planners: self.planners,
+        })
+    }
+}
+
+fn resolve_agent(
+    spec: &AgentSpec,
+    tools: &BTreeMap<ToolId, ToolSpec>,
+    toolsets: &BTreeMap<String, Vec<ToolId>>,
+    agent_ids: &BTreeSet<AgentId>,
+    all_agents: &[AgentSpec],
+) -> Result<ResolvedAgent, CatalogError> {
+    let mut resolved: Vec<ToolId> = Vec::new();
+    for name in &spec.tools {
+        if !tools.contains_key(name) {
+            return Err(CatalogError::UnknownTool {
+                agent: spec.id.clone(),
+                tool: name.clone(),
+                available: tools.keys().cloned().collect(),
+            });
+        }
+        if !resolved.contains(name) {
+            resolved.push(name.clone());
+        }
+    }
+    for set in &spec.toolsets {
+        let Some(members) = toolsets.get(set) else {
+            return Err(CatalogError::UnknownToolset {
+                agent: spec.id.clone(),
+                toolset: set.clone(),
+                available: toolsets.keys().cloned().collect(),
+            });
+        };
+        for name in members {
+            if !resolved.contains(name) {
+                resolved.push(name.clone());
+            }
+        }
+    }
+    let mut defs: Vec<ToolDef> = resolved.iter().filter_map(|t| tools.get(t)).map(ToolSpec::to_def).collect();
+    for target in &spec.handoffs {
+        if !agent_ids.contains(target) {
+            return Err(CatalogError::UnknownHandoff {
+                agent: spec.id.clone(),
+                target: target.clone(),
+                available: agent_ids.iter().cloned().collect(),
+            });
+        }
+        if target == &spec.id {
+            return Err(CatalogError::InvalidRule {
+                agent: spec.id.clone(),
+                reason: "an agent cannot hand off to itself".into(),
+            });
+        }
+        let other = all_agents.iter().find(|a| &a.id == target);
+        defs.push(handoff_def(target, other));
+    }
+    let rules = match &spec.rules {
+        Some(rules) => {
+            for route in &rules.routes {
+                match &route.action {
+                    RouteAction::Tool { tool, .. } if !resolved.contains(tool) => {
+                        return Err(CatalogError::InvalidRule {
+                            agent: spec.id.clone(),
+                            reason: format!("a route calls {tool}, which is not one of the agent's tools"),
+                        });
+                    }
+                    RouteAction::Handoff { handoff } if !spec.handoffs.contains(handoff) => {
+                        return Err(CatalogError::InvalidRule {
+                            agent: spec.id.clone(),
+                            reason: format!("a route hands off to {handoff}, which is not in the agent's handoffs"),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Some(CompiledRules::compile(rules).map_err(|reason| CatalogError::InvalidRule {
+                agent: spec.id.clone(),
+                reason,
+            })?)
+        }
+        None => None,
+    };
+    Ok(ResolvedAgent {
+        spec: spec.clone(),
+        tools: resolved,
+        defs: defs.into(),
+        rules,
+    })
+}
+
+fn handoff_def(target: &AgentId, spec: Option<&AgentSpec>) -> ToolDef {
+    let about = match spec {
+        Some(s) if !s.description.is_empty() => format!("{} ({})", s.name, s.description),
+        Some(s) => s.name.clone(),
+        None => target.to_string(),
+    };
+    ToolDef {
+        name: handoff_tool_name(target),
+        description: format!("Hand the conversation to the {about} agent when the request is its job."),
+        parameters: handoff_schema(),
+    }
+}
+
+fn handoff_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "reason": {"type": "string", "description": "Why the conversation is handed over."}
+        }
+    })
+}
+
+/// A catalog that could not be built, with what exists so the fix is obvious.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CatalogError {
+    /// Two tools share a name.
+    DuplicateTool {
+        /// The name.
+        tool: ToolId,
+    },
+    /// Two agents share an id.
+    DuplicateAgent {
+        /// The id.
+        agent: AgentId,
+    },
+    /// A name breaks the grammar.
+    InvalidName(String),
+    /// A tool name uses the reserved `transfer_to_` prefix.
+    ReservedToolName {
+        /// The name.
+        tool: ToolId,
+    },
+    /// A tool's schema is unusable.
+    InvalidSchema {
+        /// The tool.
+        tool: ToolId,
+        /// Why.
+        reason: String,
+    },
+    /// An agent names a tool that does not exist.
+    UnknownTool {
+        /// The agent.
+        agent: AgentId,
+        /// The missing tool.
+        tool: ToolId,
+        /// The tools that exist.
+        available: Vec<ToolId>,
+    },
+    /// An agent names a toolset that does not exist.
+    UnknownToolset {
+        /// The agent.
+        agent: AgentId,
+        /// The missing toolset.
+        toolset: String,
+        /// The toolsets that exist.
+        available: Vec<String>,
+    },
+    /// An agent hands off to an agent that does not exist.
+    UnknownHandoff {
+        /// The agent.
+        agent: AgentId,
+        /// The missing target.
+        target: AgentId,
+        /// The agents that exist.
+        available: Vec<AgentId>,
+    },
+    /// Something refers to an agent that does not exist.
+    UnknownAgent {
+        /// The missing agent.
+        agent: AgentId,
+        /// The agents that exist.
+        available: Vec<AgentId>,
+    },
+    /// An agent's rules are unusable.
+    InvalidRule {
+        /// The agent.
+        agent: AgentId,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl fmt::Display for CatalogError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CatalogError::DuplicateTool { tool } => write!(f, "two tools are named {tool}; rename one"),
+            CatalogError::DuplicateAgent { agent } => write!(f, "two agents have the id {agent}; rename one"),
+            CatalogError::InvalidName(message) => f.write_str(message),
+            CatalogError::ReservedToolName { tool } => {
+                write!(f, "tool {tool} uses the reserved prefix {HANDOFF_PREFIX:?}; rename it")
+            }
+            CatalogError::InvalidSchema { tool, reason } => write!(f, "tool {tool}: {reason}"),
+            CatalogError::UnknownTool { agent, tool, available } => {
+                write!(f, "agent {agent} uses tool {tool:?}, which does not exist; tools: ")?;
+                write_list(f, available)
+            }
+            CatalogError::UnknownToolset { agent, toolset, available } => {
+                write!(f, "agent {agent} uses toolset {toolset:?}, which does not exist; toolsets: ")?;
+                write_list(f, available)
+            }
+            CatalogError::UnknownHandoff { agent, target, available } => {
+                write!(f, "agent {agent} hands off to {target:?}, which does not exist; agents: ")?;
+                write_list(f, available)
+            }
+            CatalogError::UnknownAgent { agent, available } => {
+                write!(f, "agent {agent:?} does not exist; agents: ")?;
+                write_list(f, available)
+            }
+            CatalogError::InvalidRule { agent, reason } => write!(f, "agent {agent}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for CatalogError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{Route, Rules};
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec::new(name, "a tool", json!({"type": "object"}))
+    }
+
+    #[test]
+    fn unknown_tool_lists_what_exists() {
+        let err = Catalog::builder()
+            .tool(spec("search_flights"))
+            .tool(spec("book_flight"))
+            .agent(AgentSpec::new("travel").tool("search_fligths"))
+            .build()
+            .unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("search_fligths"), "{text}");
+        assert!(text.contains("book_flight, search_flights"), "{text}");
+    }
+
+    #[test]
+    fn unknown_handoff_and_toolset_are_errors() {
+        let err = Catalog::builder()
+            .agent(AgentSpec::new("a").handoff("b"))
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, CatalogError::UnknownHandoff { .. }));
+        let err = Catalog::builder()
+            .agent(AgentSpec::new("a").toolset("mcp"))
+            .build()
+            .unwrap_err();
+        assert!(matches!(err, CatalogError::UnknownToolset { .. }));
+    }
+
+    #[test]
+    fn toolsets_and_handoffs_resolve_into_model_definitions() {
+        let catalog = Catalog::builder()
+            .toolset("math", [spec("add"), spec("sub")])
+            .tool(spec("other"))
+            .agent(AgentSpec::new("calc").toolset("math").tool("add").handoff("help"))
+            .agent(AgentSpec::new("help").description("answers questions"))
+            .build()
+            .unwrap();
+        let calc = catalog.agent(&"calc".into()).unwrap();
+        assert_eq!(calc.tools, vec![ToolId::from("add"), ToolId::from("sub")]);
+        let names: Vec<&str> = calc.defs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["add", "sub", "transfer_to_help"]);
+        assert_eq!(calc.handoff_target("transfer_to_help"), Some(&AgentId::from("help")));
+        assert_eq!(calc.handoff_target("transfer_to_calc"), None);
+        assert_eq!(catalog.tools_for(&"calc".into()).len(), 2);
+    }
+
+    #[test]
+    fn bad_names_rules_and_duplicates_are_errors() {
+        assert!(matches!(
+            Catalog::builder().agent(AgentSpec::new("has space")).build(),
+            Err(CatalogError::InvalidName(_))
+        ));
+        assert!(matches!(
+            Catalog::builder().tool(spec("transfer_to_x")).build(),
+            Err(CatalogError::ReservedToolName { .. })
+        ));
+        assert!(matches!(
+            Catalog::builder().tool(spec("a")).tool(spec("a")).build(),
+            Err(CatalogError::DuplicateTool { .. })
+        ));
+        let bad_regex = Rules::new().route(Route::reply("x").pattern("(unclosed"));
+        assert!(matches!(
+            Catalog::builder().agent(AgentSpec::new("a").rules(bad_regex)).build(),
+            Err(CatalogError::InvalidRule { .. })
+        ));
+        let foreign_tool = Rules::new().route(Route::tool("nope", json!({})).keywords(["x"]));
+        assert!(matches!(
+            Catalog::builder().agent(AgentSpec::new("a").rules(foreign_tool)).build(),
+            Err(CatalogError::InvalidRule { .. })
+        ));
+    }
+}

@@ -1,0 +1,176 @@
+//! Typed, ordered events.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
+use crate::message::Message;
+use crate::model::Usage;
+use crate::output::{PendingConfirmation, RunStatus};
+use crate::phase::Phase;
+use crate::planner::PlannerMode;
+use crate::policy::Cap;
+use crate::time::Timestamp;
+use crate::tool::ToolOutcome;
+
+/// Something that happened in a session.
+///
+/// `seq` numbers a session's durable events from 1 without gaps; a
+/// subscriber resumes from any of them. Model deltas are live only: they carry
+/// the seq of the durable event before them and are never stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// Per-session sequence number.
+    pub seq: u64,
+    /// When (the time of the input that caused it).
+    pub at: Timestamp,
+    /// The session.
+    pub session: SessionId,
+    /// The run, when the event belongs to one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunId>,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// What happened.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    /// A run began.
+    RunStarted {
+        /// The agent that takes the run.
+        agent: AgentId,
+        /// How it plans.
+        planner: PlannerMode,
+    },
+    /// The run moved to another phase.
+    PhaseChanged {
+        /// From.
+        from: Phase,
+        /// To.
+        to: Phase,
+    },
+    /// The conversation moved to another agent.
+    AgentChanged {
+        /// From.
+        from: AgentId,
+        /// To.
+        to: AgentId,
+        /// Why.
+        reason: String,
+    },
+    /// The model was asked (the `call`-th time in this run).
+    ModelRequested {
+        /// Model call number within the run.
+        call: u32,
+    },
+    /// Streamed text from the model (live only).
+    ModelDelta {
+        /// The new text.
+        text: String,
+    },
+    /// A tool call was requested.
+    ToolRequested {
+        /// The call.
+        call_id: CallId,
+        /// The tool.
+        tool: ToolId,
+        /// The arguments.
+        arguments: Value,
+    },
+    /// A cacheable tool's earlier result was reused instead of calling it again.
+    ToolReused {
+        /// The call that was answered from the log.
+        call_id: CallId,
+        /// The tool.
+        tool: ToolId,
+        /// The call whose result was reused.
+        from: CallId,
+    },
+    /// The run is parked until the person approves or declines a call.
+    AwaitingConfirmation {
+        /// The call to approve.
+        pending: PendingConfirmation,
+    },
+    /// The person answered a confirmation.
+    ConfirmationResolved {
+        /// The call.
+        call_id: CallId,
+        /// Whether it was approved.
+        approved: bool,
+    },
+    /// A tool call finished.
+    ToolFinished {
+        /// The call.
+        call_id: CallId,
+        /// The tool.
+        tool: ToolId,
+        /// Whether it succeeded.
+        ok: bool,
+        /// How long it took.
+        duration_ms: u64,
+        /// The result or the error.
+        outcome: ToolOutcome,
+    },
+    /// A message was added to the history.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// Tokens used by a model call.
+    Usage {
+        /// This call.
+        usage: Usage,
+        /// The run so far.
+        run_total: Usage,
+    },
+    /// A run limit was reached; the run moves to synthesis.
+    CapReached {
+        /// Which limit.
+        cap: Cap,
+    },
+    /// The run finished (or parked).
+    RunFinished {
+        /// How it ended.
+        status: RunStatus,
+        /// The answer, if any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply: Option<String>,
+    },
+    /// Something failed.
+    Error {
+        /// What.
+        message: String,
+    },
+    /// The session was ended; it accepts no more input.
+    SessionEnded {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl EventKind {
+    /// The snake_case name of the kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::PhaseChanged { .. } => "phase_changed",
+            EventKind::AgentChanged { .. } => "agent_changed",
+            EventKind::ModelRequested { .. } => "model_requested",
+            EventKind::ModelDelta { .. } => "model_delta",
+            EventKind::ToolRequested { .. } => "tool_requested",
+            EventKind::ToolReused { .. } => "tool_reused",
+            EventKind::AwaitingConfirmation { .. } => "awaiting_confirmation",
+            EventKind::ConfirmationResolved { .. } => "confirmation_resolved",
+            EventKind::ToolFinished { .. } => "tool_finished",
+            EventKind::Message { .. } => "message",
+            EventKind::Usage { .. } => "usage",
+            EventKind::CapReached { .. } => "cap_reached",
+            EventKind::RunFinished { .. } => "run_finished",
+            EventKind::Error { .. } => "error",
+            EventKind::SessionEnded { .. } => "session_ended",
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! What drives a session.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::id::{AgentId, CallId, RunId};
+use crate::message::Message;
+use crate::model::ModelReply;
+use crate::planner::PlannerMode;
+use crate::policy::RunPolicy;
+use crate::time::Timestamp;
+use crate::tool::ToolOutcome;
+
+/// One input to [`Session::step`](crate::Session::step). Engines journal
+/// every accepted input; replaying the journal rebuilds the session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "input", rename_all = "snake_case")]
+pub enum Input {
+    /// The person wrote: start a run.
+    StartRun(StartRun),
+    /// The model answered.
+    ModelReplied {
+        /// The run.
+        run_id: RunId,
+        /// Which model call of the run this answers.
+        call: u32,
+        /// The answer.
+        reply: ModelReply,
+        /// When.
+        at: Timestamp,
+    },
+    /// The model could not be reached or kept failing after retries.
+    ModelFailed {
+        /// The run.
+        run_id: RunId,
+        /// Which model call.
+        call: u32,
+        /// Why.
+        error: String,
+        /// When.
+        at: Timestamp,
+    },
+    /// A tool call finished.
+    ToolFinished {
+        /// The run.
+        run_id: RunId,
+        /// The call.
+        call_id: CallId,
+        /// Its outcome.
+        outcome: ToolOutcome,
+        /// How long it took.
+        duration_ms: u64,
+        /// When.
+        at: Timestamp,
+    },
+    /// The person answered a confirmation.
+    Confirm(Confirmation),
+    /// End the session (cancels a run in progress).
+    End {
+        /// Why.
+        reason: String,
+        /// When.
+        at: Timestamp,
+    },
+    /// Time passes (lets the core notice a time budget running out).
+    Tick {
+        /// Now.
+        at: Timestamp,
+    },
+}
+
+impl Input {
+    /// The time the input carries.
+    pub fn at(&self) -> Timestamp {
+        match self {
+            Input::StartRun(start) => start.at,
+            Input::Confirm(confirmation) => confirmation.at,
+            Input::ModelReplied { at, .. }
+            | Input::ModelFailed { at, .. }
+            | Input::ToolFinished { at, .. }
+            | Input::End { at, .. }
+            | Input::Tick { at } => *at,
+        }
+    }
+
+    /// The input's name, for errors and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Input::StartRun(_) => "start_run",
+            Input::ModelReplied { .. } => "model_replied",
+            Input::ModelFailed { .. } => "model_failed",
+            Input::ToolFinished { .. } => "tool_finished",
+            Input::Confirm(_) => "confirm",
+            Input::End { .. } => "end",
+            Input::Tick { .. } => "tick",
+        }
+    }
+}
+
+/// Starts a run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StartRun {
+    /// The new run's id.
+    pub run_id: RunId,
+    /// The agent to talk to; `None` continues with the session's current agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentId>,
+    /// The new messages (at least one user message).
+    pub messages: Vec<Message>,
+    /// How the run plans (decided by the engine from the configuration).
+    pub planner: PlannerMode,
+    /// The effective policy when it differs from the agent's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<RunPolicy>,
+    /// Information to put on the blackboard before planning.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub context: BTreeMap<String, Value>,
+    /// When.
+    pub at: Timestamp,
+}
+
+impl StartRun {
+    /// A run of one user message.
+    pub fn new(run_id: impl Into<RunId>, text: impl Into<String>, planner: PlannerMode, at: Timestamp) -> Self {
+        Self {
+            run_id: run_id.into(),
+            agent: None,
+            messages: vec![Message::user(text)],
+            planner,
+            policy: None,
+            context: BTreeMap::new(),
+            at,
+        }
+    }
+
+    /// Sets the agent.
+    pub fn agent(mut self, agent: impl Into<AgentId>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+}
+
+/// An answer to a parked tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    /// The run.
+    pub run_id: RunId,
+    /// The call being answered.
+    pub call_id: CallId,
+    /// The fingerprint of the arguments the person saw.
+    pub fingerprint: String,
+    /// Approve or decline.
+    pub decision: Decision,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// The person's decision on a parked call.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum Decision {
+    /// Run the call.
+    Approve,
+    /// Do not run it; the model is told it was declined.
+    Deny {
+        /// Why, if the person said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+}

@@ -1,0 +1,89 @@
+//! The sans-IO core of concierge.
+//!
+//! A [`Session`] is a deterministic state machine: [`Session::step`] takes an
+//! [`Input`] (a user message, a model reply, a tool result, a confirmation,
+//! the end of the session, or time passing) and returns the [`Effect`]s an
+//! engine must perform (call the model, call a tool, emit an event, wait for
+//! the person, finish the run). The core does no I/O, reads no clock and draws
+//! no random numbers, so the same inputs always give the same effects: engines
+//! journal inputs and replay them after a crash, and every orchestration rule
+//! is testable without a model or a network.
+//!
+//! ```
+//! use concierge_core::{
+//!     AgentSpec, Catalog, Effect, Input, PlannerMode, Route, Rules, Session, StartRun,
+//!     Timestamp, ToolOutcome, ToolSpec,
+//! };
+//! use serde_json::json;
+//!
+//! let add = ToolSpec::new("add", "Adds two numbers.", json!({"type": "object"}));
+//! let rules = Rules::new()
+//!     .route(Route::tool("add", json!({"a": "{a}", "b": "{b}"})).pattern(r"(?P<a>\d+) plus (?P<b>\d+)"))
+//!     .answer("The sum is {result}.");
+//! let catalog = Catalog::builder()
+//!     .tool(add)
+//!     .agent(AgentSpec::new("adder").tool("add").rules(rules))
+//!     .build()?;
+//!
+//! let mut session = Session::new("s1", "adder");
+//! let effects = session.step(
+//!     Input::StartRun(StartRun::new("r1", "2 plus 3", PlannerMode::Rules, Timestamp(0))),
+//!     &catalog,
+//! )?;
+//! // The engine runs the tool the core asked for...
+//! let Some(Effect::CallTool { run_id, call, .. }) =
+//!     effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
+//! else { unreachable!() };
+//! // ...and feeds the result back.
+//! let effects = session.step(
+//!     Input::ToolFinished {
+//!         run_id: run_id.clone(),
+//!         call_id: call.id.clone(),
+//!         outcome: ToolOutcome::Ok(json!(5)),
+//!         duration_ms: 1,
+//!         at: Timestamp(1),
+//!     },
+//!     &catalog,
+//! )?;
+//! let Some(Effect::Finish(output)) = effects.last() else { unreachable!() };
+//! assert_eq!(output.reply.as_deref(), Some("The sum is 5."));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod agent;
+pub mod blackboard;
+pub mod canonical;
+pub mod catalog;
+pub mod effect;
+pub mod error;
+pub mod event;
+pub mod id;
+pub mod input;
+pub mod message;
+pub mod model;
+pub mod output;
+pub mod phase;
+pub mod planner;
+pub mod policy;
+pub mod session;
+pub mod time;
+pub mod tool;
+
+pub use agent::{AgentSpec, ExampleTurn, Route, RouteAction, Rules};
+pub use blackboard::{Blackboard, Goal, ToolExecution};
+pub use canonical::{canonical_json, fingerprint};
+pub use catalog::{Catalog, CatalogBuilder, CatalogError, HANDOFF_PREFIX, ResolvedAgent, handoff_tool_name};
+pub use effect::Effect;
+pub use error::StepError;
+pub use event::{Event, EventKind};
+pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId};
+pub use input::{Confirmation, Decision, Input, StartRun};
+pub use message::{Message, ToolCall};
+pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
+pub use output::{PendingConfirmation, RunOutput, RunStatus};
+pub use phase::{InvalidTransition, Phase};
+pub use planner::{LlmPlanner, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner};
+pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
+pub use session::Session;
+pub use time::Timestamp;
+pub use tool::{FieldError, ToolAnnotations, ToolDef, ToolError, ToolErrorKind, ToolOutcome, ToolSpec};

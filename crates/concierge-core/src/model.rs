@@ -1,0 +1,127 @@
+//! What the core asks of a model and what it gets back (provider-neutral).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::id::AgentId;
+use crate::message::Message;
+use crate::tool::ToolDef;
+
+/// A chat request built by the LLM planner.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The agent on whose behalf the model is asked.
+    pub agent: AgentId,
+    /// The model named by the agent, if any (the runtime default otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Arc<[ToolDef]>,
+    /// Whether and which tool the model must call.
+    pub tool_choice: ToolChoice,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+}
+
+/// Tool choice, as providers understand it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolChoice {
+    /// The model decides.
+    #[default]
+    Auto,
+    /// No tool calls.
+    None,
+    /// At least one tool call.
+    Required,
+    /// This tool must be called.
+    Tool(String),
+}
+
+/// A model's answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelReply {
+    /// The text, if any.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+    /// The tool calls, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ModelToolCall>,
+    /// Tokens used, when the provider says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why the model stopped, as the provider put it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+}
+
+impl ModelReply {
+    /// A text-only reply.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A reply that calls one tool; `arguments` is the raw JSON text.
+    pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
+        Self {
+            tool_calls: vec![ModelToolCall {
+                id: None,
+                name: name.into(),
+                arguments: arguments.into(),
+            }],
+            ..Self::default()
+        }
+    }
+
+    /// Adds usage.
+    pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
+        self.usage = Some(Usage {
+            input_tokens,
+            output_tokens,
+        });
+        self
+    }
+}
+
+/// A tool call exactly as the model sent it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelToolCall {
+    /// The provider's id for the call, if it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The function name (may name no tool).
+    pub name: String,
+    /// The arguments as raw text (may not be valid JSON).
+    pub arguments: String,
+}
+
+/// Token counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Completion tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` to `self`.
+    pub fn add(&mut self, other: Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+    }
+
+    /// Whether no tokens were counted.
+    pub fn is_zero(&self) -> bool {
+        self.input_tokens == 0 && self.output_tokens == 0
+    }
+}

@@ -1,0 +1,121 @@
+//! The LLM planner: the model decides.
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::{Decision, PlanView, PlannedCall, Planner};
+use crate::model::{ModelReply, ModelRequest, ToolChoice};
+use crate::planner::rules::summarize_results;
+use crate::policy::Cap;
+
+/// Builds model requests from the agent's instructions, the history and its
+/// tools, and turns replies into tool calls, answers or handoffs (a handoff
+/// is a call to a `transfer_to_<agent>` tool).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LlmPlanner;
+
+impl LlmPlanner {
+    /// The system prompt for the agent in `view`.
+    pub fn system_prompt(view: &PlanView<'_>) -> String {
+        let agent = view.agent;
+        let mut prompt = String::new();
+        if !agent.instructions.is_empty() {
+            prompt.push_str(&agent.instructions);
+        } else {
+            let _ = write!(prompt, "You are {}.", agent.name);
+            if !agent.description.is_empty() {
+                let _ = write!(prompt, " {}", agent.description);
+            }
+        }
+        if !agent.examples.is_empty() {
+            prompt.push_str("\n\nExample conversation:");
+            for turn in &agent.examples {
+                let _ = write!(prompt, "\nuser: {}\nagent: {}", turn.user, turn.agent);
+            }
+        }
+        if !agent.handoffs.is_empty() {
+            prompt.push_str(
+                "\n\nIf the request is another agent's job, call its transfer_to_<agent> tool; the conversation moves to it.",
+            );
+        }
+        let board = view.blackboard;
+        if !board.available.is_empty() {
+            prompt.push_str("\n\nKnown information:");
+            for (key, value) in &board.available {
+                let _ = write!(prompt, "\n- {key}: {value}");
+            }
+        }
+        let missing = board.missing_information();
+        if !missing.is_empty() {
+            let _ = write!(prompt, "\n\nStill needed before the goal can be met: {}.", missing.join(", "));
+        }
+        prompt
+    }
+
+    fn request(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
+        let mut system = Self::system_prompt(view);
+        if let Some(extra) = extra {
+            system.push_str("\n\n");
+            system.push_str(extra);
+        }
+        ModelRequest {
+            agent: view.agent.id.clone(),
+            model: view.agent.model.clone(),
+            system,
+            messages: view.history.to_vec(),
+            tools: view.tools.clone(),
+            tool_choice,
+            temperature: view.agent.temperature,
+        }
+    }
+}
+
+/// Parses a model's raw argument text: empty means `{}`; text that is not JSON
+/// is kept as a JSON string so the core can report it to the model.
+pub fn parse_arguments(raw: &str) -> Value {
+    let trimmed = raw.trim();
+    if trimmed.is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(raw.to_string()))
+}
+
+impl Planner for LlmPlanner {
+    fn next(&self, view: &PlanView<'_>) -> Decision {
+        let choice = if view.tools.is_empty() {
+            ToolChoice::None
+        } else {
+            ToolChoice::Auto
+        };
+        Decision::CallModel(Self::request(view, choice, None))
+    }
+
+    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Decision {
+        if reply.tool_calls.is_empty() {
+            return Decision::Answer(reply.text.clone());
+        }
+        let calls = reply
+            .tool_calls
+            .iter()
+            .map(|call| PlannedCall {
+                name: call.name.clone(),
+                arguments: parse_arguments(&call.arguments),
+            })
+            .collect();
+        Decision::CallTools {
+            text: reply.text.clone(),
+            calls,
+        }
+    }
+
+    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Decision {
+        if view.history.is_empty() {
+            return Decision::Answer(summarize_results(view));
+        }
+        let note = format!(
+            "The run reached {cap}. Do not call tools. Answer the person now with what is known, and say what is still missing."
+        );
+        Decision::CallModel(Self::request(view, ToolChoice::None, Some(&note)))
+    }
+}

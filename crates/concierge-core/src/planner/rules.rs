@@ -1,0 +1,293 @@
+//! The rules planner: keyword and regex routes, no model.
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+
+use super::{Decision, PlanView, PlannedCall, Planner};
+use crate::agent::{RouteAction, Rules};
+use crate::catalog::{HANDOFF_PREFIX, handoff_tool_name};
+use crate::message::Message;
+use crate::model::ModelReply;
+use crate::policy::Cap;
+use crate::tool::ToolOutcome;
+
+/// Rules with their patterns compiled (done once, when the catalog is built).
+#[derive(Clone, Debug)]
+pub struct CompiledRules {
+    routes: Vec<CompiledRoute>,
+    answer: Option<String>,
+    error_answer: Option<String>,
+    fallback: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+struct CompiledRoute {
+    keywords: Vec<String>,
+    pattern: Option<Regex>,
+    action: RouteAction,
+}
+
+impl CompiledRules {
+    /// Compiles `rules`; an error says which route is wrong and why.
+    pub fn compile(rules: &Rules) -> Result<Self, String> {
+        let mut routes = Vec::with_capacity(rules.routes.len());
+        for (i, route) in rules.routes.iter().enumerate() {
+            if route.keywords.is_empty() && route.pattern.is_none() {
+                return Err(format!("route {i} has neither keywords nor a pattern"));
+            }
+            let pattern = match &route.pattern {
+                Some(p) => Some(Regex::new(p).map_err(|e| format!("route {i}: invalid pattern: {e}"))?),
+                None => None,
+            };
+            routes.push(CompiledRoute {
+                keywords: route.keywords.iter().map(|k| k.to_lowercase()).collect(),
+                pattern,
+                action: route.action.clone(),
+            });
+        }
+        Ok(Self {
+            routes,
+            answer: rules.answer.clone(),
+            error_answer: rules.error_answer.clone(),
+            fallback: rules.fallback.clone(),
+        })
+    }
+}
+
+/// Routes the person's text with an agent's rules; after tools ran, answers
+/// from their results with the rules' templates.
+#[derive(Clone, Copy, Debug)]
+pub struct RulesPlanner<'a> {
+    rules: &'a CompiledRules,
+}
+
+impl<'a> RulesPlanner<'a> {
+    /// A planner over compiled rules.
+    pub fn new(rules: &'a CompiledRules) -> Self {
+        Self { rules }
+    }
+
+    fn route(&self, view: &PlanView<'_>, text: &str) -> Decision {
+        let lower = text.to_lowercase();
+        for route in &self.rules.routes {
+            if !route.keywords.is_empty() && !route.keywords.iter().any(|k| lower.contains(k.as_str())) {
+                continue;
+            }
+            let captures = match &route.pattern {
+                Some(re) => match re.captures(text) {
+                    Some(c) => Some(c),
+                    None => continue,
+                },
+                None => None,
+            };
+            let lookup = |name: &str| -> Option<String> {
+                if name == "message" {
+                    return Some(text.to_string());
+                }
+                captures
+                    .as_ref()
+                    .and_then(|c| c.name(name))
+                    .map(|m| m.as_str().to_string())
+            };
+            return match &route.action {
+                RouteAction::Tool { tool, arguments } => Decision::CallTools {
+                    text: String::new(),
+                    calls: vec![PlannedCall {
+                        name: tool.to_string(),
+                        arguments: substitute(&Value::Object(arguments.clone()), &lookup),
+                    }],
+                },
+                RouteAction::Handoff { handoff } => Decision::CallTools {
+                    text: String::new(),
+                    calls: vec![PlannedCall {
+                        name: handoff_tool_name(handoff).to_string(),
+                        arguments: json!({ "reason": format!("the request matched {handoff}'s route") }),
+                    }],
+                },
+                RouteAction::Reply { reply } => Decision::Answer(render(reply, &lookup)),
+            };
+        }
+        let fallback = self
+            .rules
+            .fallback
+            .clone()
+            .or_else(|| view.agent.starter_prompt.clone())
+            .unwrap_or_else(|| format!("I did not understand that. I am {}: {}", view.agent.name, view.agent.description));
+        Decision::Clarify(fallback)
+    }
+
+    fn answer(&self, view: &PlanView<'_>, results: &[&Message], text: &str) -> Decision {
+        let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
+            return Decision::Answer(summarize_results(view));
+        };
+        let template = match outcome {
+            ToolOutcome::Ok(_) => self.rules.answer.as_deref(),
+            ToolOutcome::Error(_) => Some(self.rules.error_answer.as_deref().unwrap_or("{tool} failed: {error}")),
+        };
+        let Some(template) = template else {
+            return Decision::Answer(summarize_results(view));
+        };
+        let lookup = |name: &str| -> Option<String> {
+            match (name, outcome) {
+                ("tool", _) => Some(tool.to_string()),
+                ("message", _) => Some(text.to_string()),
+                ("error", ToolOutcome::Error(e)) => Some(e.to_string()),
+                ("result", ToolOutcome::Ok(v)) => Some(render_value(v)),
+                (path, ToolOutcome::Ok(v)) => {
+                    let field = path.strip_prefix("result.")?;
+                    let mut cur = v;
+                    for part in field.split('.') {
+                        cur = cur.get(part)?;
+                    }
+                    Some(render_value(cur))
+                }
+                _ => None,
+            }
+        };
+        Decision::Answer(render(template, &lookup))
+    }
+}
+
+/// Tool messages answering the current agent's calls since the latest user
+/// message, handoffs excluded.
+fn own_results<'m>(view: &PlanView<'m>) -> Vec<&'m Message> {
+    let start = view.last_user_message().map(|(i, _)| i + 1).unwrap_or(0);
+    let history: &'m [Message] = view.history;
+    history[start..]
+        .iter()
+        .filter(|m| matches!(m, Message::Tool { agent, tool, .. } if agent == &view.agent.id && !tool.as_str().starts_with(HANDOFF_PREFIX)))
+        .collect()
+}
+
+/// A plain summary of the tool results since the latest user message, one
+/// `tool: result` line each (used when no template or model is available).
+pub fn summarize_results(view: &PlanView<'_>) -> String {
+    let results = own_results(view);
+    if results.is_empty() {
+        return "I have no results to report.".to_string();
+    }
+    let lines: Vec<String> = results
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool { tool, outcome, .. } => Some(match outcome {
+                ToolOutcome::Ok(v) => format!("{tool}: {}", render_value(v)),
+                ToolOutcome::Error(e) => format!("{tool} failed: {}", e.message),
+            }),
+            _ => None,
+        })
+        .collect();
+    lines.join("\n")
+}
+
+impl Planner for RulesPlanner<'_> {
+    fn next(&self, view: &PlanView<'_>) -> Decision {
+        let Some((_, text)) = view.last_user_message() else {
+            return Decision::Clarify("What can I do for you?".to_string());
+        };
+        let results = own_results(view);
+        if results.is_empty() {
+            self.route(view, text)
+        } else {
+            self.answer(view, &results, text)
+        }
+    }
+
+    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Decision {
+        Decision::Answer(reply.text.clone())
+    }
+
+    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Decision {
+        Decision::Answer(format!("I stopped at {cap}. {}", summarize_results(view)))
+    }
+}
+
+/// Renders a JSON value for people: strings as is, whole floats without `.0`.
+pub fn render_value(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 1e15 => format!("{}", f as i64),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// Replaces `{name}` placeholders in `template` with `lookup(name)`; unknown
+/// placeholders are left as they are.
+pub fn render(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) if is_placeholder(&after[..close]) => {
+                let name = &after[..close];
+                match lookup(name) {
+                    Some(value) => out.push_str(&value),
+                    None => {
+                        out.push('{');
+                        out.push_str(name);
+                        out.push('}');
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_placeholder(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+}
+
+fn substitute(value: &Value, lookup: &dyn Fn(&str) -> Option<String>) -> Value {
+    match value {
+        Value::String(s) => {
+            if let Some(name) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+                if is_placeholder(name) {
+                    if let Some(v) = lookup(name) {
+                        return Value::String(v);
+                    }
+                }
+            }
+            Value::String(render(s, lookup))
+        }
+        Value::Array(items) => Value::Array(items.iter().map(|v| substitute(v, lookup)).collect()),
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                out.insert(k.clone(), substitute(v, lookup));
+            }
+            Value::Object(out)
+        }
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_substitutes_known_placeholders_only() {
+        let lookup = |n: &str| (n == "a").then(|| "5".to_string());
+        assert_eq!(render("{a} + {b} = {", &lookup), "5 + {b} = {");
+        assert_eq!(render("{ not a placeholder }", &lookup), "{ not a placeholder }");
+    }
+
+    #[test]
+    fn values_render_for_people() {
+        assert_eq!(render_value(&json!(8.0)), "8");
+        assert_eq!(render_value(&json!(2.5)), "2.5");
+        assert_eq!(render_value(&json!("hi")), "hi");
+        assert_eq!(render_value(&json!({"a": 1})), r#"{"a":1}"#);
+    }
+}

@@ -1,0 +1,236 @@
+//! Tool descriptions and tool outcomes.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::id::ToolId;
+
+/// Behavioural hints about a tool (they drive confirmation and caching).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolAnnotations {
+    /// The tool does not change anything outside concierge.
+    pub read_only: bool,
+    /// The tool may destroy or overwrite data.
+    pub destructive: bool,
+    /// Calling the tool twice with the same arguments has the effect of calling it once.
+    pub idempotent: bool,
+    /// The person must approve each call before it runs.
+    pub requires_confirmation: bool,
+    /// A successful result may be reused for a later call with the same arguments
+    /// in the same session (seed 001's redundancy avoidance).
+    pub cacheable: bool,
+}
+
+/// A tool as the catalog knows it: name, description, schema, annotations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name, as the model calls it.
+    pub name: ToolId,
+    /// What the tool does, for the model and for people.
+    pub description: String,
+    /// A free-form category such as `finance` or `computation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub category: Option<String>,
+    /// The JSON Schema of the arguments object.
+    pub input_schema: Value,
+    /// Behavioural hints.
+    #[serde(default)]
+    pub annotations: ToolAnnotations,
+    /// Blackboard keys that must be available before the tool may run.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub requires: Vec<String>,
+    /// Blackboard keys the tool fills in when it succeeds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provides: Vec<String>,
+}
+
+impl ToolSpec {
+    /// A spec with a name, a description and an arguments schema.
+    pub fn new(name: impl Into<ToolId>, description: impl Into<String>, input_schema: Value) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            category: None,
+            input_schema,
+            annotations: ToolAnnotations::default(),
+            requires: Vec::new(),
+            provides: Vec::new(),
+        }
+    }
+
+    /// Sets the category.
+    pub fn category(mut self, category: impl Into<String>) -> Self {
+        self.category = Some(category.into());
+        self
+    }
+
+    /// Sets the annotations.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Adds a blackboard key the tool requires.
+    pub fn requires(mut self, key: impl Into<String>) -> Self {
+        self.requires.push(key.into());
+        self
+    }
+
+    /// Adds a blackboard key the tool provides.
+    pub fn provides(mut self, key: impl Into<String>) -> Self {
+        self.provides.push(key.into());
+        self
+    }
+
+    /// The definition a model sees.
+    pub fn to_def(&self) -> ToolDef {
+        ToolDef {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            parameters: self.input_schema.clone(),
+        }
+    }
+}
+
+/// A tool as a model sees it: a function name, a description, a parameters schema.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    /// Function name.
+    pub name: ToolId,
+    /// Function description.
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// What a tool call came to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolOutcome {
+    /// The tool returned this value.
+    Ok(Value),
+    /// The tool did not produce a value.
+    Error(ToolError),
+}
+
+impl ToolOutcome {
+    /// Whether the call succeeded.
+    pub fn is_ok(&self) -> bool {
+        matches!(self, ToolOutcome::Ok(_))
+    }
+
+    /// The text a model is shown for this outcome: the value (a string as is,
+    /// anything else as JSON), or `{"error": {...}}`.
+    pub fn to_model_text(&self) -> String {
+        match self {
+            ToolOutcome::Ok(Value::String(text)) => text.clone(),
+            ToolOutcome::Ok(value) => value.to_string(),
+            ToolOutcome::Error(error) => serde_json::json!({ "error": error }).to_string(),
+        }
+    }
+}
+
+/// Why a tool call failed, in a shape a model can act on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolError {
+    /// The class of failure.
+    pub kind: ToolErrorKind,
+    /// What happened and, where possible, what to do instead.
+    pub message: String,
+    /// For invalid arguments: each field that was wrong and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fields: Vec<FieldError>,
+}
+
+impl ToolError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            fields: Vec::new(),
+        }
+    }
+
+    /// The tool ran and reported a failure (the common case for handlers).
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Failed, message)
+    }
+
+    /// The arguments did not match the schema.
+    pub fn invalid_arguments(message: impl Into<String>, fields: Vec<FieldError>) -> Self {
+        Self {
+            kind: ToolErrorKind::InvalidArguments,
+            message: message.into(),
+            fields,
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.kind.as_str(), self.message)?;
+        for field in &self.fields {
+            write!(f, "; {}: {}", field.field, field.problem)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// The class of a tool failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The arguments did not match the tool's schema (or were not JSON).
+    InvalidArguments,
+    /// No tool of that name is available to this agent.
+    UnknownTool,
+    /// Blackboard information the tool requires is missing.
+    MissingInformation,
+    /// The tool ran and failed.
+    Failed,
+    /// The tool's handler panicked.
+    Panicked,
+    /// The tool did not answer in time.
+    Timeout,
+    /// The tool's backend (e.g. an MCP server) could not be reached.
+    Unavailable,
+    /// The person declined the call.
+    Declined,
+    /// The call was not run because a run limit was reached.
+    LimitReached,
+    /// The run ended before the call finished.
+    Cancelled,
+}
+
+impl ToolErrorKind {
+    /// The snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolErrorKind::InvalidArguments => "invalid_arguments",
+            ToolErrorKind::UnknownTool => "unknown_tool",
+            ToolErrorKind::MissingInformation => "missing_information",
+            ToolErrorKind::Failed => "failed",
+            ToolErrorKind::Panicked => "panicked",
+            ToolErrorKind::Timeout => "timeout",
+            ToolErrorKind::Unavailable => "unavailable",
+            ToolErrorKind::Declined => "declined",
+            ToolErrorKind::LimitReached => "limit_reached",
+            ToolErrorKind::Cancelled => "cancelled",
+        }
+    }
+}
+
+/// One argument that was wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldError {
+    /// The field, as a JSON pointer without the leading `/` (empty for the whole object).
+    pub field: String,
+    /// What was wrong with it.
+    pub problem: String,
+}
