@@ -1,9 +1,11 @@
 //! Typed, ordered events.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
+use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
 use crate::model::Usage;
 use crate::output::{PendingConfirmation, RunStatus};
@@ -44,6 +46,15 @@ pub enum EventKind {
         agent: AgentId,
         /// How it plans.
         planner: PlannerMode,
+        /// The caller's turn id.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        turn_id: Option<TurnId>,
+        /// The caller's labels.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        labels: BTreeMap<String, String>,
+        /// The caller's metadata.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        metadata: BTreeMap<String, Value>,
     },
     /// The run moved to another phase.
     PhaseChanged {

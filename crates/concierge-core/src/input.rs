@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::id::{AgentId, CallId, RunId};
+use crate::id::{AgentId, CallId, RunId, TurnId};
 use crate::message::Message;
 use crate::model::ModelReply;
 use crate::planner::PlannerMode;
@@ -117,6 +117,15 @@ pub struct StartRun {
     /// Information to put on the blackboard before planning.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context: BTreeMap<String, Value>,
+    /// The caller's turn id, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<TurnId>,
+    /// The caller's labels (tenant, channel...).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The caller's metadata.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub metadata: BTreeMap<String, Value>,
     /// When.
     pub at: Timestamp,
 }
@@ -131,6 +140,9 @@ impl StartRun {
             planner,
             policy: None,
             context: BTreeMap::new(),
+            turn_id: None,
+            labels: BTreeMap::new(),
+            metadata: BTreeMap::new(),
             at,
         }
     }

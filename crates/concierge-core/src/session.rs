@@ -530,6 +530,9 @@ impl Session {
             EventKind::RunStarted {
                 agent,
                 planner: start.planner,
+                turn_id: start.turn_id,
+                labels: start.labels,
+                metadata: start.metadata,
             },
         );
         let mut goal = None;

@@ -1,1 +1,276 @@
-//! placeholder
+//! `#[tool]`: turns an `async fn` into a concierge tool.
+//!
+//! ```ignore
+//! /// Adds two integers.
+//! #[tool(name = "add", category = "math", read_only, cacheable, provides = ["sum"])]
+//! async fn add(args: AddArgs) -> Result<i64, String> { Ok(args.a + args.b) }
+//! // generates `struct Add;` implementing `concierge::Tool`
+//! ```
+//!
+//! The function takes its arguments struct (deriving `Deserialize` and
+//! `JsonSchema`) and optionally a `concierge::ToolContext`; it returns a
+//! `Result<T, E>` (`T: Serialize`, `E: Display` or `ToolError`) or a plain
+//! `T: Serialize`. The doc comment is the description. Attributes: `name`,
+//! `category`, `description`, the flags `read_only`, `destructive`,
+//! `idempotent`, `requires_confirmation`, `cacheable`, and the lists
+//! `requires` and `provides` (blackboard keys).
+
+use proc_macro::TokenStream;
+use proc_macro2::Span;
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+use syn::{Expr, ExprArray, FnArg, Ident, ItemFn, Lit, LitStr, ReturnType, Type, parse_macro_input};
+
+#[derive(Default)]
+struct Options {
+    name: Option<LitStr>,
+    category: Option<LitStr>,
+    description: Option<LitStr>,
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+    requires_confirmation: bool,
+    cacheable: bool,
+    requires: Vec<LitStr>,
+    provides: Vec<LitStr>,
+}
+
+fn strings(array: &ExprArray) -> syn::Result<Vec<LitStr>> {
+    array
+        .elems
+        .iter()
+        .map(|e| match e {
+            Expr::Lit(lit) => match &lit.lit {
+                Lit::Str(s) => Ok(s.clone()),
+                other => Err(syn::Error::new(other.span(), "expected a string")),
+            },
+            other => Err(syn::Error::new(other.span(), "expected a string")),
+        })
+        .collect()
+}
+
+/// Makes an `async fn` a concierge tool. See the crate docs.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let mut options = Options::default();
+    let parser = syn::meta::parser(|meta| {
+        let flag = |field: &mut bool| {
+            *field = true;
+            Ok(())
+        };
+        if meta.path.is_ident("name") {
+            options.name = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("category") {
+            options.category = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("description") {
+            options.description = Some(meta.value()?.parse()?);
+            Ok(())
+        } else if meta.path.is_ident("read_only") {
+            flag(&mut options.read_only)
+        } else if meta.path.is_ident("destructive") {
+            flag(&mut options.destructive)
+        } else if meta.path.is_ident("idempotent") {
+            flag(&mut options.idempotent)
+        } else if meta.path.is_ident("requires_confirmation") {
+            flag(&mut options.requires_confirmation)
+        } else if meta.path.is_ident("cacheable") {
+            flag(&mut options.cacheable)
+        } else if meta.path.is_ident("requires") {
+            options.requires = strings(&meta.value()?.parse()?)?;
+            Ok(())
+        } else if meta.path.is_ident("provides") {
+            options.provides = strings(&meta.value()?.parse()?)?;
+            Ok(())
+        } else {
+            Err(meta.error(
+                "unknown #[tool] option; expected name, category, description, read_only, destructive, \
+                 idempotent, requires_confirmation, cacheable, requires or provides",
+            ))
+        }
+    });
+    parse_macro_input!(attr with parser);
+    let function = parse_macro_input!(item as ItemFn);
+    match expand(options, function) {
+        Ok(tokens) => tokens.into(),
+        Err(error) => error.to_compile_error().into(),
+    }
+}
+
+fn pascal_case(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut chars = p.chars();
+            match chars.next() {
+                Some(first) => first.to_uppercase().chain(chars).collect::<String>(),
+                None => String::new(),
+            }
+        })
+        .collect()
+}
+
+fn doc_of(function: &ItemFn) -> String {
+    let lines: Vec<String> = function
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                Expr::Lit(lit) => match &lit.lit {
+                    Lit::Str(s) => Some(s.value()),
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|line| line.strip_prefix(' ').unwrap_or(&line).to_string())
+        .collect();
+    lines.join("\n").trim().to_string()
+}
+
+fn is_result(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) => path.path.segments.last().is_some_and(|s| s.ident == "Result"),
+        _ => false,
+    }
+}
+
+fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenStream> {
+    let sig = &function.sig;
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new(sig.fn_token.span(), "#[tool] needs an `async fn`"));
+    }
+    if !sig.generics.params.is_empty() {
+        return Err(syn::Error::new(sig.generics.span(), "#[tool] functions cannot be generic"));
+    }
+    let mut inputs = sig.inputs.iter();
+    let args_ty = match inputs.next() {
+        Some(FnArg::Typed(arg)) => (*arg.ty).clone(),
+        Some(other) => return Err(syn::Error::new(other.span(), "#[tool] functions take no `self`")),
+        None => {
+            return Err(syn::Error::new(
+                sig.ident.span(),
+                "#[tool] functions take an arguments struct (deriving Deserialize and JsonSchema)",
+            ));
+        }
+    };
+    let takes_context = match inputs.next() {
+        Some(FnArg::Typed(_)) => true,
+        Some(other) => return Err(syn::Error::new(other.span(), "unexpected argument")),
+        None => false,
+    };
+    if let Some(extra) = inputs.next() {
+        return Err(syn::Error::new(
+            extra.span(),
+            "#[tool] functions take the arguments struct and, optionally, a ToolContext",
+        ));
+    }
+    let fn_name = &sig.ident;
+    let vis = &function.vis;
+    let struct_name = Ident::new(&pascal_case(&fn_name.to_string()), fn_name.span());
+    let tool_name = options
+        .name
+        .unwrap_or_else(|| LitStr::new(&fn_name.to_string(), Span::call_site()));
+    let description = match options.description {
+        Some(d) => d,
+        None => {
+            let doc = doc_of(&function);
+            if doc.is_empty() {
+                return Err(syn::Error::new(
+                    fn_name.span(),
+                    "#[tool] needs a description: write a doc comment or `description = \"...\"`",
+                ));
+            }
+            LitStr::new(&doc, Span::call_site())
+        }
+    };
+    let category = match options.category {
+        Some(c) => quote!(::core::option::Option::Some(::std::string::String::from(#c))),
+        None => quote!(::core::option::Option::None),
+    };
+    let (ro, de, id, rc, ca) = (
+        options.read_only,
+        options.destructive,
+        options.idempotent,
+        options.requires_confirmation,
+        options.cacheable,
+    );
+    let requires = &options.requires;
+    let provides = &options.provides;
+    let call_args = if takes_context {
+        quote!(args, cx)
+    } else {
+        quote!(args)
+    };
+    let returns_result = match &sig.output {
+        ReturnType::Type(_, ty) => is_result(ty),
+        ReturnType::Default => false,
+    };
+    let body = if returns_result {
+        quote! {
+            match #fn_name(#call_args).await {
+                ::core::result::Result::Ok(value) => ::concierge::tool::__private::to_value(value),
+                ::core::result::Result::Err(error) => {
+                    #[allow(unused_imports)]
+                    use ::concierge::tool::__private::{ViaDisplay as _, ViaToolError as _};
+                    ::core::result::Result::Err((&&::concierge::tool::__private::Wrap(error)).into_tool_error())
+                }
+            }
+        }
+    } else {
+        quote!(::concierge::tool::__private::to_value(#fn_name(#call_args).await))
+    };
+    let struct_doc = format!("The `{}` tool (generated by `#[tool]` from [`{}`]).", tool_name.value(), fn_name);
+    let unused = format_ident!("_unused_context");
+    let silence = if takes_context {
+        quote!()
+    } else {
+        quote!(let #unused = cx;)
+    };
+    Ok(quote! {
+        #function
+
+        #[doc = #struct_doc]
+        #[derive(Clone, Copy, Debug, Default)]
+        #vis struct #struct_name;
+
+        impl ::concierge::Tool for #struct_name {
+            type Args = #args_ty;
+
+            fn spec(&self) -> ::concierge::ToolSpec {
+                let mut spec = ::concierge::ToolSpec::new(
+                    #tool_name,
+                    #description,
+                    ::concierge::tool::schema_for::<#args_ty>(),
+                );
+                spec.category = #category;
+                spec.annotations = ::concierge::ToolAnnotations {
+                    read_only: #ro,
+                    destructive: #de,
+                    idempotent: #id,
+                    requires_confirmation: #rc,
+                    cacheable: #ca,
+                };
+                spec.requires = ::std::vec![#(::std::string::String::from(#requires)),*];
+                spec.provides = ::std::vec![#(::std::string::String::from(#provides)),*];
+                spec
+            }
+
+            fn call(
+                &self,
+                args: Self::Args,
+                cx: ::concierge::ToolContext,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<::concierge::__private::serde_json::Value, ::concierge::ToolError>,
+            > + ::core::marker::Send {
+                async move {
+                    #silence
+                    #body
+                }
+            }
+        }
+    })
+}

@@ -1,1 +1,78 @@
-//! placeholder
+//! concierge: durable, goal-driven, multi-agent AI assistants.
+//!
+//! Agents ([`AgentSpec`]) plan with a model (or with rules), call tools
+//! (typed Rust functions written with [`#[tool]`](tool)), hand the
+//! conversation to each other, ask before side effects, and survive a crash:
+//! the embedded engine journals every input to SQLite before its effects run
+//! and resumes unfinished runs when the database is opened again.
+//!
+//! The smallest working example, with a scripted model standing in for a
+//! real provider:
+//!
+//! ```
+//! use concierge::model::ScriptedModel;
+//! use concierge::{AgentSpec, ModelReply, RunOptions, Runtime, tool};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     a: i64,
+//!     b: i64,
+//! }
+//!
+//! /// Adds two integers.
+//! #[tool(read_only)]
+//! async fn add(args: AddArgs) -> Result<i64, String> {
+//!     Ok(args.a + args.b)
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> concierge::Result<()> {
+//! let model = ScriptedModel::new()
+//!     .reply(ModelReply::tool_call("add", r#"{"a": 2, "b": "40"}"#))
+//!     .reply(ModelReply::text("2 + 40 = 42"));
+//! let rt = Runtime::builder()
+//!     .tool(Add)
+//!     .agent(AgentSpec::new("adder").instructions("Add numbers.").tool("add"))
+//!     .model(model)
+//!     .in_memory()
+//!     .build()
+//!     .await?;
+//! let out = rt.client("adder")?.run("what is 2 + 40?", RunOptions::new().session_id("s1")).await?;
+//! assert_eq!(out.reply.as_deref(), Some("2 + 40 = 42"));
+//! assert_eq!(out.tool_executions[0].outcome, concierge::ToolOutcome::Ok(42.into()));
+//! # Ok(()) }
+//! ```
+
+extern crate self as concierge;
+
+pub mod client;
+pub mod engine;
+pub mod error;
+pub mod model;
+pub mod options;
+pub mod runtime;
+pub mod tool;
+
+pub use client::{AgentClient, IntoMessages, RunHandle};
+pub use concierge_core as core;
+pub use concierge_core::{
+    AgentId, AgentSpec, Cap, CallId, Catalog, ConfirmationPolicy, Decision, Event, EventKind, Message, ModelReply,
+    ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId, RunOutput, RunPolicy,
+    RunStatus, Session, SessionId, ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId,
+    ToolOutcome, ToolSpec, Usage,
+};
+pub use concierge_macros::tool;
+pub use engine::{Engine, JournalStats, SessionSummary};
+pub use error::{Error, Result};
+pub use model::{Model, ModelError};
+pub use options::RunOptions;
+pub use runtime::{Runtime, RuntimeBuilder};
+pub use tool::{DynTool, Tool, ToolContext, Toolset};
+
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde_json;
+}

@@ -1,0 +1,669 @@
+//! The embedded engine's driver: one actor task per live session.
+//!
+//! An actor owns its [`Session`], applies inputs one at a time, journals each
+//! accepted input (durably, for SQLite) and only then performs the effects.
+//! Model and tool calls run as tasks that send their result back as an input.
+//! An idle actor leaves memory; the next command loads it again.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use concierge_core::{
+    Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, RunId, RunOutput, Session, SessionId,
+    StartRun, StepError, Timestamp,
+};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::{Entry, SessionSummary, SharedJournal};
+use crate::error::{Error, Result};
+use crate::model::{ModelContext, ModelError, ModelErrorKind, RetryPolicy, complete_with_retry};
+use crate::runtime::{Models, Prepare};
+use crate::tool::{ToolContext, ToolRegistry};
+
+/// Engine settings.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    /// How long an idle session stays in memory.
+    pub idle: Duration,
+    /// Journal entries between snapshots.
+    pub snapshot_every: u64,
+    /// Model retries.
+    pub retry: RetryPolicy,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            idle: Duration::from_secs(30),
+            snapshot_every: 64,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// Where a run stands when a caller asks: stopped already, or a receiver for its next stop.
+pub(crate) enum Stop {
+    /// The run has stopped (finished or parked) with this output.
+    Now(RunOutput),
+    /// The run will stop; the output arrives here.
+    Later(oneshot::Receiver<RunOutput>),
+}
+
+impl Stop {
+    pub(crate) async fn wait(self) -> Result<RunOutput> {
+        match self {
+            Stop::Now(output) => Ok(output),
+            Stop::Later(rx) => rx.await.map_err(|_| Error::RunInterrupted),
+        }
+    }
+}
+
+enum Command {
+    Start {
+        start: StartRun,
+        prepare: Prepare,
+        reply: oneshot::Sender<Result<(Stop, u64)>>,
+    },
+    Confirm {
+        call_id: concierge_core::CallId,
+        fingerprint: String,
+        decision: Decision,
+        reply: oneshot::Sender<Result<Stop>>,
+    },
+    End {
+        reason: String,
+        reply: oneshot::Sender<Result<Option<RunOutput>>>,
+    },
+    Wait {
+        reply: oneshot::Sender<Option<Stop>>,
+    },
+    Inspect {
+        reply: oneshot::Sender<Option<Session>>,
+    },
+    Input(Input),
+}
+
+pub(crate) struct Shared {
+    pub catalog: RwLock<Arc<Catalog>>,
+    pub tools: Arc<ToolRegistry>,
+    pub models: Models,
+    pub journal: SharedJournal,
+    pub settings: Settings,
+    actors: Mutex<HashMap<SessionId, mpsc::UnboundedSender<Command>>>,
+    channels: Mutex<HashMap<SessionId, broadcast::Sender<Event>>>,
+}
+
+impl Shared {
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().map(|c| c.clone()).unwrap_or_default()
+    }
+}
+
+/// The driver: a handle on the shared state.
+#[derive(Clone)]
+pub(crate) struct Driver {
+    shared: Arc<Shared>,
+}
+
+/// The time now, as the core sees it.
+pub(crate) fn now() -> Timestamp {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+impl Driver {
+    pub(crate) fn new(
+        catalog: Arc<Catalog>,
+        tools: Arc<ToolRegistry>,
+        models: Models,
+        journal: SharedJournal,
+        settings: Settings,
+    ) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                catalog: RwLock::new(catalog),
+                tools,
+                models,
+                journal,
+                settings,
+                actors: Mutex::new(HashMap::new()),
+                channels: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Loads every session with a run in progress; each resumes its
+    /// outstanding effects. Returns their ids.
+    pub(crate) fn recover(&self) -> Result<Vec<SessionId>> {
+        let open = self.shared.journal.open_sessions()?;
+        for id in &open {
+            self.actor(id);
+        }
+        Ok(open)
+    }
+
+    fn actor(&self, id: &SessionId) -> mpsc::UnboundedSender<Command> {
+        let mut actors = match self.shared.actors.lock() {
+            Ok(a) => a,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(tx) = actors.get(id).filter(|tx| !tx.is_closed()) {
+            return tx.clone();
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        actors.insert(id.clone(), tx.clone());
+        let actor = Actor {
+            shared: self.shared.clone(),
+            id: id.clone(),
+            tx: tx.clone(),
+            session: None,
+            index: 0,
+            snapshot_index: 0,
+            last_status: None,
+            waiters: HashMap::new(),
+            broken: false,
+        };
+        tokio::spawn(actor.run(rx));
+        tx
+    }
+
+    async fn send<T>(&self, id: &SessionId, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Result<T> {
+        let (reply, rx) = oneshot::channel();
+        let mut command = make(reply);
+        for _ in 0..4 {
+            let tx = self.actor(id);
+            match tx.send(command) {
+                Ok(()) => return rx.await.map_err(|_| Error::RunInterrupted),
+                Err(mpsc::error::SendError(back)) => command = back,
+            }
+        }
+        Err(Error::Storage(format!("session {id} could not be loaded")))
+    }
+
+    /// Starts a run; returns where it will stop and the seq of its first event.
+    pub(crate) async fn start(&self, start: StartRun, session: &SessionId, prepare: Prepare) -> Result<(Stop, u64)> {
+        self.send(session, |reply| Command::Start { start, prepare, reply }).await?
+    }
+
+    pub(crate) async fn confirm(
+        &self,
+        session: &SessionId,
+        call_id: concierge_core::CallId,
+        fingerprint: String,
+        decision: Decision,
+    ) -> Result<Stop> {
+        self.send(session, |reply| Command::Confirm {
+            call_id,
+            fingerprint,
+            decision,
+            reply,
+        })
+        .await?
+    }
+
+    pub(crate) async fn end(&self, session: &SessionId, reason: String) -> Result<Option<RunOutput>> {
+        self.send(session, |reply| Command::End { reason, reply }).await?
+    }
+
+    pub(crate) async fn wait(&self, session: &SessionId) -> Result<Option<Stop>> {
+        self.send(session, |reply| Command::Wait { reply }).await
+    }
+
+    pub(crate) async fn inspect(&self, session: &SessionId) -> Result<Option<Session>> {
+        self.send(session, |reply| Command::Inspect { reply }).await
+    }
+
+    /// A receiver of the session's live events (created before reading history,
+    /// so nothing is missed in between).
+    pub(crate) fn live(&self, session: &SessionId) -> broadcast::Receiver<Event> {
+        let mut channels = match self.shared.channels.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        channels
+            .entry(session.clone())
+            .or_insert_with(|| broadcast::channel(1024).0)
+            .subscribe()
+    }
+}
+
+struct Actor {
+    shared: Arc<Shared>,
+    id: SessionId,
+    tx: mpsc::UnboundedSender<Command>,
+    session: Option<Session>,
+    index: u64,
+    snapshot_index: u64,
+    last_status: Option<SessionSummary>,
+    waiters: HashMap<RunId, Vec<oneshot::Sender<RunOutput>>>,
+    broken: bool,
+}
+
+impl Actor {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+        if let Err(error) = self.load().await {
+            tracing::error!(session = %self.id, %error, "cannot load the session");
+            self.retire_now();
+            return;
+        }
+        self.resume();
+        loop {
+            let busy = self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
+            let command = if busy {
+                rx.recv().await
+            } else {
+                match tokio::time::timeout(self.shared.settings.idle, rx.recv()).await {
+                    Ok(command) => command,
+                    Err(_) => match self.try_retire(&mut rx) {
+                        Some(command) => Some(command),
+                        None => return,
+                    },
+                }
+            };
+            let Some(command) = command else {
+                return;
+            };
+            self.handle(command).await;
+            if self.broken {
+                self.retire_now();
+                return;
+            }
+            if self.session.is_none() {
+                // Nothing exists for this id: do not linger.
+                if let Some(command) = self.try_retire(&mut rx) {
+                    self.handle(command).await;
+                    continue;
+                }
+                return;
+            }
+        }
+    }
+
+    async fn load(&mut self) -> Result<()> {
+        let Some(loaded) = self.shared.journal.load(&self.id).await? else {
+            return Ok(());
+        };
+        let catalog = self.shared.catalog();
+        let (mut session, mut next) = match loaded.snapshot {
+            Some((index, session)) => (Some(session), index + 1),
+            None => (None, 0),
+        };
+        self.snapshot_index = next.saturating_sub(1);
+        for (index, input) in loaded.inputs {
+            let state = match session.as_mut() {
+                Some(s) => s,
+                None => {
+                    let Input::StartRun(start) = &input else {
+                        return Err(Error::Storage(format!("session {}: the journal does not begin with a run", self.id)));
+                    };
+                    let agent = start.agent.clone().unwrap_or_else(|| "unknown".into());
+                    session.insert(Session::new(self.id.clone(), agent))
+                }
+            };
+            if let Err(error) = state.step(input, &catalog) {
+                tracing::warn!(session = %self.id, index, %error, "a journaled input no longer applies");
+            }
+            next = index + 1;
+        }
+        self.index = next;
+        if let Some(s) = &session {
+            self.last_status = Some(status_of(s));
+        }
+        self.session = session;
+        Ok(())
+    }
+
+    fn resume(&mut self) {
+        let catalog = self.shared.catalog();
+        let effects = match &self.session {
+            Some(session) => session.pending_effects(&catalog),
+            None => return,
+        };
+        if !effects.is_empty() {
+            tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
+        }
+        self.perform(effects);
+    }
+
+    /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
+    fn try_retire(&mut self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Option<Command> {
+        if let Some(session) = &self.session {
+            self.shared.journal.park(session.clone());
+        }
+        let mut actors = match self.shared.actors.lock() {
+            Ok(a) => a,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match rx.try_recv() {
+            Ok(command) => Some(command),
+            Err(_) => {
+                if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
+                    actors.remove(&self.id);
+                }
+                None
+            }
+        }
+    }
+
+    fn retire_now(&mut self) {
+        let mut actors = match self.shared.actors.lock() {
+            Ok(a) => a,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
+            actors.remove(&self.id);
+        }
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Start { start, prepare, reply } => {
+                let result = self.start(start, prepare).await;
+                let _ = reply.send(result);
+            }
+            Command::Confirm {
+                call_id,
+                fingerprint,
+                decision,
+                reply,
+            } => {
+                let result = self.confirm(call_id, fingerprint, decision).await;
+                let _ = reply.send(result);
+            }
+            Command::End { reason, reply } => {
+                let result = self.end(reason).await;
+                let _ = reply.send(result);
+            }
+            Command::Wait { reply } => {
+                let stop = self.stop_of_active();
+                let _ = reply.send(stop);
+            }
+            Command::Inspect { reply } => {
+                let _ = reply.send(self.session.clone());
+            }
+            Command::Input(input) => match self.apply(input).await {
+                Ok(()) => {}
+                Err(Error::Rejected(StepError::Idle)) => {}
+                Err(Error::Rejected(error)) => {
+                    tracing::debug!(session = %self.id, %error, "input dropped");
+                }
+                Err(error) => tracing::error!(session = %self.id, %error, "input failed"),
+            },
+        }
+    }
+
+    fn stop_of_active(&mut self) -> Option<Stop> {
+        let session = self.session.as_ref()?;
+        let run = session.active_run()?.clone();
+        if session.pending_confirmation().is_some() {
+            return session.last_output().cloned().map(Stop::Now);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.waiters.entry(run).or_default().push(tx);
+        Some(Stop::Later(rx))
+    }
+
+    async fn start(&mut self, mut start: StartRun, prepare: Prepare) -> Result<(Stop, u64)> {
+        let created = self.session.is_none();
+        if created {
+            let Some(agent) = start.agent.clone() else {
+                return Err(Error::SessionNotFound(self.id.clone()));
+            };
+            self.session = Some(Session::new(self.id.clone(), agent));
+        }
+        let (current, first_seq) = match &self.session {
+            Some(s) => (s.agent().clone(), s.last_seq() + 1),
+            None => return Err(Error::SessionNotFound(self.id.clone())),
+        };
+        prepare(&mut start, &current, &self.shared.catalog());
+        let run = start.run_id.clone();
+        let (tx, rx) = oneshot::channel();
+        self.waiters.entry(run.clone()).or_default().push(tx);
+        match self.apply(Input::StartRun(start)).await {
+            Ok(()) => Ok((Stop::Later(rx), first_seq)),
+            Err(error) => {
+                self.waiters.remove(&run);
+                if created && self.index == 0 {
+                    self.session = None;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn confirm(&mut self, call_id: concierge_core::CallId, fingerprint: String, decision: Decision) -> Result<Stop> {
+        let Some(session) = &self.session else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let Some(run_id) = session.active_run().cloned() else {
+            return Err(Error::Rejected(StepError::NotAwaitingConfirmation));
+        };
+        let (tx, rx) = oneshot::channel();
+        self.waiters.entry(run_id.clone()).or_default().push(tx);
+        let input = Input::Confirm(Confirmation {
+            run_id: run_id.clone(),
+            call_id,
+            fingerprint,
+            decision,
+            at: now(),
+        });
+        match self.apply(input).await {
+            Ok(()) => Ok(Stop::Later(rx)),
+            Err(error) => {
+                if let Some(list) = self.waiters.get_mut(&run_id) {
+                    list.pop();
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn end(&mut self, reason: String) -> Result<Option<RunOutput>> {
+        let Some(session) = &self.session else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let active = session.active_run().cloned();
+        self.apply(Input::End { reason, at: now() }).await?;
+        Ok(match (active, self.session.as_ref().and_then(Session::last_output)) {
+            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
+            _ => None,
+        })
+    }
+
+    /// Steps the session, journals the input, publishes the events, performs the effects.
+    async fn apply(&mut self, input: Input) -> Result<()> {
+        let catalog = self.shared.catalog();
+        let Some(session) = self.session.as_mut() else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let effects = session.step(input.clone(), &catalog)?;
+        let events: Vec<Event> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Emit(event) => Some(event.clone()),
+                _ => None,
+            })
+            .collect();
+        let status = status_of(session);
+        let changed = self
+            .last_status
+            .as_ref()
+            .is_none_or(|s| s.agent != status.agent || s.active_run != status.active_run);
+        let run_over = session.active_run().is_none();
+        let snapshot = (run_over && self.index.saturating_sub(self.snapshot_index) >= self.shared.settings.snapshot_every)
+            .then(|| session.clone());
+        let entry = Entry {
+            session: self.id.clone(),
+            index: self.index,
+            input,
+            events: events.clone(),
+            status: changed.then(|| status.clone()),
+            snapshot,
+        };
+        let wrote_snapshot = entry.snapshot.is_some();
+        if let Err(error) = self.shared.journal.append(entry).await {
+            // The session in memory is ahead of the journal: drop it; it is
+            // reloaded from what is durable.
+            self.broken = true;
+            return Err(error);
+        }
+        if wrote_snapshot {
+            self.snapshot_index = self.index;
+        }
+        self.index += 1;
+        if changed {
+            self.last_status = Some(status);
+        }
+        self.publish(&events);
+        self.perform(effects);
+        Ok(())
+    }
+
+    fn publish(&self, events: &[Event]) {
+        let mut channels = match self.shared.channels.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(channel) = channels.get(&self.id) {
+            if channel.receiver_count() == 0 {
+                channels.remove(&self.id);
+                return;
+            }
+            for event in events {
+                let _ = channel.send(event.clone());
+            }
+        }
+    }
+
+    fn perform(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::Emit(_) => {}
+                Effect::CallModel { run_id, call, request } => self.call_model(run_id, call, request),
+                Effect::CallTool { run_id, call, key } => {
+                    let tools = self.shared.tools.clone();
+                    let tx = self.tx.clone();
+                    let cx = ToolContext {
+                        session_id: self.id.clone(),
+                        run_id: run_id.clone(),
+                        call_id: call.id.clone(),
+                        agent: self.session.as_ref().map(|s| s.agent().clone()).unwrap_or_else(|| "unknown".into()),
+                        idempotency_key: key,
+                    };
+                    tokio::spawn(async move {
+                        let (outcome, duration_ms) = tools.execute(&call, cx).await;
+                        let _ = tx.send(Command::Input(Input::ToolFinished {
+                            run_id,
+                            call_id: call.id,
+                            outcome,
+                            duration_ms,
+                            at: now(),
+                        }));
+                    });
+                }
+                Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    if let Some(waiters) = self.waiters.remove(&output.run_id) {
+                        for waiter in waiters {
+                            let _ = waiter.send(output.clone());
+                        }
+                    }
+                }
+                Effect::WakeAt { at, .. } => {
+                    let tx = self.tx.clone();
+                    let delay = Duration::from_millis(at.0.saturating_sub(now().0));
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = tx.send(Command::Input(Input::Tick { at: now() }));
+                    });
+                }
+            }
+        }
+    }
+
+    fn call_model(&self, run_id: RunId, call: u32, request: concierge_core::ModelRequest) {
+        let model = self.shared.models.for_request(&request);
+        let retry = self.shared.settings.retry.clone();
+        let tx = self.tx.clone();
+        let cx = self.delta_context(&run_id);
+        tokio::spawn(async move {
+            let result = match model {
+                Some(model) => complete_with_retry(model.as_ref(), &request, &cx, &retry).await,
+                None => Err(ModelError::new(
+                    ModelErrorKind::NotConfigured,
+                    request.model.clone().unwrap_or_else(|| "default".into()),
+                    format!(
+                        "no model is configured for agent {}; configure one (e.g. --model openai:<name> --base-url URL)",
+                        request.agent
+                    ),
+                )),
+            };
+            let input = match result {
+                Ok(reply) => Input::ModelReplied {
+                    run_id,
+                    call,
+                    reply,
+                    at: now(),
+                },
+                Err(error) => Input::ModelFailed {
+                    run_id,
+                    call,
+                    error: error.to_string(),
+                    at: now(),
+                },
+            };
+            let _ = tx.send(Command::Input(input));
+        });
+    }
+
+    /// A context whose deltas go to the session's live subscribers (never to the journal).
+    fn delta_context(&self, run_id: &RunId) -> ModelContext {
+        let has_subscribers = self
+            .shared
+            .channels
+            .lock()
+            .map(|c| c.get(&self.id).is_some_and(|ch| ch.receiver_count() > 0))
+            .unwrap_or(false);
+        if !has_subscribers {
+            return ModelContext::default();
+        }
+        let shared = self.shared.clone();
+        let session = self.id.clone();
+        let run = run_id.clone();
+        let seq = self.session.as_ref().map_or(0, Session::last_seq);
+        ModelContext {
+            on_delta: Some(Arc::new(move |text: &str| {
+                if let Ok(channels) = shared.channels.lock() {
+                    if let Some(channel) = channels.get(&session) {
+                        let _ = channel.send(Event {
+                            seq,
+                            at: now(),
+                            session: session.clone(),
+                            run: Some(run.clone()),
+                            kind: EventKind::ModelDelta { text: text.to_string() },
+                        });
+                    }
+                }
+            })),
+        }
+    }
+}
+
+fn status_of(session: &Session) -> SessionSummary {
+    SessionSummary {
+        id: session.id().clone(),
+        agent: session.agent().clone(),
+        active_run: session.active_run().cloned(),
+        updated_at: now(),
+    }
+}

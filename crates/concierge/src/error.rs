@@ -1,0 +1,59 @@
+//! The runtime's typed errors.
+
+use concierge_core::{AgentId, CatalogError, SessionId, StepError};
+
+use crate::model::ModelError;
+
+/// Everything the runtime API can fail with. Each message says what to do next.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The agent is not in the catalog.
+    #[error("agent {agent:?} not found; agents: {known}")]
+    AgentNotFound {
+        /// The agent asked for.
+        agent: AgentId,
+        /// The agents that exist, comma-separated.
+        known: String,
+    },
+    /// The runtime was built without an engine (a caller-only process).
+    #[error("no engine is configured: build the runtime with an engine (the embedded one is the default)")]
+    EngineNotConfigured,
+    /// The configuration is not usable.
+    #[error("invalid configuration: {0}")]
+    InvalidConfig(String),
+    /// A catalog could not be built.
+    #[error("invalid catalog: {0}")]
+    Catalog(#[from] CatalogError),
+    /// `RunOptions` carried no session id.
+    #[error("a session id is required: set RunOptions::session_id")]
+    MissingSessionId,
+    /// The session does not exist (and the call cannot create it).
+    #[error("session {0} not found")]
+    SessionNotFound(SessionId),
+    /// The run could not start, or the input was refused (a run already in
+    /// progress, a wrong confirmation...).
+    #[error("{0}")]
+    Rejected(#[from] StepError),
+    /// The run could not be started for another reason.
+    #[error("the run could not start: {0}")]
+    RunStartFailed(String),
+    /// The engine stopped before the run finished (it resumes when the
+    /// database is opened again).
+    #[error("the run was interrupted before it finished; it resumes when the database is opened again")]
+    RunInterrupted,
+    /// The durable store failed.
+    #[error("storage error: {0}")]
+    Storage(String),
+    /// A model provider failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(value: rusqlite::Error) -> Self {
+        Error::Storage(value.to_string())
+    }
+}
+
+/// The runtime's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

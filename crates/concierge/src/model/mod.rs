@@ -1,0 +1,109 @@
+//! Models: the [`Model`] trait, providers and the retry policy.
+
+mod openai;
+mod retry;
+mod scripted;
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use concierge_core::{ModelReply, ModelRequest};
+use futures::future::BoxFuture;
+
+pub use openai::OpenAiCompatible;
+pub use retry::{RetryPolicy, complete_with_retry};
+pub use scripted::ScriptedModel;
+
+/// Receives streamed text as it arrives.
+pub type DeltaSink = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Per-call context: where streamed text goes, if anywhere.
+#[derive(Clone, Default)]
+pub struct ModelContext {
+    /// Called with each text delta when the provider streams.
+    pub on_delta: Option<DeltaSink>,
+}
+
+impl fmt::Debug for ModelContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModelContext").field("streaming", &self.on_delta.is_some()).finish()
+    }
+}
+
+/// A chat model.
+pub trait Model: Send + Sync + 'static {
+    /// The model's reference, e.g. `openai:gpt-4o-mini`.
+    fn name(&self) -> String;
+
+    /// Answers one request.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+}
+
+/// A model call that failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("model {model}: {message}")]
+pub struct ModelError {
+    /// The class of failure (decides whether to retry).
+    pub kind: ModelErrorKind,
+    /// The model that failed.
+    pub model: String,
+    /// What happened.
+    pub message: String,
+}
+
+impl ModelError {
+    /// An error of `kind`.
+    pub fn new(kind: ModelErrorKind, model: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            model: model.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Whether trying again may help.
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self.kind,
+            ModelErrorKind::Connect | ModelErrorKind::Timeout | ModelErrorKind::RateLimited { .. } | ModelErrorKind::Server { .. }
+        )
+    }
+}
+
+/// The class of a model failure.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelErrorKind {
+    /// The server could not be reached.
+    Connect,
+    /// The call took longer than its timeout.
+    Timeout,
+    /// HTTP 429; the server may say when to come back.
+    RateLimited {
+        /// The server's `Retry-After`.
+        retry_after: Option<Duration>,
+    },
+    /// HTTP 5xx.
+    Server {
+        /// The status.
+        status: u16,
+    },
+    /// HTTP 401 or 403: the key is missing, wrong or not allowed.
+    Auth {
+        /// The status.
+        status: u16,
+    },
+    /// Another 4xx: the request was refused.
+    BadRequest {
+        /// The status.
+        status: u16,
+    },
+    /// The answer could not be understood.
+    Protocol,
+    /// No model is configured for this agent.
+    NotConfigured,
+}

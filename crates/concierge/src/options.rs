@@ -1,0 +1,74 @@
+//! Options for one run.
+
+use std::collections::BTreeMap;
+
+use concierge_core::{PolicyDelta, RunId, SessionId, TurnId};
+use serde_json::Value;
+
+/// How to run a turn: which session (required), and optional ids, labels,
+/// metadata, blackboard context and policy tweaks.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub(crate) session_id: Option<SessionId>,
+    pub(crate) run_id: Option<RunId>,
+    pub(crate) turn_id: Option<TurnId>,
+    pub(crate) labels: BTreeMap<String, String>,
+    pub(crate) metadata: BTreeMap<String, Value>,
+    pub(crate) context: BTreeMap<String, Value>,
+    pub(crate) policy: Option<PolicyDelta>,
+}
+
+impl RunOptions {
+    /// Empty options (a session id must still be set).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The session to run in (required). A new id starts a new session.
+    pub fn session_id(mut self, id: impl Into<SessionId>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+
+    /// The run's id (generated when absent).
+    pub fn run_id(mut self, id: impl Into<RunId>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
+    /// A caller-side turn id, echoed in the run's start event.
+    pub fn turn_id(mut self, id: impl Into<TurnId>) -> Self {
+        self.turn_id = Some(id.into());
+        self
+    }
+
+    /// Adds a label (e.g. tenant), echoed in the run's start event.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets all labels.
+    pub fn labels(mut self, labels: BTreeMap<String, String>) -> Self {
+        self.labels = labels;
+        self
+    }
+
+    /// Adds metadata, echoed in the run's start event.
+    pub fn metadata(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.metadata.insert(key.into(), value.into());
+        self
+    }
+
+    /// Puts information on the blackboard before planning (e.g. `user_id`).
+    pub fn context(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.context.insert(key.into(), value.into());
+        self
+    }
+
+    /// Tweaks the policy for this run only.
+    pub fn policy(mut self, delta: PolicyDelta) -> Self {
+        self.policy = Some(delta);
+        self
+    }
+}
