@@ -1,1 +1,83 @@
-fn main() {}
+//! `concierge`: run agents, chat with them, inspect agents, tools and sessions.
+
+mod commands;
+mod render;
+mod setup;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Durable, goal-driven, multi-agent assistants.
+#[derive(Debug, Parser)]
+#[command(name = "concierge", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Configuration file [default: ./concierge.toml, if present].
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// The embedded engine's database [default: ./concierge.db].
+    #[arg(long, global = true, value_name = "PATH", env = "CONCIERGE_DB")]
+    pub db: Option<PathBuf>,
+    /// The model, as provider:name (e.g. openai:gpt-4o-mini). Without one,
+    /// agents that have rules run on their rules.
+    #[arg(long, global = true, value_name = "PROVIDER:NAME", env = "CONCIERGE_MODEL")]
+    pub model: Option<String>,
+    /// The model provider's base URL (e.g. http://127.0.0.1:8080/v1 for a local server).
+    #[arg(long, global = true, value_name = "URL", env = "CONCIERGE_BASE_URL")]
+    pub base_url: Option<String>,
+    /// More logging on stderr (-v info, -vv debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Runs one turn and prints the reply.
+    Run(commands::run::RunArgs),
+    /// A conversation in the terminal: shows tool calls, asks before side effects.
+    Chat(commands::chat::ChatArgs),
+    /// Answers a confirmation a run is waiting for.
+    Confirm(commands::run::ConfirmArgs),
+    /// Lists the agents.
+    Agents(commands::inspect::ListArgs),
+    /// Lists the tools, or shows one with its schema.
+    Tools(commands::inspect::ToolsArgs),
+    /// Shows a session's conversation.
+    History(commands::inspect::HistoryArgs),
+    /// Lists the sessions in the database.
+    Sessions(commands::inspect::ListArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "info,concierge=info",
+        _ => "debug",
+    };
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(commands::dispatch(cli)) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}

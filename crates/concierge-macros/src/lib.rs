@@ -126,9 +126,23 @@ fn doc_of(function: &ItemFn) -> String {
             },
             _ => None,
         })
-        .map(|line| line.strip_prefix(' ').unwrap_or(&line).to_string())
+        .map(|line| line.trim().to_string())
         .collect();
-    lines.join("\n").trim().to_string()
+    // Lines of a paragraph join with spaces; blank lines separate paragraphs.
+    let mut text = String::new();
+    for line in lines {
+        if line.is_empty() {
+            if !text.ends_with("\n\n") && !text.is_empty() {
+                text.push_str("\n\n");
+            }
+        } else {
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push(' ');
+            }
+            text.push_str(&line);
+        }
+    }
+    text.trim().to_string()
 }
 
 fn is_result(ty: &Type) -> bool {

@@ -8,7 +8,7 @@ use crate::model::ModelError;
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The agent is not in the catalog.
-    #[error("agent {agent:?} not found; agents: {known}")]
+    #[error("agent \"{agent}\" not found; agents: {known}")]
     AgentNotFound {
         /// The agent asked for.
         agent: AgentId,

@@ -48,6 +48,7 @@
 extern crate self as concierge;
 
 pub mod client;
+pub mod config;
 pub mod engine;
 pub mod error;
 pub mod model;
@@ -60,7 +61,7 @@ pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, Cap, CallId, Catalog, ConfirmationPolicy, Decision, Event, EventKind, Message, ModelReply,
     ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId, RunOutput, RunPolicy,
-    RunStatus, Session, SessionId, ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId,
+    RunStatus, Session, SessionId, StepError, ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId,
     ToolOutcome, ToolSpec, Usage,
 };
 pub use concierge_macros::tool;

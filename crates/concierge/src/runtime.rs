@@ -337,7 +337,12 @@ impl Runtime {
         Ok(RunHandle::new(self.clone(), session, run_id, stop, first_seq))
     }
 
-    /// Continues a session with its current agent.
+    /// Starts a turn in an existing session, with its current agent.
+    pub async fn start(&self, messages: impl crate::client::IntoMessages, options: RunOptions) -> Result<RunHandle> {
+        self.start_run(None, messages.into_messages(), options).await
+    }
+
+    /// Runs a turn in an existing session with its current agent, and waits for it.
     pub async fn send(&self, messages: impl crate::client::IntoMessages, options: RunOptions) -> Result<RunOutput> {
         self.start_run(None, messages.into_messages(), options).await?.wait().await
     }
@@ -437,6 +442,11 @@ impl Runtime {
         self.catalog().toolsets().keys().cloned().collect()
     }
 
+    /// The tools of a toolset.
+    pub fn toolset_tools(&self, name: &str) -> Vec<ToolId> {
+        self.catalog().toolsets().get(name).cloned().unwrap_or_default()
+    }
+
     /// Every tool.
     pub fn tools(&self) -> Vec<ToolSpec> {
         self.catalog().tools().cloned().collect()
@@ -511,22 +521,23 @@ impl Runtime {
         run: RunId,
         from_seq: u64,
     ) -> BoxStream<'static, Result<Event>> {
-        let mut done = false;
-        self.subscribe(session, from_seq)
-            .filter(move |e| {
-                let keep = matches!(e, Ok(ev) if ev.run.as_ref() == Some(&run)) || e.is_err();
-                futures::future::ready(keep)
-            })
-            .take_while(move |e| {
-                let go = !done;
-                if let Ok(ev) = e {
-                    if matches!(ev.kind, EventKind::RunFinished { .. }) {
-                        done = true;
+        let events = self.subscribe(session, from_seq);
+        futures::stream::unfold((events, run, false), |(mut events, run, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                match events.next().await? {
+                    Ok(event) if event.run.as_ref() != Some(&run) => continue,
+                    Ok(event) => {
+                        let last = matches!(event.kind, EventKind::RunFinished { .. });
+                        return Some((Ok(event), (events, run, last)));
                     }
+                    Err(error) => return Some((Err(error), (events, run, false))),
                 }
-                futures::future::ready(go)
-            })
-            .boxed()
+            }
+        })
+        .boxed()
     }
 }
 

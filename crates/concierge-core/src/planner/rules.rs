@@ -131,7 +131,7 @@ impl<'a> RulesPlanner<'a> {
             match (name, outcome) {
                 ("tool", _) => Some(tool.to_string()),
                 ("message", _) => Some(text.to_string()),
-                ("error", ToolOutcome::Error(e)) => Some(e.to_string()),
+                ("error", ToolOutcome::Error(e)) => Some(e.message.clone()),
                 ("result", ToolOutcome::Ok(v)) => Some(render_value(v)),
                 (path, ToolOutcome::Ok(v)) => {
                     let field = path.strip_prefix("result.")?;

@@ -709,7 +709,7 @@ fn rules_planner_reports_tool_errors_and_falls_back() {
     let e1 = h.start("1 + 0", PlannerMode::Rules);
     let call = tool_calls(&e1)[0].0.clone();
     let out = finished(&h.finish_tool(&call.id, ToolOutcome::Error(ToolError::failed("Cannot divide by zero."))));
-    assert_eq!(out.reply.as_deref(), Some("add failed: failed: Cannot divide by zero."));
+    assert_eq!(out.reply.as_deref(), Some("add failed: Cannot divide by zero."));
 
     let out = finished(&h.start("hello there", PlannerMode::Rules));
     assert_eq!(out.status, RunStatus::NeedsInput);

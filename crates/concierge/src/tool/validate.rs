@@ -177,6 +177,18 @@ fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
 
 fn coerce_alternatives(value: &mut Value, branches: &[Value], root: &Value, depth: usize) {
     let resolved: Vec<&Value> = branches.iter().map(|b| resolve(b, root)).collect();
+    if let Value::String(s) = value {
+        // A `const` branch spelled differently ("Add" for "add").
+        let wanted = s.trim();
+        if let Some(exact) = resolved
+            .iter()
+            .filter_map(|b| b.get("const").and_then(Value::as_str))
+            .find(|c| c.eq_ignore_ascii_case(wanted))
+        {
+            *s = exact.to_string();
+            return;
+        }
+    }
     if resolved
         .iter()
         .any(|b| types_of(b).iter().any(|t| matches_type(value, t)))
@@ -270,6 +282,7 @@ mod tests {
                 "flag": {"type": "boolean"},
                 "label": {"type": "string"},
                 "mode": {"type": "string", "enum": ["fast", "slow"]},
+                "op": {"oneOf": [{"const": "add", "type": "string"}, {"const": "sub", "type": "string"}]},
                 "maybe": {"type": ["number", "null"]},
                 "nested": {"$ref": "#/$defs/Nested"},
                 "tags": {"type": "array", "items": {"type": "integer"}}
@@ -288,6 +301,7 @@ mod tests {
             "flag": "yes",
             "label": 5,
             "mode": "FAST",
+            "op": " Sub",
             "maybe": "7",
             "nested": "{\"on\": \"true\"}",
             "tags": ["1", 2, "3"]
@@ -301,6 +315,7 @@ mod tests {
                 "flag": true,
                 "label": "5",
                 "mode": "fast",
+                "op": "sub",
                 "maybe": 7,
                 "nested": {"on": true},
                 "tags": [1, 2, 3]

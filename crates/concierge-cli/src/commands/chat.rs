@@ -1,0 +1,162 @@
+//! `concierge chat`: a conversation in the terminal.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use clap::Args;
+use concierge::{EventKind, Result, RunOptions, RunStatus, Runtime, SessionId, ToolOutcome};
+use futures::StreamExt;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
+use tokio::sync::watch;
+
+use crate::{Cli, render, setup};
+
+/// `concierge chat`.
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The agent to start with.
+    #[arg(long, default_value = "calculator")]
+    pub agent: String,
+    /// The session [default: a new one]. An existing session continues where it was.
+    #[arg(long)]
+    pub session: Option<String>,
+}
+
+fn prompt(text: &str) {
+    print!("{text}");
+    let _ = std::io::stdout().flush();
+}
+
+fn shorten(text: &str) -> String {
+    let mut s: String = text.chars().take(200).collect();
+    if text.chars().count() > 200 {
+        s.push('…');
+    }
+    s
+}
+
+/// Prints the session's events as they happen; `printed` tracks the last seq shown.
+fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Sender<u64>, streamed: Arc<AtomicBool>) {
+    let mut events = rt.subscribe(session, from);
+    tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            let Ok(event) = event else { continue };
+            match &event.kind {
+                EventKind::ToolRequested { tool, arguments, .. } => println!("  -> {tool}({arguments})"),
+                EventKind::ToolReused { tool, from, .. } => println!("  -> {tool}: reused the result of {from}"),
+                EventKind::ToolFinished { tool, outcome, duration_ms, .. } => match outcome {
+                    ToolOutcome::Ok(v) => println!("  <- {tool}: {} ({duration_ms} ms)", shorten(&v.to_string())),
+                    ToolOutcome::Error(e) => println!("  <- {tool} failed: {}", shorten(&e.to_string())),
+                },
+                EventKind::AgentChanged { to, .. } => println!("  (now talking to {to})"),
+                EventKind::CapReached { cap } => println!("  (stopping: {cap} was reached)"),
+                EventKind::ModelDelta { text } => {
+                    streamed.store(true, Ordering::Relaxed);
+                    print!("{text}");
+                    let _ = std::io::stdout().flush();
+                }
+                _ => {}
+            }
+            if !matches!(event.kind, EventKind::ModelDelta { .. }) {
+                let _ = printed.send(event.seq);
+            }
+        }
+    });
+}
+
+async fn read_line(lines: &mut Lines<BufReader<Stdin>>) -> Option<String> {
+    lines.next_line().await.ok().flatten().map(|l| l.trim().to_string())
+}
+
+pub async fn chat(cli: &Cli, args: &ChatArgs) -> Result<ExitCode> {
+    let rt = setup::runtime(cli).await?;
+    let session = SessionId::new(
+        args.session
+            .clone()
+            .unwrap_or_else(|| format!("chat-{}", now_millis())),
+    );
+    if let Some(resumed) = setup::finish_recovered(&rt, Some(&session)).await? {
+        println!("(finished the run this session had in flight) {}", render::one_line(&resumed));
+    }
+    let existing = rt.session(session.clone()).await.ok();
+    let mut first_agent = match &existing {
+        Some(_) => None,
+        None => Some(rt.client(args.agent.as_str())?),
+    };
+    let current = existing
+        .as_ref()
+        .map(|s| s.agent().clone())
+        .unwrap_or_else(|| args.agent.as_str().into());
+    if let Some(spec) = rt.agent(current.clone()) {
+        println!("{} — {}", spec.name, spec.starter_prompt.unwrap_or(spec.description));
+    }
+    println!("(session {session}; /exit leaves, /end ends the session)");
+    let from = existing.as_ref().map_or(1, |s| s.last_seq() + 1);
+    let (printed_tx, mut printed) = watch::channel(from.saturating_sub(1));
+    let streamed = Arc::new(AtomicBool::new(false));
+    spawn_printer(&rt, session.clone(), from, printed_tx, streamed.clone());
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        prompt("you> ");
+        let Some(line) = read_line(&mut lines).await else { break };
+        match line.as_str() {
+            "" => continue,
+            "/exit" | "/quit" => break,
+            "/end" => {
+                rt.end(session.clone(), "the person ended the chat").await?;
+                println!("(session ended)");
+                break;
+            }
+            _ => {}
+        }
+        streamed.store(false, Ordering::Relaxed);
+        let options = RunOptions::new().session_id(session.clone());
+        let handle = match first_agent.take() {
+            Some(client) => client.start(line, options).await,
+            None => rt.start(line, options).await,
+        };
+        let mut output = match handle {
+            Ok(handle) => handle.wait().await?,
+            Err(error) => {
+                eprintln!("error: {error}");
+                continue;
+            }
+        };
+        loop {
+            let target = rt.session(session.clone()).await?.last_seq();
+            let _ = printed.wait_for(|seq| *seq >= target).await;
+            match output.status {
+                RunStatus::AwaitingConfirmation => {
+                    let Some(pending) = output.pending_confirmation.clone() else { break };
+                    prompt(&format!("Run {} with {}? [y/N] ", pending.tool, pending.arguments));
+                    let answer = read_line(&mut lines).await.unwrap_or_default();
+                    let approve = matches!(answer.to_lowercase().as_str(), "y" | "yes");
+                    output = rt.answer(&pending, session.clone(), approve).await?;
+                }
+                RunStatus::Completed | RunStatus::NeedsInput => {
+                    if streamed.load(Ordering::Relaxed) {
+                        println!();
+                    } else {
+                        println!("{}: {}", output.agent, output.reply.clone().unwrap_or_default());
+                    }
+                    break;
+                }
+                RunStatus::Failed => {
+                    eprintln!("error: {}", output.error.clone().unwrap_or_default());
+                    break;
+                }
+                RunStatus::Cancelled => break,
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or_default()
+}

@@ -1,0 +1,178 @@
+//! `concierge agents`, `tools`, `history`, `sessions`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use concierge::{Result, Runtime};
+use serde::Serialize;
+
+use crate::{Cli, render, setup};
+
+/// Options of the listing commands.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `concierge tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// Show this tool with its schema.
+    pub name: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `concierge history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The session.
+    pub session: String,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)
+        .map_err(|e| concierge::Error::InvalidConfig(format!("cannot print JSON: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+async fn open(cli: &Cli) -> Result<Runtime> {
+    let rt = setup::runtime(cli).await?;
+    setup::finish_recovered(&rt, None).await?;
+    Ok(rt)
+}
+
+pub async fn agents(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
+    let rt = open(cli).await?;
+    let agents = rt.agents();
+    if args.json {
+        print_json(&agents)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for agent in agents {
+        let tools: Vec<String> = rt
+            .tools_for(agent.id.clone())?
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        println!("{}  ({})", agent.id, agent.name);
+        if !agent.description.is_empty() {
+            println!("    {}", agent.description);
+        }
+        println!("    tools: {}", if tools.is_empty() { "-".into() } else { tools.join(", ") });
+        if !agent.handoffs.is_empty() {
+            let handoffs: Vec<String> = agent.handoffs.iter().map(ToString::to_string).collect();
+            println!("    hands off to: {}", handoffs.join(", "));
+        }
+        let planner = if agent.rules.is_some() { "model, or rules without one" } else { "model" };
+        println!("    plans with: {planner}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn tools(cli: &Cli, args: &ToolsArgs) -> Result<ExitCode> {
+    let rt = open(cli).await?;
+    if let Some(name) = &args.name {
+        let Some(spec) = rt.tool_spec(name.as_str()) else {
+            let names: Vec<String> = rt.tools().iter().map(|t| t.name.to_string()).collect();
+            eprintln!("error: no tool named {name:?}; tools: {}", names.join(", "));
+            return Ok(ExitCode::FAILURE);
+        };
+        if args.json {
+            print_json(&spec)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        println!("{}", spec.name);
+        println!("  {}", spec.description.replace('\n', "\n  "));
+        if let Some(category) = &spec.category {
+            println!("  category: {category}");
+        }
+        let flags = render::annotations(&spec);
+        if !flags.is_empty() {
+            println!("  annotations: {flags}");
+        }
+        if !spec.requires.is_empty() {
+            println!("  requires: {}", spec.requires.join(", "));
+        }
+        if !spec.provides.is_empty() {
+            println!("  provides: {}", spec.provides.join(", "));
+        }
+        let schema = serde_json::to_string_pretty(&spec.input_schema).unwrap_or_default();
+        println!("  schema:\n    {}", schema.replace('\n', "\n    "));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let tools = rt.tools();
+    if args.json {
+        print_json(&tools)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for set in rt.toolsets() {
+        println!("[{set}]");
+        for spec in rt.toolset_tools(&set).into_iter().filter_map(|t| rt.tool_spec(t)) {
+            let first = spec.description.lines().next().unwrap_or_default();
+            println!("  {:<24} {first}", spec.name);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn history(cli: &Cli, args: &HistoryArgs) -> Result<ExitCode> {
+    let rt = open(cli).await?;
+    let session = rt.session(args.session.as_str()).await?;
+    if args.json {
+        #[derive(Serialize)]
+        struct History<'a> {
+            session: &'a concierge::SessionId,
+            agent: &'a concierge::AgentId,
+            messages: &'a [concierge::Message],
+            usage: concierge::Usage,
+        }
+        print_json(&History {
+            session: session.id(),
+            agent: session.agent(),
+            messages: session.history(),
+            usage: session.usage(),
+        })?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for message in session.history() {
+        println!("{}", render::message(message));
+    }
+    let usage = session.usage();
+    println!(
+        "-- session {} with {}; {} runs; tokens in {} / out {}",
+        session.id(),
+        session.agent(),
+        session.runs_started(),
+        usage.input_tokens,
+        usage.output_tokens
+    );
+    if let Some(pending) = session.pending_confirmation() {
+        println!("-- waiting for a confirmation of {} ({})", pending.tool, pending.call_id);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn sessions(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
+    let rt = open(cli).await?;
+    let sessions = rt.sessions().await?;
+    if args.json {
+        print_json(&sessions)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for s in sessions {
+        let state = match &s.active_run {
+            Some(run) => format!("run {run} in progress"),
+            None => "idle".into(),
+        };
+        println!("{}  {}  {state}", s.id, s.agent);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,87 @@
+//! `concierge run` and `concierge confirm`.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use concierge::{Decision, Error, Result, RunOptions, SessionId};
+
+use super::code;
+use crate::{Cli, render, setup};
+
+/// `concierge run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The agent (required for a new session; an existing one continues with its current agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The session.
+    #[arg(long)]
+    pub session: String,
+    /// Print the whole run output as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// The message.
+    #[arg(required = true, num_args = 1..)]
+    pub message: Vec<String>,
+}
+
+/// `concierge confirm`.
+#[derive(Debug, Args)]
+pub struct ConfirmArgs {
+    /// The session.
+    #[arg(long)]
+    pub session: String,
+    /// The parked call's id.
+    #[arg(long)]
+    pub call: String,
+    /// The fingerprint of the arguments you approve.
+    #[arg(long)]
+    pub fingerprint: String,
+    /// Decline instead of approving.
+    #[arg(long)]
+    pub deny: bool,
+    /// Why (sent to the model with a denial).
+    #[arg(long)]
+    pub reason: Option<String>,
+    /// Print the whole run output as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn run(cli: &Cli, args: &RunArgs) -> Result<ExitCode> {
+    let rt = setup::runtime(cli).await?;
+    let session = SessionId::new(&args.session);
+    if let Some(resumed) = setup::finish_recovered(&rt, Some(&session)).await? {
+        eprintln!("(finished the run this session had in flight)");
+        render::print_output(&resumed, args.json);
+    }
+    let options = RunOptions::new().session_id(session.clone());
+    let text = args.message.join(" ");
+    let output = match &args.agent {
+        Some(agent) => rt.client(agent.as_str())?.run(text, options).await,
+        None => rt.send(text, options).await.map_err(|e| match e {
+            Error::SessionNotFound(id) => {
+                Error::InvalidConfig(format!("session {id} does not exist yet: pass --agent to start it"))
+            }
+            other => other,
+        }),
+    }?;
+    Ok(code(render::print_output(&output, args.json)))
+}
+
+pub async fn confirm(cli: &Cli, args: &ConfirmArgs) -> Result<ExitCode> {
+    let rt = setup::runtime(cli).await?;
+    let session = SessionId::new(&args.session);
+    setup::finish_recovered(&rt, Some(&session)).await?;
+    let decision = if args.deny {
+        Decision::Deny {
+            reason: args.reason.clone(),
+        }
+    } else {
+        Decision::Approve
+    };
+    let output = rt
+        .confirm(session, args.call.as_str(), args.fingerprint.clone(), decision)
+        .await?;
+    Ok(code(render::print_output(&output, args.json)))
+}

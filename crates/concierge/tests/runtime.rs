@@ -1,0 +1,468 @@
+//! The runtime API end to end: a scripted model stands in for a provider; the
+//! engine is real (SQLite in a temporary directory, or memory).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use concierge::model::{ModelError, ModelErrorKind, RetryPolicy, ScriptedModel};
+use concierge::{
+    AgentSpec, Cap, Decision, Error, EventKind, Message, ModelReply, PolicyDelta, RunOptions, RunStatus, Runtime,
+    StepError, ToolContext, ToolErrorKind, ToolOutcome, tool,
+};
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use tokio::sync::Notify;
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    a: i64,
+    b: i64,
+}
+
+/// Adds two integers.
+#[tool(read_only)]
+async fn add(args: AddArgs) -> Result<i64, String> {
+    Ok(args.a + args.b)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Empty {}
+
+/// Always panics.
+#[tool]
+async fn explode(_args: Empty) -> Result<(), String> {
+    panic!("kaboom")
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct PayArgs {
+    amount: u32,
+}
+
+/// Pays an amount (needs the person's approval).
+#[tool(requires_confirmation)]
+async fn pay(args: PayArgs, cx: ToolContext) -> Result<String, String> {
+    Ok(format!("paid {} with key {}", args.amount, cx.idempotency_key))
+}
+
+static GATE: std::sync::LazyLock<Arc<Notify>> = std::sync::LazyLock::new(|| Arc::new(Notify::new()));
+
+/// Waits until the test lets it go.
+#[tool]
+async fn wait_for_gate(_args: Empty) -> Result<&'static str, String> {
+    GATE.notified().await;
+    Ok("released")
+}
+
+fn agent() -> AgentSpec {
+    AgentSpec::new("helper")
+        .instructions("Help.")
+        .tool("add")
+        .tool("explode")
+        .tool("pay")
+        .tool("wait_for_gate")
+}
+
+async fn runtime(model: ScriptedModel) -> Runtime {
+    Runtime::builder()
+        .tool(Add)
+        .tool(Explode)
+        .tool(Pay)
+        .tool(WaitForGate)
+        .agent(agent())
+        .model(model)
+        .in_memory()
+        .build()
+        .await
+        .unwrap()
+}
+
+fn session(id: &str) -> RunOptions {
+    RunOptions::new().session_id(id)
+}
+
+#[tokio::test]
+async fn calculator_on_rules_survives_a_restart_of_the_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    {
+        let rt = concierge_demo_runtime(&db).await;
+        let out = rt.client("calculator").unwrap().run("calculate 5 + 3", session("s")).await.unwrap();
+        assert_eq!(out.reply.as_deref(), Some("sum: 8"));
+        assert_eq!(out.confidence, 0.9);
+        assert!(out.success());
+    }
+    let rt = concierge_demo_runtime(&db).await;
+    assert!(rt.recovered().is_empty(), "nothing was in flight");
+    let history = rt.history("s").await.unwrap();
+    assert_eq!(history.len(), 4);
+    assert_eq!(history[0], Message::user("calculate 5 + 3"));
+    // The session goes on with the agent it had.
+    let out = rt.send("sqrt 49", session("s")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("sqrt(49) = 7"));
+    let sessions = rt.sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].agent, "calculator");
+    assert!(sessions[0].active_run.is_none());
+    assert!(rt.journal_stats().commits >= 1);
+}
+
+async fn concierge_demo_runtime(db: &std::path::Path) -> Runtime {
+    // A calculator on rules: a route to `add`, and a fixed answer for sqrt.
+    let rules = concierge::Rules::new()
+        .route(
+            concierge::Route::tool("add", json!({"a": "{a}", "b": "{b}"}))
+                .pattern(r"(?P<a>\d+)\s*\+\s*(?P<b>\d+)"),
+        )
+        .route(concierge::Route::reply("sqrt(49) = 7").keywords(["sqrt"]))
+        .answer("sum: {result}");
+    let calculator = AgentSpec::new("calculator").tool("add").rules(rules);
+    Runtime::builder().tool(Add).agent(calculator).sqlite(db).build().await.unwrap()
+}
+
+#[tokio::test]
+async fn arguments_are_coerced_and_a_schema_error_is_corrected_by_the_model() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("add", r#"{"a": "two", "b": 3}"#))
+        .reply(ModelReply::tool_call("add", r#"{"a": "2", "b": 3}"#))
+        .reply(ModelReply::text("5"));
+    let rt = runtime(model.clone()).await;
+    let out = rt.client("helper").unwrap().run("2+3", session("s")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("5"));
+    assert_eq!(out.tool_executions.len(), 2);
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("the first call must fail validation")
+    };
+    assert_eq!(error.kind, ToolErrorKind::InvalidArguments);
+    assert_eq!(error.fields[0].field, "a");
+    assert_eq!(out.tool_executions[1].outcome, ToolOutcome::Ok(json!(5)));
+    // The model saw the structured error before correcting itself.
+    let second = &model.requests()[1];
+    let seen = second.messages.last().unwrap().text();
+    assert!(seen.contains("invalid_arguments") && seen.contains("\"field\":\"a\""), "{seen}");
+}
+
+#[tokio::test]
+async fn a_panicking_tool_is_a_tool_error_and_the_run_goes_on() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("explode", "{}"))
+        .reply(ModelReply::text("that tool is broken"));
+    let rt = runtime(model).await;
+    let out = rt.client("helper").unwrap().run("boom", session("s")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("expected an error")
+    };
+    assert_eq!(error.kind, ToolErrorKind::Panicked);
+    assert!(error.message.contains("kaboom"), "{}", error.message);
+}
+
+#[tokio::test]
+async fn confirmation_parks_the_run_and_only_the_exact_call_is_approved() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pay", r#"{"amount": "10"}"#))
+        .reply(ModelReply::text("Paid."));
+    let rt = runtime(model).await;
+    let parked = rt.client("helper").unwrap().run("pay 10", session("s")).await.unwrap();
+    assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
+    let pending = parked.pending_confirmation.clone().unwrap();
+    assert_eq!(pending.tool, "pay");
+    assert_eq!(pending.arguments, json!({"amount": "10"}));
+    // Waiting on a parked session returns at once.
+    assert_eq!(rt.wait("s").await.unwrap().unwrap().status, RunStatus::AwaitingConfirmation);
+    // A new message is refused while parked.
+    let busy = rt.send("hello", session("s")).await.unwrap_err();
+    assert!(matches!(busy, Error::Rejected(StepError::RunInProgress { .. })), "{busy}");
+    // A wrong fingerprint is refused and changes nothing.
+    let wrong = rt
+        .confirm("s", pending.call_id.clone(), "ffffffffffffffff", Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(matches!(wrong, Error::Rejected(StepError::ConfirmationMismatch { .. })), "{wrong}");
+    let out = rt.answer(&pending, "s", true).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.reply.as_deref(), Some("Paid."));
+    let ToolOutcome::Ok(paid) = &out.tool_executions[0].outcome else {
+        panic!("the call ran")
+    };
+    assert_eq!(paid, &json!(format!("paid 10 with key s/{}/{}", out.run_id, pending.call_id)));
+}
+
+#[tokio::test]
+async fn a_declined_call_is_reported_to_the_model() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 99}"#))
+        .reply(ModelReply::text("OK, I did not pay."));
+    let rt = runtime(model.clone()).await;
+    let parked = rt.client("helper").unwrap().run("pay 99", session("s")).await.unwrap();
+    let pending = parked.pending_confirmation.unwrap();
+    let out = rt
+        .confirm(
+            "s",
+            pending.call_id,
+            pending.fingerprint,
+            Decision::Deny {
+                reason: Some("too much".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("OK, I did not pay."));
+    let seen = model.requests()[1].messages.last().unwrap().text();
+    assert!(seen.contains("declined") && seen.contains("too much"), "{seen}");
+}
+
+#[tokio::test]
+async fn events_are_ordered_and_a_subscriber_resumes_from_any_seq() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("add", r#"{"a": 1, "b": 2}"#).with_usage(10, 2))
+        .reply(ModelReply::text("3").with_usage(12, 1));
+    let rt = runtime(model).await;
+    let handle = rt.client("helper").unwrap().start("1+2", session("s")).await.unwrap();
+    let events: Vec<_> = handle.events().map(|e| e.unwrap()).collect().await;
+    let out = handle.wait().await.unwrap();
+    assert_eq!(out.usage.input_tokens, 22);
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=seqs.len() as u64).collect::<Vec<_>>());
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
+    assert_eq!(kinds.first(), Some(&"run_started"));
+    assert_eq!(kinds.last(), Some(&"run_finished"));
+    for expected in ["tool_requested", "tool_finished", "usage", "phase_changed", "message", "model_requested"] {
+        assert!(kinds.contains(&expected), "missing {expected} in {kinds:?}");
+    }
+    let finished = events
+        .iter()
+        .find_map(|e| match &e.kind {
+            EventKind::ToolFinished { duration_ms, ok, .. } => Some((*ok, *duration_ms)),
+            _ => None,
+        })
+        .unwrap();
+    assert!(finished.0);
+    // Resume from the middle: exactly the rest.
+    let middle = seqs[seqs.len() / 2];
+    let rest: Vec<u64> = rt
+        .subscribe("s", middle)
+        .take(seqs.len() - (middle as usize - 1))
+        .map(|e| e.unwrap().seq)
+        .collect()
+        .await;
+    assert_eq!(rest, (middle..=seqs.len() as u64).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn a_live_subscriber_sees_a_later_run() {
+    let model = ScriptedModel::new().reply(ModelReply::text("hi"));
+    let rt = runtime(model).await;
+    let mut live = rt.subscribe("s", 1);
+    let out = rt.client("helper").unwrap().run("hello", session("s")).await.unwrap();
+    let mut last = None;
+    while let Some(event) = live.next().await {
+        let event = event.unwrap();
+        if let EventKind::RunFinished { reply, .. } = &event.kind {
+            last = reply.clone();
+            break;
+        }
+    }
+    assert_eq!(last, out.reply);
+}
+
+#[tokio::test]
+async fn typed_errors_for_bad_calls() {
+    let rt = runtime(ScriptedModel::new()).await;
+    let missing = rt.client("helper").unwrap().run("x", RunOptions::new()).await.unwrap_err();
+    assert!(matches!(missing, Error::MissingSessionId));
+    let ghost = rt.client("ghost").unwrap_err();
+    assert!(matches!(ghost, Error::AgentNotFound { .. }));
+    assert!(ghost.to_string().contains("helper"));
+    assert!(matches!(rt.session("nope").await, Err(Error::SessionNotFound(_))));
+    assert!(matches!(rt.send("x", session("nope")).await, Err(Error::SessionNotFound(_))));
+    let bad_catalog = Runtime::builder()
+        .agent(AgentSpec::new("a").tool("nope"))
+        .in_memory()
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(bad_catalog, Error::Catalog(_)));
+    let no_model = Runtime::builder()
+        .agent(AgentSpec::new("a").model("openai:x"))
+        .in_memory()
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(no_model, Error::InvalidConfig(_)));
+}
+
+#[tokio::test]
+async fn an_agent_without_model_or_rules_is_refused_with_what_to_do() {
+    let rt = Runtime::builder().agent(AgentSpec::new("a")).in_memory().build().await.unwrap();
+    let error = rt.client("a").unwrap().run("x", session("s")).await.unwrap_err();
+    assert!(matches!(error, Error::Rejected(StepError::NoPlanner { .. })));
+    assert!(error.to_string().contains("--model"), "{error}");
+}
+
+#[tokio::test]
+async fn policy_overrides_apply_to_new_runs() {
+    let model = ScriptedModel::from_fn(|request| {
+        Ok(if request.tool_choice == concierge::core::ToolChoice::None {
+            ModelReply::text("stopped")
+        } else {
+            ModelReply::tool_call("add", r#"{"a": 1, "b": 1}"#)
+        })
+    });
+    let rt = runtime(model).await;
+    rt.override_policy(
+        "helper",
+        PolicyDelta {
+            max_iterations: Some(2),
+            ..PolicyDelta::default()
+        },
+    )
+    .unwrap();
+    let out = rt.client("helper").unwrap().run("loop", session("s")).await.unwrap();
+    assert_eq!(out.cap, Some(Cap::Iterations));
+    assert_eq!(out.iterations, 2);
+    assert_eq!(out.reply.as_deref(), Some("stopped"));
+    // A per-run delta wins over the override.
+    let out = rt
+        .client("helper")
+        .unwrap()
+        .run(
+            "loop",
+            session("t").policy(PolicyDelta {
+                max_tool_calls: Some(1),
+                ..PolicyDelta::default()
+            }),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.cap, Some(Cap::ToolCalls));
+    assert!(rt.override_policy("ghost", PolicyDelta::default()).is_err());
+}
+
+#[tokio::test]
+async fn introspection_lists_agents_toolsets_and_schemas() {
+    let rt = runtime(ScriptedModel::new()).await;
+    assert_eq!(rt.agents().len(), 1);
+    assert_eq!(rt.toolsets(), ["tools"]);
+    let spec = rt.tool_spec("pay").unwrap();
+    assert!(spec.annotations.requires_confirmation);
+    assert_eq!(spec.description, "Pays an amount (needs the person's approval).");
+    let schema = rt.tool_schema("add").unwrap();
+    assert_eq!(schema["required"], json!(["a", "b"]));
+    let names: Vec<String> = rt.tools_for("helper").unwrap().iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, ["add", "explode", "pay", "wait_for_gate"]);
+    assert!(rt.tools_for("ghost").is_err());
+}
+
+#[tokio::test]
+async fn ending_a_session_cancels_its_run() {
+    let model = ScriptedModel::new().reply(ModelReply::tool_call("wait_for_gate", "{}"));
+    let rt = runtime(model).await;
+    let handle = rt.client("helper").unwrap().start("wait", session("s")).await.unwrap();
+    // A second run in the same session is refused while the first is running.
+    let busy = rt.client("helper").unwrap().start("again", session("s")).await.unwrap_err();
+    assert!(matches!(busy, Error::Rejected(StepError::RunInProgress { .. })));
+    let cancelled = rt.end("s", "the person left").await.unwrap().unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled);
+    assert_eq!(handle.wait().await.unwrap().status, RunStatus::Cancelled);
+    GATE.notify_waiters();
+    let ended = rt.send("more", session("s")).await.unwrap_err();
+    assert!(matches!(ended, Error::Rejected(StepError::SessionEnded)));
+}
+
+#[tokio::test]
+async fn failing_models_are_retried_then_reported() {
+    let fast = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    };
+    let server_error = |status| ModelError::new(ModelErrorKind::Server { status }, "scripted", "HTTP 503");
+    let model = ScriptedModel::new()
+        .fail(server_error(503))
+        .fail(server_error(502))
+        .reply(ModelReply::text("third time lucky"));
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("a"))
+        .model(model.clone())
+        .retry(fast.clone())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let out = rt.client("a").unwrap().run("hi", session("s")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("third time lucky"));
+    assert_eq!(model.requests().len(), 3);
+
+    let auth = ScriptedModel::new()
+        .fail(ModelError::new(ModelErrorKind::Auth { status: 401 }, "scripted", "HTTP 401 (check the API key)"))
+        .reply(ModelReply::text("never reached"));
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("a"))
+        .model(auth.clone())
+        .retry(fast)
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let out = rt.client("a").unwrap().run("hi", session("s")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Failed);
+    assert!(out.error.unwrap().contains("check the API key"));
+    assert_eq!(auth.requests().len(), 1, "a 401 is not retried");
+}
+
+#[tokio::test]
+async fn sessions_leave_memory_when_idle_and_come_back() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = calls.clone();
+    let model = ScriptedModel::from_fn(move |_| {
+        let n = counter.fetch_add(1, Ordering::SeqCst);
+        Ok(ModelReply::text(format!("reply {n}")))
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("a"))
+        .model(model)
+        .sqlite(dir.path().join("c.db"))
+        .idle_timeout(Duration::from_millis(1))
+        .snapshot_every(2)
+        .build()
+        .await
+        .unwrap();
+    for i in 0..5 {
+        let out = rt.client("a").unwrap().run(format!("m{i}"), session("s")).await.unwrap();
+        assert_eq!(out.reply, Some(format!("reply {i}")));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let session = rt.session("s").await.unwrap();
+    assert_eq!(session.history().len(), 10);
+    assert_eq!(session.runs_started(), 5);
+    assert!(rt.journal_stats().snapshots >= 1);
+}
+
+#[tokio::test]
+async fn a_model_naming_a_missing_tool_or_sending_bad_json_is_corrected() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("multiply", r#"{"a": 1}"#))
+        .reply(ModelReply::tool_call("add", r#"{"a": 1, "b": "#))
+        .reply(ModelReply::tool_call("add", r#"{"a": 1, "b": 1}"#))
+        .reply(ModelReply::text("2"));
+    let rt = runtime(model).await;
+    let out = rt.client("helper").unwrap().run("1+1", session("s")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("2"));
+    let kinds: Vec<Option<ToolErrorKind>> = out
+        .tool_executions
+        .iter()
+        .map(|e| match &e.outcome {
+            ToolOutcome::Error(err) => Some(err.kind),
+            ToolOutcome::Ok(_) => None,
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [Some(ToolErrorKind::UnknownTool), Some(ToolErrorKind::InvalidArguments), None]
+    );
+}
