@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use concierge::config::{Config, ModelSettings, build_model, load_agents};
-use concierge::{Result, Runtime, RunOutput, SessionId};
+use concierge::{Result, RunOutput, Runtime, SessionId};
 
 use crate::Cli;
 use crate::render;
@@ -22,7 +22,11 @@ pub fn resolve(cli: &Cli) -> Result<Resolved> {
         None => (PathBuf::from("concierge.toml"), false),
     };
     let file = Config::load(&path, required)?;
-    let db = cli.db.clone().or(file.db).unwrap_or_else(|| PathBuf::from("concierge.db"));
+    let db = cli
+        .db
+        .clone()
+        .or(file.db)
+        .unwrap_or_else(|| PathBuf::from("concierge.db"));
     let reference = cli.model.clone().or(file.model);
     let api_key = file
         .api_key

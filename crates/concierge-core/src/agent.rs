@@ -162,6 +162,12 @@ impl AgentSpec {
         self.model = Some(model.into());
         self
     }
+
+    /// Sets the sampling temperature.
+    pub fn temperature(mut self, temperature: f32) -> Self {
+        self.temperature = Some(temperature);
+        self
+    }
 }
 
 /// One example exchange for the model.
@@ -264,9 +270,7 @@ impl Route {
         Self {
             keywords: Vec::new(),
             pattern: None,
-            action: RouteAction::Handoff {
-                handoff: agent.into(),
-            },
+            action: RouteAction::Handoff { handoff: agent.into() },
         }
     }
 

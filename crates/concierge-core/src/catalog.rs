@@ -251,7 +251,11 @@ fn resolve_agent(
             }
         }
     }
-    let mut defs: Vec<ToolDef> = resolved.iter().filter_map(|t| tools.get(t)).map(ToolSpec::to_def).collect();
+    let mut defs: Vec<ToolDef> = resolved
+        .iter()
+        .filter_map(|t| tools.get(t))
+        .map(ToolSpec::to_def)
+        .collect();
     for target in &spec.handoffs {
         if !agent_ids.contains(target) {
             return Err(CatalogError::UnknownHandoff {
@@ -288,10 +292,12 @@ fn resolve_agent(
                     _ => {}
                 }
             }
-            Some(CompiledRules::compile(rules).map_err(|reason| CatalogError::InvalidRule {
-                agent: spec.id.clone(),
-                reason,
-            })?)
+            Some(
+                CompiledRules::compile(rules).map_err(|reason| CatalogError::InvalidRule {
+                    agent: spec.id.clone(),
+                    reason,
+                })?,
+            )
         }
         None => None,
     };
@@ -409,12 +415,26 @@ impl fmt::Display for CatalogError {
                 write!(f, "agent {agent} uses tool {tool:?}, which does not exist; tools: ")?;
                 write_list(f, available)
             }
-            CatalogError::UnknownToolset { agent, toolset, available } => {
-                write!(f, "agent {agent} uses toolset {toolset:?}, which does not exist; toolsets: ")?;
+            CatalogError::UnknownToolset {
+                agent,
+                toolset,
+                available,
+            } => {
+                write!(
+                    f,
+                    "agent {agent} uses toolset {toolset:?}, which does not exist; toolsets: "
+                )?;
                 write_list(f, available)
             }
-            CatalogError::UnknownHandoff { agent, target, available } => {
-                write!(f, "agent {agent} hands off to {target:?}, which does not exist; agents: ")?;
+            CatalogError::UnknownHandoff {
+                agent,
+                target,
+                available,
+            } => {
+                write!(
+                    f,
+                    "agent {agent} hands off to {target:?}, which does not exist; agents: "
+                )?;
                 write_list(f, available)
             }
             CatalogError::UnknownAgent { agent, available } => {
@@ -503,7 +523,9 @@ mod tests {
         ));
         let foreign_tool = Rules::new().route(Route::tool("nope", json!({})).keywords(["x"]));
         assert!(matches!(
-            Catalog::builder().agent(AgentSpec::new("a").rules(foreign_tool)).build(),
+            Catalog::builder()
+                .agent(AgentSpec::new("a").rules(foreign_tool))
+                .build(),
             Err(CatalogError::InvalidRule { .. })
         ));
     }

@@ -83,7 +83,10 @@ impl fmt::Display for StepError {
             ),
             StepError::NotAwaitingConfirmation => write!(f, "the run is not waiting for a confirmation"),
             StepError::ConfirmationMismatch { expected_call, reason } => {
-                write!(f, "confirmation rejected: {reason} (the parked call is {expected_call})")
+                write!(
+                    f,
+                    "confirmation rejected: {reason} (the parked call is {expected_call})"
+                )
             }
             StepError::InvalidTransition(t) => t.fmt(f),
             StepError::Idle => write!(f, "nothing to do"),

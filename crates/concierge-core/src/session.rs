@@ -258,11 +258,15 @@ impl Session {
                 self.check_start(&start, catalog)?;
                 self.start_run(&mut st, start)
             }
-            Input::ModelReplied { run_id, call, reply, .. } => {
+            Input::ModelReplied {
+                run_id, call, reply, ..
+            } => {
                 let synthesis = self.check_model(&run_id, call, "model_replied")?;
                 self.model_replied(&mut st, reply, synthesis)
             }
-            Input::ModelFailed { run_id, call, error, .. } => {
+            Input::ModelFailed {
+                run_id, call, error, ..
+            } => {
                 let synthesis = self.check_model(&run_id, call, "model_failed")?;
                 self.model_failed(&mut st, error, synthesis)
             }
@@ -332,7 +336,11 @@ impl Session {
                 }
             }
             Waiting::Confirmation(_) => {
-                effects.push(Effect::AwaitUser(self.output(run, RunStatus::AwaitingConfirmation, None)));
+                effects.push(Effect::AwaitUser(self.output(
+                    run,
+                    RunStatus::AwaitingConfirmation,
+                    None,
+                )));
             }
             Waiting::Nothing => {}
         }
@@ -722,7 +730,9 @@ impl Session {
         }
         run.iterations += 1;
         self.blackboard.iterations = run.iterations;
-        let decision = self.decide(st.catalog, |planner, view| planner.next(view)).map_err(Fault::Planner)?;
+        let decision = self
+            .decide(st.catalog, |planner, view| planner.next(view))
+            .map_err(Fault::Planner)?;
         self.apply(st, decision)
     }
 
@@ -847,7 +857,10 @@ impl Session {
         let mut immediate = Vec::new();
         let mut cap = None;
         {
-            let run = self.run.as_mut().ok_or_else(|| Fault::Planner("no run is in progress".into()))?;
+            let run = self
+                .run
+                .as_mut()
+                .ok_or_else(|| Fault::Planner("no run is in progress".into()))?;
             for (index, call) in calls.into_iter().enumerate() {
                 let fp = fingerprint(&call.arguments);
                 let state = classify(&call, &fp, resolved, st.catalog, &self.blackboard, run, &mut cap);
@@ -1053,7 +1066,14 @@ impl Session {
         self.append_results(st, batch);
         if let Some((target, reason)) = handoff {
             let from = std::mem::replace(&mut self.agent, target.clone());
-            self.emit(st, EventKind::AgentChanged { from, to: target, reason });
+            self.emit(
+                st,
+                EventKind::AgentChanged {
+                    from,
+                    to: target,
+                    reason,
+                },
+            );
         }
         if failures_capped {
             self.reach_cap(st, Cap::ConsecutiveToolFailures)?;
@@ -1121,7 +1141,12 @@ impl Session {
         self.abandon_batch(st, "the run failed before the call finished");
         if let Err(fault) = self.close(st, RunStatus::Failed, None) {
             // Only reachable if the run was already in a terminal phase: drop it.
-            self.emit(st, EventKind::Error { message: fault.to_string() });
+            self.emit(
+                st,
+                EventKind::Error {
+                    message: fault.to_string(),
+                },
+            );
             self.run = None;
         }
     }
@@ -1239,13 +1264,20 @@ fn classify(
             format!("the arguments must be a JSON object, not {}", call.arguments),
         );
     }
-    let spec: Option<&ToolSpec> = resolved.has_tool(&call.name).then(|| catalog.tool(&call.name)).flatten();
+    let spec: Option<&ToolSpec> = resolved
+        .has_tool(&call.name)
+        .then(|| catalog.tool(&call.name))
+        .flatten();
     let Some(spec) = spec else {
         let mut names: Vec<&str> = resolved.defs.iter().map(|d| d.name.as_str()).collect();
         names.sort_unstable();
         return error(
             ToolErrorKind::UnknownTool,
-            format!("there is no tool named {:?}; the tools are: {}", call.name.as_str(), names.join(", ")),
+            format!(
+                "there is no tool named {:?}; the tools are: {}",
+                call.name.as_str(),
+                names.join(", ")
+            ),
         );
     };
     let missing: Vec<&str> = spec
@@ -1269,7 +1301,11 @@ fn classify(
         };
         return error(
             ToolErrorKind::MissingInformation,
-            format!("{} needs information that is missing: {}; {hint}", spec.name, missing.join(", ")),
+            format!(
+                "{} needs information that is missing: {}; {hint}",
+                spec.name,
+                missing.join(", ")
+            ),
         );
     }
     if spec.annotations.cacheable {
@@ -1293,7 +1329,10 @@ fn classify(
         *cap = Some(Cap::ToolCalls);
         return error(
             ToolErrorKind::LimitReached,
-            format!("not run: the run reached its limit of {} tool calls", run.policy.max_tool_calls),
+            format!(
+                "not run: the run reached its limit of {} tool calls",
+                run.policy.max_tool_calls
+            ),
         );
     }
     run.tool_calls += 1;

@@ -171,7 +171,9 @@ pub fn agent() -> AgentSpec {
         .route(binary_route("subtract", r"-|−|minus"))
         .answer("{result.formula}")
         .error_answer("I could not calculate that: {error}")
-        .fallback("I can add, subtract, multiply, divide, and take square roots and absolute values. Try: calculate 5 + 3");
+        .fallback(
+            "I can add, subtract, multiply, divide, and take square roots and absolute values. Try: calculate 5 + 3",
+        );
     AgentSpec::new("calculator")
         .name("Calculator")
         .category("computation")
@@ -185,6 +187,7 @@ pub fn agent() -> AgentSpec {
         .example("what is 17 plus 25?", "17 + 25 = 42")
         .tool("calculator")
         .rules(rules)
+        .temperature(0.0)
 }
 
 #[cfg(test)]
@@ -207,11 +210,20 @@ mod tests {
 
     #[test]
     fn errors_are_clear() {
-        assert_eq!(run(Operation::Divide, 1.0, Some(0.0)), Err(CalculatorError::DivisionByZero));
+        assert_eq!(
+            run(Operation::Divide, 1.0, Some(0.0)),
+            Err(CalculatorError::DivisionByZero)
+        );
         let e = run(Operation::Sqrt, -4.0, None).unwrap_err();
         assert_eq!(e.to_string(), "Cannot take the square root of a negative number (-4).");
-        assert!(matches!(run(Operation::Add, 1.0, None), Err(CalculatorError::MissingOperand(Operation::Add))));
-        assert_eq!(run(Operation::Multiply, 1e308, Some(10.0)), Err(CalculatorError::NotFinite));
+        assert!(matches!(
+            run(Operation::Add, 1.0, None),
+            Err(CalculatorError::MissingOperand(Operation::Add))
+        ));
+        assert_eq!(
+            run(Operation::Multiply, 1e308, Some(10.0)),
+            Err(CalculatorError::NotFinite)
+        );
     }
 
     #[test]
@@ -224,7 +236,10 @@ mod tests {
         assert_eq!(spec.provides, ["last_calculation_result"]);
         let schema = &spec.input_schema;
         assert_eq!(schema["type"], "object");
-        assert_eq!(schema["properties"]["operation"]["enum"], json!(["add", "subtract", "multiply", "divide", "sqrt", "abs"]));
+        assert_eq!(
+            schema["properties"]["operation"]["enum"],
+            json!(["add", "subtract", "multiply", "divide", "sqrt", "abs"])
+        );
         assert_eq!(schema["required"], json!(["operation", "a"]));
         assert!(schema.get("$defs").is_none() && schema.get("$schema").is_none());
     }

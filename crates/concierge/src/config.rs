@@ -89,13 +89,18 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
         )));
     };
     if name.trim().is_empty() {
-        return Err(Error::InvalidConfig(format!("model {:?} has no name after the provider", settings.reference)));
+        return Err(Error::InvalidConfig(format!(
+            "model {:?} has no name after the provider",
+            settings.reference
+        )));
     }
     if let Some(url) = &settings.base_url {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| Error::InvalidConfig(format!("base URL {url:?} is not a URL: {e}")))?;
         if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(Error::InvalidConfig(format!("base URL {url:?} must start with http:// or https://")));
+            return Err(Error::InvalidConfig(format!(
+                "base URL {url:?} must start with http:// or https://"
+            )));
         }
     }
     match provider {
@@ -112,7 +117,9 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
                         .into(),
                 ));
             }
-            let mut model = OpenAiCompatible::new(name).base_url(base).api_key(settings.api_key.clone());
+            let mut model = OpenAiCompatible::new(name)
+                .base_url(base)
+                .api_key(settings.api_key.clone());
             if let Some(timeout) = settings.timeout {
                 model = model.timeout(timeout);
             }
@@ -169,11 +176,18 @@ mod tests {
     fn files_parse_and_errors_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let config = dir.path().join("concierge.toml");
-        std::fs::write(&config, "db = \"data/c.db\"\nmodel = \"openai:m\"\nagents_dir = \"agents\"\n").unwrap();
+        std::fs::write(
+            &config,
+            "db = \"data/c.db\"\nmodel = \"openai:m\"\nagents_dir = \"agents\"\n",
+        )
+        .unwrap();
         let parsed = Config::load(&config, true).unwrap();
         assert_eq!(parsed.db, Some(dir.path().join("data/c.db")));
         assert_eq!(parsed.model.as_deref(), Some("openai:m"));
-        assert_eq!(Config::load(&dir.path().join("missing.toml"), false).unwrap(), Config::default());
+        assert_eq!(
+            Config::load(&dir.path().join("missing.toml"), false).unwrap(),
+            Config::default()
+        );
         assert!(Config::load(&dir.path().join("missing.toml"), true).is_err());
         std::fs::write(&config, "modle = 1\n").unwrap();
         let error = Config::load(&config, true).unwrap_err().to_string();

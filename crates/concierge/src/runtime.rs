@@ -14,7 +14,9 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::client::{AgentClient, RunHandle};
-use crate::engine::{Driver, Engine, JournalStats, MemoryJournal, SessionSummary, Settings, SharedJournal, SqliteJournal};
+use crate::engine::{
+    Driver, Engine, JournalStats, MemoryJournal, SessionSummary, Settings, SharedJournal, SqliteJournal,
+};
 use crate::error::{Error, Result};
 use crate::model::{Model, RetryPolicy};
 use crate::options::RunOptions;
@@ -295,12 +297,7 @@ impl Runtime {
             at: crate::engine::now(),
         };
         let shared = self.inner.driver.shared().clone();
-        let overrides = self
-            .inner
-            .overrides
-            .read()
-            .map(|o| o.clone())
-            .unwrap_or_default();
+        let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
         let delta = options.policy;
         let prepare = move |start: &mut StartRun, current: &AgentId, catalog: &Catalog| {
             let agent = start.agent.clone().unwrap_or_else(|| current.clone());
@@ -329,11 +326,7 @@ impl Runtime {
                 start.policy = Some(policy);
             }
         };
-        let (stop, first_seq) = self
-            .inner
-            .driver
-            .start(start, &session, Box::new(prepare))
-            .await?;
+        let (stop, first_seq) = self.inner.driver.start(start, &session, Box::new(prepare)).await?;
         Ok(RunHandle::new(self.clone(), session, run_id, stop, first_seq))
     }
 
@@ -344,7 +337,10 @@ impl Runtime {
 
     /// Runs a turn in an existing session with its current agent, and waits for it.
     pub async fn send(&self, messages: impl crate::client::IntoMessages, options: RunOptions) -> Result<RunOutput> {
-        self.start_run(None, messages.into_messages(), options).await?.wait().await
+        self.start_run(None, messages.into_messages(), options)
+            .await?
+            .wait()
+            .await
     }
 
     /// Answers the call parked in `session`: runs it if approved (only if
@@ -367,7 +363,12 @@ impl Runtime {
     }
 
     /// Approves or declines a pending confirmation as returned in a [`RunOutput`].
-    pub async fn answer(&self, pending: &PendingConfirmation, session: impl Into<SessionId>, approve: bool) -> Result<RunOutput> {
+    pub async fn answer(
+        &self,
+        pending: &PendingConfirmation,
+        session: impl Into<SessionId>,
+        approve: bool,
+    ) -> Result<RunOutput> {
         let decision = if approve {
             Decision::Approve
         } else {
@@ -395,11 +396,7 @@ impl Runtime {
     /// The session as it stands (history, current agent, blackboard, usage, last output).
     pub async fn session(&self, session: impl Into<SessionId>) -> Result<Session> {
         let id = session.into();
-        self.inner
-            .driver
-            .inspect(&id)
-            .await?
-            .ok_or(Error::SessionNotFound(id))
+        self.inner.driver.inspect(&id).await?.ok_or(Error::SessionNotFound(id))
     }
 
     /// The session's messages.

@@ -1,6 +1,8 @@
 //! The runtime API end to end: a scripted model stands in for a provider; the
 //! engine is real (SQLite in a temporary directory, or memory).
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -90,7 +92,12 @@ async fn calculator_on_rules_survives_a_restart_of_the_runtime() {
     let db = dir.path().join("c.db");
     {
         let rt = concierge_demo_runtime(&db).await;
-        let out = rt.client("calculator").unwrap().run("calculate 5 + 3", session("s")).await.unwrap();
+        let out = rt
+            .client("calculator")
+            .unwrap()
+            .run("calculate 5 + 3", session("s"))
+            .await
+            .unwrap();
         assert_eq!(out.reply.as_deref(), Some("sum: 8"));
         assert_eq!(out.confidence, 0.9);
         assert!(out.success());
@@ -113,14 +120,17 @@ async fn calculator_on_rules_survives_a_restart_of_the_runtime() {
 async fn concierge_demo_runtime(db: &std::path::Path) -> Runtime {
     // A calculator on rules: a route to `add`, and a fixed answer for sqrt.
     let rules = concierge::Rules::new()
-        .route(
-            concierge::Route::tool("add", json!({"a": "{a}", "b": "{b}"}))
-                .pattern(r"(?P<a>\d+)\s*\+\s*(?P<b>\d+)"),
-        )
+        .route(concierge::Route::tool("add", json!({"a": "{a}", "b": "{b}"})).pattern(r"(?P<a>\d+)\s*\+\s*(?P<b>\d+)"))
         .route(concierge::Route::reply("sqrt(49) = 7").keywords(["sqrt"]))
         .answer("sum: {result}");
     let calculator = AgentSpec::new("calculator").tool("add").rules(rules);
-    Runtime::builder().tool(Add).agent(calculator).sqlite(db).build().await.unwrap()
+    Runtime::builder()
+        .tool(Add)
+        .agent(calculator)
+        .sqlite(db)
+        .build()
+        .await
+        .unwrap()
 }
 
 #[tokio::test]
@@ -142,7 +152,10 @@ async fn arguments_are_coerced_and_a_schema_error_is_corrected_by_the_model() {
     // The model saw the structured error before correcting itself.
     let second = &model.requests()[1];
     let seen = second.messages.last().unwrap().text();
-    assert!(seen.contains("invalid_arguments") && seen.contains("\"field\":\"a\""), "{seen}");
+    assert!(
+        seen.contains("invalid_arguments") && seen.contains("\"field\":\"a\""),
+        "{seen}"
+    );
 }
 
 #[tokio::test]
@@ -172,23 +185,35 @@ async fn confirmation_parks_the_run_and_only_the_exact_call_is_approved() {
     assert_eq!(pending.tool, "pay");
     assert_eq!(pending.arguments, json!({"amount": "10"}));
     // Waiting on a parked session returns at once.
-    assert_eq!(rt.wait("s").await.unwrap().unwrap().status, RunStatus::AwaitingConfirmation);
+    assert_eq!(
+        rt.wait("s").await.unwrap().unwrap().status,
+        RunStatus::AwaitingConfirmation
+    );
     // A new message is refused while parked.
     let busy = rt.send("hello", session("s")).await.unwrap_err();
-    assert!(matches!(busy, Error::Rejected(StepError::RunInProgress { .. })), "{busy}");
+    assert!(
+        matches!(busy, Error::Rejected(StepError::RunInProgress { .. })),
+        "{busy}"
+    );
     // A wrong fingerprint is refused and changes nothing.
     let wrong = rt
         .confirm("s", pending.call_id.clone(), "ffffffffffffffff", Decision::Approve)
         .await
         .unwrap_err();
-    assert!(matches!(wrong, Error::Rejected(StepError::ConfirmationMismatch { .. })), "{wrong}");
+    assert!(
+        matches!(wrong, Error::Rejected(StepError::ConfirmationMismatch { .. })),
+        "{wrong}"
+    );
     let out = rt.answer(&pending, "s", true).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(out.reply.as_deref(), Some("Paid."));
     let ToolOutcome::Ok(paid) = &out.tool_executions[0].outcome else {
         panic!("the call ran")
     };
-    assert_eq!(paid, &json!(format!("paid 10 with key s/{}/{}", out.run_id, pending.call_id)));
+    assert_eq!(
+        paid,
+        &json!(format!("paid 10 with key s/{}/{}", out.run_id, pending.call_id))
+    );
 }
 
 #[tokio::test]
@@ -230,7 +255,14 @@ async fn events_are_ordered_and_a_subscriber_resumes_from_any_seq() {
     let kinds: Vec<&str> = events.iter().map(|e| e.kind.name()).collect();
     assert_eq!(kinds.first(), Some(&"run_started"));
     assert_eq!(kinds.last(), Some(&"run_finished"));
-    for expected in ["tool_requested", "tool_finished", "usage", "phase_changed", "message", "model_requested"] {
+    for expected in [
+        "tool_requested",
+        "tool_finished",
+        "usage",
+        "phase_changed",
+        "message",
+        "model_requested",
+    ] {
         assert!(kinds.contains(&expected), "missing {expected} in {kinds:?}");
     }
     let finished = events
@@ -272,13 +304,21 @@ async fn a_live_subscriber_sees_a_later_run() {
 #[tokio::test]
 async fn typed_errors_for_bad_calls() {
     let rt = runtime(ScriptedModel::new()).await;
-    let missing = rt.client("helper").unwrap().run("x", RunOptions::new()).await.unwrap_err();
+    let missing = rt
+        .client("helper")
+        .unwrap()
+        .run("x", RunOptions::new())
+        .await
+        .unwrap_err();
     assert!(matches!(missing, Error::MissingSessionId));
     let ghost = rt.client("ghost").unwrap_err();
     assert!(matches!(ghost, Error::AgentNotFound { .. }));
     assert!(ghost.to_string().contains("helper"));
     assert!(matches!(rt.session("nope").await, Err(Error::SessionNotFound(_))));
-    assert!(matches!(rt.send("x", session("nope")).await, Err(Error::SessionNotFound(_))));
+    assert!(matches!(
+        rt.send("x", session("nope")).await,
+        Err(Error::SessionNotFound(_))
+    ));
     let bad_catalog = Runtime::builder()
         .agent(AgentSpec::new("a").tool("nope"))
         .in_memory()
@@ -297,7 +337,12 @@ async fn typed_errors_for_bad_calls() {
 
 #[tokio::test]
 async fn an_agent_without_model_or_rules_is_refused_with_what_to_do() {
-    let rt = Runtime::builder().agent(AgentSpec::new("a")).in_memory().build().await.unwrap();
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("a"))
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
     let error = rt.client("a").unwrap().run("x", session("s")).await.unwrap_err();
     assert!(matches!(error, Error::Rejected(StepError::NoPlanner { .. })));
     assert!(error.to_string().contains("--model"), "{error}");
@@ -352,7 +397,12 @@ async fn introspection_lists_agents_toolsets_and_schemas() {
     assert_eq!(spec.description, "Pays an amount (needs the person's approval).");
     let schema = rt.tool_schema("add").unwrap();
     assert_eq!(schema["required"], json!(["a", "b"]));
-    let names: Vec<String> = rt.tools_for("helper").unwrap().iter().map(|t| t.name.to_string()).collect();
+    let names: Vec<String> = rt
+        .tools_for("helper")
+        .unwrap()
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
     assert_eq!(names, ["add", "explode", "pay", "wait_for_gate"]);
     assert!(rt.tools_for("ghost").is_err());
 }
@@ -363,7 +413,12 @@ async fn ending_a_session_cancels_its_run() {
     let rt = runtime(model).await;
     let handle = rt.client("helper").unwrap().start("wait", session("s")).await.unwrap();
     // A second run in the same session is refused while the first is running.
-    let busy = rt.client("helper").unwrap().start("again", session("s")).await.unwrap_err();
+    let busy = rt
+        .client("helper")
+        .unwrap()
+        .start("again", session("s"))
+        .await
+        .unwrap_err();
     assert!(matches!(busy, Error::Rejected(StepError::RunInProgress { .. })));
     let cancelled = rt.end("s", "the person left").await.unwrap().unwrap();
     assert_eq!(cancelled.status, RunStatus::Cancelled);
@@ -398,7 +453,11 @@ async fn failing_models_are_retried_then_reported() {
     assert_eq!(model.requests().len(), 3);
 
     let auth = ScriptedModel::new()
-        .fail(ModelError::new(ModelErrorKind::Auth { status: 401 }, "scripted", "HTTP 401 (check the API key)"))
+        .fail(ModelError::new(
+            ModelErrorKind::Auth { status: 401 },
+            "scripted",
+            "HTTP 401 (check the API key)",
+        ))
         .reply(ModelReply::text("never reached"));
     let rt = Runtime::builder()
         .agent(AgentSpec::new("a"))
@@ -433,7 +492,12 @@ async fn sessions_leave_memory_when_idle_and_come_back() {
         .await
         .unwrap();
     for i in 0..5 {
-        let out = rt.client("a").unwrap().run(format!("m{i}"), session("s")).await.unwrap();
+        let out = rt
+            .client("a")
+            .unwrap()
+            .run(format!("m{i}"), session("s"))
+            .await
+            .unwrap();
         assert_eq!(out.reply, Some(format!("reply {i}")));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -463,6 +527,10 @@ async fn a_model_naming_a_missing_tool_or_sending_bad_json_is_corrected() {
         .collect();
     assert_eq!(
         kinds,
-        [Some(ToolErrorKind::UnknownTool), Some(ToolErrorKind::InvalidArguments), None]
+        [
+            Some(ToolErrorKind::UnknownTool),
+            Some(ToolErrorKind::InvalidArguments),
+            None
+        ]
     );
 }

@@ -46,7 +46,12 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
             match &event.kind {
                 EventKind::ToolRequested { tool, arguments, .. } => println!("  -> {tool}({arguments})"),
                 EventKind::ToolReused { tool, from, .. } => println!("  -> {tool}: reused the result of {from}"),
-                EventKind::ToolFinished { tool, outcome, duration_ms, .. } => match outcome {
+                EventKind::ToolFinished {
+                    tool,
+                    outcome,
+                    duration_ms,
+                    ..
+                } => match outcome {
                     ToolOutcome::Ok(v) => println!("  <- {tool}: {} ({duration_ms} ms)", shorten(&v.to_string())),
                     ToolOutcome::Error(e) => println!("  <- {tool} failed: {}", shorten(&e.to_string())),
                 },
@@ -72,13 +77,12 @@ async fn read_line(lines: &mut Lines<BufReader<Stdin>>) -> Option<String> {
 
 pub async fn chat(cli: &Cli, args: &ChatArgs) -> Result<ExitCode> {
     let rt = setup::runtime(cli).await?;
-    let session = SessionId::new(
-        args.session
-            .clone()
-            .unwrap_or_else(|| format!("chat-{}", now_millis())),
-    );
+    let session = SessionId::new(args.session.clone().unwrap_or_else(|| format!("chat-{}", now_millis())));
     if let Some(resumed) = setup::finish_recovered(&rt, Some(&session)).await? {
-        println!("(finished the run this session had in flight) {}", render::one_line(&resumed));
+        println!(
+            "(finished the run this session had in flight) {}",
+            render::one_line(&resumed)
+        );
     }
     let existing = rt.session(session.clone()).await.ok();
     let mut first_agent = match &existing {
@@ -129,7 +133,9 @@ pub async fn chat(cli: &Cli, args: &ChatArgs) -> Result<ExitCode> {
             let _ = printed.wait_for(|seq| *seq >= target).await;
             match output.status {
                 RunStatus::AwaitingConfirmation => {
-                    let Some(pending) = output.pending_confirmation.clone() else { break };
+                    let Some(pending) = output.pending_confirmation.clone() else {
+                        break;
+                    };
                     prompt(&format!("Run {} with {}? [y/N] ", pending.tool, pending.arguments));
                     let answer = read_line(&mut lines).await.unwrap_or_default();
                     let approve = matches!(answer.to_lowercase().as_str(), "y" | "yes");

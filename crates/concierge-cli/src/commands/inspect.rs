@@ -66,12 +66,19 @@ pub async fn agents(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
         if !agent.description.is_empty() {
             println!("    {}", agent.description);
         }
-        println!("    tools: {}", if tools.is_empty() { "-".into() } else { tools.join(", ") });
+        println!(
+            "    tools: {}",
+            if tools.is_empty() { "-".into() } else { tools.join(", ") }
+        );
         if !agent.handoffs.is_empty() {
             let handoffs: Vec<String> = agent.handoffs.iter().map(ToString::to_string).collect();
             println!("    hands off to: {}", handoffs.join(", "));
         }
-        let planner = if agent.rules.is_some() { "model, or rules without one" } else { "model" };
+        let planner = if agent.rules.is_some() {
+            "model, or rules without one"
+        } else {
+            "model"
+        };
         println!("    plans with: {planner}");
     }
     Ok(ExitCode::SUCCESS)
@@ -155,7 +162,10 @@ pub async fn history(cli: &Cli, args: &HistoryArgs) -> Result<ExitCode> {
         usage.output_tokens
     );
     if let Some(pending) = session.pending_confirmation() {
-        println!("-- waiting for a confirmation of {} ({})", pending.tool, pending.call_id);
+        println!(
+            "-- waiting for a confirmation of {} ({})",
+            pending.tool, pending.call_id
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -48,7 +48,11 @@ impl LlmPlanner {
         }
         let missing = board.missing_information();
         if !missing.is_empty() {
-            let _ = write!(prompt, "\n\nStill needed before the goal can be met: {}.", missing.join(", "));
+            let _ = write!(
+                prompt,
+                "\n\nStill needed before the goal can be met: {}.",
+                missing.join(", ")
+            );
         }
         prompt
     }

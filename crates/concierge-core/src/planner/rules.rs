@@ -112,7 +112,12 @@ impl<'a> RulesPlanner<'a> {
             .fallback
             .clone()
             .or_else(|| view.agent.starter_prompt.clone())
-            .unwrap_or_else(|| format!("I did not understand that. I am {}: {}", view.agent.name, view.agent.description));
+            .unwrap_or_else(|| {
+                format!(
+                    "I did not understand that. I am {}: {}",
+                    view.agent.name, view.agent.description
+                )
+            });
         Decision::Clarify(fallback)
     }
 

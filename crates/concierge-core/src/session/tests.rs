@@ -120,7 +120,12 @@ impl Harness {
     fn reply(&mut self, effects: &[Effect], reply: ModelReply) -> Vec<Effect> {
         let (run_id, call, _) = model_call(effects);
         let at = self.at();
-        self.send(Input::ModelReplied { run_id, call, reply, at })
+        self.send(Input::ModelReplied {
+            run_id,
+            call,
+            reply,
+            at,
+        })
     }
 
     fn finish_tool(&mut self, call_id: &CallId, outcome: ToolOutcome) -> Vec<Effect> {
@@ -135,7 +140,12 @@ impl Harness {
         })
     }
 
-    fn confirm(&mut self, call_id: &CallId, fingerprint: &str, decision: UserDecision) -> Result<Vec<Effect>, StepError> {
+    fn confirm(
+        &mut self,
+        call_id: &CallId,
+        fingerprint: &str,
+        decision: UserDecision,
+    ) -> Result<Vec<Effect>, StepError> {
         let at = self.at();
         let run_id = self.run_id();
         self.try_send(Input::Confirm(Confirmation {
@@ -263,7 +273,13 @@ fn tool_call_then_result_then_answer() {
     assert_eq!(out.tool_executions.len(), 1);
     assert!(out.tool_executions[0].success());
     assert_eq!(out.confidence, 0.9);
-    assert_eq!(out.usage, Usage { input_tokens: 220, output_tokens: 18 });
+    assert_eq!(
+        out.usage,
+        Usage {
+            input_tokens: 220,
+            output_tokens: 18
+        }
+    );
     assert!(h.session.active_run().is_none());
     assert_eq!(h.session.history().len(), 4);
     assert_eq!(h.session.last_output(), Some(&out));
@@ -297,11 +313,16 @@ fn invalid_json_arguments_go_back_to_the_model_which_corrects_them() {
         .into_iter()
         .filter(|k| matches!(k, EventKind::ToolFinished { .. }))
         .collect();
-    let EventKind::ToolFinished { ok: success, outcome, .. } = &finished_events[0] else {
+    let EventKind::ToolFinished {
+        ok: success, outcome, ..
+    } = &finished_events[0]
+    else {
         unreachable!()
     };
     assert!(!success);
-    let ToolOutcome::Error(error) = outcome else { unreachable!() };
+    let ToolOutcome::Error(error) = outcome else {
+        unreachable!()
+    };
     assert_eq!(error.kind, ToolErrorKind::InvalidArguments);
     let (_, _, request) = model_call(&e2);
     let Message::Tool { outcome, .. } = request.messages.last().unwrap() else {
@@ -335,7 +356,10 @@ fn a_schema_error_from_the_engine_is_shown_to_the_model_and_corrected() {
     let e3 = h.finish_tool(&call.id, ToolOutcome::Error(error));
     let (_, _, request) = model_call(&e3);
     let text = request.messages.last().unwrap().text();
-    assert!(text.contains("invalid_arguments") && text.contains("\"field\":\"a\""), "{text}");
+    assert!(
+        text.contains("invalid_arguments") && text.contains("\"field\":\"a\""),
+        "{text}"
+    );
     let e4 = h.reply(&e3, add_call(2, 0));
     assert_eq!(tool_calls(&e4).len(), 1);
 }
@@ -499,7 +523,9 @@ fn park_pay(h: &mut Harness) -> (Vec<Effect>, PendingConfirmation) {
 fn confirmation_approved_runs_the_exact_call() {
     let mut h = Harness::new();
     let (_, pending) = park_pay(&mut h);
-    let e3 = h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve).unwrap();
+    let e3 = h
+        .confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+        .unwrap();
     assert_eq!(phases(&e3), [Phase::ToolExecution]);
     let calls = tool_calls(&e3);
     assert_eq!(calls.len(), 1);
@@ -541,7 +567,10 @@ fn confirmation_with_wrong_fingerprint_or_call_is_rejected() {
     assert!(matches!(wrong_call, Err(StepError::ConfirmationMismatch { .. })));
     // Still parked; the right answer still works.
     assert_eq!(h.session.phase(), Some(Phase::Clarifying));
-    assert!(h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve).is_ok());
+    assert!(
+        h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+            .is_ok()
+    );
 }
 
 #[test]
@@ -564,7 +593,9 @@ fn time_parked_for_confirmation_does_not_count_against_the_budget() {
     let pending = parked(&e2).pending_confirmation.unwrap();
     h.now += 60_000;
     assert_eq!(h.try_send(Input::Tick { at: Timestamp(h.now) }), Err(StepError::Idle));
-    let e3 = h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve).unwrap();
+    let e3 = h
+        .confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+        .unwrap();
     assert_eq!(tool_calls(&e3).len(), 1);
     let e4 = h.finish_tool(&pending.call_id, ok(json!("paid")));
     assert!(caps(&e4).is_empty(), "the wait for the person is not the run's time");
@@ -584,11 +615,17 @@ fn ready_calls_run_before_parking_for_a_confirmation() {
     assert_eq!(phases(&e3), [Phase::Analysis, Phase::Clarifying]);
     let pending = parked(&e3).pending_confirmation.unwrap();
     assert_eq!(pending.tool, "pay");
-    let e4 = h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve).unwrap();
+    let e4 = h
+        .confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+        .unwrap();
     let e5 = h.finish_tool(&pending.call_id, ok(json!("paid")));
     let (_, _, request) = model_call(&e5);
     let tail: Vec<&str> = request.messages.iter().map(Message::role).collect();
-    assert_eq!(tail, ["user", "assistant", "tool", "tool"], "results follow the call message in order");
+    assert_eq!(
+        tail,
+        ["user", "assistant", "tool", "tool"],
+        "results follow the call message in order"
+    );
     drop(e4);
 }
 
@@ -634,7 +671,10 @@ fn missing_required_information_blocks_the_tool() {
     assert!(tool_calls(&e2).is_empty());
     let (_, _, request) = model_call(&e2);
     let text = request.messages.last().unwrap().text();
-    assert!(text.contains("missing_information") && text.contains("user_id"), "{text}");
+    assert!(
+        text.contains("missing_information") && text.contains("user_id"),
+        "{text}"
+    );
 
     let mut h = Harness::new();
     let at = h.at();
@@ -650,7 +690,10 @@ fn missing_required_information_blocks_the_tool() {
 fn handoff_switches_agent_and_keeps_history() {
     let mut h = Harness::new();
     let e1 = h.start("I need help", PlannerMode::Model);
-    let e2 = h.reply(&e1, ModelReply::tool_call("transfer_to_helper", r#"{"reason": "asked for help"}"#));
+    let e2 = h.reply(
+        &e1,
+        ModelReply::tool_call("transfer_to_helper", r#"{"reason": "asked for help"}"#),
+    );
     assert!(tool_calls(&e2).is_empty());
     let changed: Vec<EventKind> = events(&e2)
         .into_iter()
@@ -682,7 +725,9 @@ fn handoff_switches_agent_and_keeps_history() {
 fn handoff_to_an_agent_not_allowed_is_an_unknown_tool() {
     let mut h = Harness::new();
     let at = h.at();
-    let e1 = h.send(Input::StartRun(StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper")));
+    let e1 = h.send(Input::StartRun(
+        StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper"),
+    ));
     let e2 = h.reply(&e1, ModelReply::tool_call("transfer_to_main", "{}"));
     assert_eq!(h.session.agent(), "helper");
     let text = model_call(&e2).2.messages.last().unwrap().text();
@@ -708,7 +753,10 @@ fn rules_planner_reports_tool_errors_and_falls_back() {
     let mut h = Harness::new();
     let e1 = h.start("1 + 0", PlannerMode::Rules);
     let call = tool_calls(&e1)[0].0.clone();
-    let out = finished(&h.finish_tool(&call.id, ToolOutcome::Error(ToolError::failed("Cannot divide by zero."))));
+    let out = finished(&h.finish_tool(
+        &call.id,
+        ToolOutcome::Error(ToolError::failed("Cannot divide by zero.")),
+    ));
     assert_eq!(out.reply.as_deref(), Some("add failed: Cannot divide by zero."));
 
     let out = finished(&h.start("hello there", PlannerMode::Rules));
@@ -753,7 +801,15 @@ fn model_failure_fails_the_run_through_the_error_phase() {
     assert_eq!(out.confidence, 0.0);
     assert!(events(&e2).iter().any(|k| matches!(k, EventKind::Error { .. })));
     // The session takes a new run afterwards.
-    assert!(h.try_send(Input::StartRun(StartRun::new("r2", "again", PlannerMode::Model, Timestamp(99_999)))).is_ok());
+    assert!(
+        h.try_send(Input::StartRun(StartRun::new(
+            "r2",
+            "again",
+            PlannerMode::Model,
+            Timestamp(99_999)
+        )))
+        .is_ok()
+    );
 }
 
 #[test]
@@ -787,8 +843,19 @@ fn inputs_that_do_not_fit_the_phase_are_rejected_without_change() {
     });
     assert!(matches!(r, Err(StepError::NoSuchRun { .. })));
     // A second run while one is in progress.
-    let r = h.try_send(Input::StartRun(StartRun::new("r2", "x", PlannerMode::Model, Timestamp(2_000))));
-    assert!(matches!(r, Err(StepError::RunInProgress { phase: Phase::Planning, .. })));
+    let r = h.try_send(Input::StartRun(StartRun::new(
+        "r2",
+        "x",
+        PlannerMode::Model,
+        Timestamp(2_000),
+    )));
+    assert!(matches!(
+        r,
+        Err(StepError::RunInProgress {
+            phase: Phase::Planning,
+            ..
+        })
+    ));
     // A run without a user message, and an unknown agent.
     let _ = h.reply(&e1, ModelReply::text("hello"));
     let mut start = StartRun::new("r2", "x", PlannerMode::Model, Timestamp(3_000));
@@ -817,7 +884,12 @@ fn ending_a_session_cancels_the_run_and_refuses_more_input() {
     assert!(h.session.is_ended());
     let last = h.session.history().last().unwrap();
     assert!(matches!(last, Message::Tool { outcome: ToolOutcome::Error(e), .. } if e.kind == ToolErrorKind::Cancelled));
-    let r = h.try_send(Input::StartRun(StartRun::new("r2", "x", PlannerMode::Model, Timestamp(9_999))));
+    let r = h.try_send(Input::StartRun(StartRun::new(
+        "r2",
+        "x",
+        PlannerMode::Model,
+        Timestamp(9_999),
+    )));
     assert_eq!(r, Err(StepError::SessionEnded));
     let r = h.try_send(Input::End {
         reason: "again".into(),
@@ -836,7 +908,9 @@ fn replaying_the_journal_rebuilds_the_same_session_and_effects() {
     let call = tool_calls(&e2)[0].0.clone();
     let e3 = h.finish_tool(&call.id, ok(json!(2)));
     let pending = parked(&e3).pending_confirmation.unwrap();
-    let e4 = h.confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve).unwrap();
+    let e4 = h
+        .confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+        .unwrap();
 
     let mut replayed = Session::new("s1", "main");
     let mut all = Vec::new();
@@ -875,7 +949,9 @@ fn pending_effects_reissue_the_model_call_and_the_parked_confirmation() {
 fn an_agent_named_by_the_caller_takes_over() {
     let mut h = Harness::new();
     let at = h.at();
-    let e1 = h.send(Input::StartRun(StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper")));
+    let e1 = h.send(Input::StartRun(
+        StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper"),
+    ));
     assert!(
         events(&e1)
             .iter()

@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use concierge_core::{
-    Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, RunId, RunOutput, Session, SessionId,
-    StartRun, StepError, Timestamp,
+    Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, RunId, RunOutput, Session, SessionId, StartRun,
+    StepError, Timestamp,
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 
@@ -45,7 +45,7 @@ impl Default for Settings {
 /// Where a run stands when a caller asks: stopped already, or a receiver for its next stop.
 pub(crate) enum Stop {
     /// The run has stopped (finished or parked) with this output.
-    Now(RunOutput),
+    Now(Box<RunOutput>),
     /// The run will stop; the output arrives here.
     Later(oneshot::Receiver<RunOutput>),
 }
@@ -53,7 +53,7 @@ pub(crate) enum Stop {
 impl Stop {
     pub(crate) async fn wait(self) -> Result<RunOutput> {
         match self {
-            Stop::Now(output) => Ok(output),
+            Stop::Now(output) => Ok(*output),
             Stop::Later(rx) => rx.await.map_err(|_| Error::RunInterrupted),
         }
     }
@@ -190,7 +190,8 @@ impl Driver {
 
     /// Starts a run; returns where it will stop and the seq of its first event.
     pub(crate) async fn start(&self, start: StartRun, session: &SessionId, prepare: Prepare) -> Result<(Stop, u64)> {
-        self.send(session, |reply| Command::Start { start, prepare, reply }).await?
+        self.send(session, |reply| Command::Start { start, prepare, reply })
+            .await?
     }
 
     pub(crate) async fn confirm(
@@ -305,7 +306,10 @@ impl Actor {
                 Some(s) => s,
                 None => {
                     let Input::StartRun(start) = &input else {
-                        return Err(Error::Storage(format!("session {}: the journal does not begin with a run", self.id)));
+                        return Err(Error::Storage(format!(
+                            "session {}: the journal does not begin with a run",
+                            self.id
+                        )));
                     };
                     let agent = start.agent.clone().unwrap_or_else(|| "unknown".into());
                     session.insert(Session::new(self.id.clone(), agent))
@@ -407,7 +411,7 @@ impl Actor {
         let session = self.session.as_ref()?;
         let run = session.active_run()?.clone();
         if session.pending_confirmation().is_some() {
-            return session.last_output().cloned().map(Stop::Now);
+            return session.last_output().cloned().map(|o| Stop::Now(Box::new(o)));
         }
         let (tx, rx) = oneshot::channel();
         self.waiters.entry(run).or_default().push(tx);
@@ -442,7 +446,12 @@ impl Actor {
         }
     }
 
-    async fn confirm(&mut self, call_id: concierge_core::CallId, fingerprint: String, decision: Decision) -> Result<Stop> {
+    async fn confirm(
+        &mut self,
+        call_id: concierge_core::CallId,
+        fingerprint: String,
+        decision: Decision,
+    ) -> Result<Stop> {
         let Some(session) = &self.session else {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
@@ -501,7 +510,8 @@ impl Actor {
             .as_ref()
             .is_none_or(|s| s.agent != status.agent || s.active_run != status.active_run);
         let run_over = session.active_run().is_none();
-        let snapshot = (run_over && self.index.saturating_sub(self.snapshot_index) >= self.shared.settings.snapshot_every)
+        let snapshot = (run_over
+            && self.index.saturating_sub(self.snapshot_index) >= self.shared.settings.snapshot_every)
             .then(|| session.clone());
         let entry = Entry {
             session: self.id.clone(),
@@ -558,7 +568,11 @@ impl Actor {
                         session_id: self.id.clone(),
                         run_id: run_id.clone(),
                         call_id: call.id.clone(),
-                        agent: self.session.as_ref().map(|s| s.agent().clone()).unwrap_or_else(|| "unknown".into()),
+                        agent: self
+                            .session
+                            .as_ref()
+                            .map(|s| s.agent().clone())
+                            .unwrap_or_else(|| "unknown".into()),
                         idempotency_key: key,
                     };
                     tokio::spawn(async move {

@@ -65,7 +65,11 @@ impl Journal for MemoryJournal {
             .state
             .lock()
             .ok()
-            .and_then(|s| s.events.get(session).map(|e| e.iter().filter(|e| e.seq >= from_seq).cloned().collect()))
+            .and_then(|s| {
+                s.events
+                    .get(session)
+                    .map(|e| e.iter().filter(|e| e.seq >= from_seq).cloned().collect())
+            })
             .unwrap_or_default();
         Box::pin(async move { Ok(events) })
     }

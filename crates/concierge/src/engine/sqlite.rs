@@ -72,7 +72,8 @@ impl SqliteJournal {
     /// Opens (or creates) the database at `path` and starts the writer thread.
     pub(crate) fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = open(path)?;
         conn.execute_batch(SCHEMA)?;
@@ -125,7 +126,9 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Row>, stats: &StatsCell) 
                     + r.events.len()
                     + r.session.len()
                     + r.snapshot.as_ref().map_or(0, String::len)
-                    + r.status.as_ref().map_or(0, |s| s.0.len() + s.1.as_ref().map_or(0, String::len))
+                    + r.status
+                        .as_ref()
+                        .map_or(0, |s| s.0.len() + s.1.as_ref().map_or(0, String::len))
             })
             .sum();
         let snapshots = batch.iter().filter(|r| r.snapshot.is_some()).count();
@@ -158,7 +161,14 @@ fn write_batch(conn: &mut Connection, batch: &[Row]) -> rusqlite::Result<()> {
              ON CONFLICT(session) DO UPDATE SET idx = excluded.idx, state = excluded.state",
         )?;
         for row in batch {
-            insert.execute(params![row.session, row.index, row.input, row.events, row.first_seq, row.last_seq])?;
+            insert.execute(params![
+                row.session,
+                row.index,
+                row.input,
+                row.events,
+                row.first_seq,
+                row.last_seq
+            ])?;
             if let Some((agent, active, at)) = &row.status {
                 status.execute(params![row.session, agent, active, at])?;
             }
@@ -187,9 +197,13 @@ impl Journal for SqliteJournal {
                 events: serde_json::to_string(&entry.events).map_err(storage)?,
                 first_seq,
                 last_seq,
-                status: entry
-                    .status
-                    .map(|s| (s.agent.to_string(), s.active_run.map(|r| r.to_string()), s.updated_at.0 as i64)),
+                status: entry.status.map(|s| {
+                    (
+                        s.agent.to_string(),
+                        s.active_run.map(|r| r.to_string()),
+                        s.updated_at.0 as i64,
+                    )
+                }),
                 snapshot: match entry.snapshot {
                     Some(s) => Some(serde_json::to_string(&s).map_err(storage)?),
                     None => None,
@@ -219,8 +233,11 @@ impl Journal for SqliteJournal {
                 .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
                 .optional()?;
             let after = snapshot.as_ref().map_or(-1, |s| s.0);
-            let mut stmt = conn.prepare_cached("SELECT idx, input FROM journal WHERE session = ?1 AND idx > ?2 ORDER BY idx")?;
-            let rows = stmt.query_map(params![id, after], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+            let mut stmt =
+                conn.prepare_cached("SELECT idx, input FROM journal WHERE session = ?1 AND idx > ?2 ORDER BY idx")?;
+            let rows = stmt.query_map(params![id, after], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+            })?;
             let mut inputs = Vec::new();
             for row in rows {
                 let (idx, text) = row?;
@@ -252,8 +269,8 @@ impl Journal for SqliteJournal {
             let rows = stmt.query_map(params![id, from_seq as i64], |r| r.get::<_, String>(0))?;
             let mut out = Vec::new();
             for row in rows {
-                let batch: Vec<Event> =
-                    serde_json::from_str(&row?).map_err(|e| Error::Storage(format!("session {id}: unreadable events: {e}")))?;
+                let batch: Vec<Event> = serde_json::from_str(&row?)
+                    .map_err(|e| Error::Storage(format!("session {id}: unreadable events: {e}")))?;
                 out.extend(batch.into_iter().filter(|e| e.seq >= from_seq));
             }
             Ok(out)
@@ -274,7 +291,8 @@ impl Journal for SqliteJournal {
 
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
         self.read(|conn| {
-            let mut stmt = conn.prepare("SELECT session, agent, active_run, updated_at FROM sessions ORDER BY session")?;
+            let mut stmt =
+                conn.prepare("SELECT session, agent, active_run, updated_at FROM sessions ORDER BY session")?;
             let rows = stmt.query_map([], |r| {
                 Ok(SessionSummary {
                     id: r.get::<_, String>(0)?.into(),

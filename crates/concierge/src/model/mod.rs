@@ -27,7 +27,9 @@ pub struct ModelContext {
 
 impl fmt::Debug for ModelContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ModelContext").field("streaming", &self.on_delta.is_some()).finish()
+        f.debug_struct("ModelContext")
+            .field("streaming", &self.on_delta.is_some())
+            .finish()
     }
 }
 
@@ -70,7 +72,10 @@ impl ModelError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind,
-            ModelErrorKind::Connect | ModelErrorKind::Timeout | ModelErrorKind::RateLimited { .. } | ModelErrorKind::Server { .. }
+            ModelErrorKind::Connect
+                | ModelErrorKind::Timeout
+                | ModelErrorKind::RateLimited { .. }
+                | ModelErrorKind::Server { .. }
         )
     }
 }

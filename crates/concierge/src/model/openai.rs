@@ -110,17 +110,27 @@ impl OpenAiCompatible {
 
     /// Reads a (non-streamed) response body.
     pub fn parse_response(&self, body: &Value) -> Result<ModelReply, ModelError> {
-        let choice = body
-            .get("choices")
-            .and_then(|c| c.get(0))
-            .ok_or_else(|| self.error(ModelErrorKind::Protocol, format!("the response has no choices: {}", snippet(&body.to_string()))))?;
+        let choice = body.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
+            self.error(
+                ModelErrorKind::Protocol,
+                format!("the response has no choices: {}", snippet(&body.to_string())),
+            )
+        })?;
         let message = choice.get("message").cloned().unwrap_or(Value::Null);
-        let text = message.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+        let text = message
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         let mut tool_calls = Vec::new();
         if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
                 let function = call.get("function").cloned().unwrap_or(Value::Null);
-                let name = function.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                let name = function
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let arguments = match function.get("arguments") {
                     Some(Value::String(s)) => s.clone(),
                     Some(Value::Null) | None => String::new(),
@@ -314,7 +324,10 @@ mod tests {
         let assistant = &body["messages"][2];
         assert_eq!(assistant["content"], "", "never null: some servers reject it");
         assert_eq!(assistant["tool_calls"][0]["function"]["arguments"], r#"{"a":2}"#);
-        assert_eq!(body["messages"][3], json!({"role": "tool", "tool_call_id": "call_1", "content": "5"}));
+        assert_eq!(
+            body["messages"][3],
+            json!({"role": "tool", "tool_call_id": "call_1", "content": "5"})
+        );
         assert_eq!(body["tools"][0]["function"]["name"], "add");
         assert_eq!(body["tool_choice"], "auto");
     }
@@ -334,7 +347,13 @@ mod tests {
         assert_eq!(reply.text, "");
         assert_eq!(reply.tool_calls.len(), 2);
         assert_eq!(reply.tool_calls[1].arguments, r#"{"a":2}"#);
-        assert_eq!(reply.usage, Some(Usage { input_tokens: 12, output_tokens: 3 }));
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                input_tokens: 12,
+                output_tokens: 3
+            })
+        );
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert!(model.parse_response(&json!({"error": "x"})).is_err());
     }

@@ -36,7 +36,9 @@ impl RetryPolicy {
         {
             return after.min(self.max_delay);
         }
-        let exp = self.base_delay.saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(16));
         let capped = exp.min(self.max_delay);
         // Full jitter on the upper half: between 50% and 100% of the delay.
         capped.mul_f64(0.5 + fastrand::f64() * 0.5)

@@ -137,7 +137,10 @@ impl Toolset {
 impl fmt::Debug for Toolset {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let names: Vec<String> = self.tools.iter().map(|t| t.spec().name.to_string()).collect();
-        f.debug_struct("Toolset").field("name", &self.name).field("tools", &names).finish()
+        f.debug_struct("Toolset")
+            .field("name", &self.name)
+            .field("tools", &names)
+            .finish()
     }
 }
 
@@ -175,6 +178,7 @@ pub mod __private {
     }
 
     pub fn to_value<T: Serialize>(value: T) -> Result<Value, ToolError> {
-        serde_json::to_value(value).map_err(|e| ToolError::failed(format!("the tool's result could not be serialized: {e}")))
+        serde_json::to_value(value)
+            .map_err(|e| ToolError::failed(format!("the tool's result could not be serialized: {e}")))
     }
 }

@@ -36,7 +36,9 @@ impl Default for ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolRegistry").field("toolsets", &self.toolsets).finish()
+        f.debug_struct("ToolRegistry")
+            .field("toolsets", &self.toolsets)
+            .finish()
     }
 }
 
@@ -55,11 +57,17 @@ impl ToolRegistry {
     pub fn add(&mut self, toolset: &str, handler: Arc<dyn DynTool>) -> Result<()> {
         let spec = handler.spec();
         if self.entries.contains_key(&spec.name) {
-            return Err(Error::InvalidConfig(format!("two tools are named {}; rename one", spec.name)));
+            return Err(Error::InvalidConfig(format!(
+                "two tools are named {}; rename one",
+                spec.name
+            )));
         }
         let validator = ArgumentValidator::new(&spec.input_schema)
             .map_err(|e| Error::InvalidConfig(format!("tool {} has an unusable input schema: {e}", spec.name)))?;
-        self.toolsets.entry(toolset.to_string()).or_default().push(spec.name.clone());
+        self.toolsets
+            .entry(toolset.to_string())
+            .or_default()
+            .push(spec.name.clone());
         self.entries.insert(
             spec.name.clone(),
             Entry {

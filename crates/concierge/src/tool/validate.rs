@@ -21,7 +21,9 @@ pub struct ArgumentValidator {
 
 impl fmt::Debug for ArgumentValidator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ArgumentValidator").field("schema", &self.schema).finish()
+        f.debug_struct("ArgumentValidator")
+            .field("schema", &self.schema)
+            .finish()
     }
 }
 
@@ -219,9 +221,8 @@ fn coerce_object(map: &mut Map<String, Value>, schema: &Value, root: &Value, dep
     let properties = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties").filter(|a| a.is_object());
     for (key, item) in map.iter_mut() {
-        match properties.and_then(|p| p.get(key)).or(additional) {
-            Some(sub) => coerce(item, sub, root, depth + 1),
-            None => {}
+        if let Some(sub) = properties.and_then(|p| p.get(key)).or(additional) {
+            coerce(item, sub, root, depth + 1);
         }
     }
 }

@@ -1,0 +1,250 @@
+//! Crash recovery: the runtime runs in a child process (this test binary,
+//! re-executed) that is killed with SIGKILL in the middle of a model call or
+//! of a tool call, then restarted on the same database. The conversation must
+//! finish with the same history as an uninterrupted run, and the
+//! side-effecting tool, which records its effects by idempotency key, must
+//! have performed each effect exactly once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use concierge::model::{Model, ModelContext, ModelError};
+use concierge::{AgentSpec, Message, ModelReply, ModelRequest, RunOptions, Runtime, ToolContext, tool};
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+const SESSION: &str = "s1";
+const RUN: &str = "r1";
+
+/// Where the child stops: `model:N` blocks in the N-th model call of the
+/// process, `tool` blocks in the second tool call after performing its effect.
+fn crash_point() -> String {
+    std::env::var("CRASH_AT").unwrap_or_default()
+}
+
+fn announce(what: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "READY {what}");
+    let _ = out.flush();
+}
+
+/// A deterministic model: it decides from the history alone, so a restarted
+/// process asks the same questions and gets the same answers.
+struct Deterministic {
+    calls: AtomicUsize,
+}
+
+impl Model for Deterministic {
+    fn name(&self) -> String {
+        "deterministic".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        _: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let results = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { .. }))
+            .count();
+        let reply = match results {
+            0 => ModelReply::tool_call("record_effect", r#"{"label": "first"}"#),
+            1 => ModelReply::tool_call("record_effect", r#"{"label": "second"}"#),
+            _ => ModelReply::text("done: first, second"),
+        };
+        let block = crash_point() == format!("model:{n}");
+        Box::pin(async move {
+            if block {
+                announce("model");
+                futures::future::pending::<()>().await;
+            }
+            Ok(reply)
+        })
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EffectArgs {
+    label: String,
+}
+
+/// Performs an effect once per idempotency key: appends `key<TAB>label` to
+/// the effects file, unless the key is there already.
+#[tool]
+async fn record_effect(args: EffectArgs, cx: ToolContext) -> Result<serde_json::Value, String> {
+    let path = std::env::var("CRASH_EFFECTS").map_err(|e| e.to_string())?;
+    let key = cx.idempotency_key.to_string();
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    if !existing
+        .lines()
+        .any(|line| line.split('\t').next() == Some(key.as_str()))
+    {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| e.to_string())?;
+        writeln!(file, "{key}\t{}", args.label).map_err(|e| e.to_string())?;
+        file.sync_all().map_err(|e| e.to_string())?;
+    }
+    if crash_point() == "tool" && args.label == "second" {
+        announce("tool");
+        futures::future::pending::<()>().await;
+    }
+    Ok(json!({"performed": args.label, "key": key}))
+}
+
+/// The child process. Not a test by itself: the tests below run it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "child process entry for the crash tests"]
+async fn crash_child() {
+    let db = std::env::var("CRASH_DB").expect("CRASH_DB");
+    let rt = Runtime::builder()
+        .tool(RecordEffect)
+        .agent(
+            AgentSpec::new("worker")
+                .instructions("Record two effects.")
+                .tool("record_effect"),
+        )
+        .model(Deterministic {
+            calls: AtomicUsize::new(0),
+        })
+        .sqlite(&db)
+        .build()
+        .await
+        .unwrap();
+    let output = if std::env::var("CRASH_MODE").as_deref() == Ok("resume") {
+        assert_eq!(
+            rt.recovered(),
+            [SESSION.into()] as [concierge::SessionId; 1],
+            "the run in flight is resumed"
+        );
+        // A liveness guard, not a timing assertion: a run that is not resumed
+        // would otherwise wait forever.
+        tokio::time::timeout(std::time::Duration::from_secs(60), rt.wait(SESSION))
+            .await
+            .expect("the resumed run did not finish")
+            .unwrap()
+            .expect("a run was in flight")
+    } else {
+        rt.client("worker")
+            .unwrap()
+            .run("record two effects", RunOptions::new().session_id(SESSION).run_id(RUN))
+            .await
+            .unwrap()
+    };
+    assert_eq!(output.reply.as_deref(), Some("done: first, second"));
+    let history = rt.history(SESSION).await.unwrap();
+    println!("HISTORY {}", serde_json::to_string(&history).unwrap());
+}
+
+fn spawn(db: &Path, effects: &Path, crash_at: &str, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("CRASH_DB", db)
+        .env("CRASH_EFFECTS", effects)
+        .env("CRASH_AT", crash_at)
+        .env("CRASH_MODE", mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdout)
+}
+
+/// Reads the child's output until a line containing `prefix`; returns what follows it.
+fn read_until(stdout: &mut BufReader<ChildStdout>, prefix: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stdout.read_line(&mut line).unwrap();
+        assert!(n > 0, "the child exited before printing {prefix:?}");
+        // libtest prints `test crash_child ... ` without a newline first.
+        if let Some(at) = line.find(prefix) {
+            return line[at + prefix.len()..].trim().to_string();
+        }
+    }
+}
+
+fn history_of(stdout: &mut BufReader<ChildStdout>) -> Vec<Message> {
+    serde_json::from_str(&read_until(stdout, "HISTORY ")).unwrap()
+}
+
+struct Dirs {
+    _dir: tempfile::TempDir,
+    db: PathBuf,
+    effects: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let dir = tempfile::tempdir().unwrap();
+    Dirs {
+        db: dir.path().join("crash.db"),
+        effects: dir.path().join("effects.log"),
+        _dir: dir,
+    }
+}
+
+fn uninterrupted() -> (Vec<Message>, String) {
+    let d = dirs();
+    let (mut child, mut out) = spawn(&d.db, &d.effects, "", "run");
+    let history = history_of(&mut out);
+    assert!(child.wait().unwrap().success());
+    (history, std::fs::read_to_string(&d.effects).unwrap())
+}
+
+fn killed_then_resumed(crash_at: &str, ready: &str) -> (Vec<Message>, String) {
+    let d = dirs();
+    let (mut child, mut out) = spawn(&d.db, &d.effects, crash_at, "run");
+    read_until(&mut out, &format!("READY {ready}"));
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    let (mut child, mut out) = spawn(&d.db, &d.effects, "", "resume");
+    let history = history_of(&mut out);
+    assert!(child.wait().unwrap().success());
+    (history, std::fs::read_to_string(&d.effects).unwrap())
+}
+
+fn effects_once(effects: &str) {
+    let lines: Vec<&str> = effects.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{SESSION}/{RUN}/call_1\tfirst"),
+            format!("{SESSION}/{RUN}/call_2\tsecond")
+        ],
+        "each effect exactly once"
+    );
+}
+
+#[test]
+fn killed_during_a_model_call_the_run_resumes_and_finishes_the_same() {
+    let (expected, clean_effects) = uninterrupted();
+    effects_once(&clean_effects);
+    assert_eq!(expected.len(), 6, "user, call, result, call, result, answer");
+    // The second model call comes after the first tool call finished.
+    let (history, effects) = killed_then_resumed("model:2", "model");
+    assert_eq!(history, expected);
+    effects_once(&effects);
+}
+
+#[test]
+fn killed_during_a_tool_call_the_effect_is_not_repeated() {
+    let (expected, _) = uninterrupted();
+    // The second tool call performed its effect, then the process died before
+    // its result was journaled: the restart calls it again with the same key.
+    let (history, effects) = killed_then_resumed("tool", "tool");
+    assert_eq!(history, expected);
+    effects_once(&effects);
+}

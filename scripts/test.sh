@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Every check and every test: formatting, clippy, the workspace's tests, the
+# examples, and the tests against a real model server (llama.cpp serving
+# SmolLM2-135M on loopback, installed and started here, stopped at the end).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
+mkdir -p "$CONCIERGE_CACHE"
+
+# The model server installs (a cold build of llama.cpp takes ~10 minutes)
+# while Rust compiles.
+scripts/setup-model-server.sh >"$CONCIERGE_CACHE/setup-model-server.log" 2>&1 &
+setup_pid=$!
+
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
+for example in calculator confirmation; do
+  cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
+done
+
+if ! wait "$setup_pid"; then
+  cat "$CONCIERGE_CACHE/setup-model-server.log" >&2
+  echo "the model server could not be installed" >&2
+  exit 1
+fi
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+trap 'scripts/model-server.sh stop' EXIT
+url=$(scripts/model-server.sh "$port")
+CONCIERGE_TEST_MODEL_URL="$url" cargo test --workspace --locked -- --ignored real_model_
+echo "all checks and tests passed"
