@@ -1,6 +1,7 @@
 //! `concierge`: run agents, chat with them, inspect agents, tools and sessions.
 
 mod commands;
+mod fake_server;
 mod render;
 mod setup;
 
@@ -51,6 +52,9 @@ pub enum Command {
     History(commands::inspect::HistoryArgs),
     /// Lists the sessions in the database.
     Sessions(commands::inspect::ListArgs),
+    /// Benchmarks the runtime against an OpenAI-compatible server (or serves
+    /// the benchmark fixture with --serve-fake).
+    Bench(commands::bench::BenchArgs),
 }
 
 fn main() -> ExitCode {

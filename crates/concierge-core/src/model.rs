@@ -74,7 +74,6 @@ impl ModelReply {
     pub fn tool_call(name: impl Into<String>, arguments: impl Into<String>) -> Self {
         Self {
             tool_calls: vec![ModelToolCall {
-                id: None,
                 name: name.into(),
                 arguments: arguments.into(),
             }],
@@ -92,12 +91,10 @@ impl ModelReply {
     }
 }
 
-/// A tool call exactly as the model sent it.
+/// A tool call as the model sent it. The provider's own call id is not kept:
+/// the core numbers calls itself (some servers reuse ids).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelToolCall {
-    /// The provider's id for the call, if it gave one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
     /// The function name (may name no tool).
     pub name: String,
     /// The arguments as raw text (may not be valid JSON).

@@ -148,9 +148,10 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Journal entries between snapshots (default 64).
-    pub fn snapshot_every(mut self, entries: u64) -> Self {
-        self.settings.snapshot_every = entries.max(1);
+    /// Input bytes journaled since the last snapshot before a session is
+    /// snapshotted again (default 16 KiB; never less than the last snapshot's size).
+    pub fn snapshot_after_bytes(mut self, bytes: u64) -> Self {
+        self.settings.snapshot_min_bytes = bytes;
         self
     }
 
@@ -197,16 +198,18 @@ impl RuntimeBuilder {
             Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path)?),
         };
         let driver = Driver::new(catalog, Arc::new(registry), self.models, journal, self.settings);
-        let recovered = driver.recover()?;
-        if !recovered.is_empty() {
-            tracing::info!(sessions = recovered.len(), "resuming unfinished runs");
+        let resumed = driver.recover().await?;
+        if !resumed.is_empty() {
+            tracing::info!(sessions = resumed.len(), "resuming unfinished runs");
         }
+        let recovered = resumed.iter().map(|(id, _)| id.clone()).collect();
         Ok(Runtime {
             inner: Arc::new(Inner {
                 driver,
                 overrides: RwLock::new(HashMap::new()),
                 engine: self.engine,
                 recovered,
+                resumed: std::sync::Mutex::new(resumed.into_iter().collect()),
             }),
         })
     }
@@ -217,6 +220,8 @@ struct Inner {
     overrides: RwLock<HashMap<AgentId, PolicyDelta>>,
     engine: Engine,
     recovered: Vec<SessionId>,
+    /// Where the runs resumed at open will stop, until someone waits for them.
+    resumed: std::sync::Mutex<HashMap<SessionId, crate::engine::Stop>>,
 }
 
 /// A running concierge: start runs, answer confirmations, watch events,
@@ -281,11 +286,10 @@ impl Runtime {
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
         }
-        let run_id = options
-            .run_id
-            .unwrap_or_else(|| RunId::new(format!("run_{}", uuid::Uuid::now_v7().simple())));
+        // An empty id gets the session's next one (r1, r2...).
+        let run_id = options.run_id.unwrap_or_else(|| RunId::new(""));
         let start = StartRun {
-            run_id: run_id.clone(),
+            run_id,
             agent,
             messages,
             planner: PlannerMode::Model,
@@ -326,8 +330,14 @@ impl Runtime {
                 start.policy = Some(policy);
             }
         };
-        let (stop, first_seq) = self.inner.driver.start(start, &session, Box::new(prepare)).await?;
-        Ok(RunHandle::new(self.clone(), session, run_id, stop, first_seq))
+        let started = self.inner.driver.start(start, &session, Box::new(prepare)).await?;
+        Ok(RunHandle::new(
+            self.clone(),
+            session,
+            started.run_id,
+            started.stop,
+            started.first_seq,
+        ))
     }
 
     /// Starts a turn in an existing session, with its current agent.
@@ -385,9 +395,16 @@ impl Runtime {
     }
 
     /// Waits for the session's run in progress to stop (finish or park) and
-    /// returns its output; `None` if no run is in progress.
+    /// returns its output; `None` if no run is in progress. For a session
+    /// whose run was resumed when the engine opened, the first call returns
+    /// that run's output even if it has finished already.
     pub async fn wait(&self, session: impl Into<SessionId>) -> Result<Option<RunOutput>> {
-        match self.inner.driver.wait(&session.into()).await? {
+        let session = session.into();
+        let resumed = self.inner.resumed.lock().ok().and_then(|mut r| r.remove(&session));
+        if let Some(stop) = resumed {
+            return Ok(Some(stop.wait().await?));
+        }
+        match self.inner.driver.wait(&session).await? {
             Some(stop) => Ok(Some(stop.wait().await?)),
             None => Ok(None),
         }
@@ -407,6 +424,14 @@ impl Runtime {
     /// Every session the engine knows.
     pub async fn sessions(&self) -> Result<Vec<SessionSummary>> {
         self.inner.driver.shared().journal.sessions().await
+    }
+
+    /// Lets idle sessions leave memory, recording where they end, and waits
+    /// for the journal to write it down. Runs still in flight keep going (and
+    /// resume at the next open if the process ends first). Call it before
+    /// exiting a process.
+    pub async fn shutdown(&self) {
+        self.inner.driver.shutdown().await;
     }
 
     /// Sessions whose unfinished runs were resumed when the engine opened.
@@ -503,6 +528,7 @@ impl Runtime {
         let state = Subscription {
             rx: self.inner.driver.live(&session),
             journal: self.inner.driver.shared().journal.clone(),
+            catalog: self.catalog(),
             session,
             backlog: VecDeque::new(),
             last: from_seq.saturating_sub(1),
@@ -541,6 +567,7 @@ impl Runtime {
 struct Subscription {
     rx: broadcast::Receiver<Event>,
     journal: SharedJournal,
+    catalog: Arc<Catalog>,
     session: SessionId,
     backlog: VecDeque<Event>,
     last: u64,
@@ -551,7 +578,7 @@ impl Subscription {
     async fn next(mut self) -> Option<(Result<Event>, Self)> {
         loop {
             if !self.loaded {
-                match self.journal.events(&self.session, self.last + 1).await {
+                match self.journal.events(&self.session, self.last + 1, self.catalog.clone()).await {
                     Ok(events) => self.backlog = events.into(),
                     Err(error) => return Some((Err(error), self)),
                 }

@@ -113,7 +113,10 @@ async fn calculator_on_rules_survives_a_restart_of_the_runtime() {
     let sessions = rt.sessions().await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].agent, "calculator");
-    assert!(sessions[0].active_run.is_none());
+    assert!(sessions[0].live, "the session is in memory");
+    rt.shutdown().await;
+    let sessions = rt.sessions().await.unwrap();
+    assert!(!sessions[0].live, "shutdown records it as idle");
     assert!(rt.journal_stats().commits >= 1);
 }
 
@@ -487,7 +490,7 @@ async fn sessions_leave_memory_when_idle_and_come_back() {
         .model(model)
         .sqlite(dir.path().join("c.db"))
         .idle_timeout(Duration::from_millis(1))
-        .snapshot_every(2)
+        .snapshot_after_bytes(1)
         .build()
         .await
         .unwrap();

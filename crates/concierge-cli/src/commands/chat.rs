@@ -11,7 +11,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;
 
-use crate::{Cli, render, setup};
+use crate::{render, setup};
 
 /// `concierge chat`.
 #[derive(Debug, Args)]
@@ -75,10 +75,9 @@ async fn read_line(lines: &mut Lines<BufReader<Stdin>>) -> Option<String> {
     lines.next_line().await.ok().flatten().map(|l| l.trim().to_string())
 }
 
-pub async fn chat(cli: &Cli, args: &ChatArgs) -> Result<ExitCode> {
-    let rt = setup::runtime(cli).await?;
+pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
     let session = SessionId::new(args.session.clone().unwrap_or_else(|| format!("chat-{}", now_millis())));
-    if let Some(resumed) = setup::finish_recovered(&rt, Some(&session)).await? {
+    if let Some(resumed) = setup::finish_recovered(rt, Some(&session)).await? {
         println!(
             "(finished the run this session had in flight) {}",
             render::one_line(&resumed)
@@ -100,7 +99,7 @@ pub async fn chat(cli: &Cli, args: &ChatArgs) -> Result<ExitCode> {
     let from = existing.as_ref().map_or(1, |s| s.last_seq() + 1);
     let (printed_tx, mut printed) = watch::channel(from.saturating_sub(1));
     let streamed = Arc::new(AtomicBool::new(false));
-    spawn_printer(&rt, session.clone(), from, printed_tx, streamed.clone());
+    spawn_printer(rt, session.clone(), from, printed_tx, streamed.clone());
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
     loop {
         prompt("you> ");

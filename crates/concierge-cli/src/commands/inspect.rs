@@ -6,7 +6,7 @@ use clap::Args;
 use concierge::{Result, Runtime};
 use serde::Serialize;
 
-use crate::{Cli, render, setup};
+use crate::{render, setup};
 
 /// Options of the listing commands.
 #[derive(Debug, Args)]
@@ -43,14 +43,13 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
-async fn open(cli: &Cli) -> Result<Runtime> {
-    let rt = setup::runtime(cli).await?;
-    setup::finish_recovered(&rt, None).await?;
+async fn open(rt: &Runtime) -> Result<&Runtime> {
+    setup::finish_recovered(rt, None).await?;
     Ok(rt)
 }
 
-pub async fn agents(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
-    let rt = open(cli).await?;
+pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
+    let rt = open(rt).await?;
     let agents = rt.agents();
     if args.json {
         print_json(&agents)?;
@@ -84,8 +83,8 @@ pub async fn agents(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn tools(cli: &Cli, args: &ToolsArgs) -> Result<ExitCode> {
-    let rt = open(cli).await?;
+pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
+    let rt = open(rt).await?;
     if let Some(name) = &args.name {
         let Some(spec) = rt.tool_spec(name.as_str()) else {
             let names: Vec<String> = rt.tools().iter().map(|t| t.name.to_string()).collect();
@@ -130,8 +129,8 @@ pub async fn tools(cli: &Cli, args: &ToolsArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn history(cli: &Cli, args: &HistoryArgs) -> Result<ExitCode> {
-    let rt = open(cli).await?;
+pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
+    let rt = open(rt).await?;
     let session = rt.session(args.session.as_str()).await?;
     if args.json {
         #[derive(Serialize)]
@@ -170,18 +169,15 @@ pub async fn history(cli: &Cli, args: &HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn sessions(cli: &Cli, args: &ListArgs) -> Result<ExitCode> {
-    let rt = open(cli).await?;
+pub async fn sessions(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
+    let rt = open(rt).await?;
     let sessions = rt.sessions().await?;
     if args.json {
         print_json(&sessions)?;
         return Ok(ExitCode::SUCCESS);
     }
     for s in sessions {
-        let state = match &s.active_run {
-            Some(run) => format!("run {run} in progress"),
-            None => "idle".into(),
-        };
+        let state = if s.live { "live" } else { "idle" };
         println!("{}  {}  {state}", s.id, s.agent);
     }
     Ok(ExitCode::SUCCESS)

@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use concierge::{Decision, Error, Result, RunOptions, SessionId};
+use concierge::{Decision, Error, Result, RunOptions, Runtime, SessionId};
 
 use super::code;
-use crate::{Cli, render, setup};
+use crate::{render, setup};
 
 /// `concierge run`.
 #[derive(Debug, Args)]
@@ -48,10 +48,9 @@ pub struct ConfirmArgs {
     pub json: bool,
 }
 
-pub async fn run(cli: &Cli, args: &RunArgs) -> Result<ExitCode> {
-    let rt = setup::runtime(cli).await?;
+pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
     let session = SessionId::new(&args.session);
-    if let Some(resumed) = setup::finish_recovered(&rt, Some(&session)).await? {
+    if let Some(resumed) = setup::finish_recovered(rt, Some(&session)).await? {
         eprintln!("(finished the run this session had in flight)");
         render::print_output(&resumed, args.json);
     }
@@ -69,10 +68,9 @@ pub async fn run(cli: &Cli, args: &RunArgs) -> Result<ExitCode> {
     Ok(code(render::print_output(&output, args.json)))
 }
 
-pub async fn confirm(cli: &Cli, args: &ConfirmArgs) -> Result<ExitCode> {
-    let rt = setup::runtime(cli).await?;
+pub async fn confirm(rt: &Runtime, args: &ConfirmArgs) -> Result<ExitCode> {
     let session = SessionId::new(&args.session);
-    setup::finish_recovered(&rt, Some(&session)).await?;
+    setup::finish_recovered(rt, Some(&session)).await?;
     let decision = if args.deny {
         Decision::Deny {
             reason: args.reason.clone(),

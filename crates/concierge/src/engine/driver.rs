@@ -15,7 +15,7 @@ use concierge_core::{
 };
 use tokio::sync::{broadcast, mpsc, oneshot};
 
-use super::{Entry, SessionSummary, SharedJournal};
+use super::{Cursor, Entry, SharedJournal};
 use crate::error::{Error, Result};
 use crate::model::{ModelContext, ModelError, ModelErrorKind, RetryPolicy, complete_with_retry};
 use crate::runtime::{Models, Prepare};
@@ -26,8 +26,10 @@ use crate::tool::{ToolContext, ToolRegistry};
 pub(crate) struct Settings {
     /// How long an idle session stays in memory.
     pub idle: Duration,
-    /// Journal entries between snapshots.
-    pub snapshot_every: u64,
+    /// Input bytes since the last snapshot that call for a new one (at
+    /// least; a snapshot is also not written before as many input bytes as
+    /// the previous snapshot had, so snapshots never cost more than the inputs).
+    pub snapshot_min_bytes: u64,
     /// Model retries.
     pub retry: RetryPolicy,
 }
@@ -36,10 +38,17 @@ impl Default for Settings {
     fn default() -> Self {
         Self {
             idle: Duration::from_secs(30),
-            snapshot_every: 64,
+            snapshot_min_bytes: 16 * 1024,
             retry: RetryPolicy::default(),
         }
     }
+}
+
+/// A run that started: where it will stop, its id, and the seq of its first event.
+pub(crate) struct Started {
+    pub stop: Stop,
+    pub run_id: RunId,
+    pub first_seq: u64,
 }
 
 /// Where a run stands when a caller asks: stopped already, or a receiver for its next stop.
@@ -63,7 +72,7 @@ enum Command {
     Start {
         start: StartRun,
         prepare: Prepare,
-        reply: oneshot::Sender<Result<(Stop, u64)>>,
+        reply: oneshot::Sender<Result<Started>>,
     },
     Confirm {
         call_id: concierge_core::CallId,
@@ -80,6 +89,15 @@ enum Command {
     },
     Inspect {
         reply: oneshot::Sender<Option<Session>>,
+    },
+    /// Where the run in progress will stop, if there is one (after loading,
+    /// which resumes it).
+    Probe {
+        reply: oneshot::Sender<Option<Stop>>,
+    },
+    /// Leave memory if idle (a run in flight keeps going, and stays live for recovery).
+    Shutdown {
+        reply: oneshot::Sender<()>,
     },
     Input(Input),
 }
@@ -140,14 +158,25 @@ impl Driver {
         &self.shared
     }
 
-    /// Loads every session with a run in progress; each resumes its
-    /// outstanding effects. Returns their ids.
-    pub(crate) fn recover(&self) -> Result<Vec<SessionId>> {
-        let open = self.shared.journal.open_sessions()?;
-        for id in &open {
-            self.actor(id);
+    /// Loads every session that was live when the engine last stopped; those
+    /// with a run in progress resume its outstanding effects. Returns them,
+    /// with where each resumed run will stop.
+    pub(crate) async fn recover(&self) -> Result<Vec<(SessionId, Stop)>> {
+        let live = self.shared.journal.open_sessions()?;
+        let mut probes = Vec::with_capacity(live.len());
+        for id in live {
+            let (reply, rx) = oneshot::channel();
+            if self.actor(&id).send(Command::Probe { reply }).is_ok() {
+                probes.push((id, rx));
+            }
         }
-        Ok(open)
+        let mut running = Vec::new();
+        for (id, rx) in probes {
+            if let Ok(Some(stop)) = rx.await {
+                running.push((id, stop));
+            }
+        }
+        Ok(running)
     }
 
     fn actor(&self, id: &SessionId) -> mpsc::UnboundedSender<Command> {
@@ -166,8 +195,11 @@ impl Driver {
             tx: tx.clone(),
             session: None,
             index: 0,
-            snapshot_index: 0,
-            last_status: None,
+            cursor: Cursor::default(),
+            bytes_since_snapshot: 0,
+            snapshot_bytes: 0,
+            last_agent: None,
+            located: false,
             waiters: HashMap::new(),
             broken: false,
         };
@@ -188,8 +220,8 @@ impl Driver {
         Err(Error::Storage(format!("session {id} could not be loaded")))
     }
 
-    /// Starts a run; returns where it will stop and the seq of its first event.
-    pub(crate) async fn start(&self, start: StartRun, session: &SessionId, prepare: Prepare) -> Result<(Stop, u64)> {
+    /// Starts a run (an empty run id gets the session's next, `r<n>`).
+    pub(crate) async fn start(&self, start: StartRun, session: &SessionId, prepare: Prepare) -> Result<Started> {
         self.send(session, |reply| Command::Start { start, prepare, reply })
             .await?
     }
@@ -222,6 +254,26 @@ impl Driver {
         self.send(session, |reply| Command::Inspect { reply }).await
     }
 
+    /// Asks every idle session to leave memory (recording where it ends), then
+    /// waits for the journal to write that down.
+    pub(crate) async fn shutdown(&self) {
+        let senders: Vec<mpsc::UnboundedSender<Command>> = match self.shared.actors.lock() {
+            Ok(actors) => actors.values().cloned().collect(),
+            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
+        };
+        let mut replies = Vec::new();
+        for tx in senders {
+            let (reply, rx) = oneshot::channel();
+            if tx.send(Command::Shutdown { reply }).is_ok() {
+                replies.push(rx);
+            }
+        }
+        for rx in replies {
+            let _ = rx.await;
+        }
+        self.shared.journal.flush().await;
+    }
+
     /// A receiver of the session's live events (created before reading history,
     /// so nothing is missed in between).
     pub(crate) fn live(&self, session: &SessionId) -> broadcast::Receiver<Event> {
@@ -242,8 +294,12 @@ struct Actor {
     tx: mpsc::UnboundedSender<Command>,
     session: Option<Session>,
     index: u64,
-    snapshot_index: u64,
-    last_status: Option<SessionSummary>,
+    cursor: Cursor,
+    bytes_since_snapshot: u64,
+    snapshot_bytes: u64,
+    last_agent: Option<concierge_core::AgentId>,
+    /// Whether this actor has recorded the session's head (and marked it live).
+    located: bool,
     waiters: HashMap<RunId, Vec<oneshot::Sender<RunOutput>>>,
     broken: bool,
 }
@@ -275,6 +331,22 @@ impl Actor {
             let Some(command) = command else {
                 return;
             };
+            if let Command::Shutdown { reply } = command {
+                let in_flight = self
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
+                if !in_flight {
+                    if let Some(session) = &self.session {
+                        self.shared.journal.park(session.clone(), self.cursor, self.index.saturating_sub(1));
+                    }
+                    self.retire_now();
+                    let _ = reply.send(());
+                    return;
+                }
+                let _ = reply.send(());
+                continue;
+            }
             self.handle(command).await;
             if self.broken {
                 self.retire_now();
@@ -292,15 +364,16 @@ impl Actor {
     }
 
     async fn load(&mut self) -> Result<()> {
-        let Some(loaded) = self.shared.journal.load(&self.id).await? else {
+        let Some(loaded) = self.shared.journal.load(&self.id, false).await? else {
             return Ok(());
         };
         let catalog = self.shared.catalog();
+        self.cursor = loaded.cursor;
+        self.snapshot_bytes = loaded.snapshot_bytes;
         let (mut session, mut next) = match loaded.snapshot {
             Some((index, session)) => (Some(session), index + 1),
             None => (None, 0),
         };
-        self.snapshot_index = next.saturating_sub(1);
         for (index, input) in loaded.inputs {
             let state = match session.as_mut() {
                 Some(s) => s,
@@ -321,9 +394,7 @@ impl Actor {
             next = index + 1;
         }
         self.index = next;
-        if let Some(s) = &session {
-            self.last_status = Some(status_of(s));
-        }
+        self.last_agent = session.as_ref().map(|s| s.agent().clone());
         self.session = session;
         Ok(())
     }
@@ -343,14 +414,19 @@ impl Actor {
     /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
     fn try_retire(&mut self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Option<Command> {
         if let Some(session) = &self.session {
-            self.shared.journal.park(session.clone());
+            self.shared.journal.park(session.clone(), self.cursor, self.index.saturating_sub(1));
         }
         let mut actors = match self.shared.actors.lock() {
             Ok(a) => a,
             Err(poisoned) => poisoned.into_inner(),
         };
         match rx.try_recv() {
-            Ok(command) => Some(command),
+            Ok(command) => {
+                // Staying after all: the head just recorded marks the session
+                // idle, so the next entry must mark it live again.
+                self.located = false;
+                Some(command)
+            }
             Err(_) => {
                 if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
                     actors.remove(&self.id);
@@ -396,6 +472,13 @@ impl Actor {
             Command::Inspect { reply } => {
                 let _ = reply.send(self.session.clone());
             }
+            Command::Shutdown { reply } => {
+                let _ = reply.send(());
+            }
+            Command::Probe { reply } => {
+                let stop = self.stop_of_active();
+                let _ = reply.send(stop);
+            }
             Command::Input(input) => match self.apply(input).await {
                 Ok(()) => {}
                 Err(Error::Rejected(StepError::Idle)) => {}
@@ -418,7 +501,7 @@ impl Actor {
         Some(Stop::Later(rx))
     }
 
-    async fn start(&mut self, mut start: StartRun, prepare: Prepare) -> Result<(Stop, u64)> {
+    async fn start(&mut self, mut start: StartRun, prepare: Prepare) -> Result<Started> {
         let created = self.session.is_none();
         if created {
             let Some(agent) = start.agent.clone() else {
@@ -427,7 +510,12 @@ impl Actor {
             self.session = Some(Session::new(self.id.clone(), agent));
         }
         let (current, first_seq) = match &self.session {
-            Some(s) => (s.agent().clone(), s.last_seq() + 1),
+            Some(s) => {
+                if start.run_id.as_str().is_empty() {
+                    start.run_id = RunId::new(format!("r{}", s.runs_started() + 1));
+                }
+                (s.agent().clone(), s.last_seq() + 1)
+            }
             None => return Err(Error::SessionNotFound(self.id.clone())),
         };
         prepare(&mut start, &current, &self.shared.catalog());
@@ -435,7 +523,11 @@ impl Actor {
         let (tx, rx) = oneshot::channel();
         self.waiters.entry(run.clone()).or_default().push(tx);
         match self.apply(Input::StartRun(start)).await {
-            Ok(()) => Ok((Stop::Later(rx), first_seq)),
+            Ok(()) => Ok(Started {
+                stop: Stop::Later(rx),
+                run_id: run,
+                first_seq,
+            }),
             Err(error) => {
                 self.waiters.remove(&run);
                 if created && self.index == 0 {
@@ -504,37 +596,39 @@ impl Actor {
                 _ => None,
             })
             .collect();
-        let status = status_of(session);
-        let changed = self
-            .last_status
-            .as_ref()
-            .is_none_or(|s| s.agent != status.agent || s.active_run != status.active_run);
-        let run_over = session.active_run().is_none();
-        let snapshot = (run_over
-            && self.index.saturating_sub(self.snapshot_index) >= self.shared.settings.snapshot_every)
-            .then(|| session.clone());
+        let agent_changed = self.last_agent.as_ref() != Some(session.agent());
+        let running = session.active_run().is_some();
+        let locate = !self.located;
+        let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
+        let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
         let entry = Entry {
             session: self.id.clone(),
             index: self.index,
             input,
             events: events.clone(),
-            status: changed.then(|| status.clone()),
+            agent: agent_changed.then(|| session.agent().clone()),
+            locate,
             snapshot,
         };
-        let wrote_snapshot = entry.snapshot.is_some();
-        if let Err(error) = self.shared.journal.append(entry).await {
-            // The session in memory is ahead of the journal: drop it; it is
-            // reloaded from what is durable.
-            self.broken = true;
-            return Err(error);
-        }
-        if wrote_snapshot {
-            self.snapshot_index = self.index;
+        let agent = session.agent().clone();
+        let appended = match self.shared.journal.append(entry, self.cursor).await {
+            Ok(appended) => appended,
+            Err(error) => {
+                // The session in memory is ahead of the journal: drop it; it is
+                // reloaded from what is durable.
+                self.broken = true;
+                return Err(error);
+            }
+        };
+        self.cursor = appended.cursor;
+        self.located = true;
+        self.bytes_since_snapshot += appended.input_bytes;
+        if appended.snapshot_bytes > 0 {
+            self.snapshot_bytes = appended.snapshot_bytes;
+            self.bytes_since_snapshot = 0;
         }
         self.index += 1;
-        if changed {
-            self.last_status = Some(status);
-        }
+        self.last_agent = Some(agent);
         self.publish(&events);
         self.perform(effects);
         Ok(())
@@ -673,11 +767,3 @@ impl Actor {
     }
 }
 
-fn status_of(session: &Session) -> SessionSummary {
-    SessionSummary {
-        id: session.id().clone(),
-        agent: session.agent().clone(),
-        active_run: session.active_run().cloned(),
-        updated_at: now(),
-    }
-}

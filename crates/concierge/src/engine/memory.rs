@@ -3,10 +3,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
-use concierge_core::{Event, Session, SessionId};
+use concierge_core::{Catalog, Event, Session, SessionId};
 use futures::future::BoxFuture;
 
-use super::{Entry, Journal, JournalStats, Loaded, SessionSummary, StatsCell};
+use super::{Appended, Cursor, Entry, Journal, JournalStats, Loaded, SessionSummary, StatsCell};
 use crate::error::Result;
 
 /// How many events per session the memory journal keeps for late subscribers.
@@ -33,7 +33,7 @@ impl MemoryJournal {
 }
 
 impl Journal for MemoryJournal {
-    fn append(&self, entry: Entry) -> BoxFuture<'static, Result<()>> {
+    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>> {
         if let Ok(mut state) = self.state.lock() {
             let kept = state.events.entry(entry.session.clone()).or_default();
             for event in entry.events {
@@ -42,25 +42,42 @@ impl Journal for MemoryJournal {
                 }
                 kept.push_back(event);
             }
-            if let Some(status) = entry.status {
-                state.sessions.insert(entry.session, status);
+            let at = entry.input.at();
+            let summary = state.sessions.entry(entry.session.clone()).or_insert_with(|| SessionSummary {
+                id: entry.session.clone(),
+                agent: entry.agent.clone().unwrap_or_else(|| "unknown".into()),
+                live: true,
+                updated_at: at,
+            });
+            if let Some(agent) = entry.agent {
+                summary.agent = agent;
             }
+            summary.live = true;
+            summary.updated_at = at;
         }
         self.stats.record(1, 0, 0, 0);
-        Box::pin(async { Ok(()) })
+        Box::pin(async move {
+            Ok(Appended {
+                cursor,
+                input_bytes: 0,
+                snapshot_bytes: 0,
+            })
+        })
     }
 
-    fn load(&self, session: &SessionId) -> BoxFuture<'static, Result<Option<Loaded>>> {
+    fn load(&self, session: &SessionId, _full: bool) -> BoxFuture<'static, Result<Option<Loaded>>> {
         let parked = self.state.lock().ok().and_then(|mut s| s.parked.remove(session));
         Box::pin(async move {
             Ok(parked.map(|s| Loaded {
                 snapshot: Some((0, s)),
                 inputs: Vec::new(),
+                cursor: Cursor::default(),
+                snapshot_bytes: 0,
             }))
         })
     }
 
-    fn events(&self, session: &SessionId, from_seq: u64) -> BoxFuture<'static, Result<Vec<Event>>> {
+    fn events(&self, session: &SessionId, from_seq: u64, _catalog: Arc<Catalog>) -> BoxFuture<'static, Result<Vec<Event>>> {
         let events = self
             .state
             .lock()
@@ -88,13 +105,20 @@ impl Journal for MemoryJournal {
         Box::pin(async move { Ok(all) })
     }
 
-    fn park(&self, session: Session) {
+    fn park(&self, session: Session, _cursor: Cursor, _index: u64) {
         if let Ok(mut state) = self.state.lock() {
+            if let Some(summary) = state.sessions.get_mut(session.id()) {
+                summary.live = false;
+            }
             state.parked.insert(session.id().clone(), session);
         }
     }
 
     fn stats(&self) -> JournalStats {
         self.stats.get()
+    }
+
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
     }
 }

@@ -2,6 +2,7 @@
 //! unfinished runs. The embedded engine runs in this process over a journal:
 //! SQLite (durable, the default) or memory (for tests and benchmarks).
 
+mod codec;
 mod driver;
 mod memory;
 mod sqlite;
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge_core::{AgentId, Event, Input, RunId, Session, SessionId, Timestamp};
+use concierge_core::{AgentId, Catalog, Effect, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 use serde::Serialize;
 
@@ -50,8 +51,8 @@ pub struct SessionSummary {
     pub id: SessionId,
     /// Its current agent.
     pub agent: AgentId,
-    /// The run in progress, if any.
-    pub active_run: Option<RunId>,
+    /// Whether an engine has it in memory (or had, when it stopped).
+    pub live: bool,
     /// When it last changed.
     pub updated_at: Timestamp,
 }
@@ -63,7 +64,7 @@ pub struct JournalStats {
     pub entries: u64,
     /// Transactions committed (each is one fsync of the WAL).
     pub commits: u64,
-    /// Payload bytes written (inputs, events, snapshots, session rows).
+    /// Payload bytes written (inputs and snapshots).
     pub payload_bytes: u64,
     /// Snapshots written.
     pub snapshots: u64,
@@ -95,41 +96,104 @@ impl StatsCell {
     }
 }
 
+/// Where a session's entries end in a journal; the actor keeps it and hands
+/// it back with the next append (a journal needs no per-session lookups).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cursor {
+    /// The session's number in the journal (0: not stored yet).
+    pub session_no: i64,
+    /// The position of its latest entry (0: none).
+    pub head: i64,
+}
+
 /// One accepted input and what it produced.
 pub(crate) struct Entry {
     pub session: SessionId,
     pub index: u64,
     pub input: Input,
+    /// The events (the SQLite journal derives them again by replay; the memory
+    /// journal keeps the last ones).
     pub events: Vec<Event>,
-    /// The session row, when the agent or the active run changed.
-    pub status: Option<SessionSummary>,
+    /// The session's agent, when it changed (or the session is new).
+    pub agent: Option<AgentId>,
+    /// Whether to record this entry as the session's head and mark the
+    /// session live: done for the first entry after a load. The head is
+    /// written again when the session leaves memory ([`Journal::park`]); in
+    /// between, the chain is followed forward from the last recorded head.
+    pub locate: bool,
     /// A snapshot of the session after this input.
     pub snapshot: Option<Session>,
+}
+
+/// What an append wrote.
+pub(crate) struct Appended {
+    pub cursor: Cursor,
+    /// Bytes of the input, and of the snapshot if one was written.
+    pub input_bytes: u64,
+    pub snapshot_bytes: u64,
 }
 
 /// A session as stored: the latest snapshot and the inputs after it.
 pub(crate) struct Loaded {
     pub snapshot: Option<(u64, Session)>,
     pub inputs: Vec<(u64, Input)>,
+    pub cursor: Cursor,
+    /// The size of the snapshot, for the snapshot policy.
+    pub snapshot_bytes: u64,
 }
 
 /// Where an embedded engine keeps sessions.
 pub(crate) trait Journal: Send + Sync + 'static {
-    /// Writes an entry; resolves once it is durable.
-    fn append(&self, entry: Entry) -> BoxFuture<'static, Result<()>>;
-    /// Reads a session back, `None` if it never existed.
-    fn load(&self, session: &SessionId) -> BoxFuture<'static, Result<Option<Loaded>>>;
+    /// Writes an entry after `cursor`; resolves once it is durable.
+    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>>;
+    /// Reads a session back (from its snapshot, or from its first input when
+    /// `full`), `None` if it never existed.
+    fn load(&self, session: &SessionId, full: bool) -> BoxFuture<'static, Result<Option<Loaded>>>;
     /// Durable events of a session with `seq >= from_seq`, in order.
-    fn events(&self, session: &SessionId, from_seq: u64) -> BoxFuture<'static, Result<Vec<Event>>>;
-    /// Sessions with a run in progress.
+    fn events(&self, session: &SessionId, from_seq: u64, catalog: Arc<Catalog>) -> BoxFuture<'static, Result<Vec<Event>>>;
+    /// Sessions that were in memory when the engine stopped (they may have
+    /// runs to resume).
     fn open_sessions(&self) -> Result<Vec<SessionId>>;
     /// Every session.
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>>;
-    /// Keeps an idle session that leaves memory (the memory journal holds it; a
-    /// durable journal has it already).
-    fn park(&self, session: Session);
+    /// An idle session leaves memory: the memory journal keeps it; a durable
+    /// journal records where its chain ends.
+    fn park(&self, session: Session, cursor: Cursor, index: u64);
     /// Counters.
     fn stats(&self) -> JournalStats;
+    /// Resolves once everything sent before it is written.
+    fn flush(&self) -> BoxFuture<'static, ()>;
+}
+
+/// Rebuilds events by replaying inputs from `start` (a snapshot or nothing).
+pub(crate) fn replay_events(
+    session: &SessionId,
+    start: Option<Session>,
+    inputs: Vec<(u64, Input)>,
+    from_seq: u64,
+    catalog: &Catalog,
+) -> Vec<Event> {
+    let mut state = start;
+    let mut events = Vec::new();
+    for (_, input) in inputs {
+        let current = match state.as_mut() {
+            Some(s) => s,
+            None => {
+                let agent = match &input {
+                    Input::StartRun(start) => start.agent.clone().unwrap_or_else(|| AgentId::new("unknown")),
+                    _ => AgentId::new("unknown"),
+                };
+                state.insert(Session::new(session.clone(), agent))
+            }
+        };
+        if let Ok(effects) = current.step(input, catalog) {
+            events.extend(effects.into_iter().filter_map(|e| match e {
+                Effect::Emit(event) if event.seq >= from_seq => Some(event),
+                _ => None,
+            }));
+        }
+    }
+    events
 }
 
 pub(crate) type SharedJournal = Arc<dyn Journal>;

@@ -1,68 +1,105 @@
-//! The SQLite journal: WAL mode, `synchronous=FULL`, one writer thread that
-//! commits whatever is queued in one transaction (group commit), so many
-//! sessions share one fsync while each input is durable before its effects run.
+//! The SQLite journal.
+//!
+//! WAL mode with `synchronous=FULL`: a commit is on disk when it returns. One
+//! writer thread commits whatever is queued in one transaction (group
+//! commit), so concurrent sessions share an fsync while each input is durable
+//! before its effects run.
+//!
+//! The layout keeps the pages a commit touches few, whatever the number of
+//! sessions: inputs go to an append-only `log` (rowid order, so a batch fills
+//! the same tail pages), compressed, each entry pointing to its session's
+//! previous one. A session's `heads` row says where its chain ends; it is
+//! written when the session is first written after a load (marking it live)
+//! and when it leaves memory, not on every entry. After a crash, one pass over
+//! the log tail finds the true heads of the sessions that were live. Events
+//! are not stored: they are a deterministic function of the inputs and are
+//! rebuilt by replay when a subscriber asks for past ones. Pages are 1 KiB.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread;
 
-use concierge_core::{Event, Input, Session, SessionId, Timestamp};
+use concierge_core::{Catalog, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
-use super::{Entry, Journal, JournalStats, Loaded, SessionSummary, StatsCell};
+use super::codec::{decode, encode};
+use super::{Appended, Cursor, Entry, Journal, JournalStats, Loaded, SessionSummary, StatsCell, replay_events};
 use crate::error::{Error, Result};
 
 const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS journal (
-    session   TEXT    NOT NULL,
-    idx       INTEGER NOT NULL,
-    input     TEXT    NOT NULL,
-    events    TEXT    NOT NULL,
-    first_seq INTEGER NOT NULL,
-    last_seq  INTEGER NOT NULL,
-    PRIMARY KEY (session, idx)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    session TEXT    PRIMARY KEY,
-    idx     INTEGER NOT NULL,
-    state   TEXT    NOT NULL
-) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS sessions (
-    session    TEXT    PRIMARY KEY,
-    agent      TEXT    NOT NULL,
-    active_run TEXT,
-    updated_at INTEGER NOT NULL
-) WITHOUT ROWID;
+    no    INTEGER PRIMARY KEY,
+    id    TEXT    NOT NULL UNIQUE,
+    agent TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS heads (
+    no   INTEGER PRIMARY KEY,
+    head INTEGER NOT NULL,
+    idx  INTEGER NOT NULL,
+    live INTEGER NOT NULL,
+    at   INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS log (
+    no    INTEGER NOT NULL,
+    idx   INTEGER NOT NULL,
+    prev  INTEGER NOT NULL,
+    input BLOB    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS snapshots (
+    no    INTEGER PRIMARY KEY,
+    idx   INTEGER NOT NULL,
+    pos   INTEGER NOT NULL,
+    state BLOB    NOT NULL
+);
 ";
 
 /// Most entries one transaction takes.
 const MAX_BATCH: usize = 4096;
 
+/// How long the writer may wait for more entries before a commit, when the
+/// previous commit had company (adaptive group commit: a lone writer never waits).
+const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
+
 struct Row {
     session: String,
+    cursor: Cursor,
     index: i64,
-    input: String,
-    events: String,
-    first_seq: i64,
-    last_seq: i64,
-    status: Option<(String, Option<String>, i64)>,
-    snapshot: Option<String>,
-    reply: oneshot::Sender<Result<()>>,
+    input: Vec<u8>,
+    agent: Option<String>,
+    locate: bool,
+    at: i64,
+    snapshot: Option<Vec<u8>>,
+    reply: oneshot::Sender<Result<Appended>>,
+}
+
+/// What the writer thread is asked to do.
+enum Op {
+    /// Append an entry (durably; the caller waits).
+    Append(Row),
+    /// Record where an idle session's chain ends and mark it not live.
+    Park { no: i64, head: i64, index: i64, at: i64 },
+    /// Answer once everything before it is committed.
+    Flush(oneshot::Sender<()>),
 }
 
 /// A journal in a SQLite database.
 pub(crate) struct SqliteJournal {
-    writer: Mutex<mpsc::Sender<Row>>,
+    writer: Mutex<mpsc::Sender<Op>>,
     reader: Arc<Mutex<Connection>>,
     stats: Arc<StatsCell>,
+    /// True heads of the sessions found live at recovery, by number.
+    recovered: Arc<Mutex<HashMap<i64, i64>>>,
 }
 
 fn open(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).map_err(|e| Error::Storage(format!("cannot open {}: {e}", path.display())))?;
     conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    // Only takes effect on a new database (before its first table).
+    conn.pragma_update(None, "page_size", 1024)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
@@ -72,13 +109,12 @@ impl SqliteJournal {
     /// Opens (or creates) the database at `path` and starts the writer thread.
     pub(crate) fn open(path: &Path) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = open(path)?;
         conn.execute_batch(SCHEMA)?;
         let reader = open(path)?;
-        let (tx, rx) = mpsc::channel::<Row>();
+        let (tx, rx) = mpsc::channel::<Op>();
         let stats = Arc::new(StatsCell::default());
         let writer_stats = stats.clone();
         thread::Builder::new()
@@ -89,7 +125,16 @@ impl SqliteJournal {
             writer: Mutex::new(tx),
             reader: Arc::new(Mutex::new(reader)),
             stats,
+            recovered: Arc::default(),
         })
+    }
+
+    fn send(&self, op: Op) -> Result<()> {
+        self.writer
+            .lock()
+            .map_err(|_| Error::Storage("the journal writer is poisoned".into()))?
+            .send(op)
+            .map_err(|_| Error::Storage("the journal writer has stopped".into()))
     }
 
     fn read<T: Send + 'static>(
@@ -110,7 +155,8 @@ impl SqliteJournal {
     }
 }
 
-fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Row>, stats: &StatsCell) {
+fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Op>, stats: &StatsCell) {
+    let mut previous = 1;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -119,105 +165,199 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Row>, stats: &StatsCell) 
                 Err(_) => break,
             }
         }
-        let bytes: usize = batch
-            .iter()
-            .map(|r| {
-                r.input.len()
-                    + r.events.len()
-                    + r.session.len()
-                    + r.snapshot.as_ref().map_or(0, String::len)
-                    + r.status
-                        .as_ref()
-                        .map_or(0, |s| s.0.len() + s.1.as_ref().map_or(0, String::len))
-            })
-            .sum();
-        let snapshots = batch.iter().filter(|r| r.snapshot.is_some()).count();
-        let result = write_batch(&mut conn, &batch);
-        match &result {
-            Ok(()) => stats.record(batch.len() as u64, 1, bytes as u64, snapshots as u64),
-            Err(e) => tracing::error!(error = %e, "journal write failed"),
+        // Wait (briefly) for as many entries as the last commit had: the
+        // sessions that shared it are likely to write again together.
+        if batch.len() < previous {
+            let deadline = std::time::Instant::now() + COMMIT_DELAY;
+            while batch.len() < previous.min(MAX_BATCH) {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                match rx.recv_timeout(left) {
+                    Ok(row) => batch.push(row),
+                    Err(_) => break,
+                }
+            }
         }
-        for row in batch {
-            let _ = row.reply.send(match &result {
-                Ok(()) => Ok(()),
-                Err(e) => Err(Error::Storage(e.to_string())),
+        previous = batch.len();
+        let result = write_batch(&mut conn, &batch);
+        let mut flushes = Vec::new();
+        let rows: Vec<Row> = batch
+            .into_iter()
+            .filter_map(|op| match op {
+                Op::Append(row) => Some(row),
+                Op::Park { .. } => None,
+                Op::Flush(reply) => {
+                    flushes.push(reply);
+                    None
+                }
+            })
+            .collect();
+        match result {
+            Ok(written) => {
+                let bytes: u64 = written.iter().map(|a| a.input_bytes + a.snapshot_bytes).sum();
+                let snapshots = written.iter().filter(|a| a.snapshot_bytes > 0).count() as u64;
+                stats.record(written.len() as u64, 1, bytes, snapshots);
+                for (row, appended) in rows.into_iter().zip(written) {
+                    let _ = row.reply.send(Ok(appended));
+                }
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "journal write failed");
+                for row in rows {
+                    let _ = row.reply.send(Err(Error::Storage(e.to_string())));
+                }
+            }
+        }
+        for reply in flushes {
+            let _ = reply.send(());
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Vec<Appended>> {
+    let tx = conn.transaction()?;
+    let mut written = Vec::with_capacity(batch.len());
+    {
+        let mut new_session = tx.prepare_cached("INSERT INTO sessions (id, agent) VALUES (?1, ?2)")?;
+        let mut agent = tx.prepare_cached("UPDATE sessions SET agent = ?2 WHERE no = ?1")?;
+        let mut log = tx.prepare_cached("INSERT INTO log (no, idx, prev, input) VALUES (?1, ?2, ?3, ?4)")?;
+        let mut head = tx.prepare_cached(
+            "INSERT INTO heads (no, head, idx, live, at) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT(no) DO UPDATE SET head = excluded.head, idx = excluded.idx,
+                                           live = excluded.live, at = excluded.at",
+        )?;
+        let mut snapshot = tx.prepare_cached(
+            "INSERT INTO snapshots (no, idx, pos, state) VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT(no) DO UPDATE SET idx = excluded.idx, pos = excluded.pos, state = excluded.state",
+        )?;
+        for op in batch {
+            let row = match op {
+                Op::Append(row) => row,
+                Op::Park { no, head: pos, index, at } => {
+                    head.execute(params![no, pos, index, false, at])?;
+                    continue;
+                }
+                Op::Flush(_) => continue,
+            };
+            let mut no = row.cursor.session_no;
+            let new = no == 0;
+            if new {
+                new_session.execute(params![row.session, row.agent.as_deref().unwrap_or("")])?;
+                no = tx.last_insert_rowid();
+            } else if let Some(name) = &row.agent {
+                agent.execute(params![no, name])?;
+            }
+            log.execute(params![no, row.index, row.cursor.head, row.input])?;
+            let pos = tx.last_insert_rowid();
+            if row.locate || new {
+                head.execute(params![no, pos, row.index, true, row.at])?;
+            }
+            if let Some(state) = &row.snapshot {
+                snapshot.execute(params![no, row.index, pos, state])?;
+            }
+            written.push(Appended {
+                cursor: Cursor { session_no: no, head: pos },
+                input_bytes: row.input.len() as u64,
+                snapshot_bytes: row.snapshot.as_ref().map_or(0, |s| s.len() as u64),
             });
         }
     }
+    tx.commit()?;
+    Ok(written)
 }
 
-fn write_batch(conn: &mut Connection, batch: &[Row]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT INTO journal (session, idx, input, events, first_seq, last_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        let mut status = tx.prepare_cached(
-            "INSERT INTO sessions (session, agent, active_run, updated_at) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT(session) DO UPDATE SET agent = excluded.agent, active_run = excluded.active_run, updated_at = excluded.updated_at",
-        )?;
-        let mut snapshot = tx.prepare_cached(
-            "INSERT INTO snapshots (session, idx, state) VALUES (?1, ?2, ?3)
-             ON CONFLICT(session) DO UPDATE SET idx = excluded.idx, state = excluded.state",
-        )?;
-        for row in batch {
-            insert.execute(params![
-                row.session,
-                row.index,
-                row.input,
-                row.events,
-                row.first_seq,
-                row.last_seq
-            ])?;
-            if let Some((agent, active, at)) = &row.status {
-                status.execute(params![row.session, agent, active, at])?;
-            }
-            if let Some(state) = &row.snapshot {
-                snapshot.execute(params![row.session, row.index, state])?;
-            }
+/// Reads a session's chain back, newest first, until `stop` (exclusive).
+fn read_chain(conn: &Connection, id: &str, head: i64, stop: i64) -> Result<Vec<(u64, Input)>> {
+    let mut stmt = conn.prepare_cached("SELECT prev, idx, input FROM log WHERE rowid = ?1")?;
+    let mut inputs = Vec::new();
+    let mut pos = head;
+    while pos != 0 && pos != stop {
+        let (prev, idx, bytes): (i64, i64, Vec<u8>) = stmt
+            .query_row([pos], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| Error::Storage(format!("session {id}: journal entry {pos} unreadable: {e}")))?;
+        let input: Input =
+            decode(&bytes).map_err(|e| Error::Storage(format!("session {id}, entry {idx}: unreadable input: {e}")))?;
+        inputs.push((idx as u64, input));
+        pos = prev;
+    }
+    inputs.reverse();
+    Ok(inputs)
+}
+
+/// The true head of a live session: entries after its recorded head are found
+/// by following the chain forward (a rowid range scan of the log tail).
+fn follow(conn: &Connection, no: i64, located: i64) -> Result<i64> {
+    let mut stmt = conn.prepare_cached("SELECT rowid, prev FROM log WHERE rowid > ?1 AND no = ?2 ORDER BY rowid")?;
+    let rows = stmt.query_map(params![located, no], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
+    let mut head = located;
+    for row in rows {
+        let (pos, prev) = row?;
+        if prev == head {
+            head = pos;
         }
     }
-    tx.commit()
+    Ok(head)
 }
 
-fn storage(e: impl std::fmt::Display) -> Error {
-    Error::Storage(e.to_string())
+fn load(conn: &Connection, id: &str, full: bool, recovered: &Mutex<HashMap<i64, i64>>) -> Result<Option<Loaded>> {
+    let found: Option<(i64, i64, bool)> = conn
+        .prepare_cached("SELECT s.no, h.head, h.live FROM sessions s JOIN heads h ON h.no = s.no WHERE s.id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let Some((no, located, live)) = found else {
+        return Ok(None);
+    };
+    let known = recovered.lock().ok().and_then(|r| r.get(&no).copied());
+    let head = match (live, known) {
+        (false, _) => located,
+        (true, Some(head)) => head,
+        (true, None) => follow(conn, no, located)?,
+    };
+    let snapshot: Option<(i64, i64, Vec<u8>)> = if full {
+        None
+    } else {
+        conn.prepare_cached("SELECT idx, pos, state FROM snapshots WHERE no = ?1")?
+            .query_row([no], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?
+    };
+    let stop = snapshot.as_ref().map_or(0, |s| s.1);
+    let inputs = read_chain(conn, id, head, stop)?;
+    let snapshot_bytes = snapshot.as_ref().map_or(0, |s| s.2.len() as u64);
+    let snapshot = match snapshot {
+        Some((idx, _, bytes)) => {
+            let state: Session =
+                decode(&bytes).map_err(|e| Error::Storage(format!("session {id}: unreadable snapshot: {e}")))?;
+            Some((idx as u64, state))
+        }
+        None => None,
+    };
+    Ok(Some(Loaded {
+        snapshot,
+        inputs,
+        cursor: Cursor { session_no: no, head },
+        snapshot_bytes,
+    }))
 }
 
 impl Journal for SqliteJournal {
-    fn append(&self, entry: Entry) -> BoxFuture<'static, Result<()>> {
+    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>> {
         let (reply, done) = oneshot::channel();
         let prepared = (|| -> Result<Row> {
-            let first_seq = entry.events.first().map_or(0, |e| e.seq) as i64;
-            let last_seq = entry.events.last().map_or(0, |e| e.seq) as i64;
             Ok(Row {
                 session: entry.session.to_string(),
+                cursor,
                 index: entry.index as i64,
-                input: serde_json::to_string(&entry.input).map_err(storage)?,
-                events: serde_json::to_string(&entry.events).map_err(storage)?,
-                first_seq,
-                last_seq,
-                status: entry.status.map(|s| {
-                    (
-                        s.agent.to_string(),
-                        s.active_run.map(|r| r.to_string()),
-                        s.updated_at.0 as i64,
-                    )
-                }),
+                at: entry.input.at().0 as i64,
+                input: encode(&entry.input)?,
+                agent: entry.agent.map(|a| a.to_string()),
+                locate: entry.locate,
                 snapshot: match entry.snapshot {
-                    Some(s) => Some(serde_json::to_string(&s).map_err(storage)?),
+                    Some(s) => Some(encode(&s)?),
                     None => None,
                 },
                 reply,
             })
         })();
-        let sent = prepared.and_then(|row| {
-            self.writer
-                .lock()
-                .map_err(|_| Error::Storage("the journal writer is poisoned".into()))?
-                .send(row)
-                .map_err(|_| Error::Storage("the journal writer has stopped".into()))
-        });
+        let sent = prepared.and_then(|row| self.send(Op::Append(row)));
         Box::pin(async move {
             sent?;
             done.await
@@ -225,55 +365,27 @@ impl Journal for SqliteJournal {
         })
     }
 
-    fn load(&self, session: &SessionId) -> BoxFuture<'static, Result<Option<Loaded>>> {
+    fn load(&self, session: &SessionId, full: bool) -> BoxFuture<'static, Result<Option<Loaded>>> {
         let id = session.to_string();
-        self.read(move |conn| {
-            let snapshot: Option<(i64, String)> = conn
-                .prepare_cached("SELECT idx, state FROM snapshots WHERE session = ?1")?
-                .query_row([&id], |r| Ok((r.get(0)?, r.get(1)?)))
-                .optional()?;
-            let after = snapshot.as_ref().map_or(-1, |s| s.0);
-            let mut stmt =
-                conn.prepare_cached("SELECT idx, input FROM journal WHERE session = ?1 AND idx > ?2 ORDER BY idx")?;
-            let rows = stmt.query_map(params![id, after], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
-            })?;
-            let mut inputs = Vec::new();
-            for row in rows {
-                let (idx, text) = row?;
-                let input: Input = serde_json::from_str(&text)
-                    .map_err(|e| Error::Storage(format!("session {id}, entry {idx}: unreadable input: {e}")))?;
-                inputs.push((idx as u64, input));
-            }
-            let snapshot = match snapshot {
-                Some((idx, text)) => {
-                    let state: Session = serde_json::from_str(&text)
-                        .map_err(|e| Error::Storage(format!("session {id}: unreadable snapshot: {e}")))?;
-                    Some((idx as u64, state))
-                }
-                None => None,
-            };
-            if snapshot.is_none() && inputs.is_empty() {
-                return Ok(None);
-            }
-            Ok(Some(Loaded { snapshot, inputs }))
-        })
+        let recovered = self.recovered.clone();
+        self.read(move |conn| load(conn, &id, full, &recovered))
     }
 
-    fn events(&self, session: &SessionId, from_seq: u64) -> BoxFuture<'static, Result<Vec<Event>>> {
-        let id = session.to_string();
+    fn events(&self, session: &SessionId, from_seq: u64, catalog: Arc<Catalog>) -> BoxFuture<'static, Result<Vec<Event>>> {
+        let id = session.clone();
+        let recovered = self.recovered.clone();
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT events FROM journal WHERE session = ?1 AND last_seq >= ?2 AND last_seq > 0 ORDER BY idx",
-            )?;
-            let rows = stmt.query_map(params![id, from_seq as i64], |r| r.get::<_, String>(0))?;
-            let mut out = Vec::new();
-            for row in rows {
-                let batch: Vec<Event> = serde_json::from_str(&row?)
-                    .map_err(|e| Error::Storage(format!("session {id}: unreadable events: {e}")))?;
-                out.extend(batch.into_iter().filter(|e| e.seq >= from_seq));
-            }
-            Ok(out)
+            let Some(loaded) = load(conn, id.as_str(), false, &recovered)? else {
+                return Ok(Vec::new());
+            };
+            // Replay from the snapshot when it is older than what is asked,
+            // else from the first input.
+            let (start, inputs) = match loaded.snapshot {
+                Some((_, state)) if state.last_seq() < from_seq => (Some(state), loaded.inputs),
+                Some(_) => (None, read_chain(conn, id.as_str(), loaded.cursor.head, 0)?),
+                None => (None, loaded.inputs),
+            };
+            Ok(replay_events(&id, start, inputs, from_seq, &catalog))
         })
     }
 
@@ -282,22 +394,44 @@ impl Journal for SqliteJournal {
             .reader
             .lock()
             .map_err(|_| Error::Storage("the journal reader is poisoned".into()))?;
-        let mut stmt = conn.prepare("SELECT session FROM sessions WHERE active_run IS NOT NULL ORDER BY session")?;
-        let ids = stmt
-            .query_map([], |r| r.get::<_, String>(0))?
+        let mut stmt =
+            conn.prepare("SELECT h.no, h.head, s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.live = 1")?;
+        let live = stmt
+            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(ids.into_iter().map(SessionId::from).collect())
+        let Some(oldest) = live.iter().map(|l| l.1).min() else {
+            return Ok(Vec::new());
+        };
+        // One pass over the log tail finds every live session's true head.
+        let mut heads: HashMap<i64, i64> = live.iter().map(|(no, head, _)| (*no, *head)).collect();
+        let mut tail = conn.prepare("SELECT rowid, no, prev FROM log WHERE rowid > ?1 ORDER BY rowid")?;
+        let rows = tail.query_map([oldest], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))?;
+        for row in rows {
+            let (pos, no, prev) = row?;
+            if let Some(head) = heads.get_mut(&no) {
+                if *head == prev {
+                    *head = pos;
+                }
+            }
+        }
+        if let Ok(mut recovered) = self.recovered.lock() {
+            recovered.extend(heads);
+        }
+        let mut ids: Vec<SessionId> = live.into_iter().map(|(_, _, id)| SessionId::from(id)).collect();
+        ids.sort();
+        Ok(ids)
     }
 
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
         self.read(|conn| {
-            let mut stmt =
-                conn.prepare("SELECT session, agent, active_run, updated_at FROM sessions ORDER BY session")?;
+            let mut stmt = conn.prepare(
+                "SELECT s.id, s.agent, h.live, h.at FROM sessions s JOIN heads h ON h.no = s.no ORDER BY s.id",
+            )?;
             let rows = stmt.query_map([], |r| {
                 Ok(SessionSummary {
                     id: r.get::<_, String>(0)?.into(),
                     agent: r.get::<_, String>(1)?.into(),
-                    active_run: r.get::<_, Option<String>>(2)?.map(Into::into),
+                    live: r.get::<_, bool>(2)?,
                     updated_at: Timestamp(r.get::<_, i64>(3)? as u64),
                 })
             })?;
@@ -305,9 +439,32 @@ impl Journal for SqliteJournal {
         })
     }
 
-    fn park(&self, _session: Session) {}
+    fn park(&self, _session: Session, cursor: Cursor, index: u64) {
+        if cursor.session_no == 0 {
+            return;
+        }
+        let op = Op::Park {
+            no: cursor.session_no,
+            head: cursor.head,
+            index: index as i64,
+            at: crate::engine::now().0 as i64,
+        };
+        if let Err(error) = self.send(op) {
+            tracing::warn!(%error, "could not record an idle session's head; it is found again at recovery");
+        }
+    }
 
     fn stats(&self) -> JournalStats {
         self.stats.get()
+    }
+
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        let (reply, done) = oneshot::channel();
+        let sent = self.send(Op::Flush(reply)).is_ok();
+        Box::pin(async move {
+            if sent {
+                let _ = done.await;
+            }
+        })
     }
 }

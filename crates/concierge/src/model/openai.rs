@@ -137,7 +137,6 @@ impl OpenAiCompatible {
                     Some(other) => other.to_string(),
                 };
                 tool_calls.push(ModelToolCall {
-                    id: call.get("id").and_then(Value::as_str).map(str::to_string),
                     name,
                     arguments,
                 });

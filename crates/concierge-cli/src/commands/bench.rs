@@ -1,0 +1,292 @@
+//! `concierge bench`: S sessions of T turns against the calculator agent with
+//! the LLM planner, C sessions at a time, over an OpenAI-compatible server
+//! (`--serve-fake ADDR` runs the instant, deterministic fixture).
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use clap::Args;
+use concierge::model::{Model, ModelContext, ModelError, OpenAiCompatible};
+use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime};
+use futures::future::BoxFuture;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+use tokio::sync::Semaphore;
+
+use crate::{Cli, fake_server};
+
+/// `concierge bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Serve the benchmark fixture (an instant, deterministic OpenAI-compatible
+    /// server) on this address instead of benchmarking.
+    #[arg(long, value_name = "ADDR")]
+    pub serve_fake: Option<SocketAddr>,
+    /// Independent sessions.
+    #[arg(long, default_value_t = 200)]
+    pub sessions: usize,
+    /// Turns per session.
+    #[arg(long, default_value_t = 10)]
+    pub turns: usize,
+    /// Sessions running at once.
+    #[arg(long, default_value_t = 50)]
+    pub concurrency: usize,
+    /// Use the embedded SQLite engine on a fresh temporary database (default: memory).
+    #[arg(long)]
+    pub durable: bool,
+    /// Print a table instead of a JSON line.
+    #[arg(long, conflicts_with = "json")]
+    pub table: bool,
+    /// Print one JSON line (the default).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Counts model calls.
+struct Counting {
+    inner: OpenAiCompatible,
+    calls: Arc<AtomicU64>,
+}
+
+impl Model for Counting {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    fn complete<'a>(&'a self, request: &'a ModelRequest, cx: &'a ModelContext) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.inner.complete(request, cx)
+    }
+}
+
+/// What this process has used so far, from procfs.
+#[derive(Clone, Copy, Debug, Default)]
+struct Usage {
+    cpu_s: f64,
+    write_bytes: u64,
+    max_rss_mb: f64,
+}
+
+fn proc_usage() -> Usage {
+    // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
+    let cpu_s = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or_default();
+    let field = |file: &str, name: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Usage {
+        cpu_s,
+        write_bytes: field("/proc/self/io", "write_bytes:").unwrap_or_default(),
+        max_rss_mb: field("/proc/self/status", "VmHWM:").unwrap_or_default() as f64 / 1024.0,
+    }
+}
+
+/// One benchmark's result: the fields the issue asks for, then extras.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub sessions: usize,
+    pub turns: usize,
+    pub concurrency: usize,
+    pub wall_s: f64,
+    pub turns_per_s: f64,
+    pub cpu_s: f64,
+    pub max_rss_mb: f64,
+    pub llm_calls: u64,
+    pub p50_turn_ms: f64,
+    pub p95_turn_ms: f64,
+    pub errors: u64,
+    pub variant: String,
+    pub cpu_ms_per_turn: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bytes_written_per_turn: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_bytes_per_turn: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsyncs_per_turn: Option<f64>,
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
+
+pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
+    if let Some(addr) = args.serve_fake {
+        fake_server::serve(addr)
+            .await
+            .map_err(|e| Error::InvalidConfig(format!("cannot serve the fixture on {addr}: {e}")))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(base_url) = cli.base_url.clone() else {
+        return Err(Error::InvalidConfig(
+            "bench needs --base-url URL (start the fixture with: concierge bench --serve-fake 127.0.0.1:8090)".into(),
+        ));
+    };
+    if args.sessions == 0 || args.turns == 0 || args.concurrency == 0 {
+        return Err(Error::InvalidConfig("--sessions, --turns and --concurrency must be at least 1".into()));
+    }
+    let model_name = cli
+        .model
+        .as_deref()
+        .map(|m| m.split_once(':').map_or(m, |(_, name)| name))
+        .unwrap_or("fake")
+        .to_string();
+    let report = run(args, &base_url, &model_name).await?;
+    if args.table {
+        print_table(&report);
+    } else {
+        let line = serde_json::to_string(&report).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        println!("{line}");
+    }
+    Ok(if report.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Report> {
+    let calls = Arc::new(AtomicU64::new(0));
+    let model = Counting {
+        inner: OpenAiCompatible::new(model_name).base_url(base_url),
+        calls: calls.clone(),
+    };
+    let dir = tempfile::tempdir().map_err(|e| Error::Storage(e.to_string()))?;
+    let mut builder = concierge_demo::install(Runtime::builder()).model(model);
+    builder = if args.durable {
+        builder.sqlite(dir.path().join("bench.db"))
+    } else {
+        builder.in_memory()
+    };
+    let rt = builder.build().await?;
+    let client = rt.client("calculator")?;
+
+    let total = (args.sessions * args.turns) as u64;
+    let bar = ProgressBar::with_draw_target(
+        Some(total),
+        if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} turns {per_sec} eta {eta}") {
+        bar.set_style(style);
+    }
+    let semaphore = Arc::new(Semaphore::new(args.concurrency));
+    let before = proc_usage();
+    let stats_before = rt.journal_stats();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(args.sessions);
+    for s in 0..args.sessions {
+        let client = client.clone();
+        let semaphore = semaphore.clone();
+        let bar = bar.clone();
+        let turns = args.turns;
+        tasks.push(tokio::spawn(async move {
+            let Ok(_permit) = semaphore.acquire_owned().await else {
+                return (Vec::new(), turns as u64);
+            };
+            let mut latencies = Vec::with_capacity(turns);
+            let mut errors = 0u64;
+            let session = format!("bench-{s}");
+            for t in 0..turns {
+                let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
+                let start = Instant::now();
+                let result = client.run(question, RunOptions::new().session_id(session.as_str())).await;
+                latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+                match result {
+                    Ok(out) if out.status == RunStatus::Completed && out.error.is_none() => {}
+                    Ok(out) => {
+                        errors += 1;
+                        tracing::warn!(session, status = ?out.status, error = ?out.error, "turn failed");
+                    }
+                    Err(error) => {
+                        errors += 1;
+                        tracing::warn!(session, %error, "turn failed");
+                    }
+                }
+                bar.inc(1);
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(total as usize);
+    let mut errors = 0;
+    for task in tasks {
+        match task.await {
+            Ok((l, e)) => {
+                latencies.extend(l);
+                errors += e;
+            }
+            Err(_) => errors += args.turns as u64,
+        }
+    }
+    let wall = started.elapsed();
+    let after = proc_usage();
+    bar.finish_and_clear();
+    let stats = rt.journal_stats();
+    latencies.sort_by(f64::total_cmp);
+    let turns = total as f64;
+    let cpu = after.cpu_s - before.cpu_s;
+    let durable = |x: f64| args.durable.then(|| round(x / turns, 2));
+    Ok(Report {
+        sessions: args.sessions,
+        turns: args.turns,
+        concurrency: args.concurrency,
+        wall_s: round(wall.as_secs_f64(), 3),
+        turns_per_s: round(turns / wall.as_secs_f64().max(1e-9), 1),
+        cpu_s: round(cpu, 2),
+        max_rss_mb: round(after.max_rss_mb, 1),
+        llm_calls: calls.load(Ordering::Relaxed),
+        p50_turn_ms: round(percentile(&latencies, 50.0), 2),
+        p95_turn_ms: round(percentile(&latencies, 95.0), 2),
+        errors,
+        variant: if args.durable { "sqlite".into() } else { "memory".into() },
+        cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
+        bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
+        journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),
+        fsyncs_per_turn: args
+            .durable
+            .then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
+    })
+}
+
+fn print_table(r: &Report) {
+    let rows: Vec<(&str, String)> = vec![
+        ("variant", r.variant.clone()),
+        ("sessions x turns", format!("{} x {}", r.sessions, r.turns)),
+        ("concurrency", r.concurrency.to_string()),
+        ("wall", format!("{:.3} s", r.wall_s)),
+        ("turns/s", format!("{:.1}", r.turns_per_s)),
+        ("CPU", format!("{:.2} s ({:.3} ms/turn)", r.cpu_s, r.cpu_ms_per_turn)),
+        ("max RSS", format!("{:.1} MB", r.max_rss_mb)),
+        ("LLM calls", r.llm_calls.to_string()),
+        ("turn p50 / p95", format!("{:.2} / {:.2} ms", r.p50_turn_ms, r.p95_turn_ms)),
+        ("errors", r.errors.to_string()),
+    ];
+    for (k, v) in rows {
+        println!("{k:<18} {v}");
+    }
+    if let (Some(b), Some(j), Some(f)) = (r.bytes_written_per_turn, r.journal_bytes_per_turn, r.fsyncs_per_turn) {
+        println!("{:<18} {b:.0} B written, {j:.0} B journal payload, {f:.3} fsyncs", "per turn");
+    }
+}

@@ -1,0 +1,131 @@
+//! A benchmark fixture: an OpenAI-compatible server that answers at once and
+//! deterministically, so anyone can reproduce the benchmark without a model.
+//! It is not a model: a user message gets a `calculator` tool call built
+//! from the numbers and the operation word in it; a tool result gets a final
+//! answer quoting it.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde_json::{Value, json};
+
+#[derive(Default)]
+struct Counter {
+    calls: AtomicU64,
+}
+
+/// The reply the fixture gives to a chat request body.
+pub fn answer(body: &Value, call_no: u64) -> Result<Value, String> {
+    let messages = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or("the request has no messages array")?;
+    let last = messages.last().ok_or("the request has no messages")?;
+    let role = last.get("role").and_then(Value::as_str).unwrap_or_default();
+    let content = last.get("content").and_then(Value::as_str).unwrap_or_default();
+    let prompt_chars: usize = messages
+        .iter()
+        .map(|m| m.get("content").and_then(Value::as_str).map_or(0, str::len))
+        .sum();
+    let usage = json!({"prompt_tokens": prompt_chars / 4 + 1, "completion_tokens": 12});
+    let has_tools = body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty())
+        && body.get("tool_choice").and_then(Value::as_str) != Some("none");
+    let message = if role == "user" && has_tools {
+        let (operation, a, b) = parse_question(content);
+        json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "id": format!("call_{call_no}"),
+                "type": "function",
+                "function": {"name": "calculator", "arguments": json!({"operation": operation, "a": a, "b": b}).to_string()}
+            }]
+        })
+    } else if role == "tool" {
+        let result: Value = serde_json::from_str(content).unwrap_or(Value::String(content.to_string()));
+        let text = result
+            .get("formula")
+            .and_then(Value::as_str)
+            .map(|f| format!("The answer: {f}."))
+            .unwrap_or_else(|| format!("The tool said: {content}"));
+        json!({"role": "assistant", "content": text})
+    } else {
+        json!({"role": "assistant", "content": "Ask me to calculate something."})
+    };
+    let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    Ok(json!({
+        "id": format!("fake-{call_no}"),
+        "object": "chat.completion",
+        "model": body.get("model").cloned().unwrap_or(Value::Null),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }))
+}
+
+fn parse_question(text: &str) -> (&'static str, f64, f64) {
+    let numbers: Vec<f64> = text
+        .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .filter_map(|t| t.parse::<f64>().ok())
+        .collect();
+    let lower = text.to_lowercase();
+    let operation = if lower.contains("minus") {
+        "subtract"
+    } else if lower.contains("times") {
+        "multiply"
+    } else if lower.contains("divided") {
+        "divide"
+    } else {
+        "add"
+    };
+    (
+        operation,
+        numbers.first().copied().unwrap_or(0.0),
+        numbers.get(1).copied().unwrap_or(0.0),
+    )
+}
+
+async fn chat(State(counter): State<std::sync::Arc<Counter>>, Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
+    let n = counter.calls.fetch_add(1, Ordering::Relaxed) + 1;
+    match answer(&body, n) {
+        Ok(reply) => (StatusCode::OK, Json(reply)),
+        Err(message) => (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"message": message, "type": "invalid_request_error"}})),
+        ),
+    }
+}
+
+/// Serves the fixture on `addr` until the process is stopped. Prints the base URL.
+pub async fn serve(addr: SocketAddr) -> std::io::Result<()> {
+    let counter = std::sync::Arc::new(Counter::default());
+    let app = Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .route("/chat/completions", post(chat))
+        .with_state(counter);
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    println!("http://{}/v1", listener.local_addr()?);
+    axum::serve(listener, app).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_question_gets_a_tool_call_and_a_result_gets_an_answer() {
+        let body = json!({"tools": [{}], "messages": [{"role": "user", "content": "what is 17 plus 25?"}]});
+        let reply = answer(&body, 1).unwrap();
+        let call = &reply["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "calculator");
+        let args: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, json!({"operation": "add", "a": 17.0, "b": 25.0}));
+        let body = json!({"messages": [{"role": "tool", "content": "{\"formula\":\"17 + 25 = 42\"}"}]});
+        let reply = answer(&body, 2).unwrap();
+        assert_eq!(reply["choices"][0]["message"]["content"], "The answer: 17 + 25 = 42.");
+        assert!(answer(&json!({}), 3).is_err());
+    }
+}

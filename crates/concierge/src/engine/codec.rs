@@ -1,0 +1,93 @@
+//! How journal payloads are stored: JSON, compressed with zstd against a
+//! fixed dictionary of typical inputs (a journal entry is ~200 bytes of JSON;
+//! with the dictionary it is ~50). The first byte says the format, so the
+//! dictionary can change without making old journals unreadable.
+
+use std::cell::RefCell;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{Error, Result};
+
+/// Plain JSON (an object starts with `{`).
+const PLAIN: u8 = b'{';
+/// zstd with [`DICTIONARY_V1`].
+const ZSTD_V1: u8 = 1;
+
+const LEVEL: i32 = 3;
+
+/// Largest payload a journal entry may decompress to.
+const MAX_DECODED: usize = 256 * 1024 * 1024;
+
+/// Typical journal inputs: zstd matches against them (a raw-content
+/// dictionary). Never edit this: add a `ZSTD_V2` instead.
+const DICTIONARY_V1: &[u8] = br#"{"input":"tick","at":1795232112296}{"input":"end","reason":"the person ended the chat","at":1795232112296}{"input":"confirm","run_id":"r1","call_id":"call_1","fingerprint":"3258ec4b0982d5fc","decision":{"decision":"deny","reason":""},"at":1795232112296}{"input":"model_failed","run_id":"r1","call":1,"error":"model openai:gpt-4o-mini: HTTP 500: ","at":1795232112296}{"input":"tool_finished","run_id":"r1","call_id":"call_1","outcome":{"error":{"kind":"invalid_arguments","message":"the arguments do not match the schema","fields":[{"field":"a","problem":" is not of type \"number\""}]}},"duration_ms":0,"at":1795232112296}{"input":"start_run","run_id":"r1","agent":"calculator","messages":[{"role":"user","content":"what is the "}],"planner":"rules","context":{"user_id":""},"turn_id":"","labels":{"tenant":""},"at":1795232112296}{"input":"model_replied","run_id":"r1","call":1,"reply":{"tool_calls":[{"name":"transfer_to_","arguments":"{\"reason\":\"\"}"},{"name":"calculator","arguments":"{\"a\":17.0,\"b\":25.0,\"operation\":\"add\"}"}],"usage":{"input_tokens":91,"output_tokens":12},"finish_reason":"tool_calls"},"at":1795232112296}{"input":"tool_finished","run_id":"r1","call_id":"call_1","outcome":{"ok":{"formula":"17 + 25 = 42","result":42.0}},"duration_ms":0,"at":1795232112296}{"input":"model_replied","run_id":"r1","call":2,"reply":{"text":"The answer: 17 + 25 = 42.","usage":{"input_tokens":123,"output_tokens":12},"finish_reason":"stop"},"at":1795232112296}{"input":"start_run","run_id":"r1","agent":"calculator","messages":[{"role":"user","content":"what is 17 plus 25?"}],"planner":"model","at":1795232112296}"#;
+
+thread_local! {
+    static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    static DECOMPRESSOR: RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { RefCell::new(None) };
+}
+
+fn storage(e: impl std::fmt::Display) -> Error {
+    Error::Storage(e.to_string())
+}
+
+/// Serializes and compresses `value`.
+pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let json = serde_json::to_vec(value).map_err(storage)?;
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match slot.as_mut() {
+            Some(c) => c,
+            None => slot.insert(zstd::bulk::Compressor::with_dictionary(LEVEL, DICTIONARY_V1).map_err(storage)?),
+        };
+        let compressed = compressor.compress(&json).map_err(storage)?;
+        let mut out = Vec::with_capacity(compressed.len() + 1);
+        out.push(ZSTD_V1);
+        out.extend_from_slice(&compressed);
+        Ok(out)
+    })
+}
+
+/// Decompresses and deserializes what [`encode`] wrote (or plain JSON).
+pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    match bytes.first() {
+        Some(&PLAIN) => serde_json::from_slice(bytes).map_err(storage),
+        Some(&ZSTD_V1) => DECOMPRESSOR.with(|cell| {
+            let mut slot = cell.borrow_mut();
+            let decompressor = match slot.as_mut() {
+                Some(d) => d,
+                None => slot.insert(zstd::bulk::Decompressor::with_dictionary(DICTIONARY_V1).map_err(storage)?),
+            };
+            let json = decompressor.decompress(&bytes[1..], MAX_DECODED).map_err(storage)?;
+            serde_json::from_slice(&json).map_err(storage)
+        }),
+        Some(other) => Err(Error::Storage(format!("unknown journal payload format {other}"))),
+        None => Err(Error::Storage("empty journal payload".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use concierge_core::{Input, ModelReply, RunId, Timestamp};
+
+    use super::*;
+
+    #[test]
+    fn round_trips_and_shrinks() {
+        let input = Input::ModelReplied {
+            run_id: RunId::new("r7"),
+            call: 1,
+            reply: ModelReply::tool_call("calculator", r#"{"a":3.0,"b":4.0,"operation":"multiply"}"#).with_usage(91, 12),
+            at: Timestamp(1_795_232_112_296),
+        };
+        let encoded = encode(&input).unwrap();
+        let json = serde_json::to_vec(&input).unwrap();
+        assert!(encoded.len() * 2 < json.len(), "{} vs {}", encoded.len(), json.len());
+        assert_eq!(decode::<Input>(&encoded).unwrap(), input);
+        assert_eq!(decode::<Input>(&json).unwrap(), input, "plain JSON stays readable");
+        assert!(decode::<Input>(&[9, 1, 2]).is_err());
+        assert!(decode::<Input>(&[]).is_err());
+    }
+}
