@@ -32,7 +32,10 @@ pub fn answer(body: &Value, call_no: u64) -> Result<Value, String> {
         .map(|m| m.get("content").and_then(Value::as_str).map_or(0, str::len))
         .sum();
     let usage = json!({"prompt_tokens": prompt_chars / 4 + 1, "completion_tokens": 12});
-    let has_tools = body.get("tools").and_then(Value::as_array).is_some_and(|t| !t.is_empty())
+    let has_tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .is_some_and(|t| !t.is_empty())
         && body.get("tool_choice").and_then(Value::as_str) != Some("none");
     let message = if role == "user" && has_tools {
         let (operation, a, b) = parse_question(content);
@@ -56,7 +59,11 @@ pub fn answer(body: &Value, call_no: u64) -> Result<Value, String> {
     } else {
         json!({"role": "assistant", "content": "Ask me to calculate something."})
     };
-    let finish = if message.get("tool_calls").is_some() { "tool_calls" } else { "stop" };
+    let finish = if message.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
     Ok(json!({
         "id": format!("fake-{call_no}"),
         "object": "chat.completion",

@@ -155,6 +155,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How long the SQLite journal gathers entries before a commit when it
+    /// is under load (default 1 ms; zero commits at once). Longer windows
+    /// mean fewer fsyncs and bytes per turn and a little more latency per input.
+    pub fn commit_window(mut self, window: Duration) -> Self {
+        self.settings.commit_window = window;
+        self
+    }
+
     /// Registers a custom planner for an agent.
     pub fn planner(mut self, agent: impl Into<AgentId>, planner: Arc<dyn Planner + Send + Sync>) -> Self {
         self.planners.push((agent.into(), planner));
@@ -195,7 +203,7 @@ impl RuntimeBuilder {
         let catalog = Arc::new(catalog.build()?);
         let journal: SharedJournal = match &self.engine {
             Engine::Memory => Arc::new(MemoryJournal::new()),
-            Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path)?),
+            Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path, self.settings.commit_window)?),
         };
         let driver = Driver::new(catalog, Arc::new(registry), self.models, journal, self.settings);
         let resumed = driver.recover().await?;
@@ -434,6 +442,11 @@ impl Runtime {
         self.inner.driver.shutdown().await;
     }
 
+    /// How many sessions are in memory now (idle ones leave after the idle timeout).
+    pub fn sessions_in_memory(&self) -> usize {
+        self.inner.driver.in_memory()
+    }
+
     /// Sessions whose unfinished runs were resumed when the engine opened.
     pub fn recovered(&self) -> &[SessionId] {
         &self.inner.recovered
@@ -578,7 +591,11 @@ impl Subscription {
     async fn next(mut self) -> Option<(Result<Event>, Self)> {
         loop {
             if !self.loaded {
-                match self.journal.events(&self.session, self.last + 1, self.catalog.clone()).await {
+                match self
+                    .journal
+                    .events(&self.session, self.last + 1, self.catalog.clone())
+                    .await
+                {
                     Ok(events) => self.backlog = events.into(),
                     Err(error) => return Some((Err(error), self)),
                 }

@@ -38,6 +38,9 @@ pub struct BenchArgs {
     /// Use the embedded SQLite engine on a fresh temporary database (default: memory).
     #[arg(long)]
     pub durable: bool,
+    /// The durable journal's group-commit window, in microseconds.
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 1000)]
+    pub commit_window_us: u64,
     /// Print a table instead of a JSON line.
     #[arg(long, conflicts_with = "json")]
     pub table: bool,
@@ -57,7 +60,11 @@ impl Model for Counting {
         self.inner.name()
     }
 
-    fn complete<'a>(&'a self, request: &'a ModelRequest, cx: &'a ModelContext) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.inner.complete(request, cx)
     }
@@ -145,7 +152,9 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         ));
     };
     if args.sessions == 0 || args.turns == 0 || args.concurrency == 0 {
-        return Err(Error::InvalidConfig("--sessions, --turns and --concurrency must be at least 1".into()));
+        return Err(Error::InvalidConfig(
+            "--sessions, --turns and --concurrency must be at least 1".into(),
+        ));
     }
     let model_name = cli
         .model
@@ -160,7 +169,11 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         let line = serde_json::to_string(&report).map_err(|e| Error::InvalidConfig(e.to_string()))?;
         println!("{line}");
     }
-    Ok(if report.errors == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if report.errors == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Report> {
@@ -170,7 +183,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
         calls: calls.clone(),
     };
     let dir = tempfile::tempdir().map_err(|e| Error::Storage(e.to_string()))?;
-    let mut builder = concierge_demo::install(Runtime::builder()).model(model);
+    let mut builder = concierge_demo::install(Runtime::builder())
+        .model(model)
+        .commit_window(std::time::Duration::from_micros(args.commit_window_us));
     builder = if args.durable {
         builder.sqlite(dir.path().join("bench.db"))
     } else {
@@ -211,7 +226,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
             for t in 0..turns {
                 let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
                 let start = Instant::now();
-                let result = client.run(question, RunOptions::new().session_id(session.as_str())).await;
+                let result = client
+                    .run(question, RunOptions::new().session_id(session.as_str()))
+                    .await;
                 latencies.push(start.elapsed().as_secs_f64() * 1000.0);
                 match result {
                     Ok(out) if out.status == RunStatus::Completed && out.error.is_none() => {}
@@ -260,7 +277,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
         p50_turn_ms: round(percentile(&latencies, 50.0), 2),
         p95_turn_ms: round(percentile(&latencies, 95.0), 2),
         errors,
-        variant: if args.durable { "sqlite".into() } else { "memory".into() },
+        variant: if args.durable {
+            format!("sqlite (commit window {} us)", args.commit_window_us)
+        } else {
+            "memory".into()
+        },
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
         bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
         journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),
@@ -280,13 +301,19 @@ fn print_table(r: &Report) {
         ("CPU", format!("{:.2} s ({:.3} ms/turn)", r.cpu_s, r.cpu_ms_per_turn)),
         ("max RSS", format!("{:.1} MB", r.max_rss_mb)),
         ("LLM calls", r.llm_calls.to_string()),
-        ("turn p50 / p95", format!("{:.2} / {:.2} ms", r.p50_turn_ms, r.p95_turn_ms)),
+        (
+            "turn p50 / p95",
+            format!("{:.2} / {:.2} ms", r.p50_turn_ms, r.p95_turn_ms),
+        ),
         ("errors", r.errors.to_string()),
     ];
     for (k, v) in rows {
         println!("{k:<18} {v}");
     }
     if let (Some(b), Some(j), Some(f)) = (r.bytes_written_per_turn, r.journal_bytes_per_turn, r.fsyncs_per_turn) {
-        println!("{:<18} {b:.0} B written, {j:.0} B journal payload, {f:.3} fsyncs", "per turn");
+        println!(
+            "{:<18} {b:.0} B written, {j:.0} B journal payload, {f:.3} fsyncs",
+            "per turn"
+        );
     }
 }

@@ -79,7 +79,8 @@ mod tests {
         let input = Input::ModelReplied {
             run_id: RunId::new("r7"),
             call: 1,
-            reply: ModelReply::tool_call("calculator", r#"{"a":3.0,"b":4.0,"operation":"multiply"}"#).with_usage(91, 12),
+            reply: ModelReply::tool_call("calculator", r#"{"a":3.0,"b":4.0,"operation":"multiply"}"#)
+                .with_usage(91, 12),
             at: Timestamp(1_795_232_112_296),
         };
         let encoded = encode(&input).unwrap();

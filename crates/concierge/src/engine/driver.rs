@@ -32,6 +32,8 @@ pub(crate) struct Settings {
     pub snapshot_min_bytes: u64,
     /// Model retries.
     pub retry: RetryPolicy,
+    /// The SQLite journal's group-commit window.
+    pub commit_window: Duration,
 }
 
 impl Default for Settings {
@@ -40,6 +42,7 @@ impl Default for Settings {
             idle: Duration::from_secs(30),
             snapshot_min_bytes: 16 * 1024,
             retry: RetryPolicy::default(),
+            commit_window: super::sqlite::DEFAULT_COMMIT_WINDOW,
         }
     }
 }
@@ -70,7 +73,7 @@ impl Stop {
 
 enum Command {
     Start {
-        start: StartRun,
+        start: Box<StartRun>,
         prepare: Prepare,
         reply: oneshot::Sender<Result<Started>>,
     },
@@ -99,7 +102,7 @@ enum Command {
     Shutdown {
         reply: oneshot::Sender<()>,
     },
-    Input(Input),
+    Input(Box<Input>),
 }
 
 pub(crate) struct Shared {
@@ -222,8 +225,12 @@ impl Driver {
 
     /// Starts a run (an empty run id gets the session's next, `r<n>`).
     pub(crate) async fn start(&self, start: StartRun, session: &SessionId, prepare: Prepare) -> Result<Started> {
-        self.send(session, |reply| Command::Start { start, prepare, reply })
-            .await?
+        self.send(session, |reply| Command::Start {
+            start: Box::new(start),
+            prepare,
+            reply,
+        })
+        .await?
     }
 
     pub(crate) async fn confirm(
@@ -272,6 +279,14 @@ impl Driver {
             let _ = rx.await;
         }
         self.shared.journal.flush().await;
+    }
+
+    /// How many sessions are in memory (their actors are alive).
+    pub(crate) fn in_memory(&self) -> usize {
+        match self.shared.actors.lock() {
+            Ok(actors) => actors.len(),
+            Err(poisoned) => poisoned.into_inner().len(),
+        }
     }
 
     /// A receiver of the session's live events (created before reading history,
@@ -338,7 +353,9 @@ impl Actor {
                     .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
                 if !in_flight {
                     if let Some(session) = &self.session {
-                        self.shared.journal.park(session.clone(), self.cursor, self.index.saturating_sub(1));
+                        self.shared
+                            .journal
+                            .park(session.clone(), self.cursor, self.index.saturating_sub(1));
                     }
                     self.retire_now();
                     let _ = reply.send(());
@@ -414,7 +431,9 @@ impl Actor {
     /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
     fn try_retire(&mut self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Option<Command> {
         if let Some(session) = &self.session {
-            self.shared.journal.park(session.clone(), self.cursor, self.index.saturating_sub(1));
+            self.shared
+                .journal
+                .park(session.clone(), self.cursor, self.index.saturating_sub(1));
         }
         let mut actors = match self.shared.actors.lock() {
             Ok(a) => a,
@@ -449,7 +468,7 @@ impl Actor {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Start { start, prepare, reply } => {
-                let result = self.start(start, prepare).await;
+                let result = self.start(*start, prepare).await;
                 let _ = reply.send(result);
             }
             Command::Confirm {
@@ -479,7 +498,7 @@ impl Actor {
                 let stop = self.stop_of_active();
                 let _ = reply.send(stop);
             }
-            Command::Input(input) => match self.apply(input).await {
+            Command::Input(input) => match self.apply(*input).await {
                 Ok(()) => {}
                 Err(Error::Rejected(StepError::Idle)) => {}
                 Err(Error::Rejected(error)) => {
@@ -589,13 +608,6 @@ impl Actor {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let effects = session.step(input.clone(), &catalog)?;
-        let events: Vec<Event> = effects
-            .iter()
-            .filter_map(|e| match e {
-                Effect::Emit(event) => Some(event.clone()),
-                _ => None,
-            })
-            .collect();
         let agent_changed = self.last_agent.as_ref() != Some(session.agent());
         let running = session.active_run().is_some();
         let locate = !self.located;
@@ -605,7 +617,6 @@ impl Actor {
             session: self.id.clone(),
             index: self.index,
             input,
-            events: events.clone(),
             agent: agent_changed.then(|| session.agent().clone()),
             locate,
             snapshot,
@@ -629,12 +640,13 @@ impl Actor {
         }
         self.index += 1;
         self.last_agent = Some(agent);
-        self.publish(&events);
+        self.publish(&effects);
         self.perform(effects);
         Ok(())
     }
 
-    fn publish(&self, events: &[Event]) {
+    /// Sends the step's events to the session's live subscribers, if any.
+    fn publish(&self, effects: &[Effect]) {
         let mut channels = match self.shared.channels.lock() {
             Ok(c) => c,
             Err(poisoned) => poisoned.into_inner(),
@@ -644,8 +656,10 @@ impl Actor {
                 channels.remove(&self.id);
                 return;
             }
-            for event in events {
-                let _ = channel.send(event.clone());
+            for effect in effects {
+                if let Effect::Emit(event) = effect {
+                    let _ = channel.send(event.clone());
+                }
             }
         }
     }
@@ -671,13 +685,13 @@ impl Actor {
                     };
                     tokio::spawn(async move {
                         let (outcome, duration_ms) = tools.execute(&call, cx).await;
-                        let _ = tx.send(Command::Input(Input::ToolFinished {
+                        let _ = tx.send(Command::Input(Box::new(Input::ToolFinished {
                             run_id,
                             call_id: call.id,
                             outcome,
                             duration_ms,
                             at: now(),
-                        }));
+                        })));
                     });
                 }
                 Effect::AwaitUser(output) | Effect::Finish(output) => {
@@ -692,7 +706,7 @@ impl Actor {
                     let delay = Duration::from_millis(at.0.saturating_sub(now().0));
                     tokio::spawn(async move {
                         tokio::time::sleep(delay).await;
-                        let _ = tx.send(Command::Input(Input::Tick { at: now() }));
+                        let _ = tx.send(Command::Input(Box::new(Input::Tick { at: now() })));
                     });
                 }
             }
@@ -730,7 +744,7 @@ impl Actor {
                     at: now(),
                 },
             };
-            let _ = tx.send(Command::Input(input));
+            let _ = tx.send(Command::Input(Box::new(input)));
         });
     }
 
@@ -766,4 +780,3 @@ impl Actor {
         }
     }
 }
-

@@ -111,9 +111,6 @@ pub(crate) struct Entry {
     pub session: SessionId,
     pub index: u64,
     pub input: Input,
-    /// The events (the SQLite journal derives them again by replay; the memory
-    /// journal keeps the last ones).
-    pub events: Vec<Event>,
     /// The session's agent, when it changed (or the session is new).
     pub agent: Option<AgentId>,
     /// Whether to record this entry as the session's head and mark the
@@ -150,7 +147,12 @@ pub(crate) trait Journal: Send + Sync + 'static {
     /// `full`), `None` if it never existed.
     fn load(&self, session: &SessionId, full: bool) -> BoxFuture<'static, Result<Option<Loaded>>>;
     /// Durable events of a session with `seq >= from_seq`, in order.
-    fn events(&self, session: &SessionId, from_seq: u64, catalog: Arc<Catalog>) -> BoxFuture<'static, Result<Vec<Event>>>;
+    fn events(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+        catalog: Arc<Catalog>,
+    ) -> BoxFuture<'static, Result<Vec<Event>>>;
     /// Sessions that were in memory when the engine stopped (they may have
     /// runs to resume).
     fn open_sessions(&self) -> Result<Vec<SessionId>>;

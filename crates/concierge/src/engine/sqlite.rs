@@ -60,9 +60,9 @@ CREATE TABLE IF NOT EXISTS snapshots (
 /// Most entries one transaction takes.
 const MAX_BATCH: usize = 4096;
 
-/// How long the writer may wait for more entries before a commit, when the
-/// previous commit had company (adaptive group commit: a lone writer never waits).
-const COMMIT_DELAY: std::time::Duration = std::time::Duration::from_millis(1);
+/// How long the writer waits for more entries before a commit, by default,
+/// when the previous commit had company (a lone writer never waits).
+pub(crate) const DEFAULT_COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
 
 struct Row {
     session: String,
@@ -107,9 +107,10 @@ fn open(path: &Path) -> Result<Connection> {
 
 impl SqliteJournal {
     /// Opens (or creates) the database at `path` and starts the writer thread.
-    pub(crate) fn open(path: &Path) -> Result<Self> {
+    pub(crate) fn open(path: &Path, window: std::time::Duration) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
         }
         let conn = open(path)?;
         conn.execute_batch(SCHEMA)?;
@@ -119,7 +120,7 @@ impl SqliteJournal {
         let writer_stats = stats.clone();
         thread::Builder::new()
             .name("concierge-journal".into())
-            .spawn(move || write_loop(conn, rx, &writer_stats))
+            .spawn(move || write_loop(conn, rx, &writer_stats, window))
             .map_err(|e| Error::Storage(format!("cannot start the journal writer: {e}")))?;
         Ok(Self {
             writer: Mutex::new(tx),
@@ -155,7 +156,7 @@ impl SqliteJournal {
     }
 }
 
-fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Op>, stats: &StatsCell) {
+fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Op>, stats: &StatsCell, window: std::time::Duration) {
     let mut previous = 1;
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
@@ -165,11 +166,12 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Op>, stats: &StatsCell) {
                 Err(_) => break,
             }
         }
-        // Wait (briefly) for as many entries as the last commit had: the
-        // sessions that shared it are likely to write again together.
-        if batch.len() < previous {
-            let deadline = std::time::Instant::now() + COMMIT_DELAY;
-            while batch.len() < previous.min(MAX_BATCH) {
+        // Under load (the last commit had company), gather entries for a
+        // short window: fewer, larger commits write fewer pages and fsyncs.
+        // A lone writer never waits.
+        if previous > 1 && !window.is_zero() {
+            let deadline = std::time::Instant::now() + window;
+            while batch.len() < MAX_BATCH {
                 let left = deadline.saturating_duration_since(std::time::Instant::now());
                 match rx.recv_timeout(left) {
                     Ok(row) => batch.push(row),
@@ -232,7 +234,12 @@ fn write_batch(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Vec<Appe
         for op in batch {
             let row = match op {
                 Op::Append(row) => row,
-                Op::Park { no, head: pos, index, at } => {
+                Op::Park {
+                    no,
+                    head: pos,
+                    index,
+                    at,
+                } => {
                     head.execute(params![no, pos, index, false, at])?;
                     continue;
                 }
@@ -255,7 +262,10 @@ fn write_batch(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Vec<Appe
                 snapshot.execute(params![no, row.index, pos, state])?;
             }
             written.push(Appended {
-                cursor: Cursor { session_no: no, head: pos },
+                cursor: Cursor {
+                    session_no: no,
+                    head: pos,
+                },
                 input_bytes: row.input.len() as u64,
                 snapshot_bytes: row.snapshot.as_ref().map_or(0, |s| s.len() as u64),
             });
@@ -371,7 +381,12 @@ impl Journal for SqliteJournal {
         self.read(move |conn| load(conn, &id, full, &recovered))
     }
 
-    fn events(&self, session: &SessionId, from_seq: u64, catalog: Arc<Catalog>) -> BoxFuture<'static, Result<Vec<Event>>> {
+    fn events(
+        &self,
+        session: &SessionId,
+        from_seq: u64,
+        catalog: Arc<Catalog>,
+    ) -> BoxFuture<'static, Result<Vec<Event>>> {
         let id = session.clone();
         let recovered = self.recovered.clone();
         self.read(move |conn| {
@@ -397,7 +412,9 @@ impl Journal for SqliteJournal {
         let mut stmt =
             conn.prepare("SELECT h.no, h.head, s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.live = 1")?;
         let live = stmt
-            .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?)))?
+            .query_map([], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+            })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let Some(oldest) = live.iter().map(|l| l.1).min() else {
             return Ok(Vec::new());
@@ -405,7 +422,9 @@ impl Journal for SqliteJournal {
         // One pass over the log tail finds every live session's true head.
         let mut heads: HashMap<i64, i64> = live.iter().map(|(no, head, _)| (*no, *head)).collect();
         let mut tail = conn.prepare("SELECT rowid, no, prev FROM log WHERE rowid > ?1 ORDER BY rowid")?;
-        let rows = tail.query_map([oldest], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?)))?;
+        let rows = tail.query_map([oldest], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+        })?;
         for row in rows {
             let (pos, no, prev) = row?;
             if let Some(head) = heads.get_mut(&no) {

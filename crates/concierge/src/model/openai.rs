@@ -136,10 +136,7 @@ impl OpenAiCompatible {
                     Some(Value::Null) | None => String::new(),
                     Some(other) => other.to_string(),
                 };
-                tool_calls.push(ModelToolCall {
-                    name,
-                    arguments,
-                });
+                tool_calls.push(ModelToolCall { name, arguments });
             }
         }
         Ok(ModelReply {
