@@ -299,3 +299,75 @@ fn real_model_calculator_with_the_llm_planner() {
     let last = history["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["role"], "assistant", "a final message arrived");
 }
+
+#[test]
+fn bench_runs_against_the_fixture_and_reports_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut fixture = Command::new(env!("CARGO_BIN_EXE_concierge"))
+        .args(["bench", "--serve-fake", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut url = String::new();
+    BufReader::new(fixture.stdout.take().unwrap())
+        .read_line(&mut url)
+        .unwrap();
+    let url = url.trim().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    for durable in [false, true] {
+        let mut args = vec![
+            "--base-url",
+            &url,
+            "bench",
+            "--sessions",
+            "4",
+            "--turns",
+            "3",
+            "--concurrency",
+            "2",
+        ];
+        if durable {
+            args.push("--durable");
+        }
+        let out = concierge(dir.path(), &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+        for field in [
+            "sessions",
+            "turns",
+            "concurrency",
+            "wall_s",
+            "turns_per_s",
+            "cpu_s",
+            "max_rss_mb",
+            "llm_calls",
+            "p50_turn_ms",
+            "p95_turn_ms",
+            "errors",
+            "variant",
+        ] {
+            assert!(report.get(field).is_some(), "missing {field}: {report}");
+        }
+        assert_eq!(report["errors"], 0);
+        assert_eq!(report["llm_calls"], 4 * 3 * 2, "two model calls per turn");
+        assert_eq!(report["fsyncs_per_turn"].is_number(), durable);
+    }
+    let out = concierge(
+        dir.path(),
+        &[
+            "--base-url",
+            &url,
+            "bench",
+            "--sessions",
+            "1",
+            "--turns",
+            "1",
+            "--table",
+        ],
+    );
+    assert!(stdout(&out).contains("turns/s"), "{}", stdout(&out));
+    fixture.kill().unwrap();
+    fixture.wait().unwrap();
+    let out = concierge(dir.path(), &["bench"]);
+    assert!(stderr(&out).contains("--serve-fake"), "{}", stderr(&out));
+}

@@ -202,7 +202,7 @@ impl RuntimeBuilder {
         }
         let catalog = Arc::new(catalog.build()?);
         let journal: SharedJournal = match &self.engine {
-            Engine::Memory => Arc::new(MemoryJournal::new()),
+            Engine::Memory | Engine::None => Arc::new(MemoryJournal::new()),
             Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path, self.settings.commit_window)?),
         };
         let driver = Driver::new(catalog, Arc::new(registry), self.models, journal, self.settings);
@@ -269,6 +269,14 @@ impl Runtime {
         self.inner.driver.shared().catalog()
     }
 
+    /// The engine's driver, unless the runtime was built without one.
+    fn driver(&self) -> Result<&Driver> {
+        match self.inner.engine {
+            Engine::None => Err(Error::EngineNotConfigured),
+            _ => Ok(&self.inner.driver),
+        }
+    }
+
     /// A client for one agent.
     pub fn client(&self, agent: impl Into<AgentId>) -> Result<AgentClient> {
         let agent = agent.into();
@@ -308,7 +316,8 @@ impl Runtime {
             metadata: options.metadata,
             at: crate::engine::now(),
         };
-        let shared = self.inner.driver.shared().clone();
+        let driver = self.driver()?;
+        let shared = driver.shared().clone();
         let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
         let delta = options.policy;
         let prepare = move |start: &mut StartRun, current: &AgentId, catalog: &Catalog| {
@@ -338,7 +347,7 @@ impl Runtime {
                 start.policy = Some(policy);
             }
         };
-        let started = self.inner.driver.start(start, &session, Box::new(prepare)).await?;
+        let started = driver.start(start, &session, Box::new(prepare)).await?;
         Ok(RunHandle::new(
             self.clone(),
             session,
@@ -373,8 +382,7 @@ impl Runtime {
     ) -> Result<RunOutput> {
         let session = session.into();
         let stop = self
-            .inner
-            .driver
+            .driver()?
             .confirm(&session, call_id.into(), fingerprint.into(), decision)
             .await?;
         stop.wait().await
@@ -399,7 +407,7 @@ impl Runtime {
     /// Ends a session: a run in progress is cancelled (its output is
     /// returned), and the session takes no more input.
     pub async fn end(&self, session: impl Into<SessionId>, reason: impl Into<String>) -> Result<Option<RunOutput>> {
-        self.inner.driver.end(&session.into(), reason.into()).await
+        self.driver()?.end(&session.into(), reason.into()).await
     }
 
     /// Waits for the session's run in progress to stop (finish or park) and
@@ -412,7 +420,7 @@ impl Runtime {
         if let Some(stop) = resumed {
             return Ok(Some(stop.wait().await?));
         }
-        match self.inner.driver.wait(&session).await? {
+        match self.driver()?.wait(&session).await? {
             Some(stop) => Ok(Some(stop.wait().await?)),
             None => Ok(None),
         }
@@ -421,7 +429,7 @@ impl Runtime {
     /// The session as it stands (history, current agent, blackboard, usage, last output).
     pub async fn session(&self, session: impl Into<SessionId>) -> Result<Session> {
         let id = session.into();
-        self.inner.driver.inspect(&id).await?.ok_or(Error::SessionNotFound(id))
+        self.driver()?.inspect(&id).await?.ok_or(Error::SessionNotFound(id))
     }
 
     /// The session's messages.
@@ -431,7 +439,7 @@ impl Runtime {
 
     /// Every session the engine knows.
     pub async fn sessions(&self) -> Result<Vec<SessionSummary>> {
-        self.inner.driver.shared().journal.sessions().await
+        self.driver()?.shared().journal.sessions().await
     }
 
     /// Lets idle sessions leave memory, recording where they end, and waits
@@ -537,6 +545,9 @@ impl Runtime {
     /// ones as they happen (model deltas included, live only). Resumable: pass
     /// the last seq you saw plus one.
     pub fn subscribe(&self, session: impl Into<SessionId>, from_seq: u64) -> BoxStream<'static, Result<Event>> {
+        if let Err(error) = self.driver() {
+            return futures::stream::once(async move { Err(error) }).boxed();
+        }
         let session = session.into();
         let state = Subscription {
             rx: self.inner.driver.live(&session),

@@ -611,3 +611,20 @@ async fn events_replayed_from_the_database_are_the_events_that_were_emitted() {
         assert_eq!(tail, live[from as usize - 1..].to_vec());
     }
 }
+
+#[tokio::test]
+async fn a_runtime_without_an_engine_describes_but_does_not_run() {
+    let rt = Runtime::builder()
+        .tool(Add)
+        .agent(AgentSpec::new("a").tool("add"))
+        .engine(concierge::Engine::None)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(rt.tools_for("a").unwrap().len(), 1, "introspection works");
+    let error = rt.client("a").unwrap().run("x", session("s")).await.unwrap_err();
+    assert!(matches!(error, Error::EngineNotConfigured), "{error}");
+    assert!(matches!(rt.session("s").await, Err(Error::EngineNotConfigured)));
+    let first = rt.subscribe("s", 1).next().await.unwrap();
+    assert!(matches!(first, Err(Error::EngineNotConfigured)));
+}

@@ -22,13 +22,14 @@ struct Stored {
 
 /// Keeps sessions in this process's memory.
 #[derive(Default, Clone)]
-pub(crate) struct MemoryJournal {
+pub struct MemoryJournal {
     sessions: Arc<Mutex<HashMap<SessionId, Stored>>>,
     stats: Arc<StatsCell>,
 }
 
 impl MemoryJournal {
-    pub(crate) fn new() -> Self {
+    /// An empty journal.
+    pub fn new() -> Self {
         Self::default()
     }
 

@@ -18,8 +18,8 @@ use serde::Serialize;
 use crate::error::Result;
 
 pub(crate) use driver::{Driver, Settings, Shared, Stop, now};
-pub(crate) use memory::MemoryJournal;
-pub(crate) use sqlite::SqliteJournal;
+pub use memory::MemoryJournal;
+pub use sqlite::SqliteJournal;
 
 /// Which engine a runtime uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +28,9 @@ pub enum Engine {
     Sqlite(PathBuf),
     /// The embedded engine in memory: nothing survives the process.
     Memory,
+    /// No engine: the runtime describes agents and tools (introspection)
+    /// but cannot run them; running returns [`Error::EngineNotConfigured`](crate::Error::EngineNotConfigured).
+    None,
 }
 
 impl Engine {
@@ -96,20 +99,24 @@ impl StatsCell {
     }
 }
 
-/// Where a session's entries end in a journal; the actor keeps it and hands
+/// Where a session's entries end in a journal; the engine keeps it and hands
 /// it back with the next append (a journal needs no per-session lookups).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Cursor {
+pub struct Cursor {
     /// The session's number in the journal (0: not stored yet).
     pub session_no: i64,
     /// The position of its latest entry (0: none).
     pub head: i64,
 }
 
-/// One accepted input and what it produced.
-pub(crate) struct Entry {
+/// One accepted input, as an engine journals it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The session.
     pub session: SessionId,
+    /// The input's position in the session (from 0).
     pub index: u64,
+    /// The input.
     pub input: Input,
     /// The session's agent, when it changed (or the session is new).
     pub agent: Option<AgentId>,
@@ -123,24 +130,33 @@ pub(crate) struct Entry {
 }
 
 /// What an append wrote.
-pub(crate) struct Appended {
+#[derive(Clone, Copy, Debug)]
+pub struct Appended {
+    /// Where the session's entries end now.
     pub cursor: Cursor,
-    /// Bytes of the input, and of the snapshot if one was written.
+    /// Bytes of the stored input.
     pub input_bytes: u64,
+    /// Bytes of the stored snapshot (0 if none was written).
     pub snapshot_bytes: u64,
 }
 
 /// A session as stored: the latest snapshot and the inputs after it.
-pub(crate) struct Loaded {
+#[derive(Debug)]
+pub struct Loaded {
+    /// The snapshot and the index of the last input it includes.
     pub snapshot: Option<(u64, Session)>,
+    /// The inputs after the snapshot, with their indexes.
     pub inputs: Vec<(u64, Input)>,
+    /// Where the session's entries end.
     pub cursor: Cursor,
     /// The size of the snapshot, for the snapshot policy.
     pub snapshot_bytes: u64,
 }
 
-/// Where an embedded engine keeps sessions.
-pub(crate) trait Journal: Send + Sync + 'static {
+/// Where the embedded engine keeps sessions: [`SqliteJournal`] or
+/// [`MemoryJournal`]. Public as the engine's building blocks (benchmarks,
+/// tools); an engine appends one session's entries one at a time.
+pub trait Journal: Send + Sync + 'static {
     /// Writes an entry after `cursor`; resolves once it is durable.
     fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>>;
     /// Reads a session back (from its snapshot, or from its first input when

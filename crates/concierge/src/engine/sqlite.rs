@@ -62,7 +62,7 @@ const MAX_BATCH: usize = 4096;
 
 /// How long the writer waits for more entries before a commit, by default,
 /// when the previous commit had company (a lone writer never waits).
-pub(crate) const DEFAULT_COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
+pub const DEFAULT_COMMIT_WINDOW: std::time::Duration = std::time::Duration::from_millis(1);
 
 struct Row {
     session: String,
@@ -87,7 +87,7 @@ enum Op {
 }
 
 /// A journal in a SQLite database.
-pub(crate) struct SqliteJournal {
+pub struct SqliteJournal {
     writer: Mutex<mpsc::Sender<Op>>,
     reader: Arc<Mutex<Connection>>,
     stats: Arc<StatsCell>,
@@ -106,8 +106,9 @@ fn open(path: &Path) -> Result<Connection> {
 }
 
 impl SqliteJournal {
-    /// Opens (or creates) the database at `path` and starts the writer thread.
-    pub(crate) fn open(path: &Path, window: std::time::Duration) -> Result<Self> {
+    /// Opens (or creates) the database at `path` and starts the writer
+    /// thread, which gathers entries for `window` under load (group commit).
+    pub fn open(path: &Path, window: std::time::Duration) -> Result<Self> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
