@@ -12,9 +12,13 @@ if [ "${1:-}" = "stop" ]; then
 fi
 PORT=${1:-8089}
 if [ ! -f "$MODEL" ]; then "$(dirname "$0")/setup-model-server.sh"; fi
+if curl -fsS "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then
+  echo "port $PORT already has a server; stop it or choose another port" >&2
+  exit 1
+fi
 "$VENV/bin/python" -m llama_cpp.server --model "$MODEL" --model_alias smollm2 \
   --host 127.0.0.1 --port "$PORT" --n_threads 1 --n_threads_batch 1 --n_ctx 4096 \
-  --chat_format chatml-function-calling >"$CACHE/model-server.log" 2>&1 &
+  --chat_format chatml-function-calling --interrupt_requests False >"$CACHE/model-server.log" 2>&1 &
 echo $! >"$PIDFILE"
 for _ in $(seq 1 240); do
   if curl -fsS "http://127.0.0.1:$PORT/v1/models" >/dev/null 2>&1; then

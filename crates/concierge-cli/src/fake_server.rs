@@ -95,14 +95,71 @@ fn parse_question(text: &str) -> (&'static str, f64, f64) {
     )
 }
 
-async fn chat(State(counter): State<std::sync::Arc<Counter>>, Json(body): Json<Value>) -> (StatusCode, Json<Value>) {
+/// The largest char boundary of `text` at or before `at`.
+fn char_floor(text: &str, at: usize) -> usize {
+    let mut i = at.min(text.len());
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// The same answer as a stream of chunks (text in three pieces, tool-call
+/// arguments in two), usage last, then `[DONE]`.
+pub fn stream(reply: &Value) -> String {
+    let message = &reply["choices"][0]["message"];
+    let finish = &reply["choices"][0]["finish_reason"];
+    let chunk =
+        |delta: Value, finish: &Value| json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+    let mut chunks = vec![chunk(json!({"role": "assistant"}), &Value::Null)];
+    if let Some(text) = message["content"].as_str() {
+        let third = text.len() / 3;
+        let cuts = [0, char_floor(text, third), char_floor(text, 2 * third), text.len()];
+        for pair in cuts.windows(2) {
+            chunks.push(chunk(json!({"content": &text[pair[0]..pair[1]]}), &Value::Null));
+        }
+    }
+    for (index, call) in message["tool_calls"].as_array().into_iter().flatten().enumerate() {
+        let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+        let half = char_floor(arguments, arguments.len() / 2);
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": &arguments[..half]}}]}),
+            &Value::Null,
+        ));
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": index, "function": {"arguments": &arguments[half..]}}]}),
+            &Value::Null,
+        ));
+    }
+    chunks.push(chunk(json!({}), finish));
+    chunks.push(json!({"choices": [], "usage": reply["usage"]}));
+    let mut body = String::new();
+    for c in chunks {
+        body.push_str("data: ");
+        body.push_str(&c.to_string());
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+async fn chat(State(counter): State<std::sync::Arc<Counter>>, Json(body): Json<Value>) -> axum::response::Response {
+    use axum::response::IntoResponse;
     let n = counter.calls.fetch_add(1, Ordering::Relaxed) + 1;
     match answer(&body, n) {
-        Ok(reply) => (StatusCode::OK, Json(reply)),
+        Ok(reply) if body.get("stream").and_then(Value::as_bool) == Some(true) => (
+            StatusCode::OK,
+            [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+            stream(&reply),
+        )
+            .into_response(),
+        Ok(reply) => (StatusCode::OK, Json(reply)).into_response(),
         Err(message) => (
             StatusCode::BAD_REQUEST,
             Json(json!({"error": {"message": message, "type": "invalid_request_error"}})),
-        ),
+        )
+            .into_response(),
     }
 }
 
@@ -134,5 +191,11 @@ mod tests {
         let reply = answer(&body, 2).unwrap();
         assert_eq!(reply["choices"][0]["message"]["content"], "The answer: 17 + 25 = 42.");
         assert!(answer(&json!({}), 3).is_err());
+        let streamed = stream(&reply);
+        assert!(streamed.ends_with("data: [DONE]\n\n"));
+        assert!(
+            streamed.contains("The ans") && streamed.contains("\"usage\""),
+            "{streamed}"
+        );
     }
 }

@@ -1,9 +1,8 @@
 //! Turns flags, environment and `concierge.toml` into a runtime.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use concierge::config::{Config, ModelSettings, build_model, load_agents};
+use concierge::config::{Config, build_model, load_agents};
 use concierge::{Result, RunOutput, Runtime, SessionId};
 
 use crate::Cli;
@@ -12,8 +11,9 @@ use crate::render;
 /// Settings after flags > environment > file > defaults.
 pub struct Resolved {
     pub db: PathBuf,
-    pub model: Option<ModelSettings>,
-    pub agents_dir: Option<PathBuf>,
+    pub config: Config,
+    /// The default model's reference, if any.
+    pub model: Option<String>,
 }
 
 pub fn resolve(cli: &Cli) -> Result<Resolved> {
@@ -21,48 +21,52 @@ pub fn resolve(cli: &Cli) -> Result<Resolved> {
         Some(path) => (path.clone(), true),
         None => (PathBuf::from("concierge.toml"), false),
     };
-    let file = Config::load(&path, required)?;
+    let mut config = Config::load(&path, required)?;
     let db = cli
         .db
         .clone()
-        .or(file.db)
+        .or(config.db.clone())
         .unwrap_or_else(|| PathBuf::from("concierge.db"));
-    let reference = cli.model.clone().or(file.model);
-    let api_key = file
-        .api_key
-        .or_else(|| file.api_key_env.as_ref().and_then(|var| std::env::var(var).ok()))
-        .or_else(|| std::env::var("OPENAI_API_KEY").ok())
-        .filter(|k| !k.is_empty());
-    let model = reference.map(|reference| ModelSettings {
-        reference,
-        base_url: cli.base_url.clone().or(file.base_url.clone()),
-        api_key,
-        timeout: file.model_timeout_secs.map(Duration::from_secs),
-    });
-    if model.is_none() && (cli.base_url.is_some() || file.base_url.is_some()) {
+    let model = cli.model.clone().or(config.model.clone());
+    if let Some(url) = &cli.base_url {
+        config.base_url = Some(url.clone());
+    }
+    if model.is_none() && config.base_url.is_some() {
         return Err(concierge::Error::InvalidConfig(
-            "a base URL was given without a model: pass --model openai:<name> too".into(),
+            "a base URL was given without a model: pass --model openai:<name> (or anthropic:<name>) too".into(),
         ));
     }
-    Ok(Resolved {
-        db,
-        model,
-        agents_dir: file.agents_dir,
-    })
+    Ok(Resolved { db, config, model })
 }
 
-/// Builds the runtime: demo agents, file agents, the model, the database.
-/// Opening the database resumes its unfinished runs.
+/// Builds the runtime: demo agents, file agents, the default model and the
+/// models agents name, prices, the database. Opening the database resumes
+/// its unfinished runs.
 pub async fn runtime(cli: &Cli) -> Result<Runtime> {
     let resolved = resolve(cli)?;
-    let mut builder = concierge_demo::install(Runtime::builder()).sqlite(&resolved.db);
-    if let Some(dir) = &resolved.agents_dir {
-        builder = builder.agents(load_agents(dir)?);
+    let config = &resolved.config;
+    let mut agents = concierge_demo::agents();
+    if let Some(dir) = &config.agents_dir {
+        agents.extend(load_agents(dir)?);
     }
-    if let Some(settings) = &resolved.model {
-        builder = builder.model_arc(build_model(settings)?);
+    let mut builder = Runtime::builder().sqlite(&resolved.db).log_prompts(config.log_prompts);
+    for set in concierge_demo::toolsets() {
+        builder = builder.toolset(set);
     }
-    builder.build().await
+    if let Some(reference) = &resolved.model {
+        builder = builder.model_arc(build_model(&config.model_settings(reference, true))?);
+    }
+    let mut named: Vec<&str> = agents.iter().filter_map(|a| a.model.as_deref()).collect();
+    named.sort_unstable();
+    named.dedup();
+    for reference in named {
+        let default = resolved.model.as_deref() == Some(reference);
+        builder = builder.named_model(reference, build_model(&config.model_settings(reference, default))?);
+    }
+    for (reference, price) in &config.prices {
+        builder = builder.price(reference.clone(), *price);
+    }
+    builder.agents(agents).build().await
 }
 
 /// Finishes the runs the database had in flight (a process that opens a

@@ -239,7 +239,8 @@ fn a_run_in_flight_when_the_process_died_is_finished_by_the_next_one() {
     assert_eq!(
         lines,
         ["Hello! Ask me a sum.", "Hello! Ask me a sum."],
-        "the resumed reply, then this turn's"
+        "the resumed reply, then this turn's; stderr: {}",
+        stderr(&out)
     );
     assert!(
         stderr(&out).contains("finished the run this session had in flight"),

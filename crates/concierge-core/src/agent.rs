@@ -57,6 +57,10 @@ pub struct AgentSpec {
     /// Sampling temperature for this agent's model calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// A tool the first model call of each run must call (a router that
+    /// always searches first, say); later calls choose freely.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tool: Option<ToolId>,
 }
 
 impl AgentSpec {
@@ -79,6 +83,7 @@ impl AgentSpec {
             rules: None,
             model: None,
             temperature: None,
+            first_tool: None,
         }
     }
 
@@ -160,6 +165,12 @@ impl AgentSpec {
     /// Sets the model.
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
+        self
+    }
+
+    /// Makes the first model call of each run call `tool`.
+    pub fn first_tool(mut self, tool: impl Into<ToolId>) -> Self {
+        self.first_tool = Some(tool.into());
         self
     }
 

@@ -273,6 +273,14 @@ fn resolve_agent(
         let other = all_agents.iter().find(|a| &a.id == target);
         defs.push(handoff_def(target, other));
     }
+    if let Some(first) = &spec.first_tool {
+        if !resolved.contains(first) {
+            return Err(CatalogError::InvalidRule {
+                agent: spec.id.clone(),
+                reason: format!("first_tool {first} is not one of the agent's tools"),
+            });
+        }
+    }
     let rules = match &spec.rules {
         Some(rules) => {
             for route in &rules.routes {

@@ -81,12 +81,9 @@ impl ModelReply {
         }
     }
 
-    /// Adds usage.
+    /// Adds usage (with an unknown cost).
     pub fn with_usage(mut self, input_tokens: u64, output_tokens: u64) -> Self {
-        self.usage = Some(Usage {
-            input_tokens,
-            output_tokens,
-        });
+        self.usage = Some(Usage::tokens(input_tokens, output_tokens));
         self
     }
 }
@@ -101,20 +98,52 @@ pub struct ModelToolCall {
     pub arguments: String,
 }
 
-/// Token counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Token counts and what they cost.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
     /// Prompt tokens.
     pub input_tokens: u64,
     /// Completion tokens.
     pub output_tokens: u64,
+    /// Cost in US dollars; `None` when a model's price is not known (never
+    /// shown as zero: unknown is not free).
+    #[serde(default = "zero_cost")]
+    pub cost_usd: Option<f64>,
+}
+
+fn zero_cost() -> Option<f64> {
+    Some(0.0)
+}
+
+impl Default for Usage {
+    /// Nothing used, nothing spent.
+    fn default() -> Self {
+        Self {
+            input_tokens: 0,
+            output_tokens: 0,
+            cost_usd: Some(0.0),
+        }
+    }
 }
 
 impl Usage {
-    /// Adds `other` to `self`.
+    /// Token counts whose cost is not known yet.
+    pub fn tokens(input_tokens: u64, output_tokens: u64) -> Self {
+        Self {
+            input_tokens,
+            output_tokens,
+            cost_usd: None,
+        }
+    }
+
+    /// Adds `other` to `self`; an unknown cost makes the total unknown.
     pub fn add(&mut self, other: Usage) {
         self.input_tokens += other.input_tokens;
         self.output_tokens += other.output_tokens;
+        self.cost_usd = match (self.cost_usd, other.cost_usd) {
+            (Some(a), Some(b)) => Some(a + b),
+            _ => None,
+        };
     }
 
     /// Whether no tokens were counted.

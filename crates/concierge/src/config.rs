@@ -3,11 +3,25 @@
 //! ```toml
 //! db = "concierge.db"                     # the embedded engine's database
 //! model = "openai:gpt-4o-mini"            # the default model (provider:name)
-//! base_url = "http://127.0.0.1:8080/v1"   # for OpenAI-compatible local servers
-//! api_key_env = "OPENAI_API_KEY"          # where the key is (optional for local servers)
-//! agents_dir = "agents"                   # one agent per file
+//! base_url = "http://127.0.0.1:8080/v1"   # the default model's provider base URL
+//! agents_dir = "agents"                   # one agent per file (an agent may name its own model)
+//! log_prompts = false                     # prompt text in traces (off by default)
+//!
+//! [providers.openai]                      # settings per provider
+//! api_key_env = "OPENAI_API_KEY"
+//! timeout_secs = 60
+//! headers = { "OpenAI-Organization" = "org-123" }
+//!
+//! [providers.anthropic]
+//! api_key_env = "ANTHROPIC_API_KEY"
+//! max_tokens = 2048
+//!
+//! [prices."openai:gpt-4o-mini"]           # USD per million tokens
+//! input = 0.15
+//! output = 0.60
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +30,7 @@ use concierge_core::AgentSpec;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::model::{Model, OpenAiCompatible};
+use crate::model::{Anthropic, Model, OpenAiCompatible};
 
 /// `concierge.toml`. Every field is optional.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -26,16 +40,63 @@ pub struct Config {
     pub db: Option<PathBuf>,
     /// The default model, `provider:name` (e.g. `openai:gpt-4o-mini`).
     pub model: Option<String>,
-    /// The provider's base URL.
+    /// The default model's provider base URL.
     pub base_url: Option<String>,
-    /// The API key itself (prefer `api_key_env`).
+    /// The default model's API key itself (prefer `api_key_env`).
     pub api_key: Option<String>,
-    /// The environment variable holding the API key.
+    /// The environment variable holding the default model's API key.
     pub api_key_env: Option<String>,
     /// Per-request model timeout in seconds.
     pub model_timeout_secs: Option<u64>,
     /// A directory of agent files (`*.toml`, one agent each).
     pub agents_dir: Option<PathBuf>,
+    /// Whether traces carry prompt text (off by default).
+    #[serde(default)]
+    pub log_prompts: bool,
+    /// Settings per provider (`openai`, `anthropic`).
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// Prices per model reference, in USD per million tokens.
+    #[serde(default)]
+    pub prices: BTreeMap<String, Price>,
+}
+
+/// One provider's connection settings.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// Base URL.
+    pub base_url: Option<String>,
+    /// The key itself (prefer `api_key_env`).
+    pub api_key: Option<String>,
+    /// The environment variable holding the key.
+    pub api_key_env: Option<String>,
+    /// Extra headers on every request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Per-request timeout in seconds.
+    pub timeout_secs: Option<u64>,
+    /// `max_tokens` (Anthropic requires one; default 1024).
+    pub max_tokens: Option<u32>,
+    /// Whether to stream when deltas are wanted (default true).
+    pub stream: Option<bool>,
+}
+
+/// A model's price.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// USD per million input tokens.
+    pub input: f64,
+    /// USD per million output tokens.
+    pub output: f64,
+}
+
+impl Price {
+    /// What `input` and `output` tokens cost.
+    pub fn cost(&self, input: u64, output: u64) -> f64 {
+        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
+    }
 }
 
 impl Config {
@@ -55,6 +116,41 @@ impl Config {
         config.agents_dir = config.agents_dir.map(|p| rebase(base, p));
         Ok(config)
     }
+
+    /// The settings to build `reference` with: its provider's section, with
+    /// the top-level `base_url`/`api_key` applied when it is the default model.
+    pub fn model_settings(&self, reference: &str, default: bool) -> ModelSettings {
+        let provider = reference.split_once(':').map_or(reference, |(p, _)| p);
+        let section = self.providers.get(provider).cloned().unwrap_or_default();
+        let env_key = |var: &Option<String>| var.as_ref().and_then(|v| std::env::var(v).ok());
+        let mut api_key = section.api_key.clone().or_else(|| env_key(&section.api_key_env));
+        let mut base_url = section.base_url.clone();
+        if default {
+            base_url = self.base_url.clone().or(base_url);
+            api_key = self.api_key.clone().or_else(|| env_key(&self.api_key_env)).or(api_key);
+        }
+        let api_key = api_key.or_else(|| std::env::var(default_key_env(provider)).ok());
+        ModelSettings {
+            reference: reference.to_string(),
+            base_url,
+            api_key: api_key.filter(|k| !k.is_empty()),
+            timeout: section
+                .timeout_secs
+                .or(self.model_timeout_secs)
+                .map(Duration::from_secs),
+            headers: section.headers.into_iter().collect(),
+            max_tokens: section.max_tokens,
+            stream: section.stream.unwrap_or(true),
+        }
+    }
+}
+
+/// The environment variable a provider's key is read from by default.
+pub fn default_key_env(provider: &str) -> &'static str {
+    match provider {
+        "anthropic" => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    }
 }
 
 fn rebase(base: &Path, path: PathBuf) -> PathBuf {
@@ -65,7 +161,7 @@ fn rebase(base: &Path, path: PathBuf) -> PathBuf {
     }
 }
 
-/// Where a model's settings come from: the reference and the connection.
+/// Everything needed to build one model.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ModelSettings {
     /// `provider:name`.
@@ -76,6 +172,23 @@ pub struct ModelSettings {
     pub api_key: Option<String>,
     /// Per-request timeout.
     pub timeout: Option<Duration>,
+    /// Extra headers.
+    pub headers: Vec<(String, String)>,
+    /// `max_tokens` (Anthropic).
+    pub max_tokens: Option<u32>,
+    /// Whether to stream when deltas are wanted.
+    pub stream: bool,
+}
+
+impl ModelSettings {
+    /// Settings for `reference` with nothing else set (streaming on).
+    pub fn new(reference: impl Into<String>) -> Self {
+        Self {
+            reference: reference.into(),
+            stream: true,
+            ..Self::default()
+        }
+    }
 }
 
 /// Builds a model from `provider:name`; a provider that cannot work (no key
@@ -84,7 +197,7 @@ pub struct ModelSettings {
 pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
     let Some((provider, name)) = settings.reference.split_once(':') else {
         return Err(Error::InvalidConfig(format!(
-            "model {:?} must be written provider:name, e.g. openai:gpt-4o-mini",
+            "model {:?} must be written provider:name, e.g. openai:gpt-4o-mini or anthropic:claude-3-5-haiku-latest",
             settings.reference
         )));
     };
@@ -103,30 +216,60 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
             )));
         }
     }
+    let missing_key = |hosted: &str| {
+        Error::InvalidConfig(format!(
+            "{} needs an API key for {hosted}: set {} (or api_key_env in concierge.toml); \
+             for a local server pass --base-url",
+            settings.reference,
+            default_key_env(provider)
+        ))
+    };
     match provider {
         "openai" => {
             let base = settings
                 .base_url
                 .clone()
                 .unwrap_or_else(|| OpenAiCompatible::DEFAULT_BASE_URL.to_string());
-            let hosted = base.contains("api.openai.com");
-            if hosted && settings.api_key.is_none() {
-                return Err(Error::InvalidConfig(
-                    "OpenAI needs an API key: set OPENAI_API_KEY (or api_key_env in concierge.toml); \
-                     for a local OpenAI-compatible server pass --base-url"
-                        .into(),
-                ));
+            if base.contains("api.openai.com") && settings.api_key.is_none() {
+                return Err(missing_key("api.openai.com"));
             }
             let mut model = OpenAiCompatible::new(name)
                 .base_url(base)
-                .api_key(settings.api_key.clone());
+                .api_key(settings.api_key.clone())
+                .streaming(settings.stream);
+            for (k, v) in &settings.headers {
+                model = model.header(k, v);
+            }
             if let Some(timeout) = settings.timeout {
                 model = model.timeout(timeout);
             }
             Ok(Arc::new(model))
         }
+        "anthropic" => {
+            let base = settings
+                .base_url
+                .clone()
+                .unwrap_or_else(|| Anthropic::DEFAULT_BASE_URL.to_string());
+            if base.contains("api.anthropic.com") && settings.api_key.is_none() {
+                return Err(missing_key("api.anthropic.com"));
+            }
+            let mut model = Anthropic::new(name)
+                .base_url(base)
+                .api_key(settings.api_key.clone())
+                .streaming(settings.stream);
+            for (k, v) in &settings.headers {
+                model = model.header(k, v);
+            }
+            if let Some(timeout) = settings.timeout {
+                model = model.timeout(timeout);
+            }
+            if let Some(max) = settings.max_tokens {
+                model = model.max_tokens(max);
+            }
+            Ok(Arc::new(model))
+        }
         other => Err(Error::InvalidConfig(format!(
-            "unknown model provider {other:?}; supported: openai (OpenAI-compatible servers)"
+            "unknown model provider {other:?}; supported: openai (OpenAI-compatible servers) and anthropic"
         ))),
     }
 }
@@ -154,22 +297,67 @@ pub fn load_agents(dir: &Path) -> Result<Vec<AgentSpec>> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn model_references_are_checked_at_startup() {
-        let s = |r: &str, url: Option<&str>, key: Option<&str>| ModelSettings {
-            reference: r.into(),
+    fn s(r: &str, url: Option<&str>, key: Option<&str>) -> ModelSettings {
+        ModelSettings {
             base_url: url.map(Into::into),
             api_key: key.map(Into::into),
-            timeout: None,
-        };
+            ..ModelSettings::new(r)
+        }
+    }
+
+    #[test]
+    fn model_references_are_checked_at_startup() {
         assert!(build_model(&s("gpt-4o", None, None)).is_err());
         assert!(build_model(&s("openai:", None, None)).is_err());
         let hosted = build_model(&s("openai:gpt-4o", None, None)).err().unwrap().to_string();
         assert!(hosted.contains("OPENAI_API_KEY"), "{hosted}");
+        let hosted = build_model(&s("anthropic:claude", None, None))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(hosted.contains("ANTHROPIC_API_KEY"), "{hosted}");
         assert!(build_model(&s("openai:gpt-4o", None, Some("k"))).is_ok());
+        assert_eq!(
+            build_model(&s("anthropic:claude", None, Some("k"))).unwrap().name(),
+            "anthropic:claude"
+        );
         assert!(build_model(&s("openai:smollm2", Some("http://127.0.0.1:1/v1"), None)).is_ok());
+        assert!(build_model(&s("anthropic:c", Some("http://127.0.0.1:1"), None)).is_ok());
         assert!(build_model(&s("openai:x", Some("localhost:8080"), None)).is_err());
         assert!(build_model(&s("mystery:x", None, None)).is_err());
+    }
+
+    #[test]
+    fn provider_sections_and_the_default_model() {
+        let config: Config = toml::from_str(
+            r#"
+model = "openai:m"
+base_url = "http://top/v1"
+[providers.openai]
+base_url = "http://section/v1"
+timeout_secs = 7
+headers = { "X-A" = "b" }
+[providers.anthropic]
+api_key = "secret"
+max_tokens = 99
+stream = false
+[prices."openai:m"]
+input = 1.0
+output = 2.0
+"#,
+        )
+        .unwrap();
+        let default = config.model_settings("openai:m", true);
+        assert_eq!(default.base_url.as_deref(), Some("http://top/v1"));
+        assert_eq!(default.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(default.headers, vec![("X-A".to_string(), "b".to_string())]);
+        let other = config.model_settings("openai:other", false);
+        assert_eq!(other.base_url.as_deref(), Some("http://section/v1"));
+        let claude = config.model_settings("anthropic:c", false);
+        assert_eq!(claude.api_key.as_deref(), Some("secret"));
+        assert_eq!(claude.max_tokens, Some(99));
+        assert!(!claude.stream);
+        assert_eq!(config.prices["openai:m"].cost(1_000_000, 500_000), 2.0);
     }
 
     #[test]
@@ -203,6 +391,7 @@ name = "Helper"
 description = "Answers questions"
 instructions = "Be brief."
 tools = ["calculator"]
+model = "anthropic:claude-3-5-haiku-latest"
 
 [[rules.routes]]
 keywords = ["hello"]
@@ -213,6 +402,7 @@ reply = "Hi!"
         let specs = load_agents(&agents).unwrap();
         assert_eq!(specs[0].id, "helper");
         assert_eq!(specs[0].tools, ["calculator".into()] as [concierge_core::ToolId; 1]);
+        assert_eq!(specs[0].model.as_deref(), Some("anthropic:claude-3-5-haiku-latest"));
         assert!(specs[0].rules.is_some());
     }
 }

@@ -163,6 +163,18 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Sets a model's price (USD per million tokens) so runs report their cost.
+    pub fn price(mut self, model: impl Into<String>, price: crate::config::Price) -> Self {
+        Arc::make_mut(&mut self.settings.prices).insert(model.into(), price);
+        self
+    }
+
+    /// Whether model-call traces carry the prompt (off by default).
+    pub fn log_prompts(mut self, on: bool) -> Self {
+        self.settings.log_prompts = on;
+        self
+    }
+
     /// Registers a custom planner for an agent.
     pub fn planner(mut self, agent: impl Into<AgentId>, planner: Arc<dyn Planner + Send + Sync>) -> Self {
         self.planners.push((agent.into(), planner));
@@ -555,8 +567,9 @@ impl Runtime {
             catalog: self.catalog(),
             session,
             backlog: VecDeque::new(),
+            live: VecDeque::new(),
             last: from_seq.saturating_sub(1),
-            loaded: false,
+            started: false,
         };
         futures::stream::unfold(state, Subscription::next).boxed()
     }
@@ -593,25 +606,57 @@ struct Subscription {
     journal: SharedJournal,
     catalog: Arc<Catalog>,
     session: SessionId,
+    /// Stored events to deliver first (they fill a gap before the live ones).
     backlog: VecDeque<Event>,
+    /// Live events already taken from the channel, in order.
+    live: VecDeque<Event>,
     last: u64,
-    loaded: bool,
+    started: bool,
 }
 
 impl Subscription {
+    /// Fills the backlog from the journal: events after `last` and before `until`.
+    async fn fill(&mut self, until: Option<u64>) -> Result<()> {
+        let events = self
+            .journal
+            .events(&self.session, self.last + 1, self.catalog.clone())
+            .await?;
+        self.backlog = events.into_iter().filter(|e| until.is_none_or(|u| e.seq < u)).collect();
+        Ok(())
+    }
+
+    /// The next live event, from what was drained or from the channel.
+    async fn next_live(&mut self) -> Option<std::result::Result<Event, broadcast::error::RecvError>> {
+        if let Some(event) = self.live.pop_front() {
+            return Some(Ok(event));
+        }
+        match self.rx.recv().await {
+            Err(broadcast::error::RecvError::Closed) => None,
+            other => Some(other),
+        }
+    }
+
     async fn next(mut self) -> Option<(Result<Event>, Self)> {
-        loop {
-            if !self.loaded {
-                match self
-                    .journal
-                    .events(&self.session, self.last + 1, self.catalog.clone())
-                    .await
-                {
-                    Ok(events) => self.backlog = events.into(),
-                    Err(error) => return Some((Err(error), self)),
-                }
-                self.loaded = true;
+        if !self.started {
+            // Take what the channel holds already, so live events (deltas
+            // included) keep their order; the journal only fills the gap
+            // before the first of them.
+            self.started = true;
+            while let Ok(event) = self.rx.try_recv() {
+                self.live.push_back(event);
             }
+            let first = self
+                .live
+                .iter()
+                .find(|e| !matches!(e.kind, EventKind::ModelDelta { .. }))
+                .map(|e| e.seq);
+            if first != Some(self.last + 1) {
+                if let Err(error) = self.fill(first).await {
+                    return Some((Err(error), self));
+                }
+            }
+        }
+        loop {
             if let Some(event) = self.backlog.pop_front() {
                 if event.seq <= self.last {
                     continue;
@@ -619,16 +664,31 @@ impl Subscription {
                 self.last = event.seq;
                 return Some((Ok(event), self));
             }
-            match self.rx.recv().await {
-                Ok(event) if matches!(event.kind, EventKind::ModelDelta { .. }) => return Some((Ok(event), self)),
-                Ok(event) if event.seq <= self.last => continue,
+            match self.next_live().await? {
+                Ok(event) if matches!(event.kind, EventKind::ModelDelta { .. }) => {
+                    if event.seq >= self.last {
+                        return Some((Ok(event), self));
+                    }
+                }
+                Ok(event) if event.seq <= self.last => {}
                 Ok(event) if event.seq == self.last + 1 => {
                     self.last = event.seq;
                     return Some((Ok(event), self));
                 }
-                // A gap or a lag: the journal has everything durable.
-                Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => self.loaded = false,
-                Err(broadcast::error::RecvError::Closed) => return None,
+                Ok(event) => {
+                    // A gap: the journal has everything durable before this event.
+                    let until = event.seq;
+                    self.live.push_front(event);
+                    if let Err(error) = self.fill(Some(until)).await {
+                        return Some((Err(error), self));
+                    }
+                }
+                Err(_) => {
+                    // Lagged: some live events were dropped; read them back.
+                    if let Err(error) = self.fill(None).await {
+                        return Some((Err(error), self));
+                    }
+                }
             }
         }
     }

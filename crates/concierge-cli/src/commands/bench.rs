@@ -12,6 +12,7 @@ use std::time::Instant;
 use clap::Args;
 use concierge::model::{Model, ModelContext, ModelError, OpenAiCompatible};
 use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime};
+use futures::StreamExt;
 use futures::future::BoxFuture;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
@@ -41,6 +42,10 @@ pub struct BenchArgs {
     /// The durable journal's group-commit window, in microseconds.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 1000)]
     pub commit_window_us: u64,
+    /// Stream model answers (each session has a live subscriber, so the
+    /// runtime asks for deltas and publishes them as events).
+    #[arg(long)]
+    pub stream: bool,
     /// Print a table instead of a JSON line.
     #[arg(long, conflicts_with = "json")]
     pub table: bool,
@@ -193,6 +198,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
     };
     let rt = builder.build().await?;
     let client = rt.client("calculator")?;
+    let stream = args.stream;
 
     let total = (args.sessions * args.turns) as u64;
     let bar = ProgressBar::with_draw_target(
@@ -213,6 +219,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
     let mut tasks = Vec::with_capacity(args.sessions);
     for s in 0..args.sessions {
         let client = client.clone();
+        let rt = rt.clone();
         let semaphore = semaphore.clone();
         let bar = bar.clone();
         let turns = args.turns;
@@ -223,6 +230,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
             let mut latencies = Vec::with_capacity(turns);
             let mut errors = 0u64;
             let session = format!("bench-{s}");
+            // A live subscriber makes the runtime stream; it drains the events.
+            let drain = stream.then(|| {
+                let mut events = rt.subscribe(session.as_str(), 1);
+                tokio::spawn(async move { while events.next().await.is_some() {} })
+            });
             for t in 0..turns {
                 let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
                 let start = Instant::now();
@@ -242,6 +254,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
                     }
                 }
                 bar.inc(1);
+            }
+            if let Some(drain) = drain {
+                drain.abort();
             }
             (latencies, errors)
         }));
@@ -270,18 +285,22 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
         turns: args.turns,
         concurrency: args.concurrency,
         wall_s: round(wall.as_secs_f64(), 3),
-        turns_per_s: round(turns / wall.as_secs_f64().max(1e-9), 1),
+        turns_per_s: round(turns / wall.as_secs_f64().max(1e-9), 3),
         cpu_s: round(cpu, 2),
         max_rss_mb: round(after.max_rss_mb, 1),
         llm_calls: calls.load(Ordering::Relaxed),
         p50_turn_ms: round(percentile(&latencies, 50.0), 2),
         p95_turn_ms: round(percentile(&latencies, 95.0), 2),
         errors,
-        variant: if args.durable {
-            format!("sqlite (commit window {} us)", args.commit_window_us)
-        } else {
-            "memory".into()
-        },
+        variant: format!(
+            "{}{}",
+            if args.durable {
+                format!("sqlite (commit window {} us)", args.commit_window_us)
+            } else {
+                "memory".into()
+            },
+            if args.stream { ", streamed" } else { "" }
+        ),
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
         bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
         journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),

@@ -87,10 +87,15 @@ pub fn parse_arguments(raw: &str) -> Value {
 
 impl Planner for LlmPlanner {
     fn next(&self, view: &PlanView<'_>) -> Decision {
-        let choice = if view.tools.is_empty() {
-            ToolChoice::None
-        } else {
-            ToolChoice::Auto
+        // The run's first model call: nothing said since the person spoke.
+        let first_step = match view.last_user_message() {
+            Some((index, _)) => index + 1 == view.history.len(),
+            None => false,
+        };
+        let choice = match &view.agent.first_tool {
+            _ if view.tools.is_empty() => ToolChoice::None,
+            Some(tool) if first_step => ToolChoice::Tool(tool.to_string()),
+            _ => ToolChoice::Auto,
         };
         Decision::CallModel(Self::request(view, choice, None))
     }

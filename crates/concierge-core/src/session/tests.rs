@@ -275,10 +275,8 @@ fn tool_call_then_result_then_answer() {
     assert_eq!(out.confidence, 0.9);
     assert_eq!(
         out.usage,
-        Usage {
-            input_tokens: 220,
-            output_tokens: 18
-        }
+        Usage::tokens(220, 18),
+        "tokens add up; the replies had no price"
     );
     assert!(h.session.active_run().is_none());
     assert_eq!(h.session.history().len(), 4);

@@ -34,6 +34,10 @@ pub(crate) struct Settings {
     pub retry: RetryPolicy,
     /// The SQLite journal's group-commit window.
     pub commit_window: Duration,
+    /// Prices by model reference, for the cost of each call.
+    pub prices: Arc<HashMap<String, crate::config::Price>>,
+    /// Whether model-call traces carry the prompt.
+    pub log_prompts: bool,
 }
 
 impl Default for Settings {
@@ -43,6 +47,8 @@ impl Default for Settings {
             snapshot_min_bytes: 16 * 1024,
             retry: RetryPolicy::default(),
             commit_window: super::sqlite::DEFAULT_COMMIT_WINDOW,
+            prices: Arc::default(),
+            log_prompts: false,
         }
     }
 }
@@ -168,10 +174,11 @@ impl Driver {
         let live = self.shared.journal.open_sessions()?;
         let mut probes = Vec::with_capacity(live.len());
         for id in live {
+            // The actor answers after loading and before resuming, so a run
+            // that finishes at once is still seen as resumed.
             let (reply, rx) = oneshot::channel();
-            if self.actor(&id).send(Command::Probe { reply }).is_ok() {
-                probes.push((id, rx));
-            }
+            self.spawn(&id, Some(reply));
+            probes.push((id, rx));
         }
         let mut running = Vec::new();
         for (id, rx) in probes {
@@ -183,11 +190,19 @@ impl Driver {
     }
 
     fn actor(&self, id: &SessionId) -> mpsc::UnboundedSender<Command> {
+        self.spawn(id, None)
+    }
+
+    /// The session's actor, spawned if needed (with a probe to answer after loading).
+    fn spawn(&self, id: &SessionId, probe: Option<oneshot::Sender<Option<Stop>>>) -> mpsc::UnboundedSender<Command> {
         let mut actors = match self.shared.actors.lock() {
             Ok(a) => a,
             Err(poisoned) => poisoned.into_inner(),
         };
         if let Some(tx) = actors.get(id).filter(|tx| !tx.is_closed()) {
+            if let Some(probe) = probe {
+                let _ = tx.send(Command::Probe { reply: probe });
+            }
             return tx.clone();
         }
         let (tx, rx) = mpsc::unbounded_channel();
@@ -206,7 +221,7 @@ impl Driver {
             waiters: HashMap::new(),
             broken: false,
         };
-        tokio::spawn(actor.run(rx));
+        tokio::spawn(actor.run(rx, probe));
         tx
     }
 
@@ -320,11 +335,14 @@ struct Actor {
 }
 
 impl Actor {
-    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>) {
+    async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Command>, probe: Option<oneshot::Sender<Option<Stop>>>) {
         if let Err(error) = self.load().await {
             tracing::error!(session = %self.id, %error, "cannot load the session");
             self.retire_now();
             return;
+        }
+        if let Some(probe) = probe {
+            let _ = probe.send(self.stop_of_active());
         }
         self.resume();
         loop {
@@ -715,12 +733,39 @@ impl Actor {
 
     fn call_model(&self, run_id: RunId, call: u32, request: concierge_core::ModelRequest) {
         let model = self.shared.models.for_request(&request);
-        let retry = self.shared.settings.retry.clone();
+        let settings = self.shared.settings.clone();
         let tx = self.tx.clone();
         let cx = self.delta_context(&run_id);
+        let session = self.id.clone();
         tokio::spawn(async move {
-            let result = match model {
-                Some(model) => complete_with_retry(model.as_ref(), &request, &cx, &retry).await,
+            let name = model.as_ref().map_or_else(|| "none:none".to_string(), |m| m.name());
+            let (system, model_name) = name.split_once(':').unwrap_or(("unknown", name.as_str()));
+            // OpenTelemetry GenAI semantic conventions.
+            let span = tracing::info_span!(
+                "chat",
+                "gen_ai.operation.name" = "chat",
+                "gen_ai.system" = system,
+                "gen_ai.request.model" = model_name,
+                "gen_ai.request.temperature" = request.temperature.map(f64::from),
+                "gen_ai.usage.input_tokens" = tracing::field::Empty,
+                "gen_ai.usage.output_tokens" = tracing::field::Empty,
+                "gen_ai.response.finish_reasons" = tracing::field::Empty,
+                "error.type" = tracing::field::Empty,
+                "concierge.session" = %session,
+                "concierge.run" = %run_id,
+                "concierge.agent" = %request.agent,
+            );
+            if settings.log_prompts {
+                let prompt = serde_json::json!({"system": request.system, "messages": request.messages});
+                tracing::info!(parent: &span, gen_ai.prompt = %prompt, "model prompt");
+            }
+            let result = match &model {
+                Some(model) => {
+                    use tracing::Instrument;
+                    complete_with_retry(model.as_ref(), &request, &cx, &settings.retry)
+                        .instrument(span.clone())
+                        .await
+                }
                 None => Err(ModelError::new(
                     ModelErrorKind::NotConfigured,
                     request.model.clone().unwrap_or_else(|| "default".into()),
@@ -731,18 +776,34 @@ impl Actor {
                 )),
             };
             let input = match result {
-                Ok(reply) => Input::ModelReplied {
-                    run_id,
-                    call,
-                    reply,
-                    at: now(),
-                },
-                Err(error) => Input::ModelFailed {
-                    run_id,
-                    call,
-                    error: error.to_string(),
-                    at: now(),
-                },
+                Ok(mut reply) => {
+                    let usage = reply.usage.get_or_insert(concierge_core::Usage::tokens(0, 0));
+                    usage.cost_usd = settings
+                        .prices
+                        .get(&name)
+                        .map(|price| price.cost(usage.input_tokens, usage.output_tokens));
+                    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                    if let Some(reason) = &reply.finish_reason {
+                        span.record("gen_ai.response.finish_reasons", reason.as_str());
+                    }
+                    Input::ModelReplied {
+                        run_id,
+                        call,
+                        reply,
+                        at: now(),
+                    }
+                }
+                Err(error) => {
+                    span.record("error.type", format!("{:?}", error.kind).as_str());
+                    tracing::warn!(parent: &span, %error, "model call failed");
+                    Input::ModelFailed {
+                        run_id,
+                        call,
+                        error: error.to_string(),
+                        at: now(),
+                    }
+                }
             };
             let _ = tx.send(Command::Input(Box::new(input)));
         });

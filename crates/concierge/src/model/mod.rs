@@ -1,5 +1,7 @@
 //! Models: the [`Model`] trait, providers and the retry policy.
 
+mod anthropic;
+mod http;
 mod openai;
 mod retry;
 mod scripted;
@@ -11,6 +13,7 @@ use std::time::Duration;
 use concierge_core::{ModelReply, ModelRequest};
 use futures::future::BoxFuture;
 
+pub use anthropic::Anthropic;
 pub use openai::OpenAiCompatible;
 pub use retry::{RetryPolicy, complete_with_retry};
 pub use scripted::ScriptedModel;
@@ -35,7 +38,8 @@ impl fmt::Debug for ModelContext {
 
 /// A chat model.
 pub trait Model: Send + Sync + 'static {
-    /// The model's reference, e.g. `openai:gpt-4o-mini`.
+    /// The model's reference, `provider:name`, e.g. `openai:gpt-4o-mini`
+    /// (the provider part is reported as `gen_ai.system` in traces).
     fn name(&self) -> String;
 
     /// Answers one request.
@@ -68,7 +72,8 @@ impl ModelError {
         }
     }
 
-    /// Whether trying again may help.
+    /// Whether trying again may help (connect errors, timeouts, 429, 5xx,
+    /// streams cut short); never for 400/401/403 or unreadable answers.
     pub fn is_retryable(&self) -> bool {
         matches!(
             self.kind,
@@ -76,6 +81,7 @@ impl ModelError {
                 | ModelErrorKind::Timeout
                 | ModelErrorKind::RateLimited { .. }
                 | ModelErrorKind::Server { .. }
+                | ModelErrorKind::Interrupted
         )
     }
 }
@@ -109,6 +115,8 @@ pub enum ModelErrorKind {
     },
     /// The answer could not be understood.
     Protocol,
+    /// A streamed answer stopped before the model finished.
+    Interrupted,
     /// No model is configured for this agent.
     NotConfigured,
 }

@@ -1,23 +1,30 @@
-//! OpenAI-compatible Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, OpenRouter...).
+//! OpenAI-compatible Chat Completions (OpenAI, Ollama, vLLM, llama.cpp, LM
+//! Studio, OpenRouter, Groq, Together...).
 
 use std::time::Duration;
 
-use concierge_core::{Message, ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
+use concierge_core::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
 use futures::future::BoxFuture;
-use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use super::http::{Connection, ToolCalls, send, snippet, transport_error};
 use super::{Model, ModelContext, ModelError, ModelErrorKind};
 
 /// A Chat Completions client for any OpenAI-compatible server.
+///
+/// Streams (SSE, with `stream_options.include_usage`) when the caller wants
+/// deltas, and answers in one piece otherwise. Tool calls, parallel tool
+/// calls and their streamed argument fragments are assembled into whole calls.
 #[derive(Clone, Debug)]
 pub struct OpenAiCompatible {
-    client: reqwest::Client,
     model: String,
-    base_url: String,
-    api_key: Option<String>,
-    headers: Vec<(String, String)>,
-    timeout: Duration,
+    connection: Connection,
+    /// Set once the server failed a streamed request with automatic tool
+    /// choice before answering (llama.cpp cannot stream those): such requests
+    /// are then sent whole.
+    auto_tools_unstreamable: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl OpenAiCompatible {
@@ -27,36 +34,39 @@ impl OpenAiCompatible {
     /// A client for `model` at OpenAI's endpoint, with no key yet.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
-            client: reqwest::Client::new(),
             model: model.into(),
-            base_url: Self::DEFAULT_BASE_URL.to_string(),
-            api_key: None,
-            headers: Vec::new(),
-            timeout: Duration::from_secs(120),
+            connection: Connection::new(Self::DEFAULT_BASE_URL),
+            auto_tools_unstreamable: Default::default(),
         }
     }
 
     /// Sets the base URL (requests go to `{base}/chat/completions`).
     pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into().trim_end_matches('/').to_string();
+        self.connection.base_url = url.into().trim_end_matches('/').to_string();
         self
     }
 
     /// Sets the API key (optional for local servers).
     pub fn api_key(mut self, key: Option<String>) -> Self {
-        self.api_key = key.filter(|k| !k.is_empty());
+        self.connection.api_key = key.filter(|k| !k.is_empty());
         self
     }
 
     /// Adds a header to every request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.connection.headers.push((name.into(), value.into()));
         self
     }
 
-    /// Sets the per-request timeout.
+    /// Sets the per-request timeout (default 120 s).
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
+        self.connection.timeout = timeout;
+        self
+    }
+
+    /// Whether to stream when the caller wants deltas (default true).
+    pub fn streaming(mut self, stream: bool) -> Self {
+        self.connection.stream = stream;
         self
     }
 
@@ -67,45 +77,52 @@ impl OpenAiCompatible {
 
     /// The endpoint requests go to.
     pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url)
+        format!("{}/chat/completions", self.connection.base_url)
     }
 
     /// The JSON body for `request`.
     pub fn request_body(&self, request: &ModelRequest) -> Value {
+        serde_json::to_value(self.wire_body(request, false)).unwrap_or(Value::Null)
+    }
+
+    /// The body, borrowing from the request (nothing is cloned).
+    fn wire_body<'a>(&'a self, request: &'a ModelRequest, stream: bool) -> wire::Body<'a> {
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if !request.system.is_empty() {
-            messages.push(json!({"role": "system", "content": request.system}));
+            messages.push(wire::Message::System {
+                content: &request.system,
+            });
         }
-        for message in &request.messages {
-            messages.push(wire_message(message));
-        }
-        let mut body = json!({
-            "model": self.model,
-            "messages": messages,
-        });
-        if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+        messages.extend(request.messages.iter().map(wire::Message::from_message));
+        let tools = (!request.tools.is_empty()).then(|| {
+            request
                 .tools
                 .iter()
-                .map(|t| {
-                    json!({
-                        "type": "function",
-                        "function": {"name": t.name, "description": t.description, "parameters": t.parameters}
-                    })
+                .map(|t| wire::Tool {
+                    kind: "function",
+                    function: wire::Function {
+                        name: t.name.as_str(),
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
                 })
-                .collect();
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = match &request.tool_choice {
-                ToolChoice::Auto => json!("auto"),
-                ToolChoice::None => json!("none"),
-                ToolChoice::Required => json!("required"),
-                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
-            };
+                .collect()
+        });
+        let tool_choice = tools.as_ref().map(|_| match &request.tool_choice {
+            ToolChoice::Auto => json!("auto"),
+            ToolChoice::None => json!("none"),
+            ToolChoice::Required => json!("required"),
+            ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+        });
+        wire::Body {
+            model: &self.model,
+            messages,
+            tools,
+            tool_choice,
+            temperature: request.temperature,
+            stream: stream.then_some(true),
+            stream_options: stream.then_some(wire::StreamOptions { include_usage: true }),
         }
-        if let Some(t) = request.temperature {
-            body["temperature"] = json!(t);
-        }
-        body
     }
 
     /// Reads a (non-streamed) response body.
@@ -126,17 +143,14 @@ impl OpenAiCompatible {
         if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
                 let function = call.get("function").cloned().unwrap_or(Value::Null);
-                let name = function
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let arguments = match function.get("arguments") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(Value::Null) | None => String::new(),
-                    Some(other) => other.to_string(),
-                };
-                tool_calls.push(ModelToolCall { name, arguments });
+                tool_calls.push(ModelToolCall {
+                    name: function
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    arguments: arguments_text(function.get("arguments")),
+                });
             }
         }
         Ok(ModelReply {
@@ -151,30 +165,38 @@ impl OpenAiCompatible {
         ModelError::new(kind, self.name(), message)
     }
 
-    async fn send(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let mut http = self
-            .client
-            .post(self.endpoint())
-            .timeout(self.timeout)
-            .json(&self.request_body(request));
-        if let Some(key) = &self.api_key {
-            http = http.bearer_auth(key);
+    fn post(&self, body: &impl serde::Serialize) -> reqwest::RequestBuilder {
+        self.post_with(&self.connection.client, body)
+    }
+
+    fn post_with(&self, client: &reqwest::Client, body: &impl serde::Serialize) -> reqwest::RequestBuilder {
+        let mut request = client.post(self.endpoint()).json(body);
+        if let Some(key) = &self.connection.api_key {
+            request = request.bearer_auth(key);
         }
-        for (name, value) in &self.headers {
-            http = http.header(name.as_str(), value.as_str());
-        }
-        let response = http.send().await.map_err(|e| self.transport_error(&e))?;
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .map(Duration::from_secs_f64);
-        let text = response.text().await.map_err(|e| self.transport_error(&e))?;
-        if !status.is_success() {
-            return Err(self.status_error(status, retry_after, &text));
-        }
+        self.connection.with_headers(request)
+    }
+
+    async fn complete_whole(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        self.complete_whole_with(request, &self.connection.client).await
+    }
+
+    async fn complete_whole_with(
+        &self,
+        request: &ModelRequest,
+        client: &reqwest::Client,
+    ) -> Result<ModelReply, ModelError> {
+        let endpoint = self.endpoint();
+        let response = send(
+            &self.name(),
+            &endpoint,
+            self.post_with(client, &self.wire_body(request, false)),
+        )
+        .await?;
+        let text = response
+            .text()
+            .await
+            .map_err(|e| transport_error(&self.name(), &endpoint, &e))?;
         let body: Value = serde_json::from_str(&text).map_err(|e| {
             self.error(
                 ModelErrorKind::Protocol,
@@ -184,58 +206,251 @@ impl OpenAiCompatible {
         self.parse_response(&body)
     }
 
-    fn transport_error(&self, error: &reqwest::Error) -> ModelError {
-        let kind = if error.is_timeout() {
-            ModelErrorKind::Timeout
-        } else {
-            ModelErrorKind::Connect
-        };
-        self.error(kind, format!("{} ({})", error, self.endpoint()))
+    /// Streams a completion; `Ok(None)` when the server answered 200 with an
+    /// empty body (llama.cpp does, when it picks a tool while streaming with
+    /// `tool_choice: auto`).
+    async fn complete_streamed(
+        &self,
+        request: &ModelRequest,
+        cx: &ModelContext,
+    ) -> Result<Option<ModelReply>, ModelError> {
+        let endpoint = self.endpoint();
+        let response = send(&self.name(), &endpoint, self.post(&self.wire_body(request, true))).await?;
+        let mut events = response.bytes_stream().eventsource();
+        let mut text = String::new();
+        let mut calls = ToolCalls::default();
+        let mut usage = None;
+        let mut finish_reason = None;
+        let mut received = false;
+        let mut done = false;
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|e| {
+                self.error(
+                    ModelErrorKind::Interrupted,
+                    format!("the stream broke off: {e} ({endpoint})"),
+                )
+            })?;
+            received = true;
+            if event.data.trim() == "[DONE]" {
+                done = true;
+                break;
+            }
+            let chunk: Value = serde_json::from_str(&event.data).map_err(|e| {
+                self.error(
+                    ModelErrorKind::Protocol,
+                    format!("a stream chunk is not JSON ({e}): {}", snippet(&event.data)),
+                )
+            })?;
+            if let Some(error) = chunk.get("error") {
+                return Err(self.error(
+                    ModelErrorKind::Server { status: 500 },
+                    format!(
+                        "the server reported an error mid-stream: {}",
+                        snippet(&error.to_string())
+                    ),
+                ));
+            }
+            if let Some(u) = chunk.get("usage").and_then(parse_usage) {
+                usage = Some(u);
+            }
+            for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
+                let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
+                if let Some(content) = delta.get("content").and_then(Value::as_str) {
+                    if !content.is_empty() {
+                        text.push_str(content);
+                        if let Some(sink) = &cx.on_delta {
+                            sink(content);
+                        }
+                    }
+                }
+                for (position, call) in delta
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    let index = call
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .map_or(position, |i| i as usize);
+                    let function = call.get("function").cloned().unwrap_or(Value::Null);
+                    let name = function.get("name").and_then(Value::as_str);
+                    let arguments = arguments_text(function.get("arguments"));
+                    calls.push(index, name, &arguments);
+                }
+                if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                    finish_reason = Some(reason.to_string());
+                }
+            }
+        }
+        if !received {
+            return Ok(None);
+        }
+        // Finished means a finish reason, or `[DONE]` after something was
+        // said; a bare `[DONE]` is a stream that was cut (llama.cpp's server
+        // interrupts a stream when another request arrives).
+        let said_something = !text.is_empty() || !calls.is_empty();
+        if finish_reason.is_none() && !(done && said_something) {
+            return Err(self.error(
+                ModelErrorKind::Interrupted,
+                format!("the stream ended before the model finished ({endpoint})"),
+            ));
+        }
+        Ok(Some(ModelReply {
+            text,
+            tool_calls: calls.finish(),
+            usage,
+            finish_reason,
+        }))
     }
 
-    fn status_error(&self, status: StatusCode, retry_after: Option<Duration>, body: &str) -> ModelError {
-        let code = status.as_u16();
-        let kind = match code {
-            429 => ModelErrorKind::RateLimited { retry_after },
-            401 | 403 => ModelErrorKind::Auth { status: code },
-            500..=599 => ModelErrorKind::Server { status: code },
-            _ => ModelErrorKind::BadRequest { status: code },
-        };
-        let hint = match code {
-            401 => " (check the API key)",
-            403 => " (the key is not allowed to use this model)",
-            404 => " (check the base URL and the model name)",
-            _ => "",
-        };
-        self.error(kind, format!("HTTP {code}{hint}: {}", snippet(body)))
+    async fn complete_inner(&self, request: &ModelRequest, cx: &ModelContext) -> Result<ModelReply, ModelError> {
+        use std::sync::atomic::Ordering;
+        let auto_tools = !request.tools.is_empty() && request.tool_choice == ToolChoice::Auto;
+        if cx.on_delta.is_none()
+            || !self.connection.stream
+            || (auto_tools && self.auto_tools_unstreamable.load(Ordering::Relaxed))
+        {
+            return self.complete_whole(request).await;
+        }
+        // A server that cannot stream this request answers 200 with nothing
+        // and closes the connection (llama.cpp, for automatic tool choice):
+        // remember it, and ask again whole on a fresh connection (the pooled
+        // one is dead).
+        match self.complete_streamed(request, cx).await {
+            Ok(Some(reply)) => return Ok(reply),
+            Ok(None) => {}
+            Err(error) if error.kind == ModelErrorKind::Connect => {}
+            Err(error) => return Err(error),
+        }
+        if auto_tools {
+            tracing::info!(model = %self.name(), "the server cannot stream automatic tool choice; sending such requests whole");
+            self.auto_tools_unstreamable.store(true, Ordering::Relaxed);
+        }
+        let fresh = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
+            .map_err(|e| self.error(ModelErrorKind::Connect, format!("cannot build an HTTP client: {e}")))?;
+        self.complete_whole_with(request, &fresh).await
     }
 }
 
-fn wire_message(message: &Message) -> Value {
-    match message {
-        Message::System { content } => json!({"role": "system", "content": content}),
-        Message::User { content } => json!({"role": "user", "content": content}),
-        Message::Assistant {
-            content, tool_calls, ..
-        } => {
-            let mut m = json!({"role": "assistant", "content": content});
-            if !tool_calls.is_empty() {
-                let calls: Vec<Value> = tool_calls
-                    .iter()
-                    .map(|c| {
-                        let arguments = match &c.arguments {
-                            Value::String(raw) => raw.clone(),
-                            other => other.to_string(),
-                        };
-                        json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": arguments}})
-                    })
-                    .collect();
-                m["tool_calls"] = Value::Array(calls);
+fn arguments_text(arguments: Option<&Value>) -> String {
+    match arguments {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+/// The request's wire shapes, borrowing from the request.
+mod wire {
+    use std::borrow::Cow;
+
+    use serde::Serialize;
+    use serde_json::Value;
+
+    #[derive(Serialize)]
+    pub struct Body<'a> {
+        pub model: &'a str,
+        pub messages: Vec<Message<'a>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tools: Option<Vec<Tool<'a>>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub tool_choice: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub temperature: Option<f32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub stream: Option<bool>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub stream_options: Option<StreamOptions>,
+    }
+
+    #[derive(Serialize)]
+    pub struct StreamOptions {
+        pub include_usage: bool,
+    }
+
+    #[derive(Serialize)]
+    pub struct Tool<'a> {
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+        pub function: Function<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct Function<'a> {
+        pub name: &'a str,
+        pub description: &'a str,
+        pub parameters: &'a Value,
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "role", rename_all = "lowercase")]
+    pub enum Message<'a> {
+        System {
+            content: &'a str,
+        },
+        User {
+            content: &'a str,
+        },
+        /// `content` is never null: some servers reject it.
+        Assistant {
+            content: &'a str,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            tool_calls: Vec<Call<'a>>,
+        },
+        Tool {
+            tool_call_id: &'a str,
+            content: String,
+        },
+    }
+
+    #[derive(Serialize)]
+    pub struct Call<'a> {
+        pub id: &'a str,
+        #[serde(rename = "type")]
+        pub kind: &'static str,
+        pub function: CallFunction<'a>,
+    }
+
+    #[derive(Serialize)]
+    pub struct CallFunction<'a> {
+        pub name: &'a str,
+        pub arguments: Cow<'a, str>,
+    }
+
+    impl<'a> Message<'a> {
+        pub fn from_message(message: &'a concierge_core::Message) -> Self {
+            use concierge_core::Message as M;
+            match message {
+                M::System { content } => Message::System { content },
+                M::User { content } => Message::User { content },
+                M::Assistant {
+                    content, tool_calls, ..
+                } => Message::Assistant {
+                    content,
+                    tool_calls: tool_calls
+                        .iter()
+                        .map(|c| Call {
+                            id: c.id.as_str(),
+                            kind: "function",
+                            function: CallFunction {
+                                name: c.name.as_str(),
+                                arguments: match &c.arguments {
+                                    Value::String(raw) => Cow::Borrowed(raw.as_str()),
+                                    other => Cow::Owned(other.to_string()),
+                                },
+                            },
+                        })
+                        .collect(),
+                },
+                M::Tool { call_id, outcome, .. } => Message::Tool {
+                    tool_call_id: call_id.as_str(),
+                    content: outcome.to_model_text(),
+                },
             }
-            m
-        }
-        Message::Tool { call_id, outcome, .. } => {
-            json!({"role": "tool", "tool_call_id": call_id, "content": outcome.to_model_text()})
         }
     }
 }
@@ -243,18 +458,7 @@ fn wire_message(message: &Message) -> Value {
 fn parse_usage(usage: &Value) -> Option<Usage> {
     let input = usage.get("prompt_tokens").and_then(Value::as_u64)?;
     let output = usage.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0);
-    Some(Usage {
-        input_tokens: input,
-        output_tokens: output,
-    })
-}
-
-fn snippet(text: &str) -> String {
-    let mut s: String = text.chars().take(500).collect();
-    if text.chars().count() > 500 {
-        s.push('…');
-    }
-    s
+    Some(Usage::tokens(input, output))
 }
 
 impl Model for OpenAiCompatible {
@@ -265,9 +469,9 @@ impl Model for OpenAiCompatible {
     fn complete<'a>(
         &'a self,
         request: &'a ModelRequest,
-        _cx: &'a ModelContext,
+        cx: &'a ModelContext,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.send(request))
+        Box::pin(self.complete_inner(request, cx))
     }
 }
 
@@ -275,11 +479,11 @@ impl Model for OpenAiCompatible {
 mod tests {
     use std::sync::Arc;
 
-    use concierge_core::{ToolCall, ToolDef, ToolOutcome};
+    use concierge_core::{Message, ToolCall, ToolDef, ToolOutcome};
 
     use super::*;
 
-    fn request() -> ModelRequest {
+    pub(crate) fn request() -> ModelRequest {
         ModelRequest {
             agent: "calc".into(),
             model: None,
@@ -326,6 +530,13 @@ mod tests {
         );
         assert_eq!(body["tools"][0]["function"]["name"], "add");
         assert_eq!(body["tool_choice"], "auto");
+        let mut forced = request();
+        forced.tool_choice = ToolChoice::Tool("add".into());
+        let body = OpenAiCompatible::new("m").request_body(&forced);
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "function", "function": {"name": "add"}})
+        );
     }
 
     #[test]
@@ -343,13 +554,7 @@ mod tests {
         assert_eq!(reply.text, "");
         assert_eq!(reply.tool_calls.len(), 2);
         assert_eq!(reply.tool_calls[1].arguments, r#"{"a":2}"#);
-        assert_eq!(
-            reply.usage,
-            Some(Usage {
-                input_tokens: 12,
-                output_tokens: 3
-            })
-        );
+        assert_eq!(reply.usage, Some(Usage::tokens(12, 3)));
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert!(model.parse_response(&json!({"error": "x"})).is_err());
     }

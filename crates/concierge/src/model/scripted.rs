@@ -30,7 +30,7 @@ impl ScriptedModel {
     /// An empty script.
     pub fn new() -> Self {
         Self {
-            name: "scripted".into(),
+            name: "scripted:test".into(),
             script: Arc::default(),
             responder: None,
             requests: Arc::default(),
@@ -58,6 +58,12 @@ impl ScriptedModel {
         if let Ok(mut script) = self.script.lock() {
             script.push_back(Err(error));
         }
+        self
+    }
+
+    /// Sets the reference the model reports (`provider:name`, default `scripted:test`).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
         self
     }
 
