@@ -25,11 +25,13 @@ pub struct Cli {
     /// The embedded engine's database [default: ./concierge.db].
     #[arg(long, global = true, value_name = "PATH", env = "CONCIERGE_DB")]
     pub db: Option<PathBuf>,
-    /// The model, as provider:name (e.g. openai:gpt-4o-mini). Without one,
-    /// agents that have rules run on their rules.
+    /// The default model, as provider:name (openai:<name> for any
+    /// OpenAI-compatible server, anthropic:<name>). Without one, agents that
+    /// have rules run on their rules.
     #[arg(long, global = true, value_name = "PROVIDER:NAME", env = "CONCIERGE_MODEL")]
     pub model: Option<String>,
-    /// The model provider's base URL (e.g. http://127.0.0.1:8080/v1 for a local server).
+    /// The default model's base URL (e.g. http://127.0.0.1:8080/v1 for a
+    /// local OpenAI-compatible server; Anthropic requests go to {base}/v1/messages).
     #[arg(long, global = true, value_name = "URL", env = "CONCIERGE_BASE_URL")]
     pub base_url: Option<String>,
     /// More logging on stderr (-v info, -vv debug).

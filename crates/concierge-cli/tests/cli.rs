@@ -372,3 +372,39 @@ fn bench_runs_against_the_fixture_and_reports_every_field() {
     let out = concierge(dir.path(), &["bench"]);
     assert!(stderr(&out).contains("--serve-fake"), "{}", stderr(&out));
 }
+
+#[test]
+fn agents_use_different_models_and_history_shows_usage_and_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let openai = answering_server(
+        r#"{"choices":[{"message":{"role":"assistant","content":"from the default model"},"finish_reason":"stop"}],"usage":{"prompt_tokens":100,"completion_tokens":10}}"#,
+    );
+    let anthropic = answering_server(
+        r#"{"content":[{"type":"text","text":"from claude"}],"stop_reason":"end_turn","usage":{"input_tokens":50,"output_tokens":5}}"#,
+    );
+    let anthropic_base = anthropic.trim_end_matches("/v1").to_string();
+    std::fs::create_dir(dir.path().join("agents")).unwrap();
+    std::fs::write(
+        dir.path().join("concierge.toml"),
+        format!(
+            "model = \"openai:small\"\nbase_url = \"{openai}\"\nagents_dir = \"agents\"\n\n[providers.anthropic]\nbase_url = \"{anthropic_base}\"\napi_key = \"test\"\n\n[prices.\"openai:small\"]\ninput = 1.0\noutput = 2.0\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("agents/writer.toml"),
+        "id = \"writer\"\ninstructions = \"Write.\"\nmodel = \"anthropic:claude-test\"\n",
+    )
+    .unwrap();
+    let out = concierge(dir.path(), &["run", "--agent", "calculator", "--session", "a", "hi"]);
+    assert_eq!(stdout(&out).trim(), "from the default model", "{}", stderr(&out));
+    let out = concierge(dir.path(), &["run", "--agent", "writer", "--session", "b", "hi"]);
+    assert_eq!(stdout(&out).trim(), "from claude", "{}", stderr(&out));
+    let out = concierge(dir.path(), &["history", "a"]);
+    assert!(stdout(&out).contains("tokens in 100 / out 10; cost $0.000120"), "{}", stdout(&out));
+    let out = concierge(dir.path(), &["history", "b"]);
+    assert!(stdout(&out).contains("tokens in 50 / out 5; cost unknown"), "{}", stdout(&out));
+    let out = concierge(dir.path(), &["history", "a", "--json"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["usage"]["cost_usd"], 0.00012);
+}

@@ -152,8 +152,12 @@ pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
         println!("{}", render::message(message));
     }
     let usage = session.usage();
+    let cost = match usage.cost_usd {
+        Some(cost) => format!("${cost:.6}"),
+        None => "unknown (no price configured for a model used)".to_string(),
+    };
     println!(
-        "-- session {} with {}; {} runs; tokens in {} / out {}",
+        "-- session {} with {}; {} runs; tokens in {} / out {}; cost {cost}",
         session.id(),
         session.agent(),
         session.runs_started(),

@@ -21,6 +21,10 @@ use crate::model::{ModelContext, ModelError, ModelErrorKind, RetryPolicy, comple
 use crate::runtime::{Models, Prepare};
 use crate::tool::{ToolContext, ToolRegistry};
 
+/// Live events buffered per subscribed session; a subscriber that falls
+/// further behind reads the gap back from the journal.
+const LIVE_BUFFER: usize = 256;
+
 /// Engine settings.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -313,7 +317,7 @@ impl Driver {
         };
         channels
             .entry(session.clone())
-            .or_insert_with(|| broadcast::channel(1024).0)
+            .or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
             .subscribe()
     }
 }
@@ -468,7 +472,18 @@ impl Actor {
                 if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
                     actors.remove(&self.id);
                 }
+                drop(actors);
+                self.drop_unheard_channel();
                 None
+            }
+        }
+    }
+
+    /// Forgets the session's live channel if nobody listens any more.
+    fn drop_unheard_channel(&self) {
+        if let Ok(mut channels) = self.shared.channels.lock() {
+            if channels.get(&self.id).is_some_and(|c| c.receiver_count() == 0) {
+                channels.remove(&self.id);
             }
         }
     }
@@ -481,6 +496,8 @@ impl Actor {
         if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
             actors.remove(&self.id);
         }
+        drop(actors);
+        self.drop_unheard_channel();
     }
 
     async fn handle(&mut self, command: Command) {
