@@ -408,3 +408,32 @@ fn agents_use_different_models_and_history_shows_usage_and_cost() {
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["usage"]["cost_usd"], 0.00012);
 }
+
+#[test]
+fn chat_shows_tool_calls_and_answers_until_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_concierge"))
+        .current_dir(dir.path())
+        .args(["chat", "--agent", "calculator", "--session", "c"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"calculate 5 + 3\nwhat is 10 divided by 4?\n/exit\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("Calculator"), "greets with the agent: {text}");
+    assert!(text.contains("-> calculator("), "shows the tool call: {text}");
+    assert!(text.contains("<- calculator:"), "shows the result: {text}");
+    assert!(text.contains("calculator: 5 + 3 = 8"), "{text}");
+    assert!(text.contains("calculator: 10 / 4 = 2.5"), "{text}");
+    let history = concierge(dir.path(), &["history", "c"]);
+    assert!(stdout(&history).contains("2 runs"), "{}", stdout(&history));
+}

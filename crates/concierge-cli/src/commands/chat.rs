@@ -41,9 +41,20 @@ fn shorten(text: &str) -> String {
 fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Sender<u64>, streamed: Arc<AtomicBool>) {
     let mut events = rt.subscribe(session, from);
     tokio::spawn(async move {
+        let mut speaking = false;
+        let mut agent = String::new();
         while let Some(event) = events.next().await {
             let Ok(event) = event else { continue };
             match &event.kind {
+                EventKind::RunStarted { agent: who, .. } => {
+                    agent = who.to_string();
+                    speaking = false;
+                }
+                EventKind::AgentChanged { to, .. } => {
+                    agent = to.to_string();
+                    println!("  (now talking to {to})");
+                }
+                EventKind::ModelRequested { .. } => speaking = false,
                 EventKind::ToolRequested { tool, arguments, .. } => println!("  -> {tool}({arguments})"),
                 EventKind::ToolReused { tool, from, .. } => println!("  -> {tool}: reused the result of {from}"),
                 EventKind::ToolFinished {
@@ -55,10 +66,13 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                     ToolOutcome::Ok(v) => println!("  <- {tool}: {} ({duration_ms} ms)", shorten(&v.to_string())),
                     ToolOutcome::Error(e) => println!("  <- {tool} failed: {}", shorten(&e.to_string())),
                 },
-                EventKind::AgentChanged { to, .. } => println!("  (now talking to {to})"),
                 EventKind::CapReached { cap } => println!("  (stopping: {cap} was reached)"),
                 EventKind::ModelDelta { text } => {
                     streamed.store(true, Ordering::Relaxed);
+                    if !speaking {
+                        print!("{agent}: ");
+                        speaking = true;
+                    }
                     print!("{text}");
                     let _ = std::io::stdout().flush();
                 }
