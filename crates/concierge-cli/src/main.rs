@@ -59,6 +59,8 @@ pub enum Command {
     History(commands::inspect::HistoryArgs),
     /// Lists the sessions in the database.
     Sessions(commands::inspect::ListArgs),
+    /// MCP: list a configured server's tools, or serve concierge over MCP.
+    Mcp(commands::mcp::McpArgs),
     /// Benchmarks the runtime against an OpenAI-compatible server (or serves
     /// the benchmark fixture with --serve-fake).
     Bench(commands::bench::BenchArgs),

@@ -46,10 +46,22 @@ pub async fn runtime(cli: &Cli) -> Result<Runtime> {
     let resolved = resolve(cli)?;
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
+    let mut servers = config.mcp_servers.clone();
     if let Some(dir) = &config.agents_dir {
-        agents.extend(load_agents(dir)?);
+        let files = load_agents(dir)?;
+        agents.extend(files.agents);
+        for (name, server) in files.mcp_servers {
+            if servers.insert(name.clone(), server).is_some() {
+                return Err(concierge::Error::InvalidConfig(format!(
+                    "MCP server {name} is declared both in concierge.toml and in an agent file"
+                )));
+            }
+        }
     }
     let mut builder = Runtime::builder().sqlite(&resolved.db).log_prompts(config.log_prompts);
+    for (name, server) in servers {
+        builder = builder.mcp_server(name, server);
+    }
     for set in concierge_demo::toolsets() {
         builder = builder.toolset(set);
     }

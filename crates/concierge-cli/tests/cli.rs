@@ -401,9 +401,17 @@ fn agents_use_different_models_and_history_shows_usage_and_cost() {
     let out = concierge(dir.path(), &["run", "--agent", "writer", "--session", "b", "hi"]);
     assert_eq!(stdout(&out).trim(), "from claude", "{}", stderr(&out));
     let out = concierge(dir.path(), &["history", "a"]);
-    assert!(stdout(&out).contains("tokens in 100 / out 10; cost $0.000120"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("tokens in 100 / out 10; cost $0.000120"),
+        "{}",
+        stdout(&out)
+    );
     let out = concierge(dir.path(), &["history", "b"]);
-    assert!(stdout(&out).contains("tokens in 50 / out 5; cost unknown"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("tokens in 50 / out 5; cost unknown"),
+        "{}",
+        stdout(&out)
+    );
     let out = concierge(dir.path(), &["history", "a", "--json"]);
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["usage"]["cost_usd"], 0.00012);

@@ -12,6 +12,7 @@ use crate::policy::RunPolicy;
 /// (`agents/*.toml`); tool and handoff names are checked when the
 /// [`Catalog`](crate::Catalog) is built.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentSpec {
     /// The agent's id, e.g. `goal_travel_flights`.
     pub id: AgentId,
@@ -196,6 +197,7 @@ pub struct ExampleTurn {
 /// a route's regex named groups, `{message}` (the person's text), and in
 /// answers `{tool}`, `{result}`, `{result.field}` and `{error}`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Rules {
     /// Routes, tried in order; the first that matches wins.
     #[serde(default)]
@@ -254,6 +256,9 @@ pub struct Route {
     /// A regular expression; its named groups become placeholders.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// The answer after this route's tool succeeded (the rules' `answer` otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// What to do.
     #[serde(flatten)]
     pub action: RouteAction,
@@ -269,6 +274,7 @@ impl Route {
         Self {
             keywords: Vec::new(),
             pattern: None,
+            answer: None,
             action: RouteAction::Tool {
                 tool: tool.into(),
                 arguments,
@@ -281,6 +287,7 @@ impl Route {
         Self {
             keywords: Vec::new(),
             pattern: None,
+            answer: None,
             action: RouteAction::Handoff { handoff: agent.into() },
         }
     }
@@ -290,6 +297,7 @@ impl Route {
         Self {
             keywords: Vec::new(),
             pattern: None,
+            answer: None,
             action: RouteAction::Reply { reply: text.into() },
         }
     }
@@ -297,6 +305,12 @@ impl Route {
     /// Sets the pattern.
     pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// Sets the answer after this route's tool succeeded.
+    pub fn answer(mut self, template: impl Into<String>) -> Self {
+        self.answer = Some(template.into());
         self
     }
 

@@ -160,6 +160,17 @@ impl CatalogBuilder {
         self
     }
 
+    /// Replaces a toolset's tools (declaring it if new): how tools discovered
+    /// at run time (an MCP server's) enter a catalog.
+    pub fn set_toolset(mut self, name: impl Into<String>, specs: impl IntoIterator<Item = ToolSpec>) -> Self {
+        let name = name.into();
+        if let Some(old) = self.toolsets.remove(&name) {
+            self.tools.retain(|t| !old.contains(&t.name));
+        }
+        self = self.toolset(name, specs);
+        self
+    }
+
     /// Adds an agent.
     pub fn agent(mut self, spec: AgentSpec) -> Self {
         self.agents.push(spec);
@@ -273,8 +284,11 @@ fn resolve_agent(
         let other = all_agents.iter().find(|a| &a.id == target);
         defs.push(handoff_def(target, other));
     }
+    // A toolset may be filled at run time (an MCP server's): names it could
+    // supply are not errors for an agent that has toolsets.
+    let may_come_later = |tool: &ToolId| !spec.toolsets.is_empty() && !tools.contains_key(tool);
     if let Some(first) = &spec.first_tool {
-        if !resolved.contains(first) {
+        if !resolved.contains(first) && !may_come_later(first) {
             return Err(CatalogError::InvalidRule {
                 agent: spec.id.clone(),
                 reason: format!("first_tool {first} is not one of the agent's tools"),
@@ -285,7 +299,7 @@ fn resolve_agent(
         Some(rules) => {
             for route in &rules.routes {
                 match &route.action {
-                    RouteAction::Tool { tool, .. } if !resolved.contains(tool) => {
+                    RouteAction::Tool { tool, .. } if !resolved.contains(tool) && !may_come_later(tool) => {
                         return Err(CatalogError::InvalidRule {
                             agent: spec.id.clone(),
                             reason: format!("a route calls {tool}, which is not one of the agent's tools"),
@@ -508,6 +522,25 @@ mod tests {
         assert_eq!(calc.handoff_target("transfer_to_help"), Some(&AgentId::from("help")));
         assert_eq!(calc.handoff_target("transfer_to_calc"), None);
         assert_eq!(catalog.tools_for(&"calc".into()).len(), 2);
+    }
+
+    #[test]
+    fn a_toolset_can_be_declared_empty_and_filled_later() {
+        let catalog = Catalog::builder()
+            .toolset("mcp", [])
+            .agent(AgentSpec::new("a").toolset("mcp"))
+            .build()
+            .unwrap();
+        assert!(catalog.tools_for(&"a".into()).is_empty());
+        let catalog = catalog
+            .to_builder()
+            .set_toolset("mcp", [spec("echo"), spec("sum")])
+            .build()
+            .unwrap();
+        assert_eq!(catalog.tools_for(&"a".into()).len(), 2);
+        let catalog = catalog.to_builder().set_toolset("mcp", [spec("echo")]).build().unwrap();
+        let names: Vec<&str> = catalog.tools().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["echo"], "tools that left the toolset leave the catalog");
     }
 
     #[test]

@@ -148,6 +148,11 @@ impl IdempotencyKey {
         Self(Arc::from(format!("{session}/{run}/{call}")))
     }
 
+    /// A key given by a caller (a tool called from outside a run, say).
+    pub fn given(key: impl AsRef<str>) -> Self {
+        Self(Arc::from(key.as_ref()))
+    }
+
     /// The key as a string slice.
     pub fn as_str(&self) -> &str {
         &self.0

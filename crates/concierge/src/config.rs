@@ -59,6 +59,10 @@ pub struct Config {
     /// Prices per model reference, in USD per million tokens.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// MCP servers, by name (agents use them as toolsets).
+    #[cfg(feature = "mcp")]
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
 }
 
 /// One provider's connection settings.
@@ -114,6 +118,10 @@ impl Config {
         let base = path.parent().unwrap_or_else(|| Path::new(""));
         config.db = config.db.map(|p| rebase(base, p));
         config.agents_dir = config.agents_dir.map(|p| rebase(base, p));
+        #[cfg(feature = "mcp")]
+        for server in config.mcp_servers.values_mut() {
+            server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
+        }
         Ok(config)
     }
 
@@ -274,8 +282,20 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
     }
 }
 
-/// Reads every `*.toml` in `dir` as an [`AgentSpec`], sorted by file name.
-pub fn load_agents(dir: &Path) -> Result<Vec<AgentSpec>> {
+/// Agents read from files, and the MCP servers the files declare.
+#[derive(Clone, Debug, Default)]
+pub struct AgentFiles {
+    /// The agents, sorted by file name.
+    pub agents: Vec<AgentSpec>,
+    /// MCP servers declared in agent files (each file's own servers are in its agent's toolsets).
+    #[cfg(feature = "mcp")]
+    pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+}
+
+/// Reads every `*.toml` in `dir`: one [`AgentSpec`] each, plus optional
+/// `[mcp_servers.NAME]` tables (the file's agent uses them; a relative `cwd`
+/// is relative to the file).
+pub fn load_agents(dir: &Path) -> Result<AgentFiles> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| Error::InvalidConfig(format!("cannot read agents directory {}: {e}", dir.display())))?;
     let mut paths: Vec<PathBuf> = entries
@@ -283,14 +303,37 @@ pub fn load_agents(dir: &Path) -> Result<Vec<AgentSpec>> {
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     paths.sort();
-    paths
-        .iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Error::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;
-            toml::from_str::<AgentSpec>(&text).map_err(|e| Error::InvalidConfig(format!("{}: {e}", path.display())))
-        })
-        .collect()
+    let mut files = AgentFiles::default();
+    for path in &paths {
+        let invalid = |e: &dyn std::fmt::Display| Error::InvalidConfig(format!("{}: {e}", path.display()));
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;
+        let mut table: toml::Table = toml::from_str(&text).map_err(|e| invalid(&e))?;
+        let servers = table.remove("mcp_servers");
+        #[allow(unused_mut)]
+        let mut agent: AgentSpec = toml::Value::Table(table).try_into().map_err(|e| invalid(&e))?;
+        #[cfg(feature = "mcp")]
+        if let Some(servers) = servers {
+            let servers: BTreeMap<String, crate::mcp::McpServerConfig> = servers.try_into().map_err(|e| invalid(&e))?;
+            let base = path.parent().unwrap_or_else(|| Path::new(""));
+            for (name, mut server) in servers {
+                if files.mcp_servers.contains_key(&name) {
+                    return Err(invalid(&format!("MCP server {name} is declared twice")));
+                }
+                server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
+                if !agent.toolsets.contains(&name) {
+                    agent.toolsets.push(name.clone());
+                }
+                files.mcp_servers.insert(name, server);
+            }
+        }
+        #[cfg(not(feature = "mcp"))]
+        if servers.is_some() {
+            return Err(invalid(&"mcp_servers needs the `mcp` feature"));
+        }
+        files.agents.push(agent);
+    }
+    Ok(files)
 }
 
 #[cfg(test)]
@@ -399,10 +442,51 @@ reply = "Hi!"
 "#,
         )
         .unwrap();
-        let specs = load_agents(&agents).unwrap();
+        let specs = load_agents(&agents).unwrap().agents;
         assert_eq!(specs[0].id, "helper");
         assert_eq!(specs[0].tools, ["calculator".into()] as [concierge_core::ToolId; 1]);
         assert_eq!(specs[0].model.as_deref(), Some("anthropic:claude-3-5-haiku-latest"));
         assert!(specs[0].rules.is_some());
+
+        std::fs::write(agents.join("typo.toml"), "id = \"t\"\ninstructons = \"x\"\n").unwrap();
+        let error = load_agents(&agents).unwrap_err().to_string();
+        assert!(error.contains("typo.toml") && error.contains("instructons"), "{error}");
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn agent_files_declare_their_mcp_servers() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("shop.toml"),
+            r#"
+id = "shop"
+tools = ["calculator"]
+
+[mcp_servers.business]
+command = "node"
+args = ["server.js"]
+cwd = "servers"
+included_tools = ["GetCustomerOrders"]
+"#,
+        )
+        .unwrap();
+        let files = load_agents(dir.path()).unwrap();
+        assert_eq!(files.agents[0].toolsets, ["business"]);
+        let server = &files.mcp_servers["business"];
+        assert_eq!(server.cwd, Some(dir.path().join("servers")));
+        let config_dir = tempfile::tempdir().unwrap();
+        let path = config_dir.path().join("concierge.toml");
+        std::fs::write(&path, "[mcp_servers.e]\ncommand = \"node\"\n").unwrap();
+        let config = Config::load(&path, true).unwrap();
+        assert_eq!(
+            config.mcp_servers["e"].cwd,
+            Some(config_dir.path().join(".")),
+            "relative to the file"
+        );
+        assert_eq!(
+            server.included_tools.as_deref(),
+            Some(&["GetCustomerOrders".to_string()][..])
+        );
     }
 }

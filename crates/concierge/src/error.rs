@@ -47,6 +47,10 @@ pub enum Error {
     /// A model provider failed.
     #[error(transparent)]
     Model(#[from] ModelError),
+    /// An MCP server could not be started, reached or listed.
+    #[cfg(feature = "mcp")]
+    #[error(transparent)]
+    Mcp(#[from] crate::mcp::McpError),
 }
 
 impl From<rusqlite::Error> for Error {

@@ -51,6 +51,8 @@ pub mod client;
 pub mod config;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod model;
 pub mod options;
 pub mod runtime;

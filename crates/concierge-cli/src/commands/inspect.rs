@@ -85,6 +85,11 @@ pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
 
 pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
     let rt = open(rt).await?;
+    for server in rt.mcp_servers() {
+        if let Err(error) = rt.discover(&server).await {
+            eprintln!("warning: {error}");
+        }
+    }
     if let Some(name) = &args.name {
         let Some(spec) = rt.tool_spec(name.as_str()) else {
             let names: Vec<String> = rt.tools().iter().map(|t| t.name.to_string()).collect();

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod chat;
 pub mod inspect;
+pub mod mcp;
 pub mod run;
 
 use std::process::ExitCode;
@@ -27,6 +28,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Tools(args) => inspect::tools(&rt, args).await,
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
+        Command::Mcp(args) => mcp::mcp(&rt, args).await,
         Command::Bench(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;

@@ -24,6 +24,7 @@ pub struct CompiledRules {
 struct CompiledRoute {
     keywords: Vec<String>,
     pattern: Option<Regex>,
+    answer: Option<String>,
     action: RouteAction,
 }
 
@@ -42,6 +43,7 @@ impl CompiledRules {
             routes.push(CompiledRoute {
                 keywords: route.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 pattern,
+                answer: route.answer.clone(),
                 action: route.action.clone(),
             });
         }
@@ -125,8 +127,13 @@ impl<'a> RulesPlanner<'a> {
         let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
             return Decision::Answer(summarize_results(view));
         };
+        // The answer of the route that calls this tool, else the rules' own.
+        let route_answer = self.rules.routes.iter().find_map(|r| match &r.action {
+            RouteAction::Tool { tool: t, .. } if t == tool => r.answer.as_deref(),
+            _ => None,
+        });
         let template = match outcome {
-            ToolOutcome::Ok(_) => self.rules.answer.as_deref(),
+            ToolOutcome::Ok(_) => route_answer.or(self.rules.answer.as_deref()),
             ToolOutcome::Error(_) => Some(self.rules.error_answer.as_deref().unwrap_or("{tool} failed: {error}")),
         };
         let Some(template) = template else {

@@ -171,4 +171,10 @@ impl Journal for MemoryJournal {
     fn flush(&self) -> BoxFuture<'static, ()> {
         Box::pin(async {})
     }
+
+    fn save_toolset(&self, _name: &str, _tools: String) {}
+
+    fn toolsets(&self) -> Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
 }

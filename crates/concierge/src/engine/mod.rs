@@ -181,6 +181,11 @@ pub trait Journal: Send + Sync + 'static {
     fn stats(&self) -> JournalStats;
     /// Resolves once everything sent before it is written.
     fn flush(&self) -> BoxFuture<'static, ()>;
+    /// Remembers a toolset discovered at run time (JSON), so that after a
+    /// restart sessions replay against the same tools before it is listed again.
+    fn save_toolset(&self, name: &str, tools: String);
+    /// The remembered toolsets.
+    fn toolsets(&self) -> Result<Vec<(String, String)>>;
 }
 
 /// Rebuilds events by replaying inputs from `start` (a snapshot or nothing).

@@ -49,6 +49,10 @@ CREATE TABLE IF NOT EXISTS log (
     prev  INTEGER NOT NULL,
     input BLOB    NOT NULL
 );
+CREATE TABLE IF NOT EXISTS toolsets (
+    name  TEXT PRIMARY KEY,
+    tools TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS snapshots (
     no    INTEGER PRIMARY KEY,
     idx   INTEGER NOT NULL,
@@ -84,6 +88,8 @@ enum Op {
     Park { no: i64, head: i64, index: i64, at: i64 },
     /// Answer once everything before it is committed.
     Flush(oneshot::Sender<()>),
+    /// Remember a discovered toolset.
+    Toolset { name: String, tools: String },
 }
 
 /// A journal in a SQLite database.
@@ -187,7 +193,7 @@ fn write_loop(mut conn: Connection, rx: mpsc::Receiver<Op>, stats: &StatsCell, w
             .into_iter()
             .filter_map(|op| match op {
                 Op::Append(row) => Some(row),
-                Op::Park { .. } => None,
+                Op::Park { .. } | Op::Toolset { .. } => None,
                 Op::Flush(reply) => {
                     flushes.push(reply);
                     None
@@ -245,6 +251,14 @@ fn write_batch(conn: &mut Connection, batch: &[Op]) -> rusqlite::Result<Vec<Appe
                     continue;
                 }
                 Op::Flush(_) => continue,
+                Op::Toolset { name, tools } => {
+                    tx.execute(
+                        "INSERT INTO toolsets (name, tools) VALUES (?1, ?2)
+                         ON CONFLICT(name) DO UPDATE SET tools = excluded.tools",
+                        params![name, tools],
+                    )?;
+                    continue;
+                }
             };
             let mut no = row.cursor.session_no;
             let new = no == 0;
@@ -476,6 +490,27 @@ impl Journal for SqliteJournal {
 
     fn stats(&self) -> JournalStats {
         self.stats.get()
+    }
+
+    fn save_toolset(&self, name: &str, tools: String) {
+        if let Err(error) = self.send(Op::Toolset {
+            name: name.to_string(),
+            tools,
+        }) {
+            tracing::warn!(%error, "could not remember a discovered toolset");
+        }
+    }
+
+    fn toolsets(&self) -> Result<Vec<(String, String)>> {
+        let conn = self
+            .reader
+            .lock()
+            .map_err(|_| Error::Storage("the journal reader is poisoned".into()))?;
+        let mut stmt = conn.prepare("SELECT name, tools FROM toolsets ORDER BY name")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
     }
 
     fn flush(&self) -> BoxFuture<'static, ()> {

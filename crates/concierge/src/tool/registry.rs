@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use concierge_core::{ToolCall, ToolError, ToolErrorKind, ToolId, ToolOutcome, ToolSpec};
@@ -17,18 +17,23 @@ struct Entry {
     validator: ArgumentValidator,
 }
 
-/// Executable tools by name, grouped in toolsets.
-pub struct ToolRegistry {
-    entries: HashMap<ToolId, Entry>,
+#[derive(Default)]
+struct Tables {
+    entries: HashMap<ToolId, Arc<Entry>>,
     toolsets: BTreeMap<String, Vec<ToolId>>,
+}
+
+/// Executable tools by name, grouped in toolsets. A toolset's tools can be
+/// replaced at run time (an MCP server's, when they are discovered again).
+pub struct ToolRegistry {
+    tables: RwLock<Tables>,
     timeout: Duration,
 }
 
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self {
-            entries: HashMap::new(),
-            toolsets: BTreeMap::new(),
+            tables: RwLock::default(),
             timeout: Duration::from_secs(60),
         }
     }
@@ -36,10 +41,27 @@ impl Default for ToolRegistry {
 
 impl std::fmt::Debug for ToolRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolRegistry")
-            .field("toolsets", &self.toolsets)
-            .finish()
+        let toolsets = self.tables.read().map(|t| t.toolsets.clone()).unwrap_or_default();
+        f.debug_struct("ToolRegistry").field("toolsets", &toolsets).finish()
     }
+}
+
+fn entry(handler: Arc<dyn DynTool>) -> Result<(ToolId, Arc<Entry>)> {
+    let spec = handler.spec();
+    let validator = ArgumentValidator::new(&spec.input_schema)
+        .map_err(|e| Error::InvalidConfig(format!("tool {} has an unusable input schema: {e}", spec.name)))?;
+    Ok((
+        spec.name.clone(),
+        Arc::new(Entry {
+            spec,
+            handler,
+            validator,
+        }),
+    ))
+}
+
+fn poisoned() -> Error {
+    Error::InvalidConfig("the tool registry is poisoned".into())
 }
 
 impl ToolRegistry {
@@ -53,40 +75,72 @@ impl ToolRegistry {
         self.timeout = timeout;
     }
 
+    /// The per-call timeout.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// Adds a tool to a toolset; its schema is compiled now.
     pub fn add(&mut self, toolset: &str, handler: Arc<dyn DynTool>) -> Result<()> {
-        let spec = handler.spec();
-        if self.entries.contains_key(&spec.name) {
-            return Err(Error::InvalidConfig(format!(
-                "two tools are named {}; rename one",
-                spec.name
-            )));
+        let (name, entry) = entry(handler)?;
+        let tables = self.tables.get_mut().map_err(|_| poisoned())?;
+        if tables.entries.contains_key(&name) {
+            return Err(Error::InvalidConfig(format!("two tools are named {name}; rename one")));
         }
-        let validator = ArgumentValidator::new(&spec.input_schema)
-            .map_err(|e| Error::InvalidConfig(format!("tool {} has an unusable input schema: {e}", spec.name)))?;
-        self.toolsets
+        tables
+            .toolsets
             .entry(toolset.to_string())
             .or_default()
-            .push(spec.name.clone());
-        self.entries.insert(
-            spec.name.clone(),
-            Entry {
-                spec,
-                handler,
-                validator,
-            },
-        );
+            .push(name.clone());
+        tables.entries.insert(name, entry);
         Ok(())
+    }
+
+    /// Declares a toolset with no tools yet (filled by [`ToolRegistry::set_toolset`]).
+    pub fn declare(&mut self, toolset: &str) {
+        if let Ok(tables) = self.tables.get_mut() {
+            tables.toolsets.entry(toolset.to_string()).or_default();
+        }
+    }
+
+    /// Replaces a toolset's tools; a name another toolset uses is an error
+    /// (and nothing changes). Returns the new tools' specs.
+    pub fn set_toolset(&self, toolset: &str, handlers: Vec<Arc<dyn DynTool>>) -> Result<Vec<ToolSpec>> {
+        let mut fresh = Vec::with_capacity(handlers.len());
+        for handler in handlers {
+            fresh.push(entry(handler)?);
+        }
+        let mut tables = self.tables.write().map_err(|_| poisoned())?;
+        let old = tables.toolsets.get(toolset).cloned().unwrap_or_default();
+        for (name, _) in &fresh {
+            if tables.entries.contains_key(name) && !old.contains(name) {
+                return Err(Error::InvalidConfig(format!(
+                    "toolset {toolset} has a tool named {name}, like another toolset; give the MCP server a prefix"
+                )));
+            }
+        }
+        for name in &old {
+            tables.entries.remove(name);
+        }
+        let names: Vec<ToolId> = fresh.iter().map(|(n, _)| n.clone()).collect();
+        let specs = fresh.iter().map(|(_, e)| e.spec.clone()).collect();
+        tables.entries.extend(fresh);
+        tables.toolsets.insert(toolset.to_string(), names);
+        Ok(specs)
     }
 
     /// Toolsets with their tools' specs, for the catalog.
     pub fn toolsets(&self) -> Vec<(String, Vec<ToolSpec>)> {
-        self.toolsets
+        let Ok(tables) = self.tables.read() else {
+            return Vec::new();
+        };
+        tables
+            .toolsets
             .iter()
             .map(|(name, ids)| {
                 let specs = ids
                     .iter()
-                    .filter_map(|id| self.entries.get(id))
+                    .filter_map(|id| tables.entries.get(id))
                     .map(|e| e.spec.clone())
                     .collect();
                 (name.clone(), specs)
@@ -96,7 +150,7 @@ impl ToolRegistry {
 
     /// Whether a tool is registered.
     pub fn contains(&self, tool: &ToolId) -> bool {
-        self.entries.contains_key(tool)
+        self.tables.read().is_ok_and(|t| t.entries.contains_key(tool))
     }
 
     /// Runs a call: coerce and validate the arguments, then the handler under
@@ -109,8 +163,13 @@ impl ToolRegistry {
     }
 
     async fn run(&self, call: &ToolCall, cx: ToolContext) -> ToolOutcome {
-        let Some(entry) = self.entries.get(&call.name) else {
-            let mut names: Vec<&str> = self.entries.keys().map(ToolId::as_str).collect();
+        let found = self.tables.read().ok().and_then(|t| t.entries.get(&call.name).cloned());
+        let Some(entry) = found else {
+            let mut names: Vec<String> = self
+                .tables
+                .read()
+                .map(|t| t.entries.keys().map(ToString::to_string).collect())
+                .unwrap_or_default();
             names.sort_unstable();
             return ToolOutcome::Error(ToolError::new(
                 ToolErrorKind::UnknownTool,

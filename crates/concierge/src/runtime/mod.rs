@@ -11,7 +11,12 @@ use concierge_core::{
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
-use tokio::sync::broadcast;
+
+#[cfg(feature = "mcp")]
+mod mcp;
+mod subscription;
+
+use subscription::Subscription;
 
 use crate::client::{AgentClient, RunHandle};
 use crate::engine::{
@@ -54,6 +59,8 @@ pub struct RuntimeBuilder {
     settings: Settings,
     tool_timeout: Duration,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
+    #[cfg(feature = "mcp")]
+    mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
 }
 
 impl Default for RuntimeBuilder {
@@ -67,6 +74,8 @@ impl Default for RuntimeBuilder {
             settings: Settings::default(),
             tool_timeout: Duration::from_secs(60),
             planners: Vec::new(),
+            #[cfg(feature = "mcp")]
+            mcp_servers: Vec::new(),
         }
     }
 }
@@ -175,6 +184,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds an MCP server; agents use its tools as the toolset `name`. It
+    /// starts when a run of such an agent starts; its tools are listed then.
+    #[cfg(feature = "mcp")]
+    pub fn mcp_server(mut self, name: impl Into<String>, config: crate::mcp::McpServerConfig) -> Self {
+        self.mcp_servers.push((name.into(), config));
+        self
+    }
+
     /// Registers a custom planner for an agent.
     pub fn planner(mut self, agent: impl Into<AgentId>, planner: Arc<dyn Planner + Send + Sync>) -> Self {
         self.planners.push((agent.into(), planner));
@@ -194,6 +211,12 @@ impl RuntimeBuilder {
                 registry.add(&set.name, tool.clone())?;
             }
         }
+        let journal: SharedJournal = match &self.engine {
+            Engine::Memory | Engine::None => Arc::new(MemoryJournal::new()),
+            Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path, self.settings.commit_window)?),
+        };
+        #[cfg(feature = "mcp")]
+        let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers, journal.as_ref())?;
         let mut catalog = Catalog::builder();
         for (name, specs) in registry.toolsets() {
             catalog = catalog.toolset(name, specs);
@@ -213,10 +236,6 @@ impl RuntimeBuilder {
             catalog = catalog.planner(agent, planner);
         }
         let catalog = Arc::new(catalog.build()?);
-        let journal: SharedJournal = match &self.engine {
-            Engine::Memory | Engine::None => Arc::new(MemoryJournal::new()),
-            Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path, self.settings.commit_window)?),
-        };
         let driver = Driver::new(catalog, Arc::new(registry), self.models, journal, self.settings);
         let resumed = driver.recover().await?;
         if !resumed.is_empty() {
@@ -230,6 +249,8 @@ impl RuntimeBuilder {
                 engine: self.engine,
                 recovered,
                 resumed: std::sync::Mutex::new(resumed.into_iter().collect()),
+                #[cfg(feature = "mcp")]
+                mcp,
             }),
         })
     }
@@ -242,6 +263,8 @@ struct Inner {
     recovered: Vec<SessionId>,
     /// Where the runs resumed at open will stop, until someone waits for them.
     resumed: std::sync::Mutex<HashMap<SessionId, crate::engine::Stop>>,
+    #[cfg(feature = "mcp")]
+    mcp: mcp::McpState,
 }
 
 /// A running concierge: start runs, answer confirmations, watch events,
@@ -314,6 +337,9 @@ impl Runtime {
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
         }
+        self.driver()?;
+        #[cfg(feature = "mcp")]
+        self.ensure_mcp(agent.as_ref()).await?;
         // An empty id gets the session's next one (r1, r2...).
         let run_id = options.run_id.unwrap_or_else(|| RunId::new(""));
         let start = StartRun {
@@ -460,6 +486,8 @@ impl Runtime {
     /// exiting a process.
     pub async fn shutdown(&self) {
         self.inner.driver.shutdown().await;
+        #[cfg(feature = "mcp")]
+        self.inner.mcp.shutdown().await;
     }
 
     /// How many sessions are in memory now (idle ones leave after the idle timeout).
@@ -515,6 +543,37 @@ impl Runtime {
     /// One tool's input schema.
     pub fn tool_schema(&self, id: impl Into<ToolId>) -> Option<Value> {
         self.tool_spec(id).map(|s| s.input_schema)
+    }
+
+    /// Calls a tool directly, outside any run (arguments are validated and
+    /// coerced as in a run). `n` numbers the call; `key` is its idempotency
+    /// key (one is derived from `n` otherwise).
+    pub async fn call_tool(
+        &self,
+        tool: &str,
+        arguments: Value,
+        key: Option<String>,
+        n: u64,
+    ) -> concierge_core::ToolOutcome {
+        let call = concierge_core::ToolCall {
+            id: format!("direct_{n}").into(),
+            name: tool.into(),
+            arguments,
+        };
+        let session = SessionId::new("direct");
+        let run = RunId::new("direct");
+        let idempotency_key = match key {
+            Some(key) => concierge_core::IdempotencyKey::given(key),
+            None => concierge_core::IdempotencyKey::derive(&session, &run, &call.id),
+        };
+        let cx = crate::tool::ToolContext {
+            session_id: session,
+            run_id: run,
+            call_id: call.id.clone(),
+            agent: AgentId::new("direct"),
+            idempotency_key,
+        };
+        self.inner.driver.shared().tools.execute(&call, cx).await.0
     }
 
     /// The tools an agent may call.
@@ -598,99 +657,6 @@ impl Runtime {
             }
         })
         .boxed()
-    }
-}
-
-struct Subscription {
-    rx: broadcast::Receiver<Event>,
-    journal: SharedJournal,
-    catalog: Arc<Catalog>,
-    session: SessionId,
-    /// Stored events to deliver first (they fill a gap before the live ones).
-    backlog: VecDeque<Event>,
-    /// Live events already taken from the channel, in order.
-    live: VecDeque<Event>,
-    last: u64,
-    started: bool,
-}
-
-impl Subscription {
-    /// Fills the backlog from the journal: events after `last` and before `until`.
-    async fn fill(&mut self, until: Option<u64>) -> Result<()> {
-        let events = self
-            .journal
-            .events(&self.session, self.last + 1, self.catalog.clone())
-            .await?;
-        self.backlog = events.into_iter().filter(|e| until.is_none_or(|u| e.seq < u)).collect();
-        Ok(())
-    }
-
-    /// The next live event, from what was drained or from the channel.
-    async fn next_live(&mut self) -> Option<std::result::Result<Event, broadcast::error::RecvError>> {
-        if let Some(event) = self.live.pop_front() {
-            return Some(Ok(event));
-        }
-        match self.rx.recv().await {
-            Err(broadcast::error::RecvError::Closed) => None,
-            other => Some(other),
-        }
-    }
-
-    async fn next(mut self) -> Option<(Result<Event>, Self)> {
-        if !self.started {
-            // Take what the channel holds already, so live events (deltas
-            // included) keep their order; the journal only fills the gap
-            // before the first of them.
-            self.started = true;
-            while let Ok(event) = self.rx.try_recv() {
-                self.live.push_back(event);
-            }
-            let first = self
-                .live
-                .iter()
-                .find(|e| !matches!(e.kind, EventKind::ModelDelta { .. }))
-                .map(|e| e.seq);
-            if first != Some(self.last + 1) {
-                if let Err(error) = self.fill(first).await {
-                    return Some((Err(error), self));
-                }
-            }
-        }
-        loop {
-            if let Some(event) = self.backlog.pop_front() {
-                if event.seq <= self.last {
-                    continue;
-                }
-                self.last = event.seq;
-                return Some((Ok(event), self));
-            }
-            match self.next_live().await? {
-                Ok(event) if matches!(event.kind, EventKind::ModelDelta { .. }) => {
-                    if event.seq >= self.last {
-                        return Some((Ok(event), self));
-                    }
-                }
-                Ok(event) if event.seq <= self.last => {}
-                Ok(event) if event.seq == self.last + 1 => {
-                    self.last = event.seq;
-                    return Some((Ok(event), self));
-                }
-                Ok(event) => {
-                    // A gap: the journal has everything durable before this event.
-                    let until = event.seq;
-                    self.live.push_front(event);
-                    if let Err(error) = self.fill(Some(until)).await {
-                        return Some((Err(error), self));
-                    }
-                }
-                Err(_) => {
-                    // Lagged: some live events were dropped; read them back.
-                    if let Err(error) = self.fill(None).await {
-                        return Some((Err(error), self));
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -1,0 +1,176 @@
+//! `[mcp_servers.NAME]`: how to reach an MCP server.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+
+/// An MCP server, as configured in `concierge.toml` or an agent file:
+/// either a child process speaking stdio (`command`, `args`, `env`), or a
+/// streamable-HTTP endpoint (`url`, `headers`).
+///
+/// ```toml
+/// [mcp_servers.business]
+/// command = "npx"
+/// args = ["-y", "@company/business-mcp"]
+/// included_tools = ["GetCustomerOrders", "UpdateOrderStatus"]
+///
+/// [mcp_servers.search]
+/// url = "https://mcp.example.com/mcp"
+/// headers = { Authorization = "Bearer ..." }
+/// prefix = "search_"
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    /// The program to run (stdio transport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// Its arguments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// Extra environment variables.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Its working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<PathBuf>,
+    /// The endpoint (streamable-HTTP transport).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// HTTP headers (e.g. `Authorization`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Only these of the server's tools (seed 000's `included_tools`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub included_tools: Option<Vec<String>>,
+    /// Put before every tool name, so two servers' tools never collide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix: Option<String>,
+    /// Per-call timeout in seconds (default 30); a server that does not
+    /// answer in time is restarted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+impl McpServerConfig {
+    /// A stdio server: `command` with `args`.
+    pub fn stdio(command: impl Into<String>, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        Self {
+            command: Some(command.into()),
+            args: args.into_iter().map(Into::into).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// A streamable-HTTP server at `url`.
+    pub fn http(url: impl Into<String>) -> Self {
+        Self {
+            url: Some(url.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Keeps only these tools.
+    pub fn include(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.included_tools = Some(tools.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Prefixes every tool name.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = Some(prefix.into());
+        self
+    }
+
+    /// Adds an environment variable (stdio).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    /// Adds an HTTP header.
+    pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.insert(key.into(), value.into());
+        self
+    }
+
+    /// Sets the per-call timeout.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_secs = Some(timeout.as_secs().max(1));
+        self
+    }
+
+    /// The per-call timeout.
+    pub fn call_timeout(&self) -> Duration {
+        Duration::from_secs(self.timeout_secs.unwrap_or(30))
+    }
+
+    /// Checks that exactly one transport is set and the URL parses.
+    pub fn check(&self, name: &str) -> Result<()> {
+        match (&self.command, &self.url) {
+            (Some(_), None) => Ok(()),
+            (None, Some(url)) => {
+                let parsed = reqwest::Url::parse(url)
+                    .map_err(|e| Error::InvalidConfig(format!("MCP server {name}: url {url:?} is not a URL: {e}")))?;
+                if matches!(parsed.scheme(), "http" | "https") {
+                    Ok(())
+                } else {
+                    Err(Error::InvalidConfig(format!(
+                        "MCP server {name}: url {url:?} must be http(s)"
+                    )))
+                }
+            }
+            (Some(_), Some(_)) => Err(Error::InvalidConfig(format!(
+                "MCP server {name} has both command and url: use command (stdio) or url (HTTP)"
+            ))),
+            (None, None) => Err(Error::InvalidConfig(format!(
+                "MCP server {name} needs a command (stdio) or a url (streamable HTTP)"
+            ))),
+        }
+    }
+
+    /// How the server is reached, for messages.
+    pub fn describe(&self) -> String {
+        match (&self.command, &self.url) {
+            (Some(command), _) => {
+                let mut line = command.clone();
+                for arg in &self.args {
+                    line.push(' ');
+                    line.push_str(arg);
+                }
+                line
+            }
+            (None, Some(url)) => url.clone(),
+            (None, None) => "(no transport)".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exactly_one_transport() {
+        assert!(McpServerConfig::stdio("npx", ["x"]).check("a").is_ok());
+        assert!(McpServerConfig::http("http://127.0.0.1:1/mcp").check("a").is_ok());
+        assert!(McpServerConfig::default().check("a").is_err());
+        assert!(McpServerConfig::http("ftp://x").check("a").is_err());
+        let both = McpServerConfig {
+            url: Some("http://x".into()),
+            ..McpServerConfig::stdio("npx", ["x"])
+        };
+        assert!(both.check("a").unwrap_err().to_string().contains("both"));
+        let parsed: McpServerConfig = toml::from_str(
+            "command = \"npx\"\nargs = [\"-y\", \"pkg\"]\nincluded_tools = [\"a\"]\nprefix = \"p_\"\ntimeout_secs = 5\n",
+        )
+        .unwrap();
+        assert_eq!(parsed.call_timeout(), Duration::from_secs(5));
+        assert_eq!(parsed.describe(), "npx -y pkg");
+        assert!(toml::from_str::<McpServerConfig>("comand = \"x\"").is_err());
+    }
+}

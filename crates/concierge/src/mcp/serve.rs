@@ -1,0 +1,239 @@
+//! concierge as an MCP server: the catalog's Rust tools, and each agent as a
+//! tool (`ask_<agent>`) that runs a full turn.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use concierge_core::{RunStatus, ToolOutcome, ToolSpec};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::options::RunOptions;
+use crate::runtime::Runtime;
+
+/// The prefix of the tools that run an agent.
+pub const AGENT_TOOL_PREFIX: &str = "ask_";
+
+/// An MCP server over a runtime.
+#[derive(Clone)]
+pub struct ConciergeMcp {
+    rt: Runtime,
+    calls: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for ConciergeMcp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConciergeMcp").finish_non_exhaustive()
+    }
+}
+
+fn to_object(value: Value) -> Arc<JsonObject> {
+    Arc::new(match value {
+        Value::Object(map) => map,
+        _ => JsonObject::new(),
+    })
+}
+
+fn mcp_tool(spec: &ToolSpec) -> Tool {
+    let a = &spec.annotations;
+    Tool::new(
+        spec.name.to_string(),
+        spec.description.clone(),
+        to_object(spec.input_schema.clone()),
+    )
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(a.read_only)
+            .destructive(a.destructive)
+            .idempotent(a.idempotent),
+    )
+}
+
+impl ConciergeMcp {
+    /// A server exposing `rt`'s Rust tools and agents.
+    pub fn new(rt: Runtime) -> Self {
+        Self {
+            rt,
+            calls: Arc::default(),
+        }
+    }
+
+    /// The tools it offers: Rust tools (not those of MCP servers), then one
+    /// `ask_<agent>` per agent.
+    pub fn tools(&self) -> Vec<Tool> {
+        let mcp = self.rt.mcp_servers();
+        let mut tools: Vec<Tool> = self
+            .rt
+            .tools()
+            .iter()
+            .filter(|spec| {
+                !mcp.iter()
+                    .any(|server| self.rt.toolset_tools(server).contains(&spec.name))
+            })
+            .map(mcp_tool)
+            .collect();
+        for agent in self.rt.agents() {
+            let description = if agent.description.is_empty() {
+                format!(
+                    "Ask the {} agent; it answers in one turn, using its own tools.",
+                    agent.name
+                )
+            } else {
+                format!("Ask the {} agent: {}", agent.name, agent.description)
+            };
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "message": {"type": "string", "description": "What to ask the agent."},
+                    "session_id": {"type": "string", "description": "Continue this conversation (a new one otherwise)."}
+                },
+                "required": ["message"]
+            });
+            tools.push(Tool::new(
+                format!("{AGENT_TOOL_PREFIX}{}", agent.id),
+                description,
+                to_object(schema),
+            ));
+        }
+        tools
+    }
+
+    async fn ask(&self, agent: &str, args: &JsonObject) -> std::result::Result<CallToolResult, ErrorData> {
+        let Some(message) = args.get("message").and_then(Value::as_str) else {
+            return Err(ErrorData::invalid_params("`message` (a string) is required", None));
+        };
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let session = match args.get("session_id").and_then(Value::as_str) {
+            Some(id) => id.to_string(),
+            None => format!("mcp-{}-{n}", crate::engine::now().0),
+        };
+        let client = self
+            .rt
+            .client(agent)
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        let out = match client
+            .run(message, RunOptions::new().session_id(session.as_str()))
+            .await
+        {
+            Ok(out) => out,
+            Err(error) => return Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())])),
+        };
+        let text = match out.status {
+            RunStatus::Completed | RunStatus::NeedsInput => out.reply.clone().unwrap_or_default(),
+            RunStatus::AwaitingConfirmation => format!(
+                "The agent is waiting for a person to approve {} with {}.",
+                out.pending_confirmation
+                    .as_ref()
+                    .map_or("a call".into(), |p| p.tool.to_string()),
+                out.pending_confirmation
+                    .as_ref()
+                    .map_or(Value::Null, |p| p.arguments.clone())
+            ),
+            RunStatus::Failed | RunStatus::Cancelled => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    out.error.unwrap_or_else(|| "the run did not finish".into()),
+                )]));
+            }
+        };
+        let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+        result.structured_content = Some(json!({
+            "reply": out.reply,
+            "status": out.status,
+            "session_id": out.session_id,
+            "run_id": out.run_id,
+            "agent": out.agent,
+            "tool_calls": out.tool_executions.len(),
+        }));
+        Ok(result)
+    }
+
+    /// Serves over stdin/stdout until the client disconnects.
+    pub async fn serve_stdio(self) -> Result<()> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| Error::InvalidConfig(format!("MCP stdio session failed: {e}")))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| Error::InvalidConfig(format!("MCP stdio session failed: {e}")))?;
+        Ok(())
+    }
+
+    /// An axum router serving streamable HTTP at `/mcp` (loopback host names only).
+    pub fn router(self) -> axum::Router {
+        let service = StreamableHttpService::new(
+            move || Ok(self.clone()),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default(),
+        );
+        axum::Router::new().nest_service("/mcp", service)
+    }
+}
+
+impl ServerHandler for ConciergeMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("concierge", env!("CARGO_PKG_VERSION")))
+            .with_instructions(
+                "concierge's tools, and its agents as ask_<agent> tools (each runs a full turn; \
+                 pass session_id to continue a conversation).",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> std::result::Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone().unwrap_or_default();
+        let name = request.name.as_ref();
+        if let Some(agent) = name.strip_prefix(AGENT_TOOL_PREFIX) {
+            if self.rt.agent(agent).is_some() {
+                return Ok(self.ask(agent, &args).await?.into());
+            }
+        }
+        if self.rt.tool_spec(name).is_none() {
+            return Err(ErrorData::invalid_params(format!("unknown tool {name}"), None));
+        }
+        let key = context
+            .meta
+            .get("idempotency_key")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let result = match self.rt.call_tool(name, Value::Object(args), key, n).await {
+            ToolOutcome::Ok(value) => {
+                let text = match &value {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+                if value.is_object() {
+                    result.structured_content = Some(value);
+                }
+                result
+            }
+            ToolOutcome::Error(error) => {
+                CallToolResult::error(vec![ContentBlock::text(json!({"error": error}).to_string())])
+            }
+        };
+        Ok(result.into())
+    }
+}

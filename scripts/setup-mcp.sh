@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Installs the MCP servers the tests and demos run, from npm, into the
+# repository's node_modules (ignored by git; pinned by package-lock.json).
+# Afterwards they run offline.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+echo "MCP test servers ready: node node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio" >&2
