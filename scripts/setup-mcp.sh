@@ -4,6 +4,13 @@
 # Afterwards they run offline.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v npm >/dev/null 2>&1; then
+  echo "installing nodejs and npm from Debian..." >&2
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
+fi
 if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every check and every test: formatting, clippy, the workspace's tests, the
-# examples, and the tests against a real model server (llama.cpp serving
-# SmolLM2-135M on loopback, installed and started here, stopped at the end).
+# examples, the tests against real MCP servers (npm packages) and those against
+# a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
+# and started here, stopped at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
@@ -11,6 +12,9 @@ mkdir -p "$CONCIERGE_CACHE"
 # while Rust compiles.
 scripts/setup-model-server.sh >"$CONCIERGE_CACHE/setup-model-server.log" 2>&1 &
 setup_pid=$!
+
+# The MCP servers the tests talk to (npm, pinned by package-lock.json).
+scripts/setup-mcp.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -27,5 +31,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
-CONCIERGE_TEST_MODEL_URL="$url" cargo test --workspace --locked -- --ignored real_model_
+# Every ignored test (real model, real MCP servers) except the crash tests'
+# child entry point, which only runs inside its parent.
+CONCIERGE_TEST_MODEL_URL="$url" cargo test --workspace --locked -- --ignored --skip crash_child
 echo "all checks and tests passed"

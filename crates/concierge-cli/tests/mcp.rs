@@ -103,6 +103,61 @@ fn the_mcp_demo_agent_uses_an_npm_server_and_a_native_tool() {
     );
 }
 
+/// `concierge mcp call` against another concierge serving over stdio.
+#[test]
+fn mcp_call_calls_a_tool_reports_its_errors_and_times_repeats() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("concierge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "db = \"client.db\"\n[mcp_servers.other]\ncommand = {:?}\nargs = [\"--db\", \"server.db\", \"mcp\", \"serve\"]\nprefix = \"o_\"\n",
+            env!("CARGO_BIN_EXE_concierge")
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let call = |tool: &str, args: &str, repeat: &str| {
+        concierge(
+            dir.path(),
+            &[
+                "--config", config, "mcp", "call", "other", tool, "--args", args, "--repeat", repeat,
+            ],
+        )
+    };
+
+    let out = call("calculator", r#"{"operation": "multiply", "a": "6", "b": 7}"#, "3");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(value["result"], json!(42.0), "the server coerced \"6\"");
+    assert!(
+        text(&out.stderr).contains("3 calls to other/calculator: p50"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let out = call("calculator", r#"{"a": 1}"#, "1");
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("InvalidArguments") && text(&out.stderr).contains("operation"),
+        "the server's structured error keeps its kind: {}",
+        text(&out.stderr)
+    );
+
+    let out = call("nope", "{}", "1");
+    assert!(
+        text(&out.stderr).contains("it offers: ") && text(&out.stderr).contains("ask_calculator"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = call("calculator", "[1]", "1");
+    assert!(
+        text(&out.stderr).contains("--args must be a JSON object"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 #[tokio::test]
 async fn concierge_serves_mcp_over_stdio() {
     let dir = tempfile::tempdir().unwrap();

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 use concierge::mcp::ConciergeMcp;
-use concierge::{Error, Result, Runtime};
+use concierge::{Error, IdempotencyKey, Result, Runtime};
 
 use crate::render;
 
@@ -27,6 +27,21 @@ pub enum McpCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+    },
+    /// Calls one tool on an MCP server and prints its result. With
+    /// --repeat, calls it that many times and reports the round-trip times.
+    Call {
+        /// The server's name (`[mcp_servers.NAME]`).
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// Calls the tool this many times (one after another) and prints
+        /// p50/p99/mean round-trip times to stderr.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        repeat: u32,
     },
     /// Serves concierge's Rust tools, and each agent as an `ask_<agent>`
     /// tool, over MCP: stdio by default, streamable HTTP at /mcp with --http.
@@ -63,6 +78,12 @@ pub async fn mcp(rt: &Runtime, args: &McpArgs) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        McpCommand::Call {
+            server,
+            tool,
+            args,
+            repeat,
+        } => call(rt, server, tool, args, *repeat).await,
         McpCommand::Serve { http: None } => {
             ConciergeMcp::new(rt.clone()).serve_stdio().await?;
             Ok(ExitCode::SUCCESS)
@@ -86,4 +107,51 @@ pub async fn mcp(rt: &Runtime, args: &McpArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+async fn call(rt: &Runtime, server: &str, tool: &str, args: &str, repeat: u32) -> Result<ExitCode> {
+    let arguments: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(args).map_err(|e| Error::InvalidConfig(format!("--args must be a JSON object: {e}")))?;
+    // Starting the server and listing its tools is not part of a call's time.
+    let tools = rt.discover(server).await?;
+    if !tools.iter().any(|t| t.remote == tool) {
+        let names: Vec<&str> = tools.iter().map(|t| t.remote.as_str()).collect();
+        return Err(Error::InvalidConfig(format!(
+            "{server} has no tool {tool:?} (or it is not in included_tools); it offers: {}",
+            names.join(", ")
+        )));
+    }
+    let client = rt
+        .mcp_client(server)
+        .ok_or_else(|| Error::InvalidConfig(format!("no MCP server named {server:?}")))?;
+    let mut took = Vec::with_capacity(repeat as usize);
+    let mut last = None;
+    for i in 0..repeat {
+        let key = IdempotencyKey::given(format!("cli-{}-{i}", std::process::id()));
+        let started = std::time::Instant::now();
+        let result = client.call(tool, arguments.clone(), &key).await;
+        took.push(started.elapsed());
+        match result {
+            Ok(value) => last = Some(value),
+            Err(error) => {
+                eprintln!("{tool} failed ({:?}): {}", error.kind, error.message);
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    if let Some(value) = last {
+        let text = serde_json::to_string_pretty(&value).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+        println!("{text}");
+    }
+    if repeat > 1 {
+        took.sort_unstable();
+        let at = |q: f64| took[((took.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
+        let mean = took.iter().map(|d| d.as_secs_f64()).sum::<f64>() / took.len() as f64 * 1e6;
+        eprintln!(
+            "{repeat} calls to {server}/{tool}: p50 {:.0} µs, p99 {:.0} µs, mean {mean:.0} µs",
+            at(0.5),
+            at(0.99)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -397,6 +397,11 @@ impl McpClient {
 pub(crate) fn outcome(result: CallToolResult) -> Result<Value, ToolError> {
     let items: Vec<Value> = result.content.iter().map(content).collect();
     if result.is_error == Some(true) {
+        // Another concierge (or any server that answers in our shape) sends
+        // `{"error": ToolError}`: keep its kind and fields for the model.
+        if let Some(error) = structured_error(&result) {
+            return Err(error);
+        }
         let text: Vec<String> = result
             .content
             .iter()
@@ -417,6 +422,19 @@ pub(crate) fn outcome(result: CallToolResult) -> Result<Value, ToolError> {
         1 => items.into_iter().next().unwrap_or(Value::Null),
         _ => Value::Array(items),
     })
+}
+
+fn structured_error(result: &CallToolResult) -> Option<ToolError> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        error: ToolError,
+    }
+    let parsed = match (&result.structured_content, result.content.as_slice()) {
+        (Some(value), _) => serde::Deserialize::deserialize(value).ok(),
+        (None, [only]) => only.as_text().and_then(|t| serde_json::from_str::<Body>(&t.text).ok()),
+        _ => None,
+    };
+    parsed.map(|body| body.error)
 }
 
 fn inline(kind: &str, mime_type: &str, data: &str) -> Value {
@@ -451,5 +469,45 @@ fn content(block: &ContentBlock) -> Value {
         },
         ContentBlock::ResourceLink(link) => json!({"type": "resource_link", "uri": link.uri, "name": link.name}),
         _ => json!({"type": "unknown"}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_structured_error_keeps_its_kind_and_fields() {
+        let error = ToolError::invalid_arguments(
+            "bad",
+            vec![concierge_core::FieldError {
+                field: "a".into(),
+                problem: "is required".into(),
+            }],
+        );
+        let result = CallToolResult::error(vec![ContentBlock::text(json!({"error": error}).to_string())]);
+        assert_eq!(outcome(result).unwrap_err(), error);
+    }
+
+    #[test]
+    fn a_plain_error_is_a_failure_with_its_text() {
+        let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
+        let error = outcome(result).unwrap_err();
+        assert_eq!(error.kind, ToolErrorKind::Failed);
+        assert_eq!(error.message, "disk full");
+        let result = CallToolResult::error(vec![ContentBlock::text(r#"{"error": "not ours"}"#)]);
+        assert_eq!(outcome(result).unwrap_err().kind, ToolErrorKind::Failed);
+    }
+
+    #[test]
+    fn structured_content_wins_and_single_items_unwrap() {
+        let mut result = CallToolResult::success(vec![ContentBlock::text("42")]);
+        assert_eq!(outcome(result.clone()).unwrap(), json!("42"));
+        result.structured_content = Some(json!({"value": 42}));
+        assert_eq!(outcome(result).unwrap(), json!({"value": 42}));
+        let result = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
+        assert_eq!(outcome(result).unwrap(), json!(["a", "b"]));
     }
 }

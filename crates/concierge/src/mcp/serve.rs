@@ -231,7 +231,10 @@ impl ServerHandler for ConciergeMcp {
                 result
             }
             ToolOutcome::Error(error) => {
-                CallToolResult::error(vec![ContentBlock::text(json!({"error": error}).to_string())])
+                let body = json!({"error": error});
+                let mut result = CallToolResult::error(vec![ContentBlock::text(body.to_string())]);
+                result.structured_content = Some(body);
+                result
             }
         };
         Ok(result.into())
