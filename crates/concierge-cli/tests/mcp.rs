@@ -26,6 +26,15 @@ fn concierge(dir: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// The text items of a tool result, joined.
+fn texts(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
 }
@@ -186,11 +195,7 @@ async fn concierge_serves_mcp_over_stdio() {
         )
         .await
         .unwrap();
-    let reply: String = asked
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
+    let reply = texts(&asked);
     assert_eq!(reply, "5 + 3 = 8");
     let _ = client.cancel().await;
 }
@@ -218,11 +223,7 @@ async fn concierge_serves_mcp_over_http() {
         .call_tool(CallToolRequestParams::new("ask_calculator").with_arguments(rmcp::object!({"message": "sqrt 81"})))
         .await
         .unwrap();
-    let reply: String = asked
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
+    let reply = texts(&asked);
     assert_eq!(reply, "sqrt(81) = 9");
     let _ = client.cancel().await;
     server.kill().unwrap();

@@ -30,6 +30,7 @@ use concierge_core::AgentSpec;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::model::http::Connection;
 use crate::model::{Anthropic, Model, OpenAiCompatible};
 
 /// `concierge.toml`. Every field is optional.
@@ -232,45 +233,34 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
             default_key_env(provider)
         ))
     };
+    // A hosted endpoint without a key is an error now, not at the first call.
+    let connect = |connection: &mut Connection, default_base: &str, hosted: &str| -> Result<()> {
+        let base = settings.base_url.as_deref().unwrap_or(default_base);
+        if base.contains(hosted) && settings.api_key.is_none() {
+            return Err(missing_key(hosted));
+        }
+        connection.base_url = base.trim_end_matches('/').to_string();
+        connection.api_key = settings.api_key.clone().filter(|k| !k.is_empty());
+        connection.stream = settings.stream;
+        connection.headers.extend(settings.headers.iter().cloned());
+        if let Some(timeout) = settings.timeout {
+            connection.timeout = timeout;
+        }
+        Ok(())
+    };
     match provider {
         "openai" => {
-            let base = settings
-                .base_url
-                .clone()
-                .unwrap_or_else(|| OpenAiCompatible::DEFAULT_BASE_URL.to_string());
-            if base.contains("api.openai.com") && settings.api_key.is_none() {
-                return Err(missing_key("api.openai.com"));
-            }
-            let mut model = OpenAiCompatible::new(name)
-                .base_url(base)
-                .api_key(settings.api_key.clone())
-                .streaming(settings.stream);
-            for (k, v) in &settings.headers {
-                model = model.header(k, v);
-            }
-            if let Some(timeout) = settings.timeout {
-                model = model.timeout(timeout);
-            }
+            let mut model = OpenAiCompatible::new(name);
+            connect(
+                model.connection_mut(),
+                OpenAiCompatible::DEFAULT_BASE_URL,
+                "api.openai.com",
+            )?;
             Ok(Arc::new(model))
         }
         "anthropic" => {
-            let base = settings
-                .base_url
-                .clone()
-                .unwrap_or_else(|| Anthropic::DEFAULT_BASE_URL.to_string());
-            if base.contains("api.anthropic.com") && settings.api_key.is_none() {
-                return Err(missing_key("api.anthropic.com"));
-            }
-            let mut model = Anthropic::new(name)
-                .base_url(base)
-                .api_key(settings.api_key.clone())
-                .streaming(settings.stream);
-            for (k, v) in &settings.headers {
-                model = model.header(k, v);
-            }
-            if let Some(timeout) = settings.timeout {
-                model = model.timeout(timeout);
-            }
+            let mut model = Anthropic::new(name);
+            connect(model.connection_mut(), Anthropic::DEFAULT_BASE_URL, "api.anthropic.com")?;
             if let Some(max) = settings.max_tokens {
                 model = model.max_tokens(max);
             }

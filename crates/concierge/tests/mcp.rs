@@ -344,6 +344,18 @@ async fn notify(peer: &Peer<RoleServer>) {
 }
 
 /// Serves `server` on `addr` (port 0 for any); returns the address and the task.
+/// An agent `helper` whose toolset is the HTTP server at `addr`.
+async fn remote_helper(addr: SocketAddr, model: ScriptedModel) -> Runtime {
+    Runtime::builder()
+        .mcp_server("remote", McpServerConfig::http(format!("http://{addr}/mcp")))
+        .agent(AgentSpec::new("helper").toolset("remote"))
+        .model(model)
+        .in_memory()
+        .build()
+        .await
+        .unwrap()
+}
+
 async fn serve_http(server: TestServer, addr: SocketAddr) -> (SocketAddr, tokio::task::JoinHandle<()>) {
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
@@ -370,14 +382,7 @@ async fn http_calls_errors_idempotency_keys_and_list_changed() {
         ("whoami", json!({})),
         ("grow", json!({})),
     ]);
-    let rt = Runtime::builder()
-        .mcp_server("remote", McpServerConfig::http(format!("http://{addr}/mcp")))
-        .agent(AgentSpec::new("helper").toolset("remote"))
-        .model(model)
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
+    let rt = remote_helper(addr, model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("42")), "\"2\" coerced to an integer");
@@ -491,14 +496,7 @@ async fn http_server_gone_mid_conversation_is_reported_then_reconnected() {
             _ => ModelReply::text("done"),
         })
     });
-    let rt = Runtime::builder()
-        .mcp_server("remote", McpServerConfig::http(format!("http://{addr}/mcp")))
-        .agent(AgentSpec::new("helper").toolset("remote"))
-        .model(model)
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
+    let rt = remote_helper(addr, model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("2")));

@@ -86,6 +86,21 @@ fn anthropic(server: &MockServer) -> Anthropic {
         .timeout(Duration::from_millis(500))
 }
 
+/// Every POST is answered with `response`.
+async fn answer(server: &MockServer, response: ResponseTemplate) {
+    Mock::given(method("POST")).respond_with(response).mount(server).await;
+}
+
+/// The first POST is answered with `response` (before any other answer).
+async fn answer_once(server: &MockServer, response: ResponseTemplate) {
+    Mock::given(method("POST"))
+        .respond_with(response)
+        .up_to_n_times(1)
+        .with_priority(1)
+        .mount(server)
+        .await;
+}
+
 async fn requests(server: &MockServer) -> Vec<Request> {
     server.received_requests().await.unwrap()
 }
@@ -185,10 +200,7 @@ async fn openai_tool_call_deltas_split_across_chunks_are_assembled() {
     ];
     let mut stream = sse(&events);
     stream.push_str("data: [DONE]\n\n");
-    Mock::given(method("POST"))
-        .respond_with(sse_response(stream))
-        .mount(&server)
-        .await;
+    answer(&server, sse_response(stream)).await;
     let (cx, seen) = recording();
     let reply = openai(&server).complete(&request(), &cx).await.unwrap();
     assert!(seen.lock().unwrap().is_empty(), "no text, no deltas");
@@ -210,23 +222,19 @@ async fn openai_tool_call_deltas_split_across_chunks_are_assembled() {
 #[tokio::test]
 async fn openai_429_with_retry_after_is_retried() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "0.02")
-                .set_body_json(json!({"error": {"message": "Rate limit reached", "type": "requests"}})),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})),
-        )
-        .mount(&server)
-        .await;
+    answer_once(
+        &server,
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "0.02")
+            .set_body_json(json!({"error": {"message": "Rate limit reached", "type": "requests"}})),
+    )
+    .await;
+    answer(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]})),
+    )
+    .await;
     let model = openai(&server);
     let first = model.complete(&request(), &ModelContext::default()).await.unwrap_err();
     assert_eq!(
@@ -249,19 +257,13 @@ async fn openai_429_with_retry_after_is_retried() {
 #[tokio::test]
 async fn openai_500_then_success() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(500).set_body_string("upstream exploded"))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"choices": [{"message": {"content": "recovered"}, "finish_reason": "stop"}]})),
-        )
-        .mount(&server)
-        .await;
+    answer_once(&server, ResponseTemplate::new(500).set_body_string("upstream exploded")).await;
+    answer(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"choices": [{"message": {"content": "recovered"}, "finish_reason": "stop"}]})),
+    )
+    .await;
     let reply = complete_with_retry(&openai(&server), &request(), &ModelContext::default(), &fast())
         .await
         .unwrap();
@@ -272,23 +274,19 @@ async fn openai_500_then_success() {
 #[tokio::test]
 async fn openai_timeout_then_success() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_delay(Duration::from_secs(5))
-                .set_body_json(json!({"choices": [{"message": {"content": "too late"}}]})),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_json(json!({"choices": [{"message": {"content": "in time"}, "finish_reason": "stop"}]})),
-        )
-        .mount(&server)
-        .await;
+    answer_once(
+        &server,
+        ResponseTemplate::new(200)
+            .set_delay(Duration::from_secs(5))
+            .set_body_json(json!({"choices": [{"message": {"content": "too late"}}]})),
+    )
+    .await;
+    answer(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"choices": [{"message": {"content": "in time"}, "finish_reason": "stop"}]})),
+    )
+    .await;
     let model = openai(&server).timeout(Duration::from_millis(200));
     let reply = complete_with_retry(&model, &request(), &ModelContext::default(), &fast())
         .await
@@ -299,12 +297,11 @@ async fn openai_timeout_then_success() {
 #[tokio::test]
 async fn openai_401_is_not_retried_and_says_why() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(401).set_body_json(json!({"error": {"message": "Incorrect API key provided"}})),
-        )
-        .mount(&server)
-        .await;
+    answer(
+        &server,
+        ResponseTemplate::new(401).set_body_json(json!({"error": {"message": "Incorrect API key provided"}})),
+    )
+    .await;
     let error = complete_with_retry(&openai(&server), &request(), &ModelContext::default(), &fast())
         .await
         .unwrap_err();
@@ -312,10 +309,7 @@ async fn openai_401_is_not_retried_and_says_why() {
     assert!(error.message.contains("check the API key") && error.message.contains("Incorrect API key"));
     assert_eq!(requests(&server).await.len(), 1, "a 401 is not retried");
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(400).set_body_string("bad tools"))
-        .mount(&server)
-        .await;
+    answer(&server, ResponseTemplate::new(400).set_body_string("bad tools")).await;
     let error = complete_with_retry(&openai(&server), &request(), &ModelContext::default(), &fast())
         .await
         .unwrap_err();
@@ -327,19 +321,11 @@ async fn openai_401_is_not_retried_and_says_why() {
 async fn openai_truncated_stream_is_an_interruption_and_is_retried() {
     let server = MockServer::start().await;
     let cut = sse(&[json!({"choices": [{"index": 0, "delta": {"content": "The ans"}, "finish_reason": null}]})]);
-    Mock::given(method("POST"))
-        .respond_with(sse_response(cut))
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    answer_once(&server, sse_response(cut)).await;
     let whole =
         sse(&[json!({"choices": [{"index": 0, "delta": {"content": "The answer is 5."}, "finish_reason": "stop"}]})])
             + "data: [DONE]\n\n";
-    Mock::given(method("POST"))
-        .respond_with(sse_response(whole))
-        .mount(&server)
-        .await;
+    answer(&server, sse_response(whole)).await;
     let (cx, _) = recording();
     let model = openai(&server);
     let error: ModelError = model.complete(&request(), &cx).await.unwrap_err();
@@ -359,11 +345,8 @@ async fn openai_empty_streamed_answer_falls_back_to_a_whole_one() {
         .respond_with(ResponseTemplate::new(200).insert_header("content-type", "text/event-stream"))
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"choices": [{"finish_reason": "tool_calls", "message": {
-            "content": "", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "add", "arguments": "{\"a\":1,\"b\":1}"}}]}}]})))
-        .mount(&server)
-        .await;
+    answer(&server, ResponseTemplate::new(200).set_body_json(json!({"choices": [{"finish_reason": "tool_calls", "message": {
+            "content": "", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "add", "arguments": "{\"a\":1,\"b\":1}"}}]}}]}))).await;
     let (cx, _) = recording();
     let reply = openai(&server).complete(&request(), &cx).await.unwrap();
     assert_eq!(reply.tool_calls[0].name, "add");
@@ -473,16 +456,13 @@ async fn anthropic_streams_text_and_tool_use_with_usage() {
 #[tokio::test]
 async fn anthropic_faults_retry_or_not() {
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(
-            ResponseTemplate::new(429)
-                .insert_header("retry-after", "0")
-                .set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})),
-        )
-        .up_to_n_times(1)
-        .with_priority(1)
-        .mount(&server)
-        .await;
+    answer_once(
+        &server,
+        ResponseTemplate::new(429)
+            .insert_header("retry-after", "0")
+            .set_body_json(json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})),
+    )
+    .await;
     Mock::given(method("POST"))
         .respond_with(
             ResponseTemplate::new(529).set_body_json(
@@ -505,12 +485,13 @@ async fn anthropic_faults_retry_or_not() {
     assert_eq!(requests(&server).await.len(), 3, "429, then 529, then success");
 
     let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .respond_with(ResponseTemplate::new(401).set_body_json(
+    answer(
+        &server,
+        ResponseTemplate::new(401).set_body_json(
             json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
-        ))
-        .mount(&server)
-        .await;
+        ),
+    )
+    .await;
     let error = complete_with_retry(&anthropic(&server), &request(), &ModelContext::default(), &fast())
         .await
         .unwrap_err();
@@ -530,10 +511,7 @@ async fn anthropic_truncated_stream_is_an_interruption() {
         "content_block_delta",
         json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half"}}),
     );
-    Mock::given(method("POST"))
-        .respond_with(sse_response(stream))
-        .mount(&server)
-        .await;
+    answer(&server, sse_response(stream)).await;
     let (cx, _) = recording();
     let error = anthropic(&server).complete(&request(), &cx).await.unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Interrupted);
@@ -546,10 +524,7 @@ async fn anthropic_mid_stream_error_event() {
         "error",
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     );
-    Mock::given(method("POST"))
-        .respond_with(sse_response(stream))
-        .mount(&server)
-        .await;
+    answer(&server, sse_response(stream)).await;
     let (cx, _) = recording();
     let error = anthropic(&server).complete(&request(), &cx).await.unwrap_err();
     assert!(error.is_retryable(), "{error}");
@@ -567,10 +542,7 @@ async fn openai_bare_done_without_a_finish_is_an_interruption() {
     let server = MockServer::start().await;
     let body = sse(&[json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": null}}]})])
         + "data: [DONE]\n\n";
-    Mock::given(method("POST"))
-        .respond_with(sse_response(body))
-        .mount(&server)
-        .await;
+    answer(&server, sse_response(body)).await;
     let (cx, _) = recording();
     let error = openai(&server).complete(&request(), &cx).await.unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Interrupted);

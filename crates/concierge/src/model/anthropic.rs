@@ -51,6 +51,11 @@ impl Anthropic {
         self
     }
 
+    /// The connection settings, for configuration code in this crate.
+    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
+        &mut self.connection
+    }
+
     /// Adds a header to every request.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.connection.headers.push((name.into(), value.into()));

@@ -1,7 +1,7 @@
 //! Models: the [`Model`] trait, providers and the retry policy.
 
 mod anthropic;
-mod http;
+pub(crate) mod http;
 mod openai;
 mod retry;
 mod scripted;
