@@ -293,12 +293,11 @@ impl McpClient {
             state.tools = None;
         }
         drop(state);
-        if let Some(pid) = broken.pid {
-            // A hung server does not answer a polite close: stop it.
-            let _ = std::process::Command::new("kill")
-                .args(["-9", &pid.to_string()])
-                .stderr(Stdio::null())
-                .status();
+        // A hung server does not answer a polite close: stop it. (Other
+        // calls may still hold the connection, so dropping it is not enough.)
+        #[cfg(unix)]
+        if let Some(pid) = broken.pid.and_then(|pid| i32::try_from(pid).ok()) {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
         }
     }
 
