@@ -72,17 +72,12 @@ async fn stdio_discovery_filtering_coercion_rejection_and_content() {
         ("get-tiny-image", json!({})),
         ("echo", json!({"message": "hi"})),
     ]);
-    let rt = Runtime::builder()
-        .mcp_server(
-            "everything",
-            everything().include(["echo", "get-sum", "get-tiny-image"]),
-        )
-        .agent(AgentSpec::new("helper").toolset("everything"))
-        .model(model)
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
+    let rt = helper_using(
+        "everything",
+        everything().include(["echo", "get-sum", "get-tiny-image"]),
+        model,
+    )
+    .await;
     assert!(
         rt.tools_for("helper").unwrap().is_empty(),
         "nothing is discovered before a run"
@@ -130,14 +125,12 @@ async fn stdio_discovery_filtering_coercion_rejection_and_content() {
 #[tokio::test]
 #[ignore = "needs npm packages: scripts/setup-mcp.sh"]
 async fn stdio_included_tools_the_server_lacks_is_an_error_naming_what_it_offers() {
-    let rt = Runtime::builder()
-        .mcp_server("everything", everything().include(["echo", "get-weather"]))
-        .agent(AgentSpec::new("helper").toolset("everything"))
-        .model(script(vec![]))
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
+    let rt = helper_using(
+        "everything",
+        everything().include(["echo", "get-weather"]),
+        script(vec![]),
+    )
+    .await;
     let error = rt.client("helper").unwrap().run("go", session("s")).await.unwrap_err();
     let text = error.to_string();
     assert!(matches!(error, Error::Mcp(_)), "{text}");
@@ -152,14 +145,7 @@ async fn stdio_server_killed_mid_call_is_reported_and_restarted() {
         ("trigger-long-running-operation", json!({"duration": 30, "steps": 30})),
         ("echo", json!({"message": "after the restart"})),
     ]);
-    let rt = Runtime::builder()
-        .mcp_server("everything", everything())
-        .agent(AgentSpec::new("helper").toolset("everything"))
-        .model(model)
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
+    let rt = helper_using("everything", everything(), model).await;
     let client = rt.mcp_client("everything").unwrap();
     let mut progress = client.progress();
     let handle = rt.client("helper").unwrap().start("go", session("s")).await.unwrap();
@@ -223,15 +209,8 @@ async fn stdio_tools_are_remembered_for_replay_after_a_restart() {
 #[tokio::test]
 async fn a_server_that_will_not_start_is_an_error_quoting_its_stderr() {
     let broken = McpServerConfig::stdio("sh", ["-c", "echo 'BUSINESS_API_KEY is not set' >&2; exit 3"]);
-    let rt = Runtime::builder()
-        .mcp_server("business", broken)
-        .agent(AgentSpec::new("shop").toolset("business"))
-        .model(script(vec![]))
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
-    let error = rt.client("shop").unwrap().run("hi", session("s")).await.unwrap_err();
+    let rt = helper_using("business", broken, script(vec![])).await;
+    let error = rt.client("helper").unwrap().run("hi", session("s")).await.unwrap_err();
     let text = error.to_string();
     assert!(
         text.contains("business") && text.contains("BUSINESS_API_KEY is not set"),
@@ -239,7 +218,7 @@ async fn a_server_that_will_not_start_is_an_error_quoting_its_stderr() {
     );
     // Restarts back off: an immediate retry is refused without starting it again.
     let again = rt
-        .client("shop")
+        .client("helper")
         .unwrap()
         .run("hi", session("t"))
         .await
@@ -344,11 +323,11 @@ async fn notify(peer: &Peer<RoleServer>) {
 }
 
 /// Serves `server` on `addr` (port 0 for any); returns the address and the task.
-/// An agent `helper` whose toolset is the HTTP server at `addr`.
-async fn remote_helper(addr: SocketAddr, model: ScriptedModel) -> Runtime {
+/// An in-memory runtime with an agent `helper` whose toolset is `server`.
+async fn helper_using(server: &str, config: McpServerConfig, model: ScriptedModel) -> Runtime {
     Runtime::builder()
-        .mcp_server("remote", McpServerConfig::http(format!("http://{addr}/mcp")))
-        .agent(AgentSpec::new("helper").toolset("remote"))
+        .mcp_server(server, config)
+        .agent(AgentSpec::new("helper").toolset(server))
         .model(model)
         .in_memory()
         .build()
@@ -382,7 +361,7 @@ async fn http_calls_errors_idempotency_keys_and_list_changed() {
         ("whoami", json!({})),
         ("grow", json!({})),
     ]);
-    let rt = remote_helper(addr, model).await;
+    let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("42")), "\"2\" coerced to an integer");
@@ -496,7 +475,7 @@ async fn http_server_gone_mid_conversation_is_reported_then_reconnected() {
             _ => ModelReply::text("done"),
         })
     });
-    let rt = remote_helper(addr, model).await;
+    let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("2")));
