@@ -48,7 +48,9 @@ fn result() -> ToolOutcome {
 }
 
 /// The four inputs of one LLM-planned turn: start, a tool call, its result, the answer.
-fn llm_turn(run: &str) -> Vec<Input> {
+/// One LLM turn of run `run`; `call` is the session's call id for its tool
+/// call (call ids count across the session: the nth call is `call_n`).
+fn llm_turn(run: &str, call: &str) -> Vec<Input> {
     vec![
         Input::StartRun(
             StartRun::new(run, "what is 17 plus 25?", PlannerMode::Model, Timestamp(1)).agent("calculator"),
@@ -61,7 +63,7 @@ fn llm_turn(run: &str) -> Vec<Input> {
         },
         Input::ToolFinished {
             run_id: run.into(),
-            call_id: "call_1".into(),
+            call_id: call.into(),
             outcome: result(),
             duration_ms: 0,
             at: Timestamp(3),
@@ -79,7 +81,7 @@ fn llm_turn(run: &str) -> Vec<Input> {
 fn step_full_turn_llm(bencher: Bencher) {
     let catalog = catalog();
     bencher
-        .with_inputs(|| (Session::new("s", "calculator"), llm_turn("r1")))
+        .with_inputs(|| (Session::new("s", "calculator"), llm_turn("r1", "call_1")))
         .bench_local_values(|(mut session, inputs)| {
             for input in inputs {
                 divan::black_box(session.step(input, &catalog).unwrap());
@@ -114,47 +116,13 @@ fn step_tenth_turn_llm(bencher: Bencher) {
     let catalog = catalog();
     let mut warm = Session::new("s", "calculator");
     for i in 0..9 {
-        for input in llm_turn(&format!("r{i}")) {
-            let input = match input {
-                Input::ToolFinished {
-                    run_id,
-                    outcome,
-                    duration_ms,
-                    at,
-                    ..
-                } => Input::ToolFinished {
-                    run_id,
-                    call_id: format!("call_{}", i + 1).into(),
-                    outcome,
-                    duration_ms,
-                    at,
-                },
-                other => other,
-            };
+        for input in llm_turn(&format!("r{i}"), &format!("call_{}", i + 1)) {
             warm.step(input, &catalog).unwrap();
         }
     }
     bencher
         .with_inputs(|| {
-            let inputs = llm_turn("r9")
-                .into_iter()
-                .map(|input| match input {
-                    Input::ToolFinished {
-                        run_id,
-                        outcome,
-                        duration_ms,
-                        at,
-                        ..
-                    } => Input::ToolFinished {
-                        run_id,
-                        call_id: "call_10".into(),
-                        outcome,
-                        duration_ms,
-                        at,
-                    },
-                    other => other,
-                })
-                .collect::<Vec<_>>();
+            let inputs = llm_turn("r9", "call_10");
             (warm.clone(), inputs)
         })
         .bench_local_values(|(mut session, inputs)| {
@@ -168,7 +136,7 @@ fn step_tenth_turn_llm(bencher: Bencher) {
 fn turn_events() -> Vec<Event> {
     let catalog = catalog();
     let mut session = Session::new("s", "calculator");
-    llm_turn("r1")
+    llm_turn("r1", "call_1")
         .into_iter()
         .flat_map(|input| session.step(input, &catalog).unwrap())
         .filter_map(|effect| match effect {

@@ -6,7 +6,7 @@
 //! An idle actor leaves memory; the next command loads it again.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use concierge_core::{
@@ -131,6 +131,12 @@ impl Shared {
     }
 }
 
+/// Locks `mutex`, carrying on after a panic elsewhere poisoned it (the maps
+/// it guards stay consistent: every update is a single insert or remove).
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// The driver: a handle on the shared state.
 #[derive(Clone)]
 pub(crate) struct Driver {
@@ -199,10 +205,7 @@ impl Driver {
 
     /// The session's actor, spawned if needed (with a probe to answer after loading).
     fn spawn(&self, id: &SessionId, probe: Option<oneshot::Sender<Option<Stop>>>) -> mpsc::UnboundedSender<Command> {
-        let mut actors = match self.shared.actors.lock() {
-            Ok(a) => a,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut actors = lock(&self.shared.actors);
         if let Some(tx) = actors.get(id).filter(|tx| !tx.is_closed()) {
             if let Some(probe) = probe {
                 let _ = tx.send(Command::Probe { reply: probe });
@@ -283,10 +286,7 @@ impl Driver {
     /// Asks every idle session to leave memory (recording where it ends), then
     /// waits for the journal to write that down.
     pub(crate) async fn shutdown(&self) {
-        let senders: Vec<mpsc::UnboundedSender<Command>> = match self.shared.actors.lock() {
-            Ok(actors) => actors.values().cloned().collect(),
-            Err(poisoned) => poisoned.into_inner().values().cloned().collect(),
-        };
+        let senders: Vec<mpsc::UnboundedSender<Command>> = lock(&self.shared.actors).values().cloned().collect();
         let mut replies = Vec::new();
         for tx in senders {
             let (reply, rx) = oneshot::channel();
@@ -302,19 +302,13 @@ impl Driver {
 
     /// How many sessions are in memory (their actors are alive).
     pub(crate) fn in_memory(&self) -> usize {
-        match self.shared.actors.lock() {
-            Ok(actors) => actors.len(),
-            Err(poisoned) => poisoned.into_inner().len(),
-        }
+        lock(&self.shared.actors).len()
     }
 
     /// A receiver of the session's live events (created before reading history,
     /// so nothing is missed in between).
     pub(crate) fn live(&self, session: &SessionId) -> broadcast::Receiver<Event> {
-        let mut channels = match self.shared.channels.lock() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut channels = lock(&self.shared.channels);
         channels
             .entry(session.clone())
             .or_insert_with(|| broadcast::channel(LIVE_BUFFER).0)
@@ -350,11 +344,7 @@ impl Actor {
         }
         self.resume();
         loop {
-            let busy = self
-                .session
-                .as_ref()
-                .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
-            let command = if busy {
+            let command = if self.in_flight() {
                 rx.recv().await
             } else {
                 match tokio::time::timeout(self.shared.settings.idle, rx.recv()).await {
@@ -369,16 +359,8 @@ impl Actor {
                 return;
             };
             if let Command::Shutdown { reply } = command {
-                let in_flight = self
-                    .session
-                    .as_ref()
-                    .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
-                if !in_flight {
-                    if let Some(session) = &self.session {
-                        self.shared
-                            .journal
-                            .park(session.clone(), self.cursor, self.index.saturating_sub(1));
-                    }
+                if !self.in_flight() {
+                    self.park();
                     self.retire_now();
                     let _ = reply.send(());
                     return;
@@ -450,17 +432,29 @@ impl Actor {
         self.perform(effects);
     }
 
-    /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
-    fn try_retire(&mut self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Option<Command> {
+    /// Whether a run is under way (not parked on a confirmation): the
+    /// actor then stays in memory.
+    fn in_flight(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none())
+    }
+
+    /// Records where the session ends, marking it idle in the journal.
+    fn park(&self) {
         if let Some(session) = &self.session {
             self.shared
                 .journal
                 .park(session.clone(), self.cursor, self.index.saturating_sub(1));
         }
-        let mut actors = match self.shared.actors.lock() {
-            Ok(a) => a,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+    }
+
+    /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
+    fn try_retire(&mut self, rx: &mut mpsc::UnboundedReceiver<Command>) -> Option<Command> {
+        self.park();
+        // Holding the map while checking the queue: a sender either got its
+        // command in before, or finds this actor gone and spawns another.
+        let actors = lock(&self.shared.actors);
         match rx.try_recv() {
             Ok(command) => {
                 // Staying after all: the head just recorded marks the session
@@ -469,11 +463,7 @@ impl Actor {
                 Some(command)
             }
             Err(_) => {
-                if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
-                    actors.remove(&self.id);
-                }
-                drop(actors);
-                self.drop_unheard_channel();
+                self.leave(actors);
                 None
             }
         }
@@ -489,10 +479,12 @@ impl Actor {
     }
 
     fn retire_now(&mut self) {
-        let mut actors = match self.shared.actors.lock() {
-            Ok(a) => a,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        self.leave(lock(&self.shared.actors));
+    }
+
+    /// Takes this actor out of the map (unless another replaced it) and
+    /// forgets an unheard live channel.
+    fn leave(&self, mut actors: MutexGuard<'_, HashMap<SessionId, mpsc::UnboundedSender<Command>>>) {
         if actors.get(&self.id).is_some_and(|tx| tx.same_channel(&self.tx)) {
             actors.remove(&self.id);
         }
@@ -682,10 +674,7 @@ impl Actor {
 
     /// Sends the step's events to the session's live subscribers, if any.
     fn publish(&self, effects: &[Effect]) {
-        let mut channels = match self.shared.channels.lock() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        };
+        let mut channels = lock(&self.shared.channels);
         if let Some(channel) = channels.get(&self.id) {
             if channel.receiver_count() == 0 {
                 channels.remove(&self.id);
