@@ -151,14 +151,9 @@ impl SqliteJournal {
     ) -> BoxFuture<'static, Result<T>> {
         let reader = self.reader.clone();
         Box::pin(async move {
-            tokio::task::spawn_blocking(move || {
-                let conn = reader
-                    .lock()
-                    .map_err(|_| Error::Storage("the journal reader is poisoned".into()))?;
-                f(&conn)
-            })
-            .await
-            .map_err(|e| Error::Storage(format!("journal read task failed: {e}")))?
+            tokio::task::spawn_blocking(move || f(&*lock_reader(&reader)?))
+                .await
+                .map_err(|e| Error::Storage(format!("journal read task failed: {e}")))?
         })
     }
 }
@@ -308,19 +303,33 @@ fn read_chain(conn: &Connection, id: &str, head: i64, stop: i64) -> Result<Vec<(
     Ok(inputs)
 }
 
-/// The true head of a live session: entries after its recorded head are found
-/// by following the chain forward (a rowid range scan of the log tail).
-fn follow(conn: &Connection, no: i64, located: i64) -> Result<i64> {
-    let mut stmt = conn.prepare_cached("SELECT rowid, prev FROM log WHERE rowid > ?1 AND no = ?2 ORDER BY rowid")?;
-    let rows = stmt.query_map(params![located, no], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))?;
-    let mut head = located;
+/// Moves each live session's recorded head (`heads`: session number → log
+/// position) to its true one: entries written after a head was recorded
+/// point back to it, so one pass over the log tail (a rowid range scan)
+/// follows every chain forward.
+fn follow(conn: &Connection, heads: &mut HashMap<i64, i64>) -> Result<()> {
+    let Some(oldest) = heads.values().min().copied() else {
+        return Ok(());
+    };
+    let mut tail = conn.prepare_cached("SELECT rowid, no, prev FROM log WHERE rowid > ?1 ORDER BY rowid")?;
+    let rows = tail.query_map([oldest], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
     for row in rows {
-        let (pos, prev) = row?;
-        if prev == head {
-            head = pos;
+        let (pos, no, prev) = row?;
+        if let Some(head) = heads.get_mut(&no) {
+            if *head == prev {
+                *head = pos;
+            }
         }
     }
-    Ok(head)
+    Ok(())
+}
+
+fn lock_reader(reader: &Mutex<Connection>) -> Result<std::sync::MutexGuard<'_, Connection>> {
+    reader
+        .lock()
+        .map_err(|_| Error::Storage("the journal reader is poisoned".into()))
 }
 
 fn load(conn: &Connection, id: &str, full: bool, recovered: &Mutex<HashMap<i64, i64>>) -> Result<Option<Loaded>> {
@@ -335,7 +344,11 @@ fn load(conn: &Connection, id: &str, full: bool, recovered: &Mutex<HashMap<i64, 
     let head = match (live, known) {
         (false, _) => located,
         (true, Some(head)) => head,
-        (true, None) => follow(conn, no, located)?,
+        (true, None) => {
+            let mut heads = HashMap::from([(no, located)]);
+            follow(conn, &mut heads)?;
+            heads.get(&no).copied().unwrap_or(located)
+        }
     };
     let snapshot: Option<(i64, i64, Vec<u8>)> = if full {
         None
@@ -420,10 +433,7 @@ impl Journal for SqliteJournal {
     }
 
     fn open_sessions(&self) -> Result<Vec<SessionId>> {
-        let conn = self
-            .reader
-            .lock()
-            .map_err(|_| Error::Storage("the journal reader is poisoned".into()))?;
+        let conn = lock_reader(&self.reader)?;
         let mut stmt =
             conn.prepare("SELECT h.no, h.head, s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.live = 1")?;
         let live = stmt
@@ -431,23 +441,8 @@ impl Journal for SqliteJournal {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
-        let Some(oldest) = live.iter().map(|l| l.1).min() else {
-            return Ok(Vec::new());
-        };
-        // One pass over the log tail finds every live session's true head.
         let mut heads: HashMap<i64, i64> = live.iter().map(|(no, head, _)| (*no, *head)).collect();
-        let mut tail = conn.prepare("SELECT rowid, no, prev FROM log WHERE rowid > ?1 ORDER BY rowid")?;
-        let rows = tail.query_map([oldest], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
-        })?;
-        for row in rows {
-            let (pos, no, prev) = row?;
-            if let Some(head) = heads.get_mut(&no) {
-                if *head == prev {
-                    *head = pos;
-                }
-            }
-        }
+        follow(&conn, &mut heads)?;
         if let Ok(mut recovered) = self.recovered.lock() {
             recovered.extend(heads);
         }
@@ -502,10 +497,7 @@ impl Journal for SqliteJournal {
     }
 
     fn toolsets(&self) -> Result<Vec<(String, String)>> {
-        let conn = self
-            .reader
-            .lock()
-            .map_err(|_| Error::Storage("the journal reader is poisoned".into()))?;
+        let conn = lock_reader(&self.reader)?;
         let mut stmt = conn.prepare("SELECT name, tools FROM toolsets ORDER BY name")?;
         let rows = stmt
             .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
@@ -521,5 +513,59 @@ impl Journal for SqliteJournal {
                 let _ = done.await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn entry(session: &str, index: u64, locate: bool) -> Entry {
+        Entry {
+            session: session.into(),
+            index,
+            input: Input::Tick {
+                at: Timestamp(index + 1),
+            },
+            agent: (index == 0).then(|| "a".into()),
+            locate,
+            snapshot: None,
+        }
+    }
+
+    /// Heads are recorded only when a session is located; loading (live, or
+    /// after a crash) follows each chain forward over the log tail, past
+    /// other sessions' entries.
+    #[tokio::test]
+    async fn chains_are_followed_past_the_recorded_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        {
+            let journal = SqliteJournal::open(&path, std::time::Duration::ZERO).unwrap();
+            let mut cursors = HashMap::from([("s", Cursor::default()), ("t", Cursor::default())]);
+            for index in 0..3 {
+                for session in ["s", "t"] {
+                    let cursor = cursors[session];
+                    let appended = journal.append(entry(session, index, index == 0), cursor).await.unwrap();
+                    cursors.insert(session, appended.cursor);
+                }
+            }
+            // Live in this process: the recorded head is the first entry.
+            let loaded = journal.load(&"s".into(), false).await.unwrap().unwrap();
+            let indexes: Vec<u64> = loaded.inputs.iter().map(|(i, _)| *i).collect();
+            assert_eq!(indexes, [0, 1, 2]);
+            assert_eq!(loaded.cursor, cursors["s"]);
+            journal.flush().await;
+        }
+        // As after a crash: both are live, and one pass finds both heads.
+        let journal = SqliteJournal::open(&path, std::time::Duration::ZERO).unwrap();
+        let live = journal.open_sessions().unwrap();
+        assert_eq!(live, [SessionId::from("s"), SessionId::from("t")]);
+        for session in ["s", "t"] {
+            let loaded = journal.load(&session.into(), false).await.unwrap().unwrap();
+            assert_eq!(loaded.inputs.len(), 3, "{session}");
+        }
     }
 }
