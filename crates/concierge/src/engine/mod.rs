@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use crate::error::Result;
 
-pub(crate) use driver::{Driver, Settings, Shared, Stop, now};
+pub(crate) use driver::{Driver, Settings, Stop, now};
 pub use memory::MemoryJournal;
 pub use sqlite::SqliteJournal;
 

@@ -312,9 +312,8 @@ impl Runtime {
         }
     }
 
-    /// A client for one agent.
-    pub fn client(&self, agent: impl Into<AgentId>) -> Result<AgentClient> {
-        let agent = agent.into();
+    /// `agent` if the catalog has it (with the catalog), else an error listing those it has.
+    fn known_agent(&self, agent: AgentId) -> Result<(AgentId, Arc<Catalog>)> {
         let catalog = self.catalog();
         if catalog.agent(&agent).is_none() {
             return Err(Error::AgentNotFound {
@@ -322,6 +321,12 @@ impl Runtime {
                 known: join(catalog.agent_ids()),
             });
         }
+        Ok((agent, catalog))
+    }
+
+    /// A client for one agent.
+    pub fn client(&self, agent: impl Into<AgentId>) -> Result<AgentClient> {
+        let (agent, _) = self.known_agent(agent.into())?;
         Ok(AgentClient::new(self.clone(), agent))
     }
 
@@ -337,7 +342,7 @@ impl Runtime {
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
         }
-        self.driver()?;
+        let driver = self.driver()?;
         #[cfg(feature = "mcp")]
         self.ensure_mcp(agent.as_ref()).await?;
         // An empty id gets the session's next one (r1, r2...).
@@ -354,7 +359,6 @@ impl Runtime {
             metadata: options.metadata,
             at: crate::engine::now(),
         };
-        let driver = self.driver()?;
         let shared = driver.shared().clone();
         let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
         let delta = options.policy;
@@ -368,7 +372,7 @@ impl Runtime {
             // that a model must be configured).
             start.planner = if catalog.custom_planner(&agent).is_some() {
                 PlannerMode::Custom
-            } else if shared.models_available_for(&resolved.spec) {
+            } else if shared.models.available_for(&resolved.spec) {
                 PlannerMode::Model
             } else {
                 PlannerMode::Rules
@@ -578,27 +582,13 @@ impl Runtime {
 
     /// The tools an agent may call.
     pub fn tools_for(&self, agent: impl Into<AgentId>) -> Result<Vec<ToolSpec>> {
-        let agent = agent.into();
-        let catalog = self.catalog();
-        if catalog.agent(&agent).is_none() {
-            return Err(Error::AgentNotFound {
-                agent,
-                known: join(catalog.agent_ids()),
-            });
-        }
+        let (agent, catalog) = self.known_agent(agent.into())?;
         Ok(catalog.tools_for(&agent).into_iter().cloned().collect())
     }
 
     /// Overrides an agent's policy for runs started from now on (in this process).
     pub fn override_policy(&self, agent: impl Into<AgentId>, delta: PolicyDelta) -> Result<()> {
-        let agent = agent.into();
-        let catalog = self.catalog();
-        if catalog.agent(&agent).is_none() {
-            return Err(Error::AgentNotFound {
-                agent,
-                known: join(catalog.agent_ids()),
-            });
-        }
+        let (agent, _) = self.known_agent(agent.into())?;
         let mut overrides = self
             .inner
             .overrides
@@ -657,12 +647,6 @@ impl Runtime {
             }
         })
         .boxed()
-    }
-}
-
-impl crate::engine::Shared {
-    pub(crate) fn models_available_for(&self, agent: &AgentSpec) -> bool {
-        self.models.available_for(agent)
     }
 }
 
