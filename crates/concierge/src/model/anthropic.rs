@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{Connection, send, snippet, transport_error};
+use super::http::{Connection, read_json, send, snippet};
 use super::{Model, ModelContext, ModelError, ModelErrorKind};
 
 /// A client for Anthropic's Messages API (`{base}/v1/messages`).
@@ -225,17 +225,7 @@ impl Anthropic {
     async fn complete_whole(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let endpoint = self.endpoint();
         let response = send(&self.name(), &endpoint, self.post(&self.request_body(request))).await?;
-        let text = response
-            .text()
-            .await
-            .map_err(|e| transport_error(&self.name(), &endpoint, &e))?;
-        let body: Value = serde_json::from_str(&text).map_err(|e| {
-            self.error(
-                ModelErrorKind::Protocol,
-                format!("the response is not JSON ({e}): {}", snippet(&text)),
-            )
-        })?;
-        self.parse_response(&body)
+        self.parse_response(&read_json(&self.name(), &endpoint, response).await?)
     }
 
     async fn complete_streamed(&self, request: &ModelRequest, cx: &ModelContext) -> Result<ModelReply, ModelError> {
@@ -283,7 +273,7 @@ impl Anthropic {
                 }
                 "content_block_start" => {
                     let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
-                    let block = data.get("content_block").cloned().unwrap_or(Value::Null);
+                    let block = &data["content_block"];
                     if block.get("type").and_then(Value::as_str) == Some("tool_use") {
                         let name = block
                             .get("name")
@@ -295,7 +285,7 @@ impl Anthropic {
                 }
                 "content_block_delta" => {
                     let index = data.get("index").and_then(Value::as_u64).unwrap_or(0);
-                    let delta = data.get("delta").cloned().unwrap_or(Value::Null);
+                    let delta = &data["delta"];
                     match delta.get("type").and_then(Value::as_str) {
                         Some("text_delta") => {
                             let piece = delta.get("text").and_then(Value::as_str).unwrap_or_default();

@@ -1,10 +1,11 @@
 //! What the HTTP providers share: connection settings, error mapping, and
-//! the assembly of streamed tool calls.
+//! reading JSON bodies, and the assembly of streamed tool calls.
 
 use std::time::Duration;
 
 use concierge_core::ModelToolCall;
 use reqwest::{RequestBuilder, Response, StatusCode};
+use serde_json::Value;
 
 use super::{ModelError, ModelErrorKind};
 
@@ -93,6 +94,21 @@ pub(crate) async fn send(model: &str, endpoint: &str, request: RequestBuilder) -
     let after = retry_after(&response);
     let body = response.text().await.unwrap_or_default();
     Err(status_error(model, status, after, &body))
+}
+
+/// Reads a whole response body as JSON.
+pub(crate) async fn read_json(model: &str, endpoint: &str, response: Response) -> Result<Value, ModelError> {
+    let text = response
+        .text()
+        .await
+        .map_err(|e| transport_error(model, endpoint, &e))?;
+    serde_json::from_str(&text).map_err(|e| {
+        ModelError::new(
+            ModelErrorKind::Protocol,
+            model,
+            format!("the response is not JSON ({e}): {}", snippet(&text)),
+        )
+    })
 }
 
 /// The first 500 characters of a body, for error messages.

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{Connection, ToolCalls, send, snippet, transport_error};
+use super::http::{Connection, ToolCalls, read_json, send, snippet};
 use super::{Model, ModelContext, ModelError, ModelErrorKind};
 
 /// A Chat Completions client for any OpenAI-compatible server.
@@ -138,7 +138,7 @@ impl OpenAiCompatible {
                 format!("the response has no choices: {}", snippet(&body.to_string())),
             )
         })?;
-        let message = choice.get("message").cloned().unwrap_or(Value::Null);
+        let message = &choice["message"];
         let text = message
             .get("content")
             .and_then(Value::as_str)
@@ -147,7 +147,7 @@ impl OpenAiCompatible {
         let mut tool_calls = Vec::new();
         if let Some(calls) = message.get("tool_calls").and_then(Value::as_array) {
             for call in calls {
-                let function = call.get("function").cloned().unwrap_or(Value::Null);
+                let function = &call["function"];
                 tool_calls.push(ModelToolCall {
                     name: function
                         .get("name")
@@ -198,17 +198,7 @@ impl OpenAiCompatible {
             self.post_with(client, &self.wire_body(request, false)),
         )
         .await?;
-        let text = response
-            .text()
-            .await
-            .map_err(|e| transport_error(&self.name(), &endpoint, &e))?;
-        let body: Value = serde_json::from_str(&text).map_err(|e| {
-            self.error(
-                ModelErrorKind::Protocol,
-                format!("the response is not JSON ({e}): {}", snippet(&text)),
-            )
-        })?;
-        self.parse_response(&body)
+        self.parse_response(&read_json(&self.name(), &endpoint, response).await?)
     }
 
     /// Streams a completion; `Ok(None)` when the server answered 200 with an
@@ -259,7 +249,7 @@ impl OpenAiCompatible {
                 usage = Some(u);
             }
             for choice in chunk.get("choices").and_then(Value::as_array).into_iter().flatten() {
-                let delta = choice.get("delta").cloned().unwrap_or(Value::Null);
+                let delta = &choice["delta"];
                 if let Some(content) = delta.get("content").and_then(Value::as_str) {
                     if !content.is_empty() {
                         text.push_str(content);
@@ -279,7 +269,7 @@ impl OpenAiCompatible {
                         .get("index")
                         .and_then(Value::as_u64)
                         .map_or(position, |i| i as usize);
-                    let function = call.get("function").cloned().unwrap_or(Value::Null);
+                    let function = &call["function"];
                     let name = function.get("name").and_then(Value::as_str);
                     let arguments = arguments_text(function.get("arguments"));
                     calls.push(index, name, &arguments);
