@@ -1,5 +1,5 @@
-//! What the HTTP providers share: connection settings, error mapping, and
-//! reading JSON bodies, and the assembly of streamed tool calls.
+//! What the HTTP providers share: connection settings, error mapping,
+//! reading JSON bodies and the assembly of streamed tool calls.
 
 use std::time::Duration;
 
