@@ -172,6 +172,45 @@ async fn stdio_server_killed_mid_call_is_reported_and_restarted() {
     rt.shutdown().await;
 }
 
+/// A hung server: the server's own timeout (here longer than the runtime's
+/// default tool timeout) decides, and the server is restarted.
+#[tokio::test]
+#[ignore = "needs npm packages: scripts/setup-mcp.sh"]
+async fn stdio_server_that_hangs_times_out_on_its_own_timeout_and_is_restarted() {
+    // Progress every 100 ms, so the call is seen under way before it times out.
+    let model = script(vec![
+        ("trigger-long-running-operation", json!({"duration": 30, "steps": 300})),
+        ("echo", json!({"message": "after the restart"})),
+    ]);
+    let rt = Runtime::builder()
+        .mcp_server("everything", everything().timeout(std::time::Duration::from_secs(1)))
+        .agent(AgentSpec::new("helper").toolset("everything"))
+        .model(model)
+        .tool_timeout(std::time::Duration::from_millis(300))
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let client = rt.mcp_client("everything").unwrap();
+    let mut progress = client.progress();
+    let handle = rt.client("helper").unwrap().start("go", session("s")).await.unwrap();
+    progress.changed().await.unwrap();
+    let pid = client.pid().await.expect("a stdio server has a pid");
+    let out = handle.wait().await.unwrap();
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("the long call should time out: {:?}", out.tool_executions[0].outcome);
+    };
+    assert_eq!(error.kind, ToolErrorKind::Timeout);
+    assert!(
+        error.message.contains("within 1 s") && error.message.contains("restarted"),
+        "{}",
+        error.message
+    );
+    assert_eq!(outcomes(&out)[1], Ok(json!("Echo: after the restart")));
+    assert_ne!(client.pid().await, Some(pid), "the hung server was replaced");
+    rt.shutdown().await;
+}
+
 #[tokio::test]
 #[ignore = "needs npm packages: scripts/setup-mcp.sh"]
 async fn stdio_tools_are_remembered_for_replay_after_a_restart() {

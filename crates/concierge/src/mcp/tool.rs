@@ -129,6 +129,12 @@ impl DynTool for McpTool {
                 .await
         })
     }
+
+    /// Calls are bounded by the server's `timeout_secs`, and a server that
+    /// runs out of it is restarted.
+    fn bounds_its_own_time(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

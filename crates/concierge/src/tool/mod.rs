@@ -58,6 +58,13 @@ pub trait DynTool: Send + Sync + 'static {
 
     /// Runs the tool on arguments that already passed validation.
     fn call_json(&self, args: Value, cx: ToolContext) -> BoxFuture<'_, Result<Value, ToolError>>;
+
+    /// Whether the tool bounds its own calls' time (and recovers from a
+    /// call that runs out of it, as an MCP client restarts a hung server);
+    /// the registry's tool timeout then does not apply. Default: no.
+    fn bounds_its_own_time(&self) -> bool {
+        false
+    }
 }
 
 impl<T: Tool> DynTool for T {

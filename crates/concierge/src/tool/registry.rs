@@ -181,7 +181,12 @@ impl ToolRegistry {
             return ToolOutcome::Error(error);
         }
         let future = AssertUnwindSafe(entry.handler.call_json(args, cx)).catch_unwind();
-        match tokio::time::timeout(self.timeout, future).await {
+        let finished = if entry.handler.bounds_its_own_time() {
+            Ok(future.await)
+        } else {
+            tokio::time::timeout(self.timeout, future).await
+        };
+        match finished {
             Ok(Ok(Ok(value))) => ToolOutcome::Ok(value),
             Ok(Ok(Err(error))) => ToolOutcome::Error(error),
             Ok(Err(panic)) => {
