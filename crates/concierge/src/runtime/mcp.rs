@@ -120,14 +120,6 @@ impl Runtime {
         Ok(tools)
     }
 
-    /// Lists every MCP server an agent uses (for introspection).
-    pub async fn discover_all(&self) -> Result<()> {
-        for server in self.servers_used(None) {
-            self.discover(&server).await?;
-        }
-        Ok(())
-    }
-
     /// The MCP servers a run may need: those of `agent` and of every agent it
     /// can hand off to (all agents' when the session's agent is not named).
     fn servers_used(&self, agent: Option<&AgentId>) -> BTreeSet<String> {
