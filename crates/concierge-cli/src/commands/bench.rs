@@ -131,7 +131,8 @@ pub struct Report {
     pub fsyncs_per_turn: Option<f64>,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+/// The `p`th percentile (0–100) of sorted values, nearest rank; 0 when there are none.
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use concierge::mcp::ConciergeMcp;
 use concierge::{Error, IdempotencyKey, Result, Runtime};
 
+use crate::commands::bench::percentile;
 use crate::render;
 
 /// `concierge mcp`.
@@ -144,13 +145,13 @@ async fn call(rt: &Runtime, server: &str, tool: &str, args: &str, repeat: u32) -
         println!("{text}");
     }
     if repeat > 1 {
-        took.sort_unstable();
-        let at = |q: f64| took[((took.len() - 1) as f64 * q).round() as usize].as_secs_f64() * 1e6;
-        let mean = took.iter().map(|d| d.as_secs_f64()).sum::<f64>() / took.len() as f64 * 1e6;
+        let mut micros: Vec<f64> = took.iter().map(|d| d.as_secs_f64() * 1e6).collect();
+        micros.sort_by(f64::total_cmp);
+        let mean = micros.iter().sum::<f64>() / micros.len() as f64;
         eprintln!(
             "{repeat} calls to {server}/{tool}: p50 {:.0} µs, p99 {:.0} µs, mean {mean:.0} µs",
-            at(0.5),
-            at(0.99)
+            percentile(&micros, 50.0),
+            percentile(&micros, 99.0)
         );
     }
     Ok(ExitCode::SUCCESS)
