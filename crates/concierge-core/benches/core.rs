@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use concierge_core::{
-    AgentSpec, Catalog, Effect, Event, Input, ModelReply, PlannerMode, Route, Rules, Session, StartRun, Timestamp,
-    ToolOutcome, ToolSpec,
+    AgentSpec, Catalog, Event, Input, ModelReply, PlannerMode, Route, Rules, Session, StartRun, Timestamp, ToolOutcome,
+    ToolSpec,
 };
 use divan::Bencher;
 use serde_json::json;
@@ -53,7 +53,9 @@ fn result() -> ToolOutcome {
 fn llm_turn(run: &str, call: &str) -> Vec<Input> {
     vec![
         Input::StartRun(
-            StartRun::new(run, "what is 17 plus 25?", PlannerMode::Model, Timestamp(1)).agent("calculator"),
+            StartRun::new("what is 17 plus 25?", PlannerMode::Model, Timestamp(1))
+                .run_id(run)
+                .agent("calculator"),
         ),
         Input::ModelReplied {
             run_id: run.into(),
@@ -96,7 +98,7 @@ fn step_full_turn_rules(bencher: Bencher) {
     bencher
         .with_inputs(|| Session::new("s", "calculator"))
         .bench_local_values(|mut session| {
-            let start = StartRun::new("r1", "calculate 17 + 25", PlannerMode::Rules, Timestamp(1)).agent("calculator");
+            let start = StartRun::new("calculate 17 + 25", PlannerMode::Rules, Timestamp(1)).agent("calculator");
             divan::black_box(session.step(Input::StartRun(start), &catalog).unwrap());
             let finished = Input::ToolFinished {
                 run_id: "r1".into(),
@@ -138,11 +140,7 @@ fn turn_events() -> Vec<Event> {
     let mut session = Session::new("s", "calculator");
     llm_turn("r1", "call_1")
         .into_iter()
-        .flat_map(|input| session.step(input, &catalog).unwrap())
-        .filter_map(|effect| match effect {
-            Effect::Emit(event) => Some(event),
-            _ => None,
-        })
+        .flat_map(|input| session.step(input, &catalog).unwrap().events)
         .collect()
 }
 

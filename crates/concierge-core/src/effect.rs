@@ -1,5 +1,7 @@
 //! What the core asks its engine to do.
 
+use serde::{Deserialize, Serialize};
+
 use crate::event::Event;
 use crate::id::{IdempotencyKey, RunId};
 use crate::message::ToolCall;
@@ -7,9 +9,11 @@ use crate::model::ModelRequest;
 use crate::output::RunOutput;
 use crate::time::Timestamp;
 
-/// An effect of a step. The engine performs them in order, after the input
-/// that produced them is durable.
-#[derive(Clone, Debug, PartialEq)]
+/// An effect of a step: something the engine must do. The engine performs
+/// them in order, after the input that produced them is durable (and after
+/// publishing the step's events).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "snake_case")]
 pub enum Effect {
     /// Ask the model; answer with [`Input::ModelReplied`](crate::Input::ModelReplied)
     /// or [`Input::ModelFailed`](crate::Input::ModelFailed) quoting `call`.
@@ -30,8 +34,6 @@ pub enum Effect {
         /// Deduplication key for side-effecting tools.
         key: IdempotencyKey,
     },
-    /// Publish an event.
-    Emit(Event),
     /// The run is parked until the person answers the pending confirmation.
     AwaitUser(RunOutput),
     /// The run is over.
@@ -43,4 +45,31 @@ pub enum Effect {
         /// When.
         at: Timestamp,
     },
+}
+
+/// What one [`Session::step`](crate::Session::step) produced: the events to
+/// publish (in order, numbered) and the effects to perform. The two are
+/// separate, as a workflow needs them: events are data for subscribers,
+/// effects are commands for the engine.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The events, in order.
+    pub events: Vec<Event>,
+    /// The effects, in order.
+    pub effects: Vec<Effect>,
+}
+
+impl Step {
+    /// The run the step started, if it started one.
+    pub fn run_started(&self) -> Option<&RunId> {
+        self.events
+            .iter()
+            .find(|e| matches!(e.kind, crate::event::EventKind::RunStarted { .. }))
+            .and_then(|e| e.run.as_ref())
+    }
+
+    /// Whether the step asked for nothing and said nothing.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty() && self.effects.is_empty()
+    }
 }

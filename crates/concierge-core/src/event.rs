@@ -19,11 +19,16 @@ use crate::tool::ToolOutcome;
 ///
 /// `seq` numbers a session's durable events from 1 without gaps; a
 /// subscriber resumes from any of them. Model deltas are live only: they carry
-/// the seq of the durable event before them and are never stored.
+/// the seq of the durable event before them and their own number in `delta`
+/// (from 1), so that every event a client sees has a unique, increasing
+/// [`EventId`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// Per-session sequence number.
     pub seq: u64,
+    /// 0 for a durable event; for a model delta, its number after `seq`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub delta: u32,
     /// When (the time of the input that caused it).
     pub at: Timestamp,
     /// The session.
@@ -160,6 +165,80 @@ pub enum EventKind {
         /// Why.
         reason: String,
     },
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+impl Event {
+    /// The event's place in its session's stream.
+    pub fn id(&self) -> EventId {
+        EventId {
+            seq: self.seq,
+            delta: self.delta,
+        }
+    }
+}
+
+/// An event's place in its session's stream, ordered: `seq`, then `delta`.
+/// Written `12` for a durable event and `12.3` for the third model delta
+/// after it (the form Server-Sent Events' `Last-Event-ID` carries).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct EventId {
+    /// The durable event's sequence number (or the one before a delta).
+    pub seq: u64,
+    /// 0 for a durable event; a model delta's number after `seq`.
+    pub delta: u32,
+}
+
+impl EventId {
+    /// The id of the durable event `seq`.
+    pub fn durable(seq: u64) -> Self {
+        Self { seq, delta: 0 }
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.delta == 0 {
+            write!(f, "{}", self.seq)
+        } else {
+            write!(f, "{}.{}", self.seq, self.delta)
+        }
+    }
+}
+
+/// An event id that is not `N` or `N.M` (both whole numbers).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidEventId(pub String);
+
+impl std::fmt::Display for InvalidEventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{:?} is not an event id: expected a number such as 12, or 12.3 for a model delta",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for InvalidEventId {}
+
+impl std::str::FromStr for EventId {
+    type Err = InvalidEventId;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let bad = || InvalidEventId(text.to_string());
+        let (seq, delta) = match text.trim().split_once('.') {
+            Some((seq, delta)) => (seq, delta.parse().map_err(|_| bad())?),
+            None => (text.trim(), 0),
+        };
+        Ok(Self {
+            seq: seq.parse().map_err(|_| bad())?,
+            delta,
+        })
+    }
 }
 
 impl EventKind {

@@ -102,8 +102,15 @@ impl Input {
 /// Starts a run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StartRun {
-    /// The new run's id.
-    pub run_id: RunId,
+    /// The caller's id for the run; without one the session numbers its runs
+    /// `r1`, `r2`... (the id is in the `run_started` event and the output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<RunId>,
+    /// The version of the catalog the run plans with, as the engine recorded
+    /// it: every input of the run is stepped with that catalog, so a replay
+    /// sees the tools the run saw, whatever the servers offer later.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_version: Option<String>,
     /// The agent to talk to; `None` continues with the session's current agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<AgentId>,
@@ -132,9 +139,10 @@ pub struct StartRun {
 
 impl StartRun {
     /// A run of one user message.
-    pub fn new(run_id: impl Into<RunId>, text: impl Into<String>, planner: PlannerMode, at: Timestamp) -> Self {
+    pub fn new(text: impl Into<String>, planner: PlannerMode, at: Timestamp) -> Self {
         Self {
-            run_id: run_id.into(),
+            run_id: None,
+            catalog_version: None,
             agent: None,
             messages: vec![Message::user(text)],
             planner,
@@ -150,6 +158,12 @@ impl StartRun {
     /// Sets the agent.
     pub fn agent(mut self, agent: impl Into<AgentId>) -> Self {
         self.agent = Some(agent.into());
+        self
+    }
+
+    /// Sets the run's id (instead of the session's next `r<n>`).
+    pub fn run_id(mut self, run_id: impl Into<RunId>) -> Self {
+        self.run_id = Some(run_id.into());
         self
     }
 }

@@ -2,9 +2,9 @@
 //!
 //! A [`Session`] is a deterministic state machine: [`Session::step`] takes an
 //! [`Input`] (a user message, a model reply, a tool result, a confirmation,
-//! the end of the session, or time passing) and returns the [`Effect`]s an
-//! engine must perform (call the model, call a tool, emit an event, wait for
-//! the person, finish the run). The core does no I/O, reads no clock and draws
+//! the end of the session, or time passing) and returns a [`Step`]: the
+//! events to publish and the [`Effect`]s an engine must perform (call the
+//! model, call a tool, wait for the person, finish the run). The core does no I/O, reads no clock and draws
 //! no random numbers, so the same inputs always give the same effects: engines
 //! journal inputs and replay them after a crash, and every orchestration rule
 //! is testable without a model or a network.
@@ -26,16 +26,16 @@
 //!     .build()?;
 //!
 //! let mut session = Session::new("s1", "adder");
-//! let effects = session.step(
-//!     Input::StartRun(StartRun::new("r1", "2 plus 3", PlannerMode::Rules, Timestamp(0))),
+//! let step = session.step(
+//!     Input::StartRun(StartRun::new("2 plus 3", PlannerMode::Rules, Timestamp(0))),
 //!     &catalog,
 //! )?;
 //! // The engine runs the tool the core asked for...
 //! let Some(Effect::CallTool { run_id, call, .. }) =
-//!     effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
+//!     step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
 //! else { unreachable!() };
 //! // ...and feeds the result back.
-//! let effects = session.step(
+//! let step = session.step(
 //!     Input::ToolFinished {
 //!         run_id: run_id.clone(),
 //!         call_id: call.id.clone(),
@@ -45,7 +45,7 @@
 //!     },
 //!     &catalog,
 //! )?;
-//! let Some(Effect::Finish(output)) = effects.last() else { unreachable!() };
+//! let Some(Effect::Finish(output)) = step.effects.last() else { unreachable!() };
 //! assert_eq!(output.reply.as_deref(), Some("The sum is 5."));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -73,9 +73,9 @@ pub use agent::{AgentSpec, ExampleTurn, Route, RouteAction, Rules};
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, HANDOFF_PREFIX, ResolvedAgent, handoff_tool_name};
-pub use effect::Effect;
+pub use effect::{Effect, Step};
 pub use error::StepError;
-pub use event::{Event, EventKind};
+pub use event::{Event, EventId, EventKind, InvalidEventId};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId};
 pub use input::{Confirmation, Decision, Input, StartRun};
 pub use message::{Message, ToolCall};

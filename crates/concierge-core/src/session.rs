@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::blackboard::{Blackboard, Goal, ToolExecution};
 use crate::canonical::fingerprint;
 use crate::catalog::{Catalog, ResolvedAgent};
-use crate::effect::Effect;
+use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
@@ -56,6 +56,8 @@ pub struct Session {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 struct RunState {
     id: RunId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    catalog_version: Option<String>,
     planner: PlannerMode,
     policy: RunPolicy,
     phase: Phase,
@@ -136,10 +138,11 @@ impl std::fmt::Display for Fault {
     }
 }
 
-/// The effects of one step, and the time of its input.
-struct Step<'c> {
+/// One step in progress: the catalog, the time of its input, and what it produced.
+struct Ctx<'c> {
     catalog: &'c Catalog,
     at: Timestamp,
+    events: Vec<Event>,
     effects: Vec<Effect>,
 }
 
@@ -204,6 +207,13 @@ impl Session {
         self.run.as_ref().map(|r| &r.id)
     }
 
+    /// The catalog version the run in progress plans with (see
+    /// [`StartRun::catalog_version`]); engines step every input of the run
+    /// with that catalog.
+    pub fn catalog_version(&self) -> Option<&str> {
+        self.run.as_ref().and_then(|r| r.catalog_version.as_deref())
+    }
+
     /// The phase of the run in progress.
     pub fn phase(&self) -> Option<Phase> {
         self.run.as_ref().map(|r| r.phase)
@@ -247,10 +257,11 @@ impl Session {
     ///
     /// On `Err` the session is unchanged and the input must not be journaled.
     /// On `Ok` the engine journals the input, then performs the effects in order.
-    pub fn step(&mut self, input: Input, catalog: &Catalog) -> Result<Vec<Effect>, StepError> {
-        let mut st = Step {
+    pub fn step(&mut self, input: Input, catalog: &Catalog) -> Result<Step, StepError> {
+        let mut st = Ctx {
             catalog,
             at: input.at(),
+            events: Vec::new(),
             effects: Vec::new(),
         };
         let result = match input {
@@ -300,7 +311,10 @@ impl Session {
         if let Err(fault) = result {
             self.fail_run(&mut st, fault.to_string());
         }
-        Ok(st.effects)
+        Ok(Step {
+            events: st.events,
+            effects: st.effects,
+        })
     }
 
     /// The effects still outstanding: what an engine must issue again after
@@ -465,7 +479,7 @@ impl Session {
             .ok_or_else(|| Fault::Planner("no run is in progress".into()))
     }
 
-    fn move_to(&mut self, st: &mut Step<'_>, to: Phase) -> Fallible {
+    fn move_to(&mut self, st: &mut Ctx<'_>, to: Phase) -> Fallible {
         let run = self.run_mut()?;
         let from = run.phase;
         from.check_move(to)?;
@@ -474,26 +488,27 @@ impl Session {
         Ok(())
     }
 
-    fn emit(&mut self, st: &mut Step<'_>, kind: EventKind) {
+    fn emit(&mut self, st: &mut Ctx<'_>, kind: EventKind) {
         let event = Event {
             seq: self.next_seq,
+            delta: 0,
             at: st.at,
             session: self.id.clone(),
             run: self.run.as_ref().map(|r| r.id.clone()),
             kind,
         };
         self.next_seq += 1;
-        st.effects.push(Effect::Emit(event));
+        st.events.push(event);
     }
 
-    fn push_message(&mut self, st: &mut Step<'_>, message: Message) {
+    fn push_message(&mut self, st: &mut Ctx<'_>, message: Message) {
         self.history.push(message.clone());
         self.emit(st, EventKind::Message { message });
     }
 
     // ----- handlers -----
 
-    fn start_run(&mut self, st: &mut Step<'_>, start: StartRun) -> Fallible {
+    fn start_run(&mut self, st: &mut Ctx<'_>, start: StartRun) -> Fallible {
         let agent = start.agent.clone().unwrap_or_else(|| self.agent.clone());
         let spec = match st.catalog.agent(&agent) {
             Some(resolved) => resolved.spec.clone(),
@@ -501,8 +516,13 @@ impl Session {
         };
         let policy = start.policy.clone().unwrap_or_else(|| spec.policy.clone());
         self.runs += 1;
+        let run_id = start
+            .run_id
+            .clone()
+            .unwrap_or_else(|| RunId::new(format!("r{}", self.runs)));
         self.run = Some(RunState {
-            id: start.run_id.clone(),
+            id: run_id.clone(),
+            catalog_version: start.catalog_version.clone(),
             planner: start.planner,
             policy: policy.clone(),
             phase: Phase::Initialize,
@@ -558,7 +578,7 @@ impl Session {
         self.blackboard.iterations = 0;
         if let Some(budget) = policy.time_budget_ms {
             st.effects.push(Effect::WakeAt {
-                run_id: start.run_id,
+                run_id,
                 at: Timestamp(start.at.0 + budget),
             });
         }
@@ -566,7 +586,7 @@ impl Session {
         self.plan(st)
     }
 
-    fn model_replied(&mut self, st: &mut Step<'_>, reply: ModelReply, synthesis: bool) -> Fallible {
+    fn model_replied(&mut self, st: &mut Ctx<'_>, reply: ModelReply, synthesis: bool) -> Fallible {
         let run = self.run_mut()?;
         run.waiting = Waiting::Nothing;
         if let Some(usage) = reply.usage {
@@ -584,7 +604,7 @@ impl Session {
         self.apply(st, decision)
     }
 
-    fn model_failed(&mut self, st: &mut Step<'_>, error: String, synthesis: bool) -> Fallible {
+    fn model_failed(&mut self, st: &mut Ctx<'_>, error: String, synthesis: bool) -> Fallible {
         self.run_mut()?.waiting = Waiting::Nothing;
         if synthesis {
             let summary = self.summary(st.catalog);
@@ -594,12 +614,12 @@ impl Session {
         Ok(())
     }
 
-    fn tool_finished(&mut self, st: &mut Step<'_>, index: usize, outcome: ToolOutcome, duration_ms: u64) -> Fallible {
+    fn tool_finished(&mut self, st: &mut Ctx<'_>, index: usize, outcome: ToolOutcome, duration_ms: u64) -> Fallible {
         self.complete_slot(st, index, outcome, duration_ms, None);
         self.advance_batch(st)
     }
 
-    fn confirmed(&mut self, st: &mut Step<'_>, index: usize, confirmation: Confirmation) -> Fallible {
+    fn confirmed(&mut self, st: &mut Ctx<'_>, index: usize, confirmation: Confirmation) -> Fallible {
         let at = st.at;
         let run = self.run_mut()?;
         if let Some(parked_at) = run.parked_at.take() {
@@ -644,7 +664,7 @@ impl Session {
         }
     }
 
-    fn end(&mut self, st: &mut Step<'_>, reason: String) -> Fallible {
+    fn end(&mut self, st: &mut Ctx<'_>, reason: String) -> Fallible {
         if self.run.is_some() {
             self.abandon_batch(st, "the session was ended before the call finished");
             if let Some(run) = &mut self.run {
@@ -657,7 +677,7 @@ impl Session {
         Ok(())
     }
 
-    fn time_up(&mut self, st: &mut Step<'_>) -> Fallible {
+    fn time_up(&mut self, st: &mut Ctx<'_>) -> Fallible {
         let waiting = self.run_mut()?.waiting.clone();
         match waiting {
             Waiting::Model { synthesis: false, .. } => {
@@ -716,7 +736,7 @@ impl Session {
             .unwrap_or_default()
     }
 
-    fn plan(&mut self, st: &mut Step<'_>) -> Fallible {
+    fn plan(&mut self, st: &mut Ctx<'_>) -> Fallible {
         let at = st.at;
         let run = self.run_mut()?;
         let over_budget = run.policy.time_budget_ms.is_some_and(|b| elapsed(run, at) >= b);
@@ -736,7 +756,7 @@ impl Session {
         self.apply(st, decision)
     }
 
-    fn apply(&mut self, st: &mut Step<'_>, decision: Decision) -> Fallible {
+    fn apply(&mut self, st: &mut Ctx<'_>, decision: Decision) -> Fallible {
         match decision {
             Decision::CallModel(request) => {
                 let run = self.run_mut()?;
@@ -760,7 +780,7 @@ impl Session {
         }
     }
 
-    fn reach_cap(&mut self, st: &mut Step<'_>, cap: Cap) -> Fallible {
+    fn reach_cap(&mut self, st: &mut Ctx<'_>, cap: Cap) -> Fallible {
         let run = self.run_mut()?;
         if run.cap.is_none() {
             run.cap = Some(cap);
@@ -769,7 +789,7 @@ impl Session {
         Ok(())
     }
 
-    fn synthesize(&mut self, st: &mut Step<'_>) -> Fallible {
+    fn synthesize(&mut self, st: &mut Ctx<'_>) -> Fallible {
         let cap = self.run_mut()?.cap.unwrap_or(Cap::Iterations);
         let decision = self
             .decide(st.catalog, |planner, view| planner.synthesize(view, cap))
@@ -794,7 +814,7 @@ impl Session {
         }
     }
 
-    fn answer(&mut self, st: &mut Step<'_>, text: String) -> Fallible {
+    fn answer(&mut self, st: &mut Ctx<'_>, text: String) -> Fallible {
         if self.run_mut()?.phase != Phase::Synthesis {
             self.move_to(st, Phase::Synthesis)?;
         }
@@ -816,7 +836,7 @@ impl Session {
 
     // ----- tools -----
 
-    fn select_tools(&mut self, st: &mut Step<'_>, text: String, planned: Vec<PlannedCall>) -> Fallible {
+    fn select_tools(&mut self, st: &mut Ctx<'_>, text: String, planned: Vec<PlannedCall>) -> Fallible {
         self.move_to(st, Phase::ToolSelection)?;
         let resolved: &ResolvedAgent = st
             .catalog
@@ -928,7 +948,7 @@ impl Session {
     /// fills in what the tool provides.
     fn complete_slot(
         &mut self,
-        st: &mut Step<'_>,
+        st: &mut Ctx<'_>,
         index: usize,
         outcome: ToolOutcome,
         duration_ms: u64,
@@ -988,7 +1008,7 @@ impl Session {
     }
 
     /// Gives every unfinished call of the batch an error outcome.
-    fn cancel_batch(&mut self, st: &mut Step<'_>, kind: ToolErrorKind, message: &str) {
+    fn cancel_batch(&mut self, st: &mut Ctx<'_>, kind: ToolErrorKind, message: &str) {
         let open: Vec<usize> = match &self.run {
             Some(run) => run
                 .batch
@@ -1009,7 +1029,7 @@ impl Session {
 
     /// Cancels the unfinished calls of the batch and appends every result, so
     /// the history never holds a call without its answer.
-    fn abandon_batch(&mut self, st: &mut Step<'_>, message: &str) {
+    fn abandon_batch(&mut self, st: &mut Ctx<'_>, message: &str) {
         if self.run.as_ref().is_none_or(|r| r.batch.is_empty()) {
             return;
         }
@@ -1020,7 +1040,7 @@ impl Session {
         }
     }
 
-    fn advance_batch(&mut self, st: &mut Step<'_>) -> Fallible {
+    fn advance_batch(&mut self, st: &mut Ctx<'_>) -> Fallible {
         let run = self.run_mut()?;
         if run.batch.iter().any(|s| s.state == SlotState::Running) {
             return Ok(());
@@ -1035,7 +1055,7 @@ impl Session {
         self.complete_batch(st)
     }
 
-    fn park(&mut self, st: &mut Step<'_>, index: usize) -> Fallible {
+    fn park(&mut self, st: &mut Ctx<'_>, index: usize) -> Fallible {
         self.move_to(st, Phase::Clarifying)?;
         let at = st.at;
         let run = self.run_mut()?;
@@ -1056,7 +1076,7 @@ impl Session {
 
     /// Appends the batch's results to the history, applies a handoff, then
     /// plans again (or synthesizes if a cap was reached).
-    fn complete_batch(&mut self, st: &mut Step<'_>) -> Fallible {
+    fn complete_batch(&mut self, st: &mut Ctx<'_>) -> Fallible {
         let run = self.run_mut()?;
         run.waiting = Waiting::Nothing;
         let batch = std::mem::take(&mut run.batch);
@@ -1084,7 +1104,7 @@ impl Session {
         self.plan(st)
     }
 
-    fn append_results(&mut self, st: &mut Step<'_>, batch: Vec<Slot>) {
+    fn append_results(&mut self, st: &mut Ctx<'_>, batch: Vec<Slot>) {
         let agent = self.agent.clone();
         for slot in batch {
             if let SlotState::Done { outcome, .. } = slot.state {
@@ -1104,7 +1124,7 @@ impl Session {
     // ----- ending a run -----
 
     /// Moves to `Completion` (through `Error` for failures) and emits the output.
-    fn close(&mut self, st: &mut Step<'_>, status: RunStatus, reply: Option<String>) -> Fallible {
+    fn close(&mut self, st: &mut Ctx<'_>, status: RunStatus, reply: Option<String>) -> Fallible {
         if matches!(status, RunStatus::Failed | RunStatus::Cancelled) {
             let phase = self.run_mut()?.phase;
             if phase != Phase::Error {
@@ -1131,7 +1151,7 @@ impl Session {
     /// Fails the run after an internal fault or a model failure. Every phase
     /// but `Completion` may move to `Error`, and `Error` to `Completion`, so
     /// this path is always inside the table.
-    fn fail_run(&mut self, st: &mut Step<'_>, message: String) {
+    fn fail_run(&mut self, st: &mut Ctx<'_>, message: String) {
         let Some(run) = &mut self.run else {
             return;
         };

@@ -59,6 +59,30 @@ fn catalog() -> Catalog {
         .unwrap()
 }
 
+/// What a step (or `pending_effects`) produced, for the helpers below.
+trait Out {
+    fn effects(&self) -> &[Effect];
+    fn events(&self) -> &[Event];
+}
+
+impl Out for Step {
+    fn effects(&self) -> &[Effect] {
+        &self.effects
+    }
+    fn events(&self) -> &[Event] {
+        &self.events
+    }
+}
+
+impl Out for Vec<Effect> {
+    fn effects(&self) -> &[Effect] {
+        self
+    }
+    fn events(&self) -> &[Event] {
+        &[]
+    }
+}
+
 /// Drives one session, recording every accepted input (the journal).
 struct Harness {
     session: Session,
@@ -86,11 +110,11 @@ impl Harness {
         Timestamp(self.now)
     }
 
-    fn send(&mut self, input: Input) -> Vec<Effect> {
+    fn send(&mut self, input: Input) -> Step {
         self.try_send(input).unwrap()
     }
 
-    fn try_send(&mut self, input: Input) -> Result<Vec<Effect>, StepError> {
+    fn try_send(&mut self, input: Input) -> Result<Step, StepError> {
         let before = self.session.clone();
         let result = self.session.step(input.clone(), &self.catalog);
         match &result {
@@ -100,15 +124,15 @@ impl Harness {
         result
     }
 
-    fn start(&mut self, text: &str, mode: PlannerMode) -> Vec<Effect> {
+    fn start(&mut self, text: &str, mode: PlannerMode) -> Step {
         let at = self.at();
         let run = format!("r{}", self.session.runs_started() + 1);
-        self.send(Input::StartRun(StartRun::new(run, text, mode, at)))
+        self.send(Input::StartRun(StartRun::new(text, mode, at).run_id(run)))
     }
 
-    fn start_with_policy(&mut self, text: &str, policy: RunPolicy) -> Vec<Effect> {
+    fn start_with_policy(&mut self, text: &str, policy: RunPolicy) -> Step {
         let at = self.at();
-        let mut start = StartRun::new("r1", text, PlannerMode::Model, at);
+        let mut start = StartRun::new(text, PlannerMode::Model, at).run_id("r1");
         start.policy = Some(policy);
         self.send(Input::StartRun(start))
     }
@@ -117,7 +141,7 @@ impl Harness {
         self.session.active_run().cloned().unwrap()
     }
 
-    fn reply(&mut self, effects: &[Effect], reply: ModelReply) -> Vec<Effect> {
+    fn reply(&mut self, effects: &impl Out, reply: ModelReply) -> Step {
         let (run_id, call, _) = model_call(effects);
         let at = self.at();
         self.send(Input::ModelReplied {
@@ -128,7 +152,7 @@ impl Harness {
         })
     }
 
-    fn finish_tool(&mut self, call_id: &CallId, outcome: ToolOutcome) -> Vec<Effect> {
+    fn finish_tool(&mut self, call_id: &CallId, outcome: ToolOutcome) -> Step {
         let at = self.at();
         let run_id = self.run_id();
         self.send(Input::ToolFinished {
@@ -140,12 +164,7 @@ impl Harness {
         })
     }
 
-    fn confirm(
-        &mut self,
-        call_id: &CallId,
-        fingerprint: &str,
-        decision: UserDecision,
-    ) -> Result<Vec<Effect>, StepError> {
+    fn confirm(&mut self, call_id: &CallId, fingerprint: &str, decision: UserDecision) -> Result<Step, StepError> {
         let at = self.at();
         let run_id = self.run_id();
         self.try_send(Input::Confirm(Confirmation {
@@ -158,8 +177,9 @@ impl Harness {
     }
 }
 
-fn model_call(effects: &[Effect]) -> (RunId, u32, ModelRequest) {
+fn model_call(effects: &impl Out) -> (RunId, u32, ModelRequest) {
     effects
+        .effects()
         .iter()
         .find_map(|e| match e {
             Effect::CallModel { run_id, call, request } => Some((run_id.clone(), *call, request.clone())),
@@ -168,8 +188,9 @@ fn model_call(effects: &[Effect]) -> (RunId, u32, ModelRequest) {
         .expect("expected a model call")
 }
 
-fn tool_calls(effects: &[Effect]) -> Vec<(ToolCall, IdempotencyKey)> {
+fn tool_calls(effects: &impl Out) -> Vec<(ToolCall, IdempotencyKey)> {
     effects
+        .effects()
         .iter()
         .filter_map(|e| match e {
             Effect::CallTool { call, key, .. } => Some((call.clone(), key.clone())),
@@ -178,17 +199,11 @@ fn tool_calls(effects: &[Effect]) -> Vec<(ToolCall, IdempotencyKey)> {
         .collect()
 }
 
-fn events(effects: &[Effect]) -> Vec<EventKind> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit(event) => Some(event.kind.clone()),
-            _ => None,
-        })
-        .collect()
+fn events(effects: &impl Out) -> Vec<EventKind> {
+    effects.events().iter().map(|event| event.kind.clone()).collect()
 }
 
-fn phases(effects: &[Effect]) -> Vec<Phase> {
+fn phases(effects: &impl Out) -> Vec<Phase> {
     events(effects)
         .into_iter()
         .filter_map(|k| match k {
@@ -198,8 +213,9 @@ fn phases(effects: &[Effect]) -> Vec<Phase> {
         .collect()
 }
 
-fn finished(effects: &[Effect]) -> RunOutput {
+fn finished(effects: &impl Out) -> RunOutput {
     effects
+        .effects()
         .iter()
         .find_map(|e| match e {
             Effect::Finish(out) => Some(out.clone()),
@@ -208,8 +224,9 @@ fn finished(effects: &[Effect]) -> RunOutput {
         .expect("expected the run to finish")
 }
 
-fn parked(effects: &[Effect]) -> RunOutput {
+fn parked(effects: &impl Out) -> RunOutput {
     effects
+        .effects()
         .iter()
         .find_map(|e| match e {
             Effect::AwaitUser(out) => Some(out.clone()),
@@ -218,7 +235,7 @@ fn parked(effects: &[Effect]) -> RunOutput {
         .expect("expected the run to park")
 }
 
-fn caps(effects: &[Effect]) -> Vec<Cap> {
+fn caps(effects: &impl Out) -> Vec<Cap> {
     events(effects)
         .into_iter()
         .filter_map(|k| match k {
@@ -288,14 +305,9 @@ fn events_are_numbered_without_gaps() {
     let mut h = Harness::new();
     let mut all = h.start("2 + 3", PlannerMode::Rules);
     let call = tool_calls(&all)[0].0.clone();
-    all.extend(h.finish_tool(&call.id, ok(json!({"formula": "2 + 3 = 5"}))));
-    let seqs: Vec<u64> = all
-        .iter()
-        .filter_map(|e| match e {
-            Effect::Emit(ev) => Some(ev.seq),
-            _ => None,
-        })
-        .collect();
+    all.events
+        .extend(h.finish_tool(&call.id, ok(json!({"formula": "2 + 3 = 5"}))).events);
+    let seqs: Vec<u64> = all.events.iter().map(|ev| ev.seq).collect();
     let expected: Vec<u64> = (1..=seqs.len() as u64).collect();
     assert_eq!(seqs, expected);
     assert_eq!(h.session.last_seq(), seqs.len() as u64);
@@ -475,6 +487,7 @@ fn time_budget_abandons_running_tools_and_synthesizes() {
     };
     let e1 = h.start_with_policy("slow", policy);
     let wake = e1
+        .effects
         .iter()
         .find_map(|e| match e {
             Effect::WakeAt { at, .. } => Some(*at),
@@ -503,7 +516,7 @@ fn time_budget_abandons_running_tools_and_synthesizes() {
     assert!(matches!(&out.tool_executions[0].outcome, ToolOutcome::Error(e) if e.kind == ToolErrorKind::Timeout));
 }
 
-fn park_pay(h: &mut Harness) -> (Vec<Effect>, PendingConfirmation) {
+fn park_pay(h: &mut Harness) -> (Step, PendingConfirmation) {
     let e1 = h.start("pay the bill", PlannerMode::Model);
     let e2 = h.reply(&e1, ModelReply::tool_call("pay", r#"{"amount": 10}"#));
     assert!(tool_calls(&e2).is_empty(), "a call needing confirmation does not run");
@@ -676,7 +689,7 @@ fn missing_required_information_blocks_the_tool() {
 
     let mut h = Harness::new();
     let at = h.at();
-    let mut start = StartRun::new("r1", "my profile", PlannerMode::Model, at);
+    let mut start = StartRun::new("my profile", PlannerMode::Model, at).run_id("r1");
     start.context.insert("user_id".into(), json!("u-7"));
     let e1 = h.send(Input::StartRun(start));
     assert!(model_call(&e1).2.system.contains("user_id: \"u-7\""));
@@ -724,7 +737,7 @@ fn handoff_to_an_agent_not_allowed_is_an_unknown_tool() {
     let mut h = Harness::new();
     let at = h.at();
     let e1 = h.send(Input::StartRun(
-        StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper"),
+        StartRun::new("x", PlannerMode::Model, at).run_id("r1").agent("helper"),
     ));
     let e2 = h.reply(&e1, ModelReply::tool_call("transfer_to_main", "{}"));
     assert_eq!(h.session.agent(), "helper");
@@ -736,7 +749,7 @@ fn handoff_to_an_agent_not_allowed_is_an_unknown_tool() {
 fn rules_planner_runs_without_a_model() {
     let mut h = Harness::new();
     let e1 = h.start("calculate 5 + 3", PlannerMode::Rules);
-    assert!(!e1.iter().any(|e| matches!(e, Effect::CallModel { .. })));
+    assert!(!e1.effects.iter().any(|e| matches!(e, Effect::CallModel { .. })));
     let calls = tool_calls(&e1);
     assert_eq!(calls[0].0.name, "add");
     assert_eq!(calls[0].0.arguments, json!({"a": "5", "b": "3"}));
@@ -776,7 +789,7 @@ fn rules_mode_requires_rules() {
     let catalog = Catalog::builder().agent(AgentSpec::new("main")).build().unwrap();
     let mut h = Harness::with_catalog(catalog);
     let at = h.at();
-    let result = h.try_send(Input::StartRun(StartRun::new("r1", "x", PlannerMode::Rules, at)));
+    let result = h.try_send(Input::StartRun(StartRun::new("x", PlannerMode::Rules, at).run_id("r1")));
     assert_eq!(result, Err(StepError::NoPlanner { agent: "main".into() }));
 }
 
@@ -800,12 +813,9 @@ fn model_failure_fails_the_run_through_the_error_phase() {
     assert!(events(&e2).iter().any(|k| matches!(k, EventKind::Error { .. })));
     // The session takes a new run afterwards.
     assert!(
-        h.try_send(Input::StartRun(StartRun::new(
-            "r2",
-            "again",
-            PlannerMode::Model,
-            Timestamp(99_999)
-        )))
+        h.try_send(Input::StartRun(
+            StartRun::new("again", PlannerMode::Model, Timestamp(99_999)).run_id("r2")
+        ))
         .is_ok()
     );
 }
@@ -841,12 +851,9 @@ fn inputs_that_do_not_fit_the_phase_are_rejected_without_change() {
     });
     assert!(matches!(r, Err(StepError::NoSuchRun { .. })));
     // A second run while one is in progress.
-    let r = h.try_send(Input::StartRun(StartRun::new(
-        "r2",
-        "x",
-        PlannerMode::Model,
-        Timestamp(2_000),
-    )));
+    let r = h.try_send(Input::StartRun(
+        StartRun::new("x", PlannerMode::Model, Timestamp(2_000)).run_id("r2"),
+    ));
     assert!(matches!(
         r,
         Err(StepError::RunInProgress {
@@ -856,11 +863,13 @@ fn inputs_that_do_not_fit_the_phase_are_rejected_without_change() {
     ));
     // A run without a user message, and an unknown agent.
     let _ = h.reply(&e1, ModelReply::text("hello"));
-    let mut start = StartRun::new("r2", "x", PlannerMode::Model, Timestamp(3_000));
+    let mut start = StartRun::new("x", PlannerMode::Model, Timestamp(3_000)).run_id("r2");
     start.messages = vec![Message::system("only system")];
     assert_eq!(h.try_send(Input::StartRun(start)), Err(StepError::NoUserMessage));
     let r = h.try_send(Input::StartRun(
-        StartRun::new("r2", "x", PlannerMode::Model, Timestamp(3_000)).agent("ghost"),
+        StartRun::new("x", PlannerMode::Model, Timestamp(3_000))
+            .run_id("r2")
+            .agent("ghost"),
     ));
     assert!(matches!(r, Err(StepError::UnknownAgent { .. })));
 }
@@ -882,12 +891,9 @@ fn ending_a_session_cancels_the_run_and_refuses_more_input() {
     assert!(h.session.is_ended());
     let last = h.session.history().last().unwrap();
     assert!(matches!(last, Message::Tool { outcome: ToolOutcome::Error(e), .. } if e.kind == ToolErrorKind::Cancelled));
-    let r = h.try_send(Input::StartRun(StartRun::new(
-        "r2",
-        "x",
-        PlannerMode::Model,
-        Timestamp(9_999),
-    )));
+    let r = h.try_send(Input::StartRun(
+        StartRun::new("x", PlannerMode::Model, Timestamp(9_999)).run_id("r2"),
+    ));
     assert_eq!(r, Err(StepError::SessionEnded));
     let r = h.try_send(Input::End {
         reason: "again".into(),
@@ -948,7 +954,7 @@ fn an_agent_named_by_the_caller_takes_over() {
     let mut h = Harness::new();
     let at = h.at();
     let e1 = h.send(Input::StartRun(
-        StartRun::new("r1", "x", PlannerMode::Model, at).agent("helper"),
+        StartRun::new("x", PlannerMode::Model, at).run_id("r1").agent("helper"),
     ));
     assert!(
         events(&e1)

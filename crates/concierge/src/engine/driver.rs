@@ -557,15 +557,15 @@ impl Actor {
         }
         let (current, first_seq) = match &self.session {
             Some(s) => {
-                if start.run_id.as_str().is_empty() {
-                    start.run_id = RunId::new(format!("r{}", s.runs_started() + 1));
+                if start.run_id.is_none() {
+                    start.run_id = Some(RunId::new(format!("r{}", s.runs_started() + 1)));
                 }
                 (s.agent().clone(), s.last_seq() + 1)
             }
             None => return Err(Error::SessionNotFound(self.id.clone())),
         };
         prepare(&mut start, &current, &self.shared.catalog());
-        let run = start.run_id.clone();
+        let run = start.run_id.clone().unwrap_or_else(|| RunId::new(""));
         let (tx, rx) = oneshot::channel();
         self.waiters.entry(run.clone()).or_default().push(tx);
         match self.apply(Input::StartRun(start)).await {
@@ -634,7 +634,7 @@ impl Actor {
         let Some(session) = self.session.as_mut() else {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
-        let effects = session.step(input.clone(), &catalog)?;
+        let step = session.step(input.clone(), &catalog)?;
         let agent_changed = self.last_agent.as_ref() != Some(session.agent());
         let running = session.active_run().is_some();
         let locate = !self.located;
@@ -667,23 +667,21 @@ impl Actor {
         }
         self.index += 1;
         self.last_agent = Some(agent);
-        self.publish(&effects);
-        self.perform(effects);
+        self.publish(&step.events);
+        self.perform(step.effects);
         Ok(())
     }
 
     /// Sends the step's events to the session's live subscribers, if any.
-    fn publish(&self, effects: &[Effect]) {
+    fn publish(&self, events: &[Event]) {
         let mut channels = lock(&self.shared.channels);
         if let Some(channel) = channels.get(&self.id) {
             if channel.receiver_count() == 0 {
                 channels.remove(&self.id);
                 return;
             }
-            for effect in effects {
-                if let Effect::Emit(event) = effect {
-                    let _ = channel.send(event.clone());
-                }
+            for event in events {
+                let _ = channel.send(event.clone());
             }
         }
     }
@@ -691,7 +689,6 @@ impl Actor {
     fn perform(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::Emit(_) => {}
                 Effect::CallModel { run_id, call, request } => self.call_model(run_id, call, request),
                 Effect::CallTool { run_id, call, key } => {
                     let tools = self.shared.tools.clone();
@@ -836,6 +833,7 @@ impl Actor {
                     if let Some(channel) = channels.get(&session) {
                         let _ = channel.send(Event {
                             seq,
+                            delta: 0,
                             at: now(),
                             session: session.clone(),
                             run: Some(run.clone()),

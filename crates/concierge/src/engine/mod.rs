@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge_core::{AgentId, Catalog, Effect, Event, Input, Session, SessionId, Timestamp};
+use concierge_core::{AgentId, Catalog, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 use serde::Serialize;
 
@@ -209,11 +209,8 @@ pub(crate) fn replay_events(
                 state.insert(Session::new(session.clone(), agent))
             }
         };
-        if let Ok(effects) = current.step(input, catalog) {
-            events.extend(effects.into_iter().filter_map(|e| match e {
-                Effect::Emit(event) if event.seq >= from_seq => Some(event),
-                _ => None,
-            }));
+        if let Ok(step) = current.step(input, catalog) {
+            events.extend(step.events.into_iter().filter(|event| event.seq >= from_seq));
         }
     }
     events

@@ -345,10 +345,9 @@ impl Runtime {
         let driver = self.driver()?;
         #[cfg(feature = "mcp")]
         self.ensure_mcp(agent.as_ref()).await?;
-        // An empty id gets the session's next one (r1, r2...).
-        let run_id = options.run_id.unwrap_or_else(|| RunId::new(""));
         let start = StartRun {
-            run_id,
+            run_id: options.run_id,
+            catalog_version: None,
             agent,
             messages,
             planner: PlannerMode::Model,
