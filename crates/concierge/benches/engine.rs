@@ -2,13 +2,13 @@
 //! and journal appends (memory, and SQLite alone or grouped).
 //! `cargo bench -p concierge`
 
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 use std::time::Duration;
 
 use concierge::ModelReply;
 use concierge::core::{Input, RunId, Timestamp};
-use concierge::engine::{Cursor, Entry, Journal, MemoryJournal, SqliteJournal};
+use concierge::engine::bench::{self as store, Claim, Cursor, Entry, MemoryStore, Store};
 use concierge::tool::ArgumentValidator;
 use divan::Bencher;
 use serde_json::json;
@@ -58,7 +58,7 @@ fn entry(session: &str, index: u64) -> Entry {
             at: Timestamp(1_795_232_112_296),
         },
         agent: (index == 0).then(|| "calculator".into()),
-        locate: index == 0,
+        first_since_claim: index == 0,
         snapshot: None,
     }
 }
@@ -70,10 +70,18 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Claims a session for this process (as an engine does before its first append).
+fn claim(rt: &tokio::runtime::Runtime, store: &dyn Store, session: &str) -> Cursor {
+    match rt.block_on(store.claim(&session.into(), &"calculator".into())).unwrap() {
+        Claim::Owned { session_no } => Cursor { session_no, head: 0 },
+        Claim::Busy(owner) => panic!("{session} is owned by {owner}"),
+    }
+}
+
 #[divan::bench]
 fn journal_append_memory(bencher: Bencher) {
     let rt = runtime();
-    let journal = MemoryJournal::new();
+    let journal = MemoryStore::new();
     let mut index = 0;
     bencher.bench_local(|| {
         rt.block_on(journal.append(entry("s", index), Cursor::default()))
@@ -87,8 +95,8 @@ fn journal_append_memory(bencher: Bencher) {
 fn journal_append_sqlite_alone(bencher: Bencher) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let journal = SqliteJournal::open(&dir.path().join("bench.db"), Duration::ZERO).unwrap();
-    let mut cursor = Cursor::default();
+    let journal = store::sqlite(&dir.path().join("bench.db"), Duration::ZERO).unwrap();
+    let mut cursor = claim(&rt, &journal, "s");
     let mut index = 0;
     bencher.bench_local(|| {
         cursor = rt.block_on(journal.append(entry("s", index), cursor)).unwrap().cursor;
@@ -101,8 +109,10 @@ fn journal_append_sqlite_alone(bencher: Bencher) {
 fn journal_append_sqlite_64_concurrent(bencher: Bencher) {
     let rt = runtime();
     let dir = tempfile::tempdir().unwrap();
-    let journal = std::sync::Arc::new(SqliteJournal::open(&dir.path().join("bench.db"), Duration::ZERO).unwrap());
-    let mut cursors = vec![Cursor::default(); 64];
+    let journal = std::sync::Arc::new(store::sqlite(&dir.path().join("bench.db"), Duration::ZERO).unwrap());
+    let mut cursors: Vec<Cursor> = (0..64)
+        .map(|s| claim(&rt, journal.as_ref(), &format!("s{s}")))
+        .collect();
     let mut index = 0;
     bencher
         .counter(divan::counter::ItemsCount::new(64usize))

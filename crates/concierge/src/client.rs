@@ -3,7 +3,7 @@
 use concierge_core::{AgentId, Event, Message, RunId, RunOutput, SessionId};
 use futures::stream::BoxStream;
 
-use crate::engine::Stop;
+use crate::engine::RunStop;
 use crate::error::Result;
 use crate::options::RunOptions;
 use crate::runtime::Runtime;
@@ -73,7 +73,7 @@ pub struct RunHandle {
     runtime: Runtime,
     session_id: SessionId,
     run_id: RunId,
-    stop: Stop,
+    stop: RunStop,
     first_seq: u64,
 }
 
@@ -87,7 +87,7 @@ impl std::fmt::Debug for RunHandle {
 }
 
 impl RunHandle {
-    pub(crate) fn new(runtime: Runtime, session_id: SessionId, run_id: RunId, stop: Stop, first_seq: u64) -> Self {
+    pub(crate) fn new(runtime: Runtime, session_id: SessionId, run_id: RunId, stop: RunStop, first_seq: u64) -> Self {
         Self {
             runtime,
             session_id,
@@ -120,6 +120,6 @@ impl RunHandle {
 
     /// Waits until the run finishes or parks for a confirmation.
     pub async fn wait(self) -> Result<RunOutput> {
-        self.stop.wait().await
+        self.stop.output().await
     }
 }

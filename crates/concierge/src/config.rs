@@ -30,6 +30,7 @@ use concierge_core::AgentSpec;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+pub use crate::model::Price;
 use crate::model::http::Connection;
 use crate::model::{Anthropic, Model, OpenAiCompatible};
 
@@ -85,23 +86,6 @@ pub struct ProviderConfig {
     pub max_tokens: Option<u32>,
     /// Whether to stream when deltas are wanted (default true).
     pub stream: Option<bool>,
-}
-
-/// A model's price.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    /// USD per million input tokens.
-    pub input: f64,
-    /// USD per million output tokens.
-    pub output: f64,
-}
-
-impl Price {
-    /// What `input` and `output` tokens cost.
-    pub fn cost(&self, input: u64, output: u64) -> f64 {
-        (input as f64 * self.input + output as f64 * self.output) / 1_000_000.0
-    }
 }
 
 impl Config {

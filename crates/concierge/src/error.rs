@@ -37,13 +37,44 @@ pub enum Error {
     /// The run could not be started for another reason.
     #[error("the run could not start: {0}")]
     RunStartFailed(String),
-    /// The engine stopped before the run finished (it resumes when the
-    /// database is opened again).
-    #[error("the run was interrupted before it finished; it resumes when the database is opened again")]
+    /// The engine stopped before the run finished (a process that can run
+    /// it resumes it: this one later, or the next to open the database).
+    #[error("the run was interrupted before it finished; it resumes when a process that can run it opens the database")]
     RunInterrupted,
     /// The durable store failed.
     #[error("storage error: {0}")]
     Storage(String),
+    /// The database file belongs to another program (or is not a database).
+    #[error("{path} is not a concierge database ({found}); nothing was written to it: choose another file (--db PATH)")]
+    ForeignDatabase {
+        /// The file.
+        path: String,
+        /// What was found in it.
+        found: String,
+    },
+    /// Another live process drives the session and did not let it go in time.
+    #[error("session {session} is in use by {owner}; try again when it is done, or end that process")]
+    SessionBusy {
+        /// The session.
+        session: SessionId,
+        /// Who drives it.
+        owner: String,
+    },
+    /// The runtime was opened read-only (it inspects sessions, it runs nothing).
+    #[error("this runtime was opened read-only: it can show sessions but not run, confirm or end them")]
+    ReadOnly,
+    /// A session's journal cannot be replayed in this process.
+    #[error("session {session} cannot be loaded here: input {index} ({input}) {reason}")]
+    Replay {
+        /// The session.
+        session: SessionId,
+        /// The input's position in the session.
+        index: u64,
+        /// The input's kind.
+        input: &'static str,
+        /// Why it cannot be replayed, and what to do.
+        reason: String,
+    },
     /// A model provider failed.
     #[error(transparent)]
     Model(#[from] ModelError),

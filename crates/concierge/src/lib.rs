@@ -61,13 +61,13 @@ pub mod tool;
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use concierge_core as core;
 pub use concierge_core::{
-    AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventKind, IdempotencyKey, Message,
-    ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId, RunOutput,
-    RunPolicy, RunStatus, Session, SessionId, StepError, ToolAnnotations, ToolCall, ToolError, ToolErrorKind,
-    ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
+    AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, IdempotencyKey,
+    Message, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId,
+    RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, ToolAnnotations, ToolCall, ToolError,
+    ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
 };
 pub use concierge_macros::tool;
-pub use engine::{Engine, JournalStats, SessionSummary};
+pub use engine::{Embedded, Engine, JournalStats, SessionSummary};
 pub use error::{Error, Result};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;

@@ -617,7 +617,7 @@ async fn a_runtime_without_an_engine_describes_but_does_not_run() {
     let rt = Runtime::builder()
         .tool(Add)
         .agent(AgentSpec::new("a").tool("add"))
-        .engine(concierge::Engine::None)
+        .without_engine()
         .build()
         .await
         .unwrap();

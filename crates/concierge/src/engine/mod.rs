@@ -1,66 +1,100 @@
-//! Engines drive sessions: they journal inputs, perform effects and resume
-//! unfinished runs. The embedded engine runs in this process over a journal:
-//! SQLite (durable, the default) or memory (for tests and benchmarks).
+//! The engine seam: how the runtime drives sessions without knowing where
+//! they run.
+//!
+//! Three layers, and arrows only point down: the runtime resolves agents,
+//! planners and policies into data ([`RunSetup`], [`Catalogs`]); an
+//! [`Engine`] journals inputs, steps the core and performs effects; the
+//! executors ([`Executor`]) call models and tools for any engine. The
+//! embedded engine ([`Embedded`]: an actor per session over SQLite or memory)
+//! is one implementation; another engine is a crate implementing
+//! [`Engine`] and [`OpenEngine`], with no change to the runtime or the core.
+//! This module imports nothing from the runtime or the configuration.
 
-mod codec;
-mod driver;
-mod memory;
-mod sqlite;
+mod catalogs;
+mod embedded;
+mod exec;
+mod setup;
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use concierge_core::{AgentId, Catalog, Event, Input, Session, SessionId, Timestamp};
+use concierge_core::{
+    AgentId, CallId, Decision, Event, EventId, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
+};
 use futures::future::BoxFuture;
+use futures::stream::BoxStream;
 use serde::Serialize;
 
-use crate::error::Result;
+pub use catalogs::{CatalogVersion, Catalogs, VersionError};
+pub use embedded::Embedded;
+#[doc(hidden)]
+pub use embedded::bench;
+pub use exec::{ExecHooks, Executor, ModelCall, ToolCallInfo, TracingHooks, Unavailable};
+pub use setup::RunSetup;
 
-pub(crate) use driver::{Driver, Settings, Stop, now};
-pub use memory::MemoryJournal;
-pub use sqlite::SqliteJournal;
+use crate::error::{Error, Result};
 
-/// Which engine a runtime uses.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// The embedded engine on a SQLite database (WAL mode, one fsync per group commit).
-    Sqlite(PathBuf),
-    /// The embedded engine in memory: nothing survives the process.
-    Memory,
-    /// No engine: the runtime describes agents and tools (introspection)
-    /// but cannot run them; running returns [`Error::EngineNotConfigured`](crate::Error::EngineNotConfigured).
-    None,
+/// The time now, as the core sees it.
+pub(crate) fn now() -> Timestamp {
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
 }
 
-impl Engine {
-    /// The embedded engine on the SQLite database at `path` (created if missing).
-    pub fn sqlite(path: impl Into<PathBuf>) -> Self {
-        Engine::Sqlite(path.into())
+/// Where a run will stop: resolves with its output once it finishes or
+/// parks waiting for the person.
+pub struct RunStop(BoxFuture<'static, Result<RunOutput>>);
+
+impl std::fmt::Debug for RunStop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunStop")
     }
 }
 
-impl Default for Engine {
-    /// `./concierge.db`, the same default as the CLI.
-    fn default() -> Self {
-        Engine::Sqlite(PathBuf::from("concierge.db"))
+impl RunStop {
+    /// A run that has stopped already.
+    pub fn ready(output: RunOutput) -> Self {
+        Self(Box::pin(async move { Ok(output) }))
+    }
+
+    /// A run whose output `future` resolves with.
+    pub fn later(future: impl std::future::Future<Output = Result<RunOutput>> + Send + 'static) -> Self {
+        Self(Box::pin(future))
+    }
+
+    /// Waits for the output.
+    pub async fn output(self) -> Result<RunOutput> {
+        self.0.await
     }
 }
 
-/// A session as listed by [`Runtime::sessions`](crate::Runtime::sessions).
+/// A run an engine started.
+#[derive(Debug)]
+pub struct Started {
+    /// The run's id (the session numbers runs `r1`, `r2`... unless the caller named it).
+    pub run_id: RunId,
+    /// The seq of the run's first event.
+    pub first_seq: u64,
+    /// Where it will stop.
+    pub stop: RunStop,
+}
+
+/// A session as listed by [`Engine::sessions`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
     /// The session.
     pub id: SessionId,
     /// Its current agent.
     pub agent: AgentId,
-    /// Whether an engine has it in memory (or had, when it stopped).
+    /// Whether it has a run under way (in this process or another).
     pub live: bool,
     /// When it last changed.
     pub updated_at: Timestamp,
 }
 
-/// What a journal has written so far (for benchmarks and notes).
+/// What an engine's store has written so far (for benchmarks and notes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct JournalStats {
     /// Accepted inputs written.
@@ -73,147 +107,140 @@ pub struct JournalStats {
     pub snapshots: u64,
 }
 
-#[derive(Default)]
-pub(crate) struct StatsCell {
-    entries: AtomicU64,
-    commits: AtomicU64,
-    payload_bytes: AtomicU64,
-    snapshots: AtomicU64,
-}
+/// Drives sessions: journals each accepted input, steps the core, performs
+/// the effects, resumes unfinished runs. Every method names the session it
+/// acts on; an engine decides where the session lives.
+pub trait Engine: Send + Sync + 'static {
+    /// Starts a run in `session` (created if new; `start.agent` must then name
+    /// its agent). `setup` decides the planner and policy for the agent that
+    /// takes the run.
+    fn start(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<Started>>;
 
-impl StatsCell {
-    pub(crate) fn record(&self, entries: u64, commits: u64, bytes: u64, snapshots: u64) {
-        self.entries.fetch_add(entries, Ordering::Relaxed);
-        self.commits.fetch_add(commits, Ordering::Relaxed);
-        self.payload_bytes.fetch_add(bytes, Ordering::Relaxed);
-        self.snapshots.fetch_add(snapshots, Ordering::Relaxed);
-    }
-
-    pub(crate) fn get(&self) -> JournalStats {
-        JournalStats {
-            entries: self.entries.load(Ordering::Relaxed),
-            commits: self.commits.load(Ordering::Relaxed),
-            payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
-            snapshots: self.snapshots.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// Where a session's entries end in a journal; the engine keeps it and hands
-/// it back with the next append (a journal needs no per-session lookups).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Cursor {
-    /// The session's number in the journal (0: not stored yet).
-    pub session_no: i64,
-    /// The position of its latest entry (0: none).
-    pub head: i64,
-}
-
-/// One accepted input, as an engine journals it.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    /// The session.
-    pub session: SessionId,
-    /// The input's position in the session (from 0).
-    pub index: u64,
-    /// The input.
-    pub input: Input,
-    /// The session's agent, when it changed (or the session is new).
-    pub agent: Option<AgentId>,
-    /// Whether to record this entry as the session's head and mark the
-    /// session live: done for the first entry after a load. The head is
-    /// written again when the session leaves memory ([`Journal::park`]); in
-    /// between, the chain is followed forward from the last recorded head.
-    pub locate: bool,
-    /// A snapshot of the session after this input.
-    pub snapshot: Option<Session>,
-}
-
-/// What an append wrote.
-#[derive(Clone, Copy, Debug)]
-pub struct Appended {
-    /// Where the session's entries end now.
-    pub cursor: Cursor,
-    /// Bytes of the stored input.
-    pub input_bytes: u64,
-    /// Bytes of the stored snapshot (0 if none was written).
-    pub snapshot_bytes: u64,
-}
-
-/// A session as stored: the latest snapshot and the inputs after it.
-#[derive(Debug)]
-pub struct Loaded {
-    /// The snapshot and the index of the last input it includes.
-    pub snapshot: Option<(u64, Session)>,
-    /// The inputs after the snapshot, with their indexes.
-    pub inputs: Vec<(u64, Input)>,
-    /// Where the session's entries end.
-    pub cursor: Cursor,
-    /// The size of the snapshot, for the snapshot policy.
-    pub snapshot_bytes: u64,
-}
-
-/// Where the embedded engine keeps sessions: [`SqliteJournal`] or
-/// [`MemoryJournal`]. Public as the engine's building blocks (benchmarks,
-/// tools); an engine appends one session's entries one at a time.
-pub trait Journal: Send + Sync + 'static {
-    /// Writes an entry after `cursor`; resolves once it is durable.
-    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>>;
-    /// Reads a session back (from its snapshot, or from its first input when
-    /// `full`), `None` if it never existed.
-    fn load(&self, session: &SessionId, full: bool) -> BoxFuture<'static, Result<Option<Loaded>>>;
-    /// Durable events of a session with `seq >= from_seq`, in order.
-    fn events(
+    /// Answers the call parked in `session`: only a matching call id and
+    /// argument fingerprint run it. Resolves once the answer is durable.
+    fn confirm(
         &self,
-        session: &SessionId,
-        from_seq: u64,
-        catalog: Arc<Catalog>,
-    ) -> BoxFuture<'static, Result<Vec<Event>>>;
-    /// Sessions that were in memory when the engine stopped (they may have
-    /// runs to resume).
-    fn open_sessions(&self) -> Result<Vec<SessionId>>;
+        session: SessionId,
+        call_id: CallId,
+        fingerprint: String,
+        decision: Decision,
+    ) -> BoxFuture<'_, Result<RunStop>>;
+
+    /// Ends `session` (a run in progress is cancelled; its output is returned).
+    fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>>;
+
+    /// Where the session's run in progress will stop; `None` if none is.
+    fn wait(&self, session: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>>;
+
+    /// The session as it stands, `None` if it never existed.
+    fn session(&self, session: SessionId) -> BoxFuture<'_, Result<Option<Session>>>;
+
     /// Every session.
-    fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>>;
-    /// An idle session leaves memory: the memory journal keeps it; a durable
-    /// journal records where its chain ends.
-    fn park(&self, session: Session, cursor: Cursor, index: u64);
-    /// Counters.
-    fn stats(&self) -> JournalStats;
-    /// Resolves once everything sent before it is written.
-    fn flush(&self) -> BoxFuture<'static, ()>;
-    /// Remembers a toolset discovered at run time (JSON), so that after a
-    /// restart sessions replay against the same tools before it is listed again.
-    fn save_toolset(&self, name: &str, tools: String);
+    fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>>;
+
+    /// The session's events after `after` (exclusive; `EventId::default()`
+    /// for all), stored ones first, then live ones as they happen.
+    fn subscribe(&self, session: SessionId, after: EventId) -> BoxStream<'static, Result<Event>>;
+
+    /// Takes over the sessions whose owner is gone and resumes their runs
+    /// (those this process can run; the others wait, untouched, for one
+    /// that can), then keeps doing so while the engine lives. Called once,
+    /// after the runtime has registered every tool it has.
+    fn recover(&self) -> BoxFuture<'_, Result<()>>;
+
+    /// Sessions whose unfinished runs this engine resumed, with where each
+    /// will stop (taken: a second call returns only newer ones).
+    fn take_resumed(&self) -> Vec<(SessionId, RunStop)>;
+
+    /// Remembers a toolset discovered at run time (JSON) for later processes.
+    fn remember_toolset(&self, name: &str, tools: String);
+
     /// The remembered toolsets.
-    fn toolsets(&self) -> Result<Vec<(String, String)>>;
-}
+    fn remembered_toolsets(&self) -> Result<Vec<(String, String)>>;
 
-/// Rebuilds events by replaying inputs from `start` (a snapshot or nothing).
-pub(crate) fn replay_events(
-    session: &SessionId,
-    start: Option<Session>,
-    inputs: Vec<(u64, Input)>,
-    from_seq: u64,
-    catalog: &Catalog,
-) -> Vec<Event> {
-    let mut state = start;
-    let mut events = Vec::new();
-    for (_, input) in inputs {
-        let current = match state.as_mut() {
-            Some(s) => s,
-            None => {
-                let agent = match &input {
-                    Input::StartRun(start) => start.agent.clone().unwrap_or_else(|| AgentId::new("unknown")),
-                    _ => AgentId::new("unknown"),
-                };
-                state.insert(Session::new(session.clone(), agent))
-            }
-        };
-        if let Ok(step) = current.step(input, catalog) {
-            events.extend(step.events.into_iter().filter(|event| event.seq >= from_seq));
-        }
+    /// Lets idle sessions go and waits until what the engine wrote is durable.
+    fn shutdown(&self) -> BoxFuture<'_, ()>;
+
+    /// What the engine's store wrote (zeros for engines that do not count).
+    fn stats(&self) -> JournalStats {
+        JournalStats::default()
     }
-    events
+
+    /// How many sessions the engine holds in this process's memory.
+    fn sessions_in_memory(&self) -> usize {
+        0
+    }
 }
 
-pub(crate) type SharedJournal = Arc<dyn Journal>;
+/// Everything an engine needs from the runtime: the catalog's versions and
+/// the executors. Pure data and plain functions: nothing here reaches back
+/// into the runtime.
+#[derive(Clone, Debug)]
+pub struct EngineParts {
+    /// The catalog and its versions.
+    pub catalogs: Arc<Catalogs>,
+    /// Model and tool calls.
+    pub executor: Arc<Executor>,
+}
+
+/// Opens an engine once the runtime has resolved its parts.
+pub trait OpenEngine: Send + 'static {
+    /// Opens the engine (for the embedded one: the database). Nothing is
+    /// resumed before [`Engine::recover`].
+    fn open(self: Box<Self>, parts: EngineParts) -> BoxFuture<'static, Result<Arc<dyn Engine>>>;
+}
+
+/// A runtime without an engine: it describes agents and tools but runs nothing.
+pub(crate) struct NoEngine;
+
+fn no_engine<T: Send + 'static>() -> BoxFuture<'static, Result<T>> {
+    Box::pin(async { Err(Error::EngineNotConfigured) })
+}
+
+impl Engine for NoEngine {
+    fn start(&self, _: SessionId, _: StartRun, _: RunSetup) -> BoxFuture<'_, Result<Started>> {
+        no_engine()
+    }
+
+    fn confirm(&self, _: SessionId, _: CallId, _: String, _: Decision) -> BoxFuture<'_, Result<RunStop>> {
+        no_engine()
+    }
+
+    fn end(&self, _: SessionId, _: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        no_engine()
+    }
+
+    fn wait(&self, _: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>> {
+        no_engine()
+    }
+
+    fn session(&self, _: SessionId) -> BoxFuture<'_, Result<Option<Session>>> {
+        no_engine()
+    }
+
+    fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
+        no_engine()
+    }
+
+    fn subscribe(&self, _: SessionId, _: EventId) -> BoxStream<'static, Result<Event>> {
+        Box::pin(futures::stream::once(async { Err(Error::EngineNotConfigured) }))
+    }
+
+    fn recover(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn take_resumed(&self) -> Vec<(SessionId, RunStop)> {
+        Vec::new()
+    }
+
+    fn remember_toolset(&self, _: &str, _: String) {}
+
+    fn remembered_toolsets(&self) -> Result<Vec<(String, String)>> {
+        Ok(Vec::new())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}

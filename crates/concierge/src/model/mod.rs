@@ -3,8 +3,10 @@
 mod anthropic;
 pub(crate) mod http;
 mod openai;
+mod price;
 mod retry;
 mod scripted;
+mod set;
 
 use std::fmt;
 use std::sync::Arc;
@@ -15,8 +17,10 @@ use futures::future::BoxFuture;
 
 pub use anthropic::Anthropic;
 pub use openai::OpenAiCompatible;
+pub use price::Price;
 pub use retry::{RetryPolicy, complete_with_retry};
 pub use scripted::ScriptedModel;
+pub use set::Models;
 
 /// Receives streamed text as it arrives.
 pub type DeltaSink = Arc<dyn Fn(&str) + Send + Sync>;

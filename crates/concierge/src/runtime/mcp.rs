@@ -3,10 +3,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use concierge_core::{AgentId, Catalog};
+use concierge_core::AgentId;
 
 use super::Runtime;
-use crate::engine::Journal;
 use crate::error::{Error, Result};
 use crate::mcp::{McpClient, McpServerConfig, McpTool, RemoteTool, remote_tools};
 use crate::tool::{DynTool, ToolRegistry};
@@ -27,15 +26,9 @@ fn handlers(client: &Arc<McpClient>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynToo
 }
 
 impl McpState {
-    /// Declares each server's toolset, filled with the tools it had the last
-    /// time it was listed (so sessions replay against the same tools after a
-    /// restart, before the server is listed again).
-    pub(crate) fn prepare(
-        registry: &mut ToolRegistry,
-        servers: Vec<(String, McpServerConfig)>,
-        journal: &dyn Journal,
-    ) -> Result<Self> {
-        let remembered: BTreeMap<String, String> = journal.toolsets()?.into_iter().collect();
+    /// Declares each server's toolset (filled at discovery, or from what a
+    /// previous process remembered).
+    pub(crate) fn prepare(registry: &mut ToolRegistry, servers: Vec<(String, McpServerConfig)>) -> Result<Self> {
         let existing: BTreeSet<String> = registry.toolsets().into_iter().map(|(name, _)| name).collect();
         let mut clients = BTreeMap::new();
         for (name, config) in servers {
@@ -47,16 +40,6 @@ impl McpState {
             }
             registry.declare(&name);
             let client = Arc::new(McpClient::new(name.clone(), config));
-            if let Some(json) = remembered.get(&name) {
-                match serde_json::from_str::<Vec<RemoteTool>>(json) {
-                    Ok(tools) => {
-                        if let Err(error) = registry.set_toolset(&name, handlers(&client, &tools)) {
-                            tracing::warn!(server = %name, %error, "remembered MCP tools do not fit; waiting for discovery");
-                        }
-                    }
-                    Err(error) => tracing::warn!(server = %name, %error, "unreadable remembered MCP tools"),
-                }
-            }
             clients.insert(name, client);
         }
         Ok(Self {
@@ -64,6 +47,11 @@ impl McpState {
             listed: Default::default(),
             discovering: Default::default(),
         })
+    }
+
+    /// The servers' names (their toolsets are filled at run time).
+    pub(crate) fn servers(&self) -> Vec<String> {
+        self.clients.keys().cloned().collect()
     }
 
     pub(crate) async fn shutdown(&self) {
@@ -74,6 +62,41 @@ impl McpState {
 }
 
 impl Runtime {
+    /// Fills each server's toolset with the tools it had the last time a
+    /// process listed it, so that runs left unfinished can go on before the
+    /// server is listed again.
+    pub(crate) fn restore_remembered_tools(&self) {
+        let remembered = match self.inner.engine.remembered_toolsets() {
+            Ok(remembered) => remembered,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the remembered MCP tools");
+                return;
+            }
+        };
+        for (name, json) in remembered {
+            let Some(client) = self.inner.mcp.clients.get(&name) else {
+                continue;
+            };
+            let tools = match serde_json::from_str::<Vec<RemoteTool>>(&json) {
+                Ok(tools) => tools,
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "unreadable remembered MCP tools");
+                    continue;
+                }
+            };
+            let installed = self
+                .inner
+                .executor
+                .tools()
+                .set_toolset(&name, handlers(client, &tools))
+                .map_err(|e| e.to_string())
+                .and_then(|specs| self.inner.catalogs.set_toolset(&name, specs).map_err(|e| e.to_string()));
+            if let Err(error) = installed {
+                tracing::warn!(server = %name, %error, "remembered MCP tools do not fit; waiting for discovery");
+            }
+        }
+    }
+
     /// The configured MCP servers, by name.
     pub fn mcp_servers(&self) -> Vec<String> {
         self.inner.mcp.clients.keys().cloned().collect()
@@ -96,27 +119,22 @@ impl Runtime {
         let _one_at_a_time = self.inner.mcp.discovering.lock().await;
         let listed = client.tools().await?;
         let tools = remote_tools(server, client.config(), &listed)?;
-        let shared = self.inner.driver.shared();
-        let specs = shared.tools.set_toolset(server, handlers(&client, &tools))?;
-        let current = shared.catalog();
-        let unchanged = current
-            .toolsets()
-            .get(server)
-            .is_some_and(|ids| ids.len() == specs.len() && specs.iter().all(|s| current.tool(&s.name) == Some(s)));
-        if !unchanged {
-            let next: Catalog = current.to_builder().set_toolset(server, specs.clone()).build()?;
-            if let Ok(mut catalog) = shared.catalog.write() {
-                *catalog = Arc::new(next);
-            }
+        let specs = self
+            .inner
+            .executor
+            .tools()
+            .set_toolset(server, handlers(&client, &tools))?;
+        let count = specs.len();
+        if self.inner.catalogs.set_toolset(server, specs)? {
             match serde_json::to_string(&tools) {
-                Ok(json) => shared.journal.save_toolset(server, json),
+                Ok(json) => self.inner.engine.remember_toolset(server, json),
                 Err(error) => tracing::warn!(%error, "cannot remember MCP tools"),
             }
         }
         if let Ok(mut listed) = self.inner.mcp.listed.lock() {
             listed.insert(server.to_string());
         }
-        tracing::info!(server, tools = specs.len(), "MCP tools discovered");
+        tracing::info!(server, tools = count, "MCP tools discovered");
         Ok(tools)
     }
 

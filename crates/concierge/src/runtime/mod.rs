@@ -1,12 +1,12 @@
 //! The runtime: agents, tools, models and an engine, behind one handle.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventKind, Message, ModelRequest, PendingConfirmation,
-    Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, PendingConfirmation, Planner,
+    PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -14,39 +14,25 @@ use serde_json::Value;
 
 #[cfg(feature = "mcp")]
 mod mcp;
-mod subscription;
-
-use subscription::Subscription;
 
 use crate::client::{AgentClient, RunHandle};
 use crate::engine::{
-    Driver, Engine, JournalStats, MemoryJournal, SessionSummary, Settings, SharedJournal, SqliteJournal,
+    Catalogs, Embedded, Engine, EngineParts, ExecHooks, Executor, JournalStats, NoEngine, OpenEngine, RunSetup,
+    RunStop, SessionSummary, TracingHooks,
 };
 use crate::error::{Error, Result};
-use crate::model::{Model, RetryPolicy};
+use crate::model::{Model, Models, Price, RetryPolicy};
 use crate::options::RunOptions;
 use crate::tool::{DynTool, ToolRegistry, Toolset};
 
-/// Models by name, and the default.
-#[derive(Clone, Default)]
-pub(crate) struct Models {
-    default: Option<Arc<dyn Model>>,
-    named: HashMap<String, Arc<dyn Model>>,
-}
-
-impl Models {
-    /// The model for a request: the agent's named model, else the default.
-    pub(crate) fn for_request(&self, request: &ModelRequest) -> Option<Arc<dyn Model>> {
-        request
-            .model
-            .as_ref()
-            .and_then(|name| self.named.get(name).cloned())
-            .or_else(|| self.default.clone())
-    }
-
-    fn available_for(&self, agent: &AgentSpec) -> bool {
-        self.default.is_some() || agent.model.as_ref().is_some_and(|m| self.named.contains_key(m))
-    }
+/// Which engine a runtime opens.
+enum EngineChoice {
+    /// The embedded engine, as configured by the builder.
+    Embedded,
+    /// Another engine.
+    Custom(Box<dyn OpenEngine>),
+    /// None: the runtime describes agents and tools but runs nothing.
+    None,
 }
 
 /// Builds a [`Runtime`].
@@ -55,8 +41,11 @@ pub struct RuntimeBuilder {
     toolsets: Vec<Toolset>,
     loose_tools: Toolset,
     models: Models,
-    engine: Engine,
-    settings: Settings,
+    engine: EngineChoice,
+    embedded: Embedded,
+    retry: RetryPolicy,
+    hooks: Option<Arc<dyn ExecHooks>>,
+    log_prompts: bool,
     tool_timeout: Duration,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
     #[cfg(feature = "mcp")]
@@ -70,8 +59,11 @@ impl Default for RuntimeBuilder {
             toolsets: Vec::new(),
             loose_tools: Toolset::new("tools"),
             models: Models::default(),
-            engine: Engine::default(),
-            settings: Settings::default(),
+            engine: EngineChoice::Embedded,
+            embedded: Embedded::default(),
+            retry: RetryPolicy::default(),
+            hooks: None,
+            log_prompts: false,
             tool_timeout: Duration::from_secs(60),
             planners: Vec::new(),
             #[cfg(feature = "mcp")]
@@ -107,36 +99,88 @@ impl RuntimeBuilder {
 
     /// Sets the default model.
     pub fn model(mut self, model: impl Model) -> Self {
-        self.models.default = Some(Arc::new(model));
+        self.models.set_default(Arc::new(model));
         self
     }
 
     /// Sets the default model (shared).
     pub fn model_arc(mut self, model: Arc<dyn Model>) -> Self {
-        self.models.default = Some(model);
+        self.models.set_default(model);
         self
     }
 
     /// Adds a model agents can name (`AgentSpec::model`).
     pub fn named_model(mut self, name: impl Into<String>, model: Arc<dyn Model>) -> Self {
-        self.models.named.insert(name.into(), model);
+        self.models.insert(name, model);
         self
     }
 
-    /// Chooses the engine (default: the embedded SQLite engine on `./concierge.db`).
-    pub fn engine(mut self, engine: Engine) -> Self {
-        self.engine = engine;
+    /// Uses another engine (one implementing [`OpenEngine`], e.g. a
+    /// distributed one) instead of the embedded one.
+    pub fn engine(mut self, engine: impl OpenEngine) -> Self {
+        self.engine = EngineChoice::Custom(Box::new(engine));
         self
     }
 
-    /// The embedded engine on the SQLite database at `path`.
-    pub fn sqlite(self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.engine(Engine::Sqlite(path.into()))
+    /// Uses the embedded engine as configured in `embedded`.
+    pub fn embedded(mut self, embedded: Embedded) -> Self {
+        self.embedded = embedded;
+        self.engine = EngineChoice::Embedded;
+        self
+    }
+
+    /// No engine: the runtime describes agents and tools but cannot run
+    /// them (running returns [`Error::EngineNotConfigured`]).
+    pub fn without_engine(mut self) -> Self {
+        self.engine = EngineChoice::None;
+        self
+    }
+
+    /// The embedded engine on the SQLite database at `path` (the default is `./concierge.db`).
+    pub fn sqlite(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let settings = self.embedded.clone();
+        self.embedded = Embedded::sqlite(path);
+        self.embedded.copy_settings(&settings);
+        self.engine = EngineChoice::Embedded;
+        self
     }
 
     /// The embedded engine in memory (nothing is durable).
-    pub fn in_memory(self) -> Self {
-        self.engine(Engine::Memory)
+    pub fn in_memory(mut self) -> Self {
+        let settings = self.embedded.clone();
+        self.embedded = Embedded::memory();
+        self.embedded.copy_settings(&settings);
+        self.engine = EngineChoice::Embedded;
+        self
+    }
+
+    /// Opens the embedded engine's database only to read: sessions, history
+    /// and events can be seen; nothing is resumed, taken over or run. For
+    /// commands that only look (another process may be driving the sessions).
+    pub fn read_only(mut self) -> Self {
+        self.embedded = self.embedded.read_only(true);
+        self
+    }
+
+    /// How long a command waits for a session that another live process
+    /// drives before failing with [`Error::SessionBusy`] (default 30 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.embedded = self.embedded.busy_timeout(timeout);
+        self
+    }
+
+    /// How long this process's heartbeat vouches for it to processes that
+    /// cannot check it directly (default 10 s).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.embedded = self.embedded.lease(lease);
+        self
+    }
+
+    /// What this process is, as other processes name it when it holds a
+    /// session they want (e.g. "concierge serve").
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.embedded = self.embedded.label(label);
+        self
     }
 
     /// Per-call tool timeout (default 60 s).
@@ -147,20 +191,20 @@ impl RuntimeBuilder {
 
     /// Model retry policy.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
-        self.settings.retry = policy;
+        self.retry = policy;
         self
     }
 
     /// How long an idle session stays in memory (default 30 s).
     pub fn idle_timeout(mut self, idle: Duration) -> Self {
-        self.settings.idle = idle;
+        self.embedded = self.embedded.idle_timeout(idle);
         self
     }
 
     /// Input bytes journaled since the last snapshot before a session is
     /// snapshotted again (default 16 KiB; never less than the last snapshot's size).
     pub fn snapshot_after_bytes(mut self, bytes: u64) -> Self {
-        self.settings.snapshot_min_bytes = bytes;
+        self.embedded = self.embedded.snapshot_after_bytes(bytes);
         self
     }
 
@@ -168,19 +212,26 @@ impl RuntimeBuilder {
     /// is under load (default 1 ms; zero commits at once). Longer windows
     /// mean fewer fsyncs and bytes per turn and a little more latency per input.
     pub fn commit_window(mut self, window: Duration) -> Self {
-        self.settings.commit_window = window;
+        self.embedded = self.embedded.commit_window(window);
         self
     }
 
     /// Sets a model's price (USD per million tokens) so runs report their cost.
-    pub fn price(mut self, model: impl Into<String>, price: crate::config::Price) -> Self {
-        Arc::make_mut(&mut self.settings.prices).insert(model.into(), price);
+    pub fn price(mut self, model: impl Into<String>, price: Price) -> Self {
+        self.models.set_price(model, price);
         self
     }
 
     /// Whether model-call traces carry the prompt (off by default).
     pub fn log_prompts(mut self, on: bool) -> Self {
-        self.settings.log_prompts = on;
+        self.log_prompts = on;
+        self
+    }
+
+    /// Observes model and tool calls (spans, metrics) instead of the default
+    /// tracing hooks.
+    pub fn hooks(mut self, hooks: Arc<dyn ExecHooks>) -> Self {
+        self.hooks = Some(hooks);
         self
     }
 
@@ -198,7 +249,8 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Resolves the catalog, opens the engine and resumes every unfinished run in it.
+    /// Resolves the catalog, opens the engine and resumes the unfinished runs
+    /// it can (those whose owner process is gone).
     pub async fn build(self) -> Result<Runtime> {
         let mut registry = ToolRegistry::new();
         registry.set_timeout(self.tool_timeout);
@@ -211,19 +263,15 @@ impl RuntimeBuilder {
                 registry.add(&set.name, tool.clone())?;
             }
         }
-        let journal: SharedJournal = match &self.engine {
-            Engine::Memory | Engine::None => Arc::new(MemoryJournal::new()),
-            Engine::Sqlite(path) => Arc::new(SqliteJournal::open(path, self.settings.commit_window)?),
-        };
         #[cfg(feature = "mcp")]
-        let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers, journal.as_ref())?;
+        let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers)?;
         let mut catalog = Catalog::builder();
         for (name, specs) in registry.toolsets() {
             catalog = catalog.toolset(name, specs);
         }
         for agent in &self.agents {
             if let Some(model) = &agent.model {
-                if !self.models.named.contains_key(model) && self.models.default.is_none() {
+                if !self.models.contains(model) && !self.models.has_default() {
                     return Err(Error::InvalidConfig(format!(
                         "agent {} uses model {model:?}, which is not configured",
                         agent.id
@@ -235,34 +283,74 @@ impl RuntimeBuilder {
         for (agent, planner) in self.planners {
             catalog = catalog.planner(agent, planner);
         }
-        let catalog = Arc::new(catalog.build()?);
-        let driver = Driver::new(catalog, Arc::new(registry), self.models, journal, self.settings);
-        let resumed = driver.recover().await?;
-        if !resumed.is_empty() {
-            tracing::info!(sessions = resumed.len(), "resuming unfinished runs");
-        }
-        let recovered = resumed.iter().map(|(id, _)| id.clone()).collect();
-        Ok(Runtime {
+        #[cfg(feature = "mcp")]
+        let dynamic = mcp.servers();
+        #[cfg(not(feature = "mcp"))]
+        let dynamic: Vec<String> = Vec::new();
+        let catalogs = Arc::new(Catalogs::new(catalog.build()?, dynamic));
+        let hooks = self.hooks.unwrap_or_else(|| {
+            Arc::new(TracingHooks {
+                log_prompts: self.log_prompts,
+            })
+        });
+        let executor = Arc::new(
+            Executor::new(self.models, Arc::new(registry))
+                .retry(self.retry)
+                .hooks(hooks),
+        );
+        let parts = EngineParts {
+            catalogs: catalogs.clone(),
+            executor: executor.clone(),
+        };
+        let (engine, has_engine, description): (Arc<dyn Engine>, bool, String) = match self.engine {
+            EngineChoice::Embedded => {
+                let description = match self.embedded.path() {
+                    Some(path) => format!("embedded (SQLite at {})", path.display()),
+                    None => "embedded (memory)".to_string(),
+                };
+                (Box::new(self.embedded).open(parts).await?, true, description)
+            }
+            EngineChoice::Custom(open) => (open.open(parts).await?, true, "custom".to_string()),
+            EngineChoice::None => (Arc::new(NoEngine), false, "none".to_string()),
+        };
+        let runtime = Runtime {
             inner: Arc::new(Inner {
-                driver,
+                engine,
+                has_engine,
+                description,
+                catalogs,
+                executor,
                 overrides: RwLock::new(HashMap::new()),
-                engine: self.engine,
-                recovered,
-                resumed: std::sync::Mutex::new(resumed.into_iter().collect()),
+                recovered: std::sync::Mutex::new(Vec::new()),
+                resumed: std::sync::Mutex::new(HashMap::new()),
                 #[cfg(feature = "mcp")]
                 mcp,
             }),
-        })
+        };
+        #[cfg(feature = "mcp")]
+        runtime.restore_remembered_tools();
+        runtime.inner.engine.recover().await?;
+        let resumed = runtime.inner.engine.take_resumed();
+        if let Ok(mut recovered) = runtime.inner.recovered.lock() {
+            *recovered = resumed.iter().map(|(id, _)| id.clone()).collect();
+        }
+        if let Ok(mut stops) = runtime.inner.resumed.lock() {
+            stops.extend(resumed);
+        }
+        Ok(runtime)
     }
 }
 
 struct Inner {
-    driver: Driver,
+    engine: Arc<dyn Engine>,
+    has_engine: bool,
+    description: String,
+    catalogs: Arc<Catalogs>,
+    executor: Arc<Executor>,
     overrides: RwLock<HashMap<AgentId, PolicyDelta>>,
-    engine: Engine,
-    recovered: Vec<SessionId>,
+    recovered: std::sync::Mutex<Vec<SessionId>>,
     /// Where the runs resumed at open will stop, until someone waits for them.
-    resumed: std::sync::Mutex<HashMap<SessionId, crate::engine::Stop>>,
+    resumed: std::sync::Mutex<HashMap<SessionId, RunStop>>,
     #[cfg(feature = "mcp")]
     mcp: mcp::McpState,
 }
@@ -290,7 +378,9 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime").field("engine", &self.inner.engine).finish()
+        f.debug_struct("Runtime")
+            .field("engine", &self.inner.description)
+            .finish()
     }
 }
 
@@ -301,14 +391,15 @@ impl Runtime {
     }
 
     fn catalog(&self) -> Arc<Catalog> {
-        self.inner.driver.shared().catalog()
+        self.inner.catalogs.current().catalog
     }
 
-    /// The engine's driver, unless the runtime was built without one.
-    fn driver(&self) -> Result<&Driver> {
-        match self.inner.engine {
-            Engine::None => Err(Error::EngineNotConfigured),
-            _ => Ok(&self.inner.driver),
+    /// The engine, unless the runtime was built without one.
+    fn engine_or_err(&self) -> Result<&Arc<dyn Engine>> {
+        if self.inner.has_engine {
+            Ok(&self.inner.engine)
+        } else {
+            Err(Error::EngineNotConfigured)
         }
     }
 
@@ -330,6 +421,40 @@ impl Runtime {
         Ok(AgentClient::new(self.clone(), agent))
     }
 
+    /// How runs start now, per agent: a custom planner wins; then a model if
+    /// one is configured for the agent; else the agent's rules (the core
+    /// refuses the run if it has none, saying that a model must be
+    /// configured). Policies: the agent's, with this process's overrides and
+    /// the run's own delta.
+    fn setup(&self, catalog: &Catalog, delta: Option<&PolicyDelta>) -> RunSetup {
+        let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
+        let models = self.inner.executor.models();
+        let mut setup = RunSetup::new();
+        for resolved in catalog.agents() {
+            let agent = &resolved.spec.id;
+            let planner = if catalog.custom_planner(agent).is_some() {
+                PlannerMode::Custom
+            } else if models.available_for(&resolved.spec) {
+                PlannerMode::Model
+            } else {
+                PlannerMode::Rules
+            };
+            setup = setup.planner(agent.clone(), planner);
+            let own = overrides.get(agent);
+            if own.is_some() || delta.is_some() {
+                let mut policy = resolved.spec.policy.clone();
+                if let Some(d) = own {
+                    policy = policy.with(d);
+                }
+                if let Some(d) = delta {
+                    policy = policy.with(d);
+                }
+                setup = setup.policy(agent.clone(), policy);
+            }
+        }
+        setup
+    }
+
     /// Starts a run in `options`' session. `agent` names who takes it; `None`
     /// continues with the session's current agent.
     pub(crate) async fn start_run(
@@ -342,7 +467,7 @@ impl Runtime {
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
         }
-        let driver = self.driver()?;
+        let engine = self.engine_or_err()?.clone();
         #[cfg(feature = "mcp")]
         self.ensure_mcp(agent.as_ref()).await?;
         let start = StartRun {
@@ -358,37 +483,8 @@ impl Runtime {
             metadata: options.metadata,
             at: crate::engine::now(),
         };
-        let shared = driver.shared().clone();
-        let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
-        let delta = options.policy;
-        let prepare = move |start: &mut StartRun, current: &AgentId, catalog: &Catalog| {
-            let agent = start.agent.clone().unwrap_or_else(|| current.clone());
-            let Some(resolved) = catalog.agent(&agent) else {
-                return;
-            };
-            // A custom planner wins; then a model if one is configured; else the
-            // agent's rules (the core refuses the run if it has none, saying
-            // that a model must be configured).
-            start.planner = if catalog.custom_planner(&agent).is_some() {
-                PlannerMode::Custom
-            } else if shared.models.available_for(&resolved.spec) {
-                PlannerMode::Model
-            } else {
-                PlannerMode::Rules
-            };
-            let own = overrides.get(&agent);
-            if own.is_some() || delta.is_some() {
-                let mut policy = resolved.spec.policy.clone();
-                if let Some(d) = own {
-                    policy = policy.with(d);
-                }
-                if let Some(d) = &delta {
-                    policy = policy.with(d);
-                }
-                start.policy = Some(policy);
-            }
-        };
-        let started = driver.start(start, &session, Box::new(prepare)).await?;
+        let setup = self.setup(&self.catalog(), options.policy.as_ref());
+        let started = engine.start(session.clone(), start, setup).await?;
         Ok(RunHandle::new(
             self.clone(),
             session,
@@ -421,12 +517,11 @@ impl Runtime {
         fingerprint: impl Into<String>,
         decision: Decision,
     ) -> Result<RunOutput> {
-        let session = session.into();
         let stop = self
-            .driver()?
-            .confirm(&session, call_id.into(), fingerprint.into(), decision)
+            .engine_or_err()?
+            .confirm(session.into(), call_id.into(), fingerprint.into(), decision)
             .await?;
-        stop.wait().await
+        stop.output().await
     }
 
     /// Approves or declines a pending confirmation as returned in a [`RunOutput`].
@@ -448,7 +543,7 @@ impl Runtime {
     /// Ends a session: a run in progress is cancelled (its output is
     /// returned), and the session takes no more input.
     pub async fn end(&self, session: impl Into<SessionId>, reason: impl Into<String>) -> Result<Option<RunOutput>> {
-        self.driver()?.end(&session.into(), reason.into()).await
+        self.engine_or_err()?.end(session.into(), reason.into()).await
     }
 
     /// Waits for the session's run in progress to stop (finish or park) and
@@ -459,10 +554,10 @@ impl Runtime {
         let session = session.into();
         let resumed = self.inner.resumed.lock().ok().and_then(|mut r| r.remove(&session));
         if let Some(stop) = resumed {
-            return Ok(Some(stop.wait().await?));
+            return Ok(Some(stop.output().await?));
         }
-        match self.driver()?.wait(&session).await? {
-            Some(stop) => Ok(Some(stop.wait().await?)),
+        match self.engine_or_err()?.wait(session).await? {
+            Some(stop) => Ok(Some(stop.output().await?)),
             None => Ok(None),
         }
     }
@@ -470,7 +565,10 @@ impl Runtime {
     /// The session as it stands (history, current agent, blackboard, usage, last output).
     pub async fn session(&self, session: impl Into<SessionId>) -> Result<Session> {
         let id = session.into();
-        self.driver()?.inspect(&id).await?.ok_or(Error::SessionNotFound(id))
+        self.engine_or_err()?
+            .session(id.clone())
+            .await?
+            .ok_or(Error::SessionNotFound(id))
     }
 
     /// The session's messages.
@@ -480,36 +578,36 @@ impl Runtime {
 
     /// Every session the engine knows.
     pub async fn sessions(&self) -> Result<Vec<SessionSummary>> {
-        self.driver()?.shared().journal.sessions().await
+        self.engine_or_err()?.sessions().await
     }
 
-    /// Lets idle sessions leave memory, recording where they end, and waits
-    /// for the journal to write it down. Runs still in flight keep going (and
-    /// resume at the next open if the process ends first). Call it before
+    /// Lets idle sessions go (recording where they end) and waits for the
+    /// engine to write it down. Runs still in flight keep going (and are
+    /// taken over by the next process if this one ends first). Call it before
     /// exiting a process.
     pub async fn shutdown(&self) {
-        self.inner.driver.shutdown().await;
+        self.inner.engine.shutdown().await;
         #[cfg(feature = "mcp")]
         self.inner.mcp.shutdown().await;
     }
 
     /// How many sessions are in memory now (idle ones leave after the idle timeout).
     pub fn sessions_in_memory(&self) -> usize {
-        self.inner.driver.in_memory()
+        self.inner.engine.sessions_in_memory()
     }
 
     /// Sessions whose unfinished runs were resumed when the engine opened.
-    pub fn recovered(&self) -> &[SessionId] {
-        &self.inner.recovered
+    pub fn recovered(&self) -> Vec<SessionId> {
+        self.inner.recovered.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// What the journal has written.
+    /// What the engine's store has written.
     pub fn journal_stats(&self) -> JournalStats {
-        self.inner.driver.shared().journal.stats()
+        self.inner.engine.stats()
     }
 
-    /// The engine.
-    pub fn engine(&self) -> &Engine {
+    /// The engine (to call it directly, e.g. from another front door).
+    pub fn engine(&self) -> &Arc<dyn Engine> {
         &self.inner.engine
     }
 
@@ -576,7 +674,7 @@ impl Runtime {
             agent: AgentId::new("direct"),
             idempotency_key,
         };
-        self.inner.driver.shared().tools.execute(&call, cx).await.0
+        self.inner.executor.tools().execute(&call, cx).await.0
     }
 
     /// The tools an agent may call.
@@ -605,21 +703,17 @@ impl Runtime {
     /// ones as they happen (model deltas included, live only). Resumable: pass
     /// the last seq you saw plus one.
     pub fn subscribe(&self, session: impl Into<SessionId>, from_seq: u64) -> BoxStream<'static, Result<Event>> {
-        if let Err(error) = self.driver() {
-            return futures::stream::once(async move { Err(error) }).boxed();
+        self.subscribe_after(session, EventId::durable(from_seq.saturating_sub(1)))
+    }
+
+    /// The session's events after `after` (an event id as the stream gave
+    /// it, model deltas included: `12.3` resumes after the third delta that
+    /// followed event 12).
+    pub fn subscribe_after(&self, session: impl Into<SessionId>, after: EventId) -> BoxStream<'static, Result<Event>> {
+        match self.engine_or_err() {
+            Ok(engine) => engine.subscribe(session.into(), after),
+            Err(error) => futures::stream::once(async move { Err(error) }).boxed(),
         }
-        let session = session.into();
-        let state = Subscription {
-            rx: self.inner.driver.live(&session),
-            journal: self.inner.driver.shared().journal.clone(),
-            catalog: self.catalog(),
-            session,
-            backlog: VecDeque::new(),
-            live: VecDeque::new(),
-            last: from_seq.saturating_sub(1),
-            started: false,
-        };
-        futures::stream::unfold(state, Subscription::next).boxed()
     }
 
     /// The events of one run, ending with its `run_finished` event.
@@ -652,7 +746,3 @@ impl Runtime {
 fn join<T: std::fmt::Display>(items: Vec<T>) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
-
-/// How a run's start is completed inside its session (planner mode and policy
-/// depend on the agent that takes it, which only the session knows).
-pub(crate) type Prepare = Box<dyn FnOnce(&mut StartRun, &AgentId, &Catalog) + Send>;

@@ -1,0 +1,673 @@
+//! One actor task per session this process drives.
+//!
+//! An actor owns its [`Session`]: it claims the session in the store before
+//! it writes (so no other process appends to it meanwhile), applies inputs
+//! one at a time, journals each accepted input (durably, for SQLite) and only
+//! then publishes the events and performs the effects. Model and tool calls
+//! run as tasks that send their result back as an input. An idle actor
+//! releases the session and leaves memory; the next command claims it again.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use concierge_core::{
+    CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, RunId, RunOutput, Session, SessionId,
+    StartRun, Step, StepError,
+};
+use tokio::sync::{mpsc, oneshot};
+
+use super::Shared;
+use super::replay::replay;
+use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
+use crate::engine::{RunSetup, RunStop, Started, Unavailable, now};
+use crate::error::{Error, Result};
+use crate::model::ModelContext;
+use crate::tool::ToolContext;
+
+/// Commands an actor's mailbox holds (bounded: senders wait when it is full).
+pub(crate) const MAILBOX: usize = 64;
+
+pub(crate) enum Command {
+    Start {
+        start: Box<StartRun>,
+        setup: RunSetup,
+        reply: oneshot::Sender<Result<Started>>,
+    },
+    Confirm {
+        call_id: CallId,
+        fingerprint: String,
+        decision: Decision,
+        reply: oneshot::Sender<Result<RunStop>>,
+    },
+    End {
+        reason: String,
+        reply: oneshot::Sender<Result<Option<RunOutput>>>,
+    },
+    Wait {
+        reply: oneshot::Sender<Result<Option<RunStop>>>,
+    },
+    Inspect {
+        reply: oneshot::Sender<Result<Option<Session>>>,
+    },
+    /// Take the session over if its owner is gone, and resume its run.
+    Recover {
+        reply: oneshot::Sender<Option<RunStop>>,
+    },
+    /// Another process asked for the session: let it go if idle.
+    Release,
+    /// Leave memory if idle (a run in flight keeps going).
+    Shutdown {
+        reply: oneshot::Sender<()>,
+    },
+    Input(Box<Input>),
+}
+
+pub(crate) struct Actor {
+    shared: Arc<Shared>,
+    id: SessionId,
+    tx: mpsc::Sender<Command>,
+    /// Whether this process owns the session (claimed in the store).
+    owned: bool,
+    session: Option<Session>,
+    index: u64,
+    cursor: Cursor,
+    bytes_since_snapshot: u64,
+    snapshot_bytes: u64,
+    last_agent: Option<concierge_core::AgentId>,
+    /// Whether the next entry is the first since the claim.
+    first_since_claim: bool,
+    /// Why the run in progress cannot go on in this process, if it cannot.
+    stalled: Option<Unavailable>,
+    waiters: HashMap<RunId, Vec<oneshot::Sender<RunOutput>>>,
+    broken: bool,
+}
+
+fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
+    RunStop::later(async move { rx.await.map_err(|_| Error::RunInterrupted) })
+}
+
+impl Actor {
+    pub(crate) fn new(shared: Arc<Shared>, id: SessionId, tx: mpsc::Sender<Command>) -> Self {
+        Self {
+            shared,
+            id,
+            tx,
+            owned: false,
+            session: None,
+            index: 0,
+            cursor: Cursor::default(),
+            bytes_since_snapshot: 0,
+            snapshot_bytes: 0,
+            last_agent: None,
+            first_since_claim: false,
+            stalled: None,
+            waiters: HashMap::new(),
+            broken: false,
+        }
+    }
+
+    pub(crate) async fn run(mut self, mut rx: mpsc::Receiver<Command>) {
+        loop {
+            let command = if self.in_flight() {
+                rx.recv().await
+            } else {
+                match tokio::time::timeout(self.shared.settings.idle, rx.recv()).await {
+                    Ok(command) => command,
+                    Err(_) => match self.try_retire(&mut rx) {
+                        Some(command) => Some(command),
+                        None => return,
+                    },
+                }
+            };
+            let Some(command) = command else {
+                return;
+            };
+            match command {
+                Command::Shutdown { reply } => {
+                    let idle = !self.in_flight();
+                    if idle {
+                        self.release();
+                        self.leave();
+                    }
+                    let _ = reply.send(());
+                    if idle {
+                        return;
+                    }
+                    continue;
+                }
+                Command::Release if !self.in_flight() => {
+                    if let Some(command) = self.try_retire(&mut rx) {
+                        self.handle(command).await;
+                        continue;
+                    }
+                    return;
+                }
+                command => self.handle(command).await,
+            }
+            if self.broken {
+                self.leave();
+                return;
+            }
+            if !self.owned {
+                // Nothing here to keep in memory.
+                match self.try_retire(&mut rx) {
+                    Some(command) => self.handle(command).await,
+                    None => return,
+                }
+            }
+        }
+    }
+
+    /// Whether a run is under way here (not parked, not waiting for another
+    /// process): the actor then stays in memory and keeps the session.
+    fn in_flight(&self) -> bool {
+        self.stalled.is_none()
+            && self
+                .session
+                .as_ref()
+                .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none())
+    }
+
+    fn catalog(&self) -> Arc<Catalog> {
+        let catalogs = &self.shared.parts.catalogs;
+        let version = self.session.as_ref().and_then(Session::catalog_version);
+        catalogs.get(version).unwrap_or_else(|| catalogs.current().catalog)
+    }
+
+    /// Lets the session go: records where it ends, whether it still has a run
+    /// for another process to resume, and that this process no longer owns it.
+    fn release(&mut self) {
+        if !self.owned {
+            return;
+        }
+        self.owned = false;
+        let unfinished = self
+            .session
+            .as_ref()
+            .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
+        self.shared.store.release(Release {
+            cursor: self.cursor,
+            index: self.index.saturating_sub(1),
+            unfinished,
+            state: self.session.clone(),
+        });
+    }
+
+    /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
+    fn try_retire(&mut self, rx: &mut mpsc::Receiver<Command>) -> Option<Command> {
+        self.release();
+        // Holding the map while checking the queue: a sender either got its
+        // command in before, or finds this actor gone and spawns another.
+        let actors = self.shared.actors();
+        match rx.try_recv() {
+            Ok(command) => Some(command),
+            Err(_) => {
+                self.shared.forget_actor(actors, &self.id, &self.tx);
+                None
+            }
+        }
+    }
+
+    fn leave(&mut self) {
+        let actors = self.shared.actors();
+        self.shared.forget_actor(actors, &self.id, &self.tx);
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Start { start, setup, reply } => {
+                let result = self.start(*start, setup).await;
+                let _ = reply.send(result);
+            }
+            Command::Confirm {
+                call_id,
+                fingerprint,
+                decision,
+                reply,
+            } => {
+                let result = self.confirm(call_id, fingerprint, decision).await;
+                let _ = reply.send(result);
+            }
+            Command::End { reason, reply } => {
+                let result = self.end(reason).await;
+                let _ = reply.send(result);
+            }
+            Command::Wait { reply } => {
+                let result = self.wait().await;
+                let _ = reply.send(result);
+            }
+            Command::Inspect { reply } => {
+                let result = self.inspect().await;
+                let _ = reply.send(result);
+            }
+            Command::Recover { reply } => {
+                let stop = self.recover().await;
+                let _ = reply.send(stop);
+            }
+            Command::Release | Command::Shutdown { .. } => {}
+            Command::Input(input) => {
+                if !self.owned {
+                    return;
+                }
+                match self.apply(*input).await {
+                    Ok(_) => {}
+                    Err(Error::Rejected(StepError::Idle)) => {}
+                    Err(Error::Rejected(error)) => {
+                        tracing::debug!(session = %self.id, %error, "input dropped");
+                    }
+                    Err(error) => tracing::error!(session = %self.id, %error, "input failed"),
+                }
+            }
+        }
+    }
+
+    /// Claims the session for this process (waiting while another live
+    /// process owns it, up to the busy timeout), then loads it as stored.
+    async fn own(&mut self, agent: &concierge_core::AgentId) -> Result<()> {
+        if self.owned {
+            return Ok(());
+        }
+        if self.shared.settings.read_only {
+            return Err(Error::ReadOnly);
+        }
+        let deadline = Instant::now() + self.shared.settings.busy_timeout;
+        let mut delay = Duration::from_millis(10);
+        let mut announced = false;
+        loop {
+            match self.shared.store.claim(&self.id, agent).await? {
+                Claim::Owned { session_no } => {
+                    self.owned = true;
+                    self.first_since_claim = true;
+                    self.cursor = Cursor { session_no, head: 0 };
+                    if let Err(error) = self.load().await {
+                        self.release();
+                        return Err(error);
+                    }
+                    return Ok(());
+                }
+                Claim::Busy(owner) => {
+                    if Instant::now() >= deadline {
+                        return Err(Error::SessionBusy {
+                            session: self.id.clone(),
+                            owner,
+                        });
+                    }
+                    if !announced {
+                        announced = true;
+                        tracing::warn!("session {} is in use by {owner}; waiting for it to be free", self.id);
+                    }
+                    tokio::time::sleep(delay.min(deadline.saturating_duration_since(Instant::now()))).await;
+                    delay = (delay * 2).min(Duration::from_millis(200));
+                }
+            }
+        }
+    }
+
+    /// Rebuilds the session from the store (this process owns it).
+    async fn load(&mut self) -> Result<()> {
+        self.session = None;
+        self.index = 0;
+        self.stalled = None;
+        self.bytes_since_snapshot = 0;
+        self.snapshot_bytes = 0;
+        let Some(loaded) = self.shared.store.load(&self.id, LoadFrom::Snapshot).await? else {
+            self.last_agent = None;
+            return Ok(());
+        };
+        self.cursor.head = loaded.cursor.head;
+        self.snapshot_bytes = loaded.snapshot_bytes;
+        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, None)?;
+        self.index = replayed.next_index;
+        self.session = replayed.session;
+        self.last_agent = self.session.as_ref().map(|s| s.agent().clone());
+        Ok(())
+    }
+
+    /// Reads the session as stored (for a session this process does not own).
+    async fn read(&self) -> Result<Option<Session>> {
+        let Some(loaded) = self.shared.store.load(&self.id, LoadFrom::Snapshot).await? else {
+            return Ok(None);
+        };
+        Ok(replay(&self.id, loaded, &self.shared.parts.catalogs, None)?.session)
+    }
+
+    /// Issues the effects a loaded run still waits for, if this process can
+    /// perform them all; otherwise the run waits, untouched, for one that can.
+    fn resume(&mut self) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let effects = session.pending_effects(&self.catalog());
+        if let Some(missing) = effects.iter().find_map(|e| self.shared.parts.executor.check(e).err()) {
+            tracing::info!(session = %self.id, reason = %missing, "an unfinished run waits for a process that can run it");
+            self.stalled = Some(missing);
+            return;
+        }
+        if effects
+            .iter()
+            .any(|e| matches!(e, Effect::CallModel { .. } | Effect::CallTool { .. }))
+        {
+            tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
+        }
+        self.perform(effects);
+    }
+
+    /// An error for a writer when the session's run cannot go on here.
+    fn check_stalled(&self) -> Result<()> {
+        match &self.stalled {
+            Some(reason) => Err(Error::RunStartFailed(format!(
+                "session {} has an unfinished run this process cannot resume ({reason}); \
+                 it resumes in a process that has it, or end the session",
+                self.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    async fn recover(&mut self) -> Option<RunStop> {
+        if self.owned || self.shared.settings.read_only {
+            return None;
+        }
+        match self.shared.store.claim(&self.id, &"unknown".into()).await {
+            Ok(Claim::Owned { session_no }) => {
+                self.owned = true;
+                self.first_since_claim = true;
+                self.cursor = Cursor { session_no, head: 0 };
+            }
+            Ok(Claim::Busy(_)) => return None,
+            Err(error) => {
+                tracing::warn!(session = %self.id, %error, "cannot take over the session");
+                return None;
+            }
+        }
+        if let Err(error) = self.load().await {
+            tracing::error!(session = %self.id, %error, "an unfinished run cannot be resumed here; it is left for a process that can");
+            self.shared.stall(&self.id);
+            self.session = None;
+            self.release_unfinished();
+            return None;
+        }
+        self.resume();
+        if self.stalled.is_some() {
+            self.shared.stall(&self.id);
+            return None;
+        }
+        self.stop_of_active()
+    }
+
+    /// Releases a session whose state could not be rebuilt, leaving its run for another process.
+    fn release_unfinished(&mut self) {
+        if !self.owned {
+            return;
+        }
+        self.owned = false;
+        self.shared.store.release(Release {
+            cursor: self.cursor,
+            index: self.index.saturating_sub(1),
+            unfinished: true,
+            state: None,
+        });
+    }
+
+    fn stop_of_active(&mut self) -> Option<RunStop> {
+        let session = self.session.as_ref()?;
+        let run = session.active_run()?.clone();
+        if session.pending_confirmation().is_some() {
+            return session.last_output().cloned().map(RunStop::ready);
+        }
+        let (tx, rx) = oneshot::channel();
+        self.waiters.entry(run).or_default().push(tx);
+        Some(stop_from(rx))
+    }
+
+    async fn wait(&mut self) -> Result<Option<RunStop>> {
+        if !self.owned {
+            return Ok(None);
+        }
+        Ok(self.stop_of_active())
+    }
+
+    async fn inspect(&mut self) -> Result<Option<Session>> {
+        if self.owned {
+            return Ok(self.session.clone());
+        }
+        self.read().await
+    }
+
+    async fn start(&mut self, mut start: StartRun, setup: RunSetup) -> Result<Started> {
+        let claim_agent = start.agent.clone().unwrap_or_else(|| "unknown".into());
+        self.own(&claim_agent).await?;
+        self.resume_if_loaded_idle();
+        self.check_stalled()?;
+        let created = self.session.is_none();
+        if created {
+            let Some(agent) = start.agent.clone() else {
+                return Err(Error::SessionNotFound(self.id.clone()));
+            };
+            self.session = Some(Session::new(self.id.clone(), agent));
+        }
+        let (current, first_seq) = match &self.session {
+            Some(s) => (s.agent().clone(), s.last_seq() + 1),
+            None => return Err(Error::SessionNotFound(self.id.clone())),
+        };
+        setup.apply(&mut start, &current);
+        if start.catalog_version.is_none() {
+            start.catalog_version = self.shared.record_current_catalog();
+        }
+        match self.journal(Input::StartRun(start)).await {
+            Ok(step) => {
+                let Some(run_id) = step.run_started().cloned() else {
+                    return Err(Error::Storage("the run started without an id".into()));
+                };
+                let (tx, rx) = oneshot::channel();
+                self.waiters.entry(run_id.clone()).or_default().push(tx);
+                self.act(step);
+                Ok(Started {
+                    run_id,
+                    first_seq,
+                    stop: stop_from(rx),
+                })
+            }
+            Err(error) => {
+                if created && self.index == 0 {
+                    self.session = None;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// After a claim, a run another process left unfinished goes on here.
+    fn resume_if_loaded_idle(&mut self) {
+        let loaded_run = self.session.as_ref().is_some_and(|s| s.active_run().is_some());
+        let nothing_waits = self.waiters.is_empty();
+        if loaded_run && nothing_waits && self.first_since_claim {
+            self.resume();
+        }
+    }
+
+    async fn confirm(&mut self, call_id: CallId, fingerprint: String, decision: Decision) -> Result<RunStop> {
+        self.own(&"unknown".into()).await?;
+        self.resume_if_loaded_idle();
+        let Some(session) = &self.session else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let Some(run_id) = session.active_run().cloned() else {
+            return Err(Error::Rejected(StepError::NotAwaitingConfirmation));
+        };
+        let input = Input::Confirm(Confirmation {
+            run_id: run_id.clone(),
+            call_id,
+            fingerprint,
+            decision,
+            at: now(),
+        });
+        let step = self.journal(input).await?;
+        let (tx, rx) = oneshot::channel();
+        self.waiters.entry(run_id).or_default().push(tx);
+        self.act(step);
+        Ok(stop_from(rx))
+    }
+
+    async fn end(&mut self, reason: String) -> Result<Option<RunOutput>> {
+        self.own(&"unknown".into()).await?;
+        let Some(session) = &self.session else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let active = session.active_run().cloned();
+        self.stalled = None;
+        self.apply(Input::End { reason, at: now() }).await?;
+        Ok(match (active, self.session.as_ref().and_then(Session::last_output)) {
+            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
+            _ => None,
+        })
+    }
+
+    /// Steps the session, journals the input, publishes the events, performs the effects.
+    async fn apply(&mut self, input: Input) -> Result<()> {
+        let step = self.journal(input).await?;
+        self.act(step);
+        Ok(())
+    }
+
+    /// Steps the session and journals the input (durably) before anything
+    /// else happens; on a refused input nothing changes.
+    async fn journal(&mut self, input: Input) -> Result<Step> {
+        let catalog = match &input {
+            Input::StartRun(start) => self
+                .shared
+                .parts
+                .catalogs
+                .get(start.catalog_version.as_deref())
+                .unwrap_or_else(|| self.shared.parts.catalogs.current().catalog),
+            _ => self.catalog(),
+        };
+        let Some(session) = self.session.as_mut() else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let step = session.step(input.clone(), &catalog)?;
+        let agent_changed = self.last_agent.as_ref() != Some(session.agent());
+        let running = session.active_run().is_some();
+        let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
+        let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
+        let entry = Entry {
+            session: self.id.clone(),
+            index: self.index,
+            input,
+            agent: agent_changed.then(|| session.agent().clone()),
+            first_since_claim: self.first_since_claim,
+            snapshot,
+        };
+        let agent = session.agent().clone();
+        let appended = match self.shared.store.append(entry, self.cursor).await {
+            Ok(appended) => appended,
+            Err(error) => {
+                // The session in memory is ahead of the journal: drop it; it is
+                // reloaded from what is durable.
+                self.broken = true;
+                self.owned = false;
+                return Err(error);
+            }
+        };
+        self.cursor = appended.cursor;
+        self.first_since_claim = false;
+        self.bytes_since_snapshot += appended.input_bytes;
+        if appended.snapshot_bytes > 0 {
+            self.snapshot_bytes = appended.snapshot_bytes;
+            self.bytes_since_snapshot = 0;
+        }
+        self.index += 1;
+        self.last_agent = Some(agent);
+        Ok(step)
+    }
+
+    /// Publishes a journaled step's events, then performs its effects.
+    fn act(&mut self, step: Step) {
+        if let Some(live) = self.shared.live(&self.id) {
+            for event in step.events {
+                live.publish(event);
+            }
+        }
+        self.perform(step.effects);
+    }
+
+    fn perform(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            match effect {
+                Effect::CallModel { run_id, call, request } => self.call_model(run_id, call, request),
+                Effect::CallTool { run_id, call, key } => {
+                    let executor = self.shared.parts.executor.clone();
+                    let tx = self.tx.clone();
+                    let cx = ToolContext {
+                        session_id: self.id.clone(),
+                        run_id,
+                        call_id: call.id.clone(),
+                        agent: self
+                            .session
+                            .as_ref()
+                            .map(|s| s.agent().clone())
+                            .unwrap_or_else(|| "unknown".into()),
+                        idempotency_key: key,
+                    };
+                    tokio::spawn(async move {
+                        let input = executor.call_tool(cx, &call).await;
+                        let _ = tx.send(Command::Input(Box::new(input))).await;
+                    });
+                }
+                Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    if let Some(waiters) = self.waiters.remove(&output.run_id) {
+                        for waiter in waiters {
+                            let _ = waiter.send(output.clone());
+                        }
+                    }
+                }
+                Effect::WakeAt { at, .. } => {
+                    let tx = self.tx.clone();
+                    let delay = Duration::from_millis(at.0.saturating_sub(now().0));
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        let _ = tx.send(Command::Input(Box::new(Input::Tick { at: now() }))).await;
+                    });
+                }
+            }
+        }
+    }
+
+    fn call_model(&self, run_id: RunId, call: u32, request: concierge_core::ModelRequest) {
+        let executor = self.shared.parts.executor.clone();
+        let tx = self.tx.clone();
+        let cx = self.delta_context(&run_id);
+        let session = self.id.clone();
+        tokio::spawn(async move {
+            let input = executor.call_model(&session, run_id, call, &request, &cx).await;
+            let _ = tx.send(Command::Input(Box::new(input))).await;
+        });
+    }
+
+    /// A context whose deltas go to the session's live subscribers (never to
+    /// the journal), numbered after the last durable event.
+    fn delta_context(&self, run_id: &RunId) -> ModelContext {
+        let Some(live) = self.shared.live(&self.id).filter(|l| l.listeners() > 0) else {
+            return ModelContext::default();
+        };
+        let session = self.id.clone();
+        let run = run_id.clone();
+        let seq = self.session.as_ref().map_or(0, Session::last_seq);
+        let counter = AtomicU32::new(0);
+        ModelContext {
+            on_delta: Some(Arc::new(move |text: &str| {
+                let delta = counter.fetch_add(1, Ordering::Relaxed) + 1;
+                live.publish(Event {
+                    seq,
+                    delta,
+                    at: now(),
+                    session: session.clone(),
+                    run: Some(run.clone()),
+                    kind: EventKind::ModelDelta { text: text.to_string() },
+                });
+            })),
+        }
+    }
+}

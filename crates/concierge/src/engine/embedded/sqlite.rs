@@ -1,0 +1,1068 @@
+//! The SQLite store.
+//!
+//! WAL mode with `synchronous=FULL`: a commit is on disk when it returns. One
+//! writer thread commits whatever is queued in one transaction (group
+//! commit), so concurrent sessions share an fsync while each input is durable
+//! before its effects run.
+//!
+//! The layout keeps the pages a commit touches few, whatever the number of
+//! sessions: inputs go to an append-only `log` (rowid order, so a batch fills
+//! the same tail pages), compressed, each entry pointing to its session's
+//! previous one. A session's `heads` row says where its chain ends, whether
+//! it has work under way (`live`), and which process owns it; the head is
+//! written when the session is first written after a claim and when it is
+//! released, not on every entry. Loading a live session follows its chain
+//! forward over the log tail. Events are not stored: they are a deterministic
+//! function of the inputs and are rebuilt by replay. Pages are 1 KiB.
+//!
+//! Several processes may open one database. Each writer registers in
+//! `owners` and renews a heartbeat; a session is appended to only by its
+//! owner (checked in the write transaction, so a log never forks), taken over
+//! only when its owner is gone, and released when idle.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+use concierge_core::{AgentId, Input, Session, SessionId, Timestamp};
+use futures::future::BoxFuture;
+use rusqlite::{Connection, OptionalExtension, params};
+use tokio::sync::oneshot;
+
+use super::codec::{decode, encode};
+use super::owner::Process;
+use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, StatsCell, Store};
+use crate::engine::{JournalStats, SessionSummary, now};
+use crate::error::{Error, Result};
+
+/// Marks a concierge database (`PRAGMA application_id`): "Conc".
+const APPLICATION_ID: i64 = 0x436f_6e63;
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS sessions (
+    no    INTEGER PRIMARY KEY,
+    id    TEXT    NOT NULL UNIQUE,
+    agent TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS heads (
+    no    INTEGER PRIMARY KEY,
+    head  INTEGER NOT NULL,
+    idx   INTEGER NOT NULL,
+    live  INTEGER NOT NULL,
+    at    INTEGER NOT NULL,
+    owner INTEGER,
+    want  INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS log (
+    no    INTEGER NOT NULL,
+    idx   INTEGER NOT NULL,
+    prev  INTEGER NOT NULL,
+    input BLOB    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS toolsets (
+    name  TEXT PRIMARY KEY,
+    tools TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS snapshots (
+    no    INTEGER PRIMARY KEY,
+    idx   INTEGER NOT NULL,
+    pos   INTEGER NOT NULL,
+    state BLOB    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS owners (
+    owner   INTEGER PRIMARY KEY,
+    pid     INTEGER NOT NULL,
+    space   TEXT    NOT NULL,
+    started INTEGER NOT NULL,
+    label   TEXT    NOT NULL,
+    beat    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS catalogs (
+    version  TEXT PRIMARY KEY,
+    toolsets TEXT NOT NULL
+) WITHOUT ROWID;
+";
+
+/// The tables a concierge database may hold.
+const TABLES: [&str; 7] = [
+    "sessions",
+    "heads",
+    "log",
+    "toolsets",
+    "snapshots",
+    "owners",
+    "catalogs",
+];
+
+/// Most entries one transaction takes.
+const MAX_BATCH: usize = 4096;
+
+/// How long the writer waits for more entries before a commit, by default,
+/// when the previous commit had company (a lone writer never waits).
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(1);
+
+struct Row {
+    cursor: Cursor,
+    index: i64,
+    input: Vec<u8>,
+    agent: Option<String>,
+    first: bool,
+    at: i64,
+    snapshot: Option<Vec<u8>>,
+    reply: oneshot::Sender<Result<Appended>>,
+}
+
+/// What the writer thread is asked to do.
+enum Op {
+    /// Append an entry (durably; the caller waits).
+    Append(Row),
+    /// Take a session for this process.
+    Claim {
+        session: String,
+        agent: String,
+        reply: oneshot::Sender<Result<Claim>>,
+    },
+    /// Let a session go.
+    Release {
+        no: i64,
+        head: i64,
+        index: i64,
+        live: bool,
+        at: i64,
+    },
+    /// Renew this process's lease.
+    Beat(oneshot::Sender<Result<()>>),
+    /// Answer once everything before it is committed.
+    Flush(oneshot::Sender<()>),
+    /// Remember a discovered toolset.
+    Toolset { name: String, tools: String },
+    /// Record a catalog version.
+    Catalog { version: String, toolsets: String },
+    /// Unregister this process.
+    Close(oneshot::Sender<()>),
+}
+
+/// Settings of a SQLite store.
+#[derive(Clone, Debug)]
+pub(crate) struct Options {
+    /// The group-commit window.
+    pub window: Duration,
+    /// How long a heartbeat keeps a process alive for processes that cannot
+    /// see it through `/proc`.
+    pub lease: Duration,
+    /// What this process is, for people.
+    pub label: String,
+    /// Whether this process only reads (it registers nothing and owns nothing).
+    pub read_only: bool,
+}
+
+/// A store in a SQLite database.
+pub struct SqliteStore {
+    writer: Mutex<mpsc::Sender<Op>>,
+    reader: Arc<Mutex<Connection>>,
+    stats: Arc<StatsCell>,
+    /// True heads found by the last orphan scan: session number → (recorded head then, true head).
+    recovered: Arc<Mutex<HashMap<i64, (i64, i64)>>>,
+    /// This process's number in `owners` (0 when read-only).
+    me: i64,
+    here: Arc<Process>,
+    lease: Duration,
+}
+
+fn connect(path: &Path) -> Result<Connection> {
+    let conn = Connection::open(path).map_err(|e| Error::Storage(format!("cannot open {}: {e}", path.display())))?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    Ok(conn)
+}
+
+fn tune(conn: &Connection) -> Result<()> {
+    // Only takes effect on a new database (before its first table).
+    conn.pragma_update(None, "page_size", 1024)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    Ok(())
+}
+
+/// Refuses a file that is not a concierge database before anything is
+/// written to it; marks a new (or older concierge) database as ours.
+fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
+    let foreign = |found: String| Error::ForeignDatabase {
+        path: path.display().to_string(),
+        found,
+    };
+    let id: i64 = conn
+        .query_row("PRAGMA application_id", [], |r| r.get(0))
+        .map_err(|e| foreign(format!("SQLite cannot read it: {e}")))?;
+    if id == APPLICATION_ID {
+        return Ok(());
+    }
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
+        .query_map([], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    if id != 0 {
+        return Err(foreign(format!(
+            "another program marked it as its own (application id {id})"
+        )));
+    }
+    let ours = tables.iter().all(|t| TABLES.contains(&t.as_str()));
+    let concierge = tables.iter().any(|t| t == "log") && tables.iter().any(|t| t == "heads");
+    let empty = tables.is_empty();
+    if !(empty || ours && concierge) {
+        return Err(foreign(format!("it holds other tables: {}", tables.join(", "))));
+    }
+    conn.pragma_update(None, "application_id", APPLICATION_ID)?;
+    Ok(())
+}
+
+/// Adds what older concierge databases lack.
+fn migrate(conn: &Connection) -> Result<()> {
+    let columns: Vec<String> = conn
+        .prepare("PRAGMA table_info(heads)")?
+        .query_map([], |r| r.get(1))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !columns.iter().any(|c| c == "owner") {
+        conn.execute_batch(
+            "ALTER TABLE heads ADD COLUMN owner INTEGER;
+             ALTER TABLE heads ADD COLUMN want INTEGER NOT NULL DEFAULT 0;",
+        )?;
+    }
+    Ok(())
+}
+
+fn millis() -> i64 {
+    i64::try_from(now().0).unwrap_or(i64::MAX)
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database at `path`; a writer registers this
+    /// process and starts the writer thread (group commit over `window`).
+    pub(crate) fn open(path: &Path, options: Options) -> Result<Self> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
+        }
+        let conn = connect(path)?;
+        check_ours(&conn, path)?;
+        tune(&conn)?;
+        conn.execute_batch(SCHEMA)?;
+        migrate(&conn)?;
+        let here = Arc::new(Process::current(&options.label));
+        let me = if options.read_only {
+            0
+        } else {
+            conn.execute(
+                "INSERT INTO owners (pid, space, started, label, beat) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![here.pid, here.space, here.started as i64, here.label, millis()],
+            )?;
+            conn.last_insert_rowid()
+        };
+        let reader = connect(path)?;
+        let (tx, rx) = mpsc::channel::<Op>();
+        let stats = Arc::new(StatsCell::default());
+        let writer = Writer {
+            conn,
+            stats: stats.clone(),
+            window: options.window,
+            me,
+            here: here.clone(),
+            lease: options.lease,
+        };
+        thread::Builder::new()
+            .name("concierge-journal".into())
+            .spawn(move || writer.run(rx))
+            .map_err(|e| Error::Storage(format!("cannot start the journal writer: {e}")))?;
+        Ok(Self {
+            writer: Mutex::new(tx),
+            reader: Arc::new(Mutex::new(reader)),
+            stats,
+            recovered: Arc::default(),
+            me,
+            here,
+            lease: options.lease,
+        })
+    }
+
+    fn send(&self, op: Op) -> Result<()> {
+        self.writer
+            .lock()
+            .map_err(|_| Error::Storage("the journal writer is poisoned".into()))?
+            .send(op)
+            .map_err(|_| Error::Storage("the journal writer has stopped".into()))
+    }
+
+    fn ask<T: Send + 'static>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<Result<T>>) -> Op,
+    ) -> BoxFuture<'static, Result<T>> {
+        let (reply, done) = oneshot::channel();
+        let sent = self.send(make(reply));
+        Box::pin(async move {
+            sent?;
+            done.await
+                .map_err(|_| Error::Storage("the journal writer has stopped".into()))?
+        })
+    }
+
+    fn read<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T>> {
+        let reader = self.reader.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || f(&*lock_reader(&reader)?))
+                .await
+                .map_err(|e| Error::Storage(format!("journal read task failed: {e}")))?
+        })
+    }
+}
+
+/// Which recorded processes are alive, by owner number.
+fn living(conn: &Connection, here: &Process, lease: Duration) -> Result<HashMap<i64, (bool, String)>> {
+    let now = millis();
+    let mut stmt = conn.prepare_cached("SELECT owner, pid, space, started, label, beat FROM owners")?;
+    let rows = stmt.query_map([], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            Process {
+                pid: r.get::<_, u32>(1)?,
+                space: r.get(2)?,
+                started: r.get::<_, i64>(3)? as u64,
+                label: r.get(4)?,
+            },
+            r.get::<_, i64>(5)?,
+        ))
+    })?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (owner, process, beat) = row?;
+        let age = Duration::from_millis(u64::try_from(now - beat).unwrap_or(0));
+        out.insert(owner, (process.is_alive(here, age, lease), process.describe()));
+    }
+    Ok(out)
+}
+
+struct Writer {
+    conn: Connection,
+    stats: Arc<StatsCell>,
+    window: Duration,
+    me: i64,
+    here: Arc<Process>,
+    lease: Duration,
+}
+
+impl Writer {
+    fn run(mut self, rx: mpsc::Receiver<Op>) {
+        let mut previous = 1;
+        while let Ok(first) = rx.recv() {
+            let mut batch = vec![first];
+            while batch.len() < MAX_BATCH {
+                match rx.try_recv() {
+                    Ok(op) => batch.push(op),
+                    Err(_) => break,
+                }
+            }
+            // Under load (the last commit had company), gather entries for a
+            // short window: fewer, larger commits write fewer pages and fsyncs.
+            // A lone writer never waits.
+            if previous > 1 && !self.window.is_zero() {
+                let deadline = std::time::Instant::now() + self.window;
+                while batch.len() < MAX_BATCH {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now());
+                    match rx.recv_timeout(left) {
+                        Ok(op) => batch.push(op),
+                        Err(_) => break,
+                    }
+                }
+            }
+            previous = batch.len();
+            let closing = batch.iter().any(|op| matches!(op, Op::Close(_)));
+            self.commit(batch);
+            if closing {
+                return;
+            }
+        }
+    }
+
+    /// Writes a batch in one transaction and answers each op.
+    fn commit(&mut self, batch: Vec<Op>) {
+        let living = match living(&self.conn, &self.here, self.lease) {
+            Ok(living) => living,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read the owners table");
+                HashMap::new()
+            }
+        };
+        let result = self.write(&batch, &living);
+        let (answers, appended) = match result {
+            Ok(answers) => {
+                let (mut count, mut bytes, mut snapshots) = (0, 0, 0);
+                for appended in answers.iter().filter_map(Answer::appended) {
+                    count += 1;
+                    bytes += appended.input_bytes + appended.snapshot_bytes;
+                    snapshots += u64::from(appended.snapshot_bytes > 0);
+                }
+                (Some(answers), (count, bytes, snapshots))
+            }
+            Err(error) => {
+                tracing::error!(%error, "journal write failed");
+                (None, (0, 0, 0))
+            }
+        };
+        self.stats.record(appended.0, 1, appended.1, appended.2);
+        let mut answers = answers.map(Vec::into_iter);
+        for op in batch {
+            let answer = answers.as_mut().and_then(Iterator::next);
+            match (op, answer) {
+                (Op::Append(row), Some(Answer::Appended(result))) => {
+                    let _ = row.reply.send(result);
+                }
+                (Op::Claim { reply, .. }, Some(Answer::Claimed(result))) => {
+                    let _ = reply.send(result);
+                }
+                (Op::Beat(reply), _) => {
+                    let _ = reply.send(Ok(()));
+                }
+                (Op::Flush(reply) | Op::Close(reply), _) => {
+                    let _ = reply.send(());
+                }
+                (Op::Append(row), _) => {
+                    let _ = row
+                        .reply
+                        .send(Err(Error::Storage("the journal write failed; see the log".into())));
+                }
+                (Op::Claim { reply, .. }, _) => {
+                    let _ = reply.send(Err(Error::Storage("the journal write failed; see the log".into())));
+                }
+                (Op::Release { .. } | Op::Toolset { .. } | Op::Catalog { .. }, _) => {}
+            }
+        }
+    }
+
+    fn write(&mut self, batch: &[Op], living: &HashMap<i64, (bool, String)>) -> rusqlite::Result<Vec<Answer>> {
+        let me = self.me;
+        let tx = self.conn.transaction()?;
+        let mut answers = Vec::with_capacity(batch.len());
+        {
+            let mut owner_of = tx.prepare_cached("SELECT owner FROM heads WHERE no = ?1")?;
+            let mut agent = tx.prepare_cached("UPDATE sessions SET agent = ?2 WHERE no = ?1")?;
+            let mut log = tx.prepare_cached("INSERT INTO log (no, idx, prev, input) VALUES (?1, ?2, ?3, ?4)")?;
+            let mut locate =
+                tx.prepare_cached("UPDATE heads SET head = ?2, idx = ?3, live = 1, at = ?4 WHERE no = ?1")?;
+            let mut snapshot = tx.prepare_cached(
+                "INSERT INTO snapshots (no, idx, pos, state) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(no) DO UPDATE SET idx = excluded.idx, pos = excluded.pos, state = excluded.state",
+            )?;
+            for op in batch {
+                match op {
+                    Op::Append(row) => {
+                        let no = row.cursor.session_no;
+                        let owner: Option<Option<i64>> = owner_of.query_row([no], |r| r.get(0)).optional()?;
+                        if owner != Some(Some(me)) {
+                            answers.push(Answer::Appended(Err(Error::Storage(
+                                "this process no longer owns the session (another took it over); it is reloaded".into(),
+                            ))));
+                            continue;
+                        }
+                        if let Some(name) = &row.agent {
+                            agent.execute(params![no, name])?;
+                        }
+                        log.execute(params![no, row.index, row.cursor.head, row.input])?;
+                        let pos = tx.last_insert_rowid();
+                        if row.first {
+                            locate.execute(params![no, pos, row.index, row.at])?;
+                        }
+                        if let Some(state) = &row.snapshot {
+                            snapshot.execute(params![no, row.index, pos, state])?;
+                        }
+                        answers.push(Answer::Appended(Ok(Appended {
+                            cursor: Cursor {
+                                session_no: no,
+                                head: pos,
+                            },
+                            input_bytes: row.input.len() as u64,
+                            snapshot_bytes: row.snapshot.as_ref().map_or(0, |s| s.len() as u64),
+                        })));
+                    }
+                    Op::Claim { session, agent, .. } => {
+                        answers.push(Answer::Claimed(Ok(claim(&tx, me, session, agent, living)?)));
+                    }
+                    Op::Release {
+                        no,
+                        head,
+                        index,
+                        live,
+                        at,
+                    } => {
+                        tx.prepare_cached(
+                            "UPDATE heads SET head = ?2, idx = ?3, live = ?4, at = ?5, owner = NULL, want = 0
+                             WHERE no = ?1 AND owner = ?6",
+                        )?
+                        .execute(params![no, head, index, live, at, me])?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Beat(_) => {
+                        tx.prepare_cached("UPDATE owners SET beat = ?2 WHERE owner = ?1")?
+                            .execute(params![me, millis()])?;
+                        // Owners that are gone and own nothing are forgotten.
+                        for (owner, (alive, _)) in living {
+                            if !alive {
+                                tx.prepare_cached(
+                                    "DELETE FROM owners WHERE owner = ?1
+                                     AND NOT EXISTS (SELECT 1 FROM heads WHERE owner = ?1)",
+                                )?
+                                .execute([owner])?;
+                            }
+                        }
+                        answers.push(Answer::Done);
+                    }
+                    Op::Toolset { name, tools } => {
+                        tx.execute(
+                            "INSERT INTO toolsets (name, tools) VALUES (?1, ?2)
+                             ON CONFLICT(name) DO UPDATE SET tools = excluded.tools",
+                            params![name, tools],
+                        )?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Catalog { version, toolsets } => {
+                        tx.execute(
+                            "INSERT INTO catalogs (version, toolsets) VALUES (?1, ?2) ON CONFLICT(version) DO NOTHING",
+                            params![version, toolsets],
+                        )?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Close(_) => {
+                        tx.execute("DELETE FROM owners WHERE owner = ?1", [me])?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Flush(_) => answers.push(Answer::Done),
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(answers)
+    }
+}
+
+enum Answer {
+    Appended(Result<Appended>),
+    Claimed(Result<Claim>),
+    Done,
+}
+
+impl Answer {
+    fn appended(&self) -> Option<&Appended> {
+        match self {
+            Answer::Appended(Ok(appended)) => Some(appended),
+            _ => None,
+        }
+    }
+}
+
+/// Takes a session for `me`, creating it if new, inside the write transaction.
+fn claim(
+    tx: &rusqlite::Transaction<'_>,
+    me: i64,
+    session: &str,
+    agent: &str,
+    living: &HashMap<i64, (bool, String)>,
+) -> rusqlite::Result<Claim> {
+    tx.prepare_cached("INSERT INTO sessions (id, agent) VALUES (?1, ?2) ON CONFLICT(id) DO NOTHING")?
+        .execute(params![session, agent])?;
+    let no: i64 = tx
+        .prepare_cached("SELECT no FROM sessions WHERE id = ?1")?
+        .query_row([session], |r| r.get(0))?;
+    let owner: Option<Option<i64>> = tx
+        .prepare_cached("SELECT owner FROM heads WHERE no = ?1")?
+        .query_row([no], |r| r.get(0))
+        .optional()?;
+    match owner {
+        None => {
+            tx.prepare_cached(
+                "INSERT INTO heads (no, head, idx, live, at, owner, want) VALUES (?1, 0, 0, 0, ?2, ?3, 0)",
+            )?
+            .execute(params![no, millis(), me])?;
+        }
+        Some(Some(owner)) if owner == me => {}
+        Some(Some(owner)) => match living.get(&owner) {
+            Some((true, who)) => {
+                tx.prepare_cached("UPDATE heads SET want = 1 WHERE no = ?1")?
+                    .execute([no])?;
+                return Ok(Claim::Busy(who.clone()));
+            }
+            _ => {
+                tx.prepare_cached("UPDATE heads SET owner = ?2, want = 0 WHERE no = ?1")?
+                    .execute(params![no, me])?;
+            }
+        },
+        Some(None) => {
+            tx.prepare_cached("UPDATE heads SET owner = ?2, want = 0 WHERE no = ?1")?
+                .execute(params![no, me])?;
+        }
+    }
+    Ok(Claim::Owned { session_no: no })
+}
+
+/// Reads a session's chain back, newest first, until `stop` (exclusive).
+fn read_chain(conn: &Connection, id: &str, head: i64, stop: i64) -> Result<Vec<(u64, Input)>> {
+    let mut stmt = conn.prepare_cached("SELECT prev, idx, input FROM log WHERE rowid = ?1")?;
+    let mut inputs = Vec::new();
+    let mut pos = head;
+    while pos != 0 && pos != stop {
+        let (prev, idx, bytes): (i64, i64, Vec<u8>) = stmt
+            .query_row([pos], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(|e| corrupted(id, pos, &e.to_string()))?;
+        let input: Input = decode(&bytes).map_err(|e| corrupted(id, idx, &e.to_string()))?;
+        inputs.push((idx as u64, input));
+        pos = prev;
+    }
+    inputs.reverse();
+    Ok(inputs)
+}
+
+fn corrupted(session: &str, entry: i64, why: &str) -> Error {
+    Error::Storage(format!(
+        "session {session}: journal entry {entry} is unreadable ({why}); the session cannot be loaded. \
+         Restore the database from a backup, or end the session and start a new one"
+    ))
+}
+
+/// Moves each session's recorded head (`heads`: session number → log
+/// position) to its true one: entries written after a head was recorded
+/// point back to it, so one pass over the log tail (a rowid range scan)
+/// follows every chain forward.
+fn follow(conn: &Connection, heads: &mut HashMap<i64, i64>) -> Result<()> {
+    let Some(oldest) = heads.values().min().copied() else {
+        return Ok(());
+    };
+    let mut tail = conn.prepare_cached("SELECT rowid, no, prev FROM log WHERE rowid > ?1 ORDER BY rowid")?;
+    let rows = tail.query_map([oldest], |r| {
+        Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, i64>(2)?))
+    })?;
+    for row in rows {
+        let (pos, no, prev) = row?;
+        if let Some(head) = heads.get_mut(&no) {
+            if *head == prev {
+                *head = pos;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn lock_reader(reader: &Mutex<Connection>) -> Result<std::sync::MutexGuard<'_, Connection>> {
+    reader
+        .lock()
+        .map_err(|_| Error::Storage("the journal reader is poisoned".into()))
+}
+
+/// The catalog versions named by `inputs` and `snapshot`, with what was recorded for them.
+fn catalogs_for(
+    conn: &Connection,
+    inputs: &[(u64, Input)],
+    snapshot: Option<&Session>,
+) -> Result<HashMap<String, String>> {
+    let mut versions: Vec<&str> = inputs
+        .iter()
+        .filter_map(|(_, input)| match input {
+            Input::StartRun(start) => start.catalog_version.as_deref(),
+            _ => None,
+        })
+        .collect();
+    if let Some(version) = snapshot.and_then(Session::catalog_version) {
+        versions.push(version);
+    }
+    versions.sort_unstable();
+    versions.dedup();
+    let mut stmt = conn.prepare_cached("SELECT toolsets FROM catalogs WHERE version = ?1")?;
+    let mut found = HashMap::new();
+    for version in versions {
+        if let Some(json) = stmt.query_row([version], |r| r.get::<_, String>(0)).optional()? {
+            found.insert(version.to_string(), json);
+        }
+    }
+    Ok(found)
+}
+
+fn load(
+    conn: &Connection,
+    id: &str,
+    from: LoadFrom,
+    recovered: &Mutex<HashMap<i64, (i64, i64)>>,
+) -> Result<Option<Loaded>> {
+    let found: Option<(i64, i64, bool)> = conn
+        .prepare_cached("SELECT s.no, h.head, h.live FROM sessions s JOIN heads h ON h.no = s.no WHERE s.id = ?1")?
+        .query_row([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .optional()?;
+    let Some((no, recorded, live)) = found else {
+        return Ok(None);
+    };
+    let known = recovered.lock().ok().and_then(|mut r| r.remove(&no));
+    let head = match (live, known) {
+        (false, _) => recorded,
+        // The orphan scan followed this chain already, and nobody wrote since.
+        (true, Some((then, head))) if then == recorded => head,
+        (true, _) => {
+            let mut heads = HashMap::from([(no, recorded)]);
+            follow(conn, &mut heads)?;
+            heads.get(&no).copied().unwrap_or(recorded)
+        }
+    };
+    if head == 0 {
+        return Ok(None);
+    }
+    let snapshot: Option<(i64, i64, Vec<u8>)> = match from {
+        LoadFrom::Start => None,
+        LoadFrom::Snapshot => conn
+            .prepare_cached("SELECT idx, pos, state FROM snapshots WHERE no = ?1")?
+            .query_row([no], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()?,
+    };
+    let stop = snapshot.as_ref().map_or(0, |s| s.1);
+    let inputs = read_chain(conn, id, head, stop)?;
+    let snapshot_bytes = snapshot.as_ref().map_or(0, |s| s.2.len() as u64);
+    let snapshot = match snapshot {
+        Some((idx, pos, bytes)) => {
+            let state: Session = decode(&bytes).map_err(|e| corrupted(id, pos, &format!("snapshot: {e}")))?;
+            Some((idx as u64, state))
+        }
+        None => None,
+    };
+    let catalogs = catalogs_for(conn, &inputs, snapshot.as_ref().map(|(_, s)| s))?;
+    Ok(Some(Loaded {
+        snapshot,
+        inputs,
+        cursor: Cursor { session_no: no, head },
+        snapshot_bytes,
+        catalogs,
+    }))
+}
+
+impl Store for SqliteStore {
+    fn claim(&self, session: &SessionId, agent: &AgentId) -> BoxFuture<'static, Result<Claim>> {
+        if self.me == 0 {
+            return Box::pin(async { Err(Error::ReadOnly) });
+        }
+        let session = session.to_string();
+        let agent = agent.to_string();
+        self.ask(move |reply| Op::Claim { session, agent, reply })
+    }
+
+    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>> {
+        let (reply, done) = oneshot::channel();
+        let prepared = (|| -> Result<Row> {
+            Ok(Row {
+                cursor,
+                index: entry.index as i64,
+                at: entry.input.at().0 as i64,
+                input: encode(&entry.input)?,
+                agent: entry.agent.map(|a| a.to_string()),
+                first: entry.first_since_claim,
+                snapshot: match entry.snapshot {
+                    Some(s) => Some(encode(&s)?),
+                    None => None,
+                },
+                reply,
+            })
+        })();
+        let sent = prepared.and_then(|row| self.send(Op::Append(row)));
+        Box::pin(async move {
+            sent?;
+            done.await
+                .map_err(|_| Error::Storage("the journal writer has stopped".into()))?
+        })
+    }
+
+    fn load(&self, session: &SessionId, from: LoadFrom) -> BoxFuture<'static, Result<Option<Loaded>>> {
+        let id = session.to_string();
+        let recovered = self.recovered.clone();
+        self.read(move |conn| load(conn, &id, from, &recovered))
+    }
+
+    fn release(&self, release: Release) {
+        if release.cursor.session_no == 0 || self.me == 0 {
+            return;
+        }
+        let op = Op::Release {
+            no: release.cursor.session_no,
+            head: release.cursor.head,
+            index: release.index as i64,
+            live: release.unfinished,
+            at: millis(),
+        };
+        if let Err(error) = self.send(op) {
+            tracing::warn!(%error, "could not release a session; the next process takes it over");
+        }
+    }
+
+    fn orphans(&self) -> BoxFuture<'static, Result<Vec<SessionId>>> {
+        let me = self.me;
+        let here = self.here.clone();
+        let lease = self.lease;
+        let recovered = self.recovered.clone();
+        self.read(move |conn| {
+            let living = living(conn, &here, lease)?;
+            let mut stmt = conn.prepare_cached(
+                "SELECT h.no, h.head, h.owner, s.id FROM heads h JOIN sessions s ON s.no = h.no
+                 WHERE h.live = 1 AND (h.owner IS NULL OR h.owner != ?1)",
+            )?;
+            let rows = stmt
+                .query_map([me], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, Option<i64>>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            let orphans: Vec<(i64, i64, String)> = rows
+                .into_iter()
+                .filter(|(_, _, owner, _)| owner.is_none_or(|o| !living.get(&o).is_some_and(|(alive, _)| *alive)))
+                .map(|(no, head, _, id)| (no, head, id))
+                .collect();
+            let mut heads: HashMap<i64, i64> = orphans.iter().map(|(no, head, _)| (*no, *head)).collect();
+            follow(conn, &mut heads)?;
+            if let Ok(mut cache) = recovered.lock() {
+                for (no, recorded, _) in &orphans {
+                    if let Some(head) = heads.get(no) {
+                        cache.insert(*no, (*recorded, *head));
+                    }
+                }
+            }
+            let mut ids: Vec<SessionId> = orphans.into_iter().map(|(_, _, id)| SessionId::from(id)).collect();
+            ids.sort();
+            Ok(ids)
+        })
+    }
+
+    fn wanted(&self) -> BoxFuture<'static, Result<Vec<SessionId>>> {
+        let me = self.me;
+        self.read(move |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.owner = ?1 AND h.want = 1",
+            )?;
+            let ids = stmt
+                .query_map([me], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok(ids.into_iter().map(SessionId::from).collect())
+        })
+    }
+
+    fn heartbeat(&self) -> BoxFuture<'static, Result<()>> {
+        if self.me == 0 {
+            return Box::pin(async { Ok(()) });
+        }
+        self.ask(Op::Beat)
+    }
+
+    fn changes(&self, after: i64) -> BoxFuture<'static, Result<(i64, Vec<SessionId>)>> {
+        self.read(move |conn| {
+            let newest: i64 = conn
+                .prepare_cached("SELECT COALESCE(MAX(rowid), 0) FROM log")?
+                .query_row([], |r| r.get(0))?;
+            if newest <= after {
+                return Ok((newest, Vec::new()));
+            }
+            let mut stmt = conn
+                .prepare_cached("SELECT DISTINCT s.id FROM log l JOIN sessions s ON s.no = l.no WHERE l.rowid > ?1")?;
+            let ids = stmt
+                .query_map([after], |r| r.get::<_, String>(0))?
+                .collect::<rusqlite::Result<Vec<_>>>()?;
+            Ok((newest, ids.into_iter().map(SessionId::from).collect()))
+        })
+    }
+
+    fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
+        self.read(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT s.id, s.agent, h.live, h.at FROM sessions s JOIN heads h ON h.no = s.no
+                 WHERE h.head != 0 ORDER BY s.id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(SessionSummary {
+                    id: r.get::<_, String>(0)?.into(),
+                    agent: r.get::<_, String>(1)?.into(),
+                    live: r.get::<_, bool>(2)?,
+                    updated_at: Timestamp(r.get::<_, i64>(3)? as u64),
+                })
+            })?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+    }
+
+    fn save_catalog(&self, version: &str, recorded: String) {
+        if let Err(error) = self.send(Op::Catalog {
+            version: version.to_string(),
+            toolsets: recorded,
+        }) {
+            tracing::warn!(%error, "could not record a catalog version");
+        }
+    }
+
+    fn save_toolset(&self, name: &str, tools: String) {
+        if let Err(error) = self.send(Op::Toolset {
+            name: name.to_string(),
+            tools,
+        }) {
+            tracing::warn!(%error, "could not remember a discovered toolset");
+        }
+    }
+
+    fn toolsets(&self) -> Result<Vec<(String, String)>> {
+        let conn = lock_reader(&self.reader)?;
+        let mut stmt = conn.prepare("SELECT name, tools FROM toolsets ORDER BY name")?;
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
+    fn stats(&self) -> JournalStats {
+        self.stats.get()
+    }
+
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        let (reply, done) = oneshot::channel();
+        let sent = self.send(Op::Flush(reply)).is_ok();
+        Box::pin(async move {
+            if sent {
+                let _ = done.await;
+            }
+        })
+    }
+
+    fn close(&self) -> BoxFuture<'static, ()> {
+        let (reply, done) = oneshot::channel();
+        let sent = self.me != 0 && self.send(Op::Close(reply)).is_ok();
+        Box::pin(async move {
+            if sent {
+                let _ = done.await;
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn options(label: &str) -> Options {
+        Options {
+            window: Duration::ZERO,
+            lease: Duration::from_secs(10),
+            label: label.into(),
+            read_only: false,
+        }
+    }
+
+    fn entry(session: &str, index: u64, first: bool) -> Entry {
+        Entry {
+            session: session.into(),
+            index,
+            input: Input::Tick {
+                at: Timestamp(index + 1),
+            },
+            agent: None,
+            first_since_claim: first,
+            snapshot: None,
+        }
+    }
+
+    async fn owned(store: &SqliteStore, session: &str) -> Cursor {
+        match store.claim(&session.into(), &"a".into()).await.unwrap() {
+            Claim::Owned { session_no } => Cursor { session_no, head: 0 },
+            Claim::Busy(who) => panic!("busy: {who}"),
+        }
+    }
+
+    /// Heads are recorded only at the first entry after a claim; loading
+    /// follows each chain forward over the log tail, past other sessions'
+    /// entries, and an orphan scan finds both heads in one pass.
+    #[tokio::test]
+    async fn chains_are_followed_past_the_recorded_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let store = SqliteStore::open(&path, options("one")).unwrap();
+        let mut cursors = HashMap::new();
+        for session in ["s", "t"] {
+            cursors.insert(session, owned(&store, session).await);
+        }
+        for index in 0..3 {
+            for session in ["s", "t"] {
+                let appended = store
+                    .append(entry(session, index, index == 0), cursors[session])
+                    .await
+                    .unwrap();
+                cursors.insert(session, appended.cursor);
+            }
+        }
+        let loaded = store.load(&"s".into(), LoadFrom::Snapshot).await.unwrap().unwrap();
+        let indexes: Vec<u64> = loaded.inputs.iter().map(|(i, _)| *i).collect();
+        assert_eq!(indexes, [0, 1, 2]);
+        assert_eq!(loaded.cursor, cursors["s"]);
+        assert!(store.orphans().await.unwrap().is_empty(), "their owner is alive");
+        store.flush().await;
+
+        // Another process sees them as in use, not as orphans.
+        let other = SqliteStore::open(&path, options("two")).unwrap();
+        assert!(other.orphans().await.unwrap().is_empty());
+        assert_eq!(
+            other.claim(&"s".into(), &"a".into()).await.unwrap(),
+            Claim::Busy(format!("process {} (one)", std::process::id()))
+        );
+        // An append by a process that does not own the session is refused.
+        let mut stolen = entry("s", 3, false);
+        stolen.input = Input::Tick { at: Timestamp(99) };
+        assert!(other.append(stolen, cursors["s"]).await.is_err());
+        // The owner is asked to let it go.
+        assert_eq!(store.wanted().await.unwrap(), [SessionId::from("s")]);
+        store.release(Release {
+            cursor: cursors["s"],
+            index: 2,
+            unfinished: false,
+            state: None,
+        });
+        store.flush().await;
+        assert!(matches!(
+            other.claim(&"s".into(), &"a".into()).await.unwrap(),
+            Claim::Owned { .. }
+        ));
+        let loaded = other.load(&"s".into(), LoadFrom::Start).await.unwrap().unwrap();
+        assert_eq!(loaded.inputs.len(), 3);
+    }
+
+    #[test]
+    fn another_programs_database_is_refused_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("other.db");
+        {
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch("CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('keep me');")
+                .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let error = SqliteStore::open(&path, options("x")).err().unwrap();
+        assert!(
+            matches!(&error, Error::ForeignDatabase { found, .. } if found.contains("notes")),
+            "{error}"
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was written");
+        let mode: String = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "delete", "not converted to WAL");
+
+        std::fs::write(dir.path().join("text.db"), "just some text, not a database at all").unwrap();
+        assert!(matches!(
+            SqliteStore::open(&dir.path().join("text.db"), options("x")),
+            Err(Error::ForeignDatabase { .. })
+        ));
+    }
+}

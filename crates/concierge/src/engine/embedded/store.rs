@@ -1,0 +1,165 @@
+//! Where the embedded engine keeps sessions: the [`Store`] both backends
+//! (SQLite, memory) implement. Internal to the engine.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use concierge_core::{AgentId, Input, Session, SessionId};
+use futures::future::BoxFuture;
+
+use crate::engine::{JournalStats, SessionSummary};
+use crate::error::Result;
+
+/// Where a session's entries end in a store; the engine keeps it and hands
+/// it back with the next append (a store needs no per-session lookups).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    /// The session's number in the store.
+    pub session_no: i64,
+    /// The position of its latest entry (0: none).
+    pub head: i64,
+}
+
+/// One accepted input, as the engine journals it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// The session.
+    pub session: SessionId,
+    /// The input's position in the session (from 0).
+    pub index: u64,
+    /// The input.
+    pub input: Input,
+    /// The session's agent, when it changed (or the session is new).
+    pub agent: Option<AgentId>,
+    /// The first entry since the session was claimed: the store records where
+    /// the chain ends and that the session has work under way.
+    pub first_since_claim: bool,
+    /// A snapshot of the session after this input.
+    pub snapshot: Option<Session>,
+}
+
+/// What an append wrote.
+#[derive(Clone, Copy, Debug)]
+pub struct Appended {
+    /// Where the session's entries end now.
+    pub cursor: Cursor,
+    /// Bytes of the stored input.
+    pub input_bytes: u64,
+    /// Bytes of the stored snapshot (0 if none was written).
+    pub snapshot_bytes: u64,
+}
+
+/// A session as stored: the latest snapshot and the inputs after it.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    /// The snapshot and the index of the last input it includes.
+    pub snapshot: Option<(u64, Session)>,
+    /// The inputs after the snapshot, with their indexes.
+    pub inputs: Vec<(u64, Input)>,
+    /// Where the session's entries end.
+    pub cursor: Cursor,
+    /// The size of the snapshot, for the snapshot policy.
+    pub snapshot_bytes: u64,
+    /// The recorded catalog versions the inputs and snapshot refer to.
+    pub catalogs: HashMap<String, String>,
+}
+
+/// How much of a session to read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoadFrom {
+    /// From the latest snapshot (enough to rebuild the state).
+    Snapshot,
+    /// From the first input (to rebuild every event).
+    Start,
+}
+
+/// Who drives a session now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Claim {
+    /// This process: the session's number in the store.
+    Owned {
+        /// The session's number.
+        session_no: i64,
+    },
+    /// Another live process, described for people ("process 1234 (concierge serve)").
+    Busy(String),
+}
+
+/// A session leaving this process.
+#[derive(Clone, Debug)]
+pub struct Release {
+    /// Where its chain ends.
+    pub cursor: Cursor,
+    /// The index of its last input.
+    pub index: u64,
+    /// Whether it has a run in flight that another process should resume.
+    pub unfinished: bool,
+    /// The state, for stores that keep it (memory).
+    pub state: Option<Session>,
+}
+
+/// A store of sessions for the embedded engine.
+pub trait Store: Send + Sync + 'static {
+    /// Makes this process the session's owner (creating the session if it is
+    /// new); `Busy` while another live process owns it (which is then asked
+    /// to let it go once idle).
+    fn claim(&self, session: &SessionId, agent: &AgentId) -> BoxFuture<'static, Result<Claim>>;
+    /// Writes an entry after `cursor`; resolves once it is durable. Fails if
+    /// this process no longer owns the session.
+    fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>>;
+    /// Reads a session back, `None` if it never existed.
+    fn load(&self, session: &SessionId, from: LoadFrom) -> BoxFuture<'static, Result<Option<Loaded>>>;
+    /// Lets a session go (it is no longer owned by this process).
+    fn release(&self, release: Release);
+    /// Sessions with a run under way whose owner is gone (or that no process
+    /// could run yet): the ones this process may take over.
+    fn orphans(&self) -> BoxFuture<'static, Result<Vec<SessionId>>>;
+    /// Sessions this process owns that another process asked for.
+    fn wanted(&self) -> BoxFuture<'static, Result<Vec<SessionId>>>;
+    /// Renews this process's lease.
+    fn heartbeat(&self) -> BoxFuture<'static, Result<()>>;
+    /// Sessions written to after log position `after`, and the newest
+    /// position (so subscribers see what other processes write).
+    fn changes(&self, after: i64) -> BoxFuture<'static, Result<(i64, Vec<SessionId>)>>;
+    /// Every session.
+    fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>>;
+    /// Records a catalog version (JSON of its discovered toolsets).
+    fn save_catalog(&self, version: &str, recorded: String);
+    /// Remembers a toolset discovered at run time (JSON).
+    fn save_toolset(&self, name: &str, tools: String);
+    /// The remembered toolsets.
+    fn toolsets(&self) -> Result<Vec<(String, String)>>;
+    /// Counters.
+    fn stats(&self) -> JournalStats;
+    /// Resolves once everything sent before it is written.
+    fn flush(&self) -> BoxFuture<'static, ()>;
+    /// This process stops writing: its registration goes (sessions still
+    /// owned are taken over by the next process that looks).
+    fn close(&self) -> BoxFuture<'static, ()>;
+}
+
+#[derive(Default)]
+pub(crate) struct StatsCell {
+    entries: AtomicU64,
+    commits: AtomicU64,
+    payload_bytes: AtomicU64,
+    snapshots: AtomicU64,
+}
+
+impl StatsCell {
+    pub(crate) fn record(&self, entries: u64, commits: u64, bytes: u64, snapshots: u64) {
+        self.entries.fetch_add(entries, Ordering::Relaxed);
+        self.commits.fetch_add(commits, Ordering::Relaxed);
+        self.payload_bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.snapshots.fetch_add(snapshots, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> JournalStats {
+        JournalStats {
+            entries: self.entries.load(Ordering::Relaxed),
+            commits: self.commits.load(Ordering::Relaxed),
+            payload_bytes: self.payload_bytes.load(Ordering::Relaxed),
+            snapshots: self.snapshots.load(Ordering::Relaxed),
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! Engine-neutral executors: calling a model and calling a tool, as plain
+//! async functions that turn an effect into the input that answers it. The
+//! embedded engine runs them as tasks; a workflow engine runs them as
+//! activities. Retries are a parameter (an engine that retries by itself
+//! turns ours off) and observability goes through [`ExecHooks`].
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use concierge_core::{Effect, Input, ModelReply, ModelRequest, RunId, SessionId, ToolCall, ToolId, ToolOutcome, Usage};
+use tracing::Instrument;
+
+use crate::engine::now;
+use crate::model::{ModelContext, ModelError, ModelErrorKind, Models, RetryPolicy, complete_with_retry};
+use crate::tool::{ToolContext, ToolRegistry};
+
+/// One model call, as hooks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct ModelCall<'a> {
+    /// The session.
+    pub session: &'a SessionId,
+    /// The run.
+    pub run: &'a RunId,
+    /// The model call's number within the run.
+    pub call: u32,
+    /// The request.
+    pub request: &'a ModelRequest,
+    /// The model's reference (`provider:name`, or `none:none` when none is configured).
+    pub model: &'a str,
+}
+
+/// One tool call, as hooks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct ToolCallInfo<'a> {
+    /// Who called.
+    pub context: &'a ToolContext,
+    /// The tool.
+    pub tool: &'a ToolId,
+}
+
+/// Observes executions: tracing spans, metrics. Every method has a default
+/// that does nothing.
+pub trait ExecHooks: Send + Sync + 'static {
+    /// The span a model call runs in (retries and provider logs land inside it).
+    fn model_span(&self, call: &ModelCall<'_>) -> tracing::Span {
+        let _ = call;
+        tracing::Span::none()
+    }
+
+    /// A model call ended (after its retries).
+    fn model_finished(
+        &self,
+        span: &tracing::Span,
+        call: &ModelCall<'_>,
+        result: Result<&ModelReply, &ModelError>,
+        elapsed: Duration,
+    ) {
+        let _ = (span, call, result, elapsed);
+    }
+
+    /// A tool call ended.
+    fn tool_finished(&self, call: &ToolCallInfo<'_>, outcome: &ToolOutcome, elapsed: Duration) {
+        let _ = (call, outcome, elapsed);
+    }
+}
+
+/// The default hooks: an OpenTelemetry GenAI `chat` span per model call.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TracingHooks {
+    /// Whether spans carry the prompt (off by default: prompts hold personal data).
+    pub log_prompts: bool,
+}
+
+impl ExecHooks for TracingHooks {
+    fn model_span(&self, call: &ModelCall<'_>) -> tracing::Span {
+        let (system, model_name) = call.model.split_once(':').unwrap_or(("unknown", call.model));
+        let span = tracing::info_span!(
+            "chat",
+            "gen_ai.operation.name" = "chat",
+            "gen_ai.system" = system,
+            "gen_ai.request.model" = model_name,
+            "gen_ai.request.temperature" = call.request.temperature.map(f64::from),
+            "gen_ai.usage.input_tokens" = tracing::field::Empty,
+            "gen_ai.usage.output_tokens" = tracing::field::Empty,
+            "gen_ai.response.finish_reasons" = tracing::field::Empty,
+            "error.type" = tracing::field::Empty,
+            "concierge.session" = %call.session,
+            "concierge.run" = %call.run,
+            "concierge.agent" = %call.request.agent,
+        );
+        if self.log_prompts {
+            let prompt = serde_json::json!({"system": call.request.system, "messages": call.request.messages});
+            tracing::info!(parent: &span, gen_ai.prompt = %prompt, "model prompt");
+        }
+        span
+    }
+
+    fn model_finished(
+        &self,
+        span: &tracing::Span,
+        _call: &ModelCall<'_>,
+        result: Result<&ModelReply, &ModelError>,
+        _elapsed: Duration,
+    ) {
+        match result {
+            Ok(reply) => {
+                if let Some(usage) = &reply.usage {
+                    span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+                    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                }
+                if let Some(reason) = &reply.finish_reason {
+                    span.record("gen_ai.response.finish_reasons", reason.as_str());
+                }
+            }
+            Err(error) => {
+                span.record("error.type", format!("{:?}", error.kind).as_str());
+                tracing::warn!(parent: span, %error, "model call failed");
+            }
+        }
+    }
+}
+
+/// Why an effect cannot be performed in this process (it then waits for a
+/// process that can).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// No model is configured for the request.
+    #[error("no model is configured for agent {agent}")]
+    Model {
+        /// The agent whose run asks.
+        agent: String,
+    },
+    /// The tool is not registered here.
+    #[error("tool {tool} is not available in this process")]
+    Tool {
+        /// The tool.
+        tool: String,
+    },
+}
+
+/// Performs model and tool calls for any engine.
+#[derive(Clone)]
+pub struct Executor {
+    models: Models,
+    tools: Arc<ToolRegistry>,
+    retry: Option<RetryPolicy>,
+    hooks: Arc<dyn ExecHooks>,
+}
+
+impl std::fmt::Debug for Executor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executor")
+            .field("models", &self.models)
+            .field("tools", &self.tools)
+            .field("retry", &self.retry)
+            .finish()
+    }
+}
+
+impl Executor {
+    /// Executes with `models` and `tools`, retrying model calls by the
+    /// default policy, traced by [`TracingHooks`].
+    pub fn new(models: Models, tools: Arc<ToolRegistry>) -> Self {
+        Self {
+            models,
+            tools,
+            retry: Some(RetryPolicy::default()),
+            hooks: Arc::new(TracingHooks::default()),
+        }
+    }
+
+    /// Retries failed model calls by `policy`.
+    pub fn retry(mut self, policy: RetryPolicy) -> Self {
+        self.retry = Some(policy);
+        self
+    }
+
+    /// Tries each model call once: for engines that retry by themselves.
+    pub fn without_retries(mut self) -> Self {
+        self.retry = None;
+        self
+    }
+
+    /// Observes executions with `hooks`.
+    pub fn hooks(mut self, hooks: Arc<dyn ExecHooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The models.
+    pub fn models(&self) -> &Models {
+        &self.models
+    }
+
+    /// The tools.
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+
+    /// Whether this process can perform `effect` (a model call needs a
+    /// model, a tool call its tool); other effects always can.
+    pub fn check(&self, effect: &Effect) -> Result<(), Unavailable> {
+        match effect {
+            Effect::CallModel { request, .. } if self.models.for_request(request).is_none() => {
+                Err(Unavailable::Model {
+                    agent: request.agent.to_string(),
+                })
+            }
+            Effect::CallTool { call, .. } if !self.tools.contains(&call.name) => Err(Unavailable::Tool {
+                tool: call.name.to_string(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Calls the model for `request` and returns the input that answers the
+    /// core: `ModelReplied` (with usage and cost) or `ModelFailed`.
+    pub async fn call_model(
+        &self,
+        session: &SessionId,
+        run_id: RunId,
+        call: u32,
+        request: &ModelRequest,
+        cx: &ModelContext,
+    ) -> Input {
+        let model = self.models.for_request(request);
+        let name = model.as_ref().map_or_else(|| "none:none".to_string(), |m| m.name());
+        let info = ModelCall {
+            session,
+            run: &run_id,
+            call,
+            request,
+            model: &name,
+        };
+        let span = self.hooks.model_span(&info);
+        let started = Instant::now();
+        let result = match &model {
+            Some(model) => {
+                let once = RetryPolicy {
+                    max_attempts: 1,
+                    ..RetryPolicy::default()
+                };
+                let policy = self.retry.as_ref().unwrap_or(&once);
+                complete_with_retry(model.as_ref(), request, cx, policy)
+                    .instrument(span.clone())
+                    .await
+            }
+            None => Err(ModelError::new(
+                ModelErrorKind::NotConfigured,
+                request.model.clone().unwrap_or_else(|| "default".into()),
+                format!(
+                    "no model is configured for agent {}; configure one (e.g. --model openai:<name> --base-url URL)",
+                    request.agent
+                ),
+            )),
+        };
+        let result = result.map(|mut reply| {
+            let usage = reply.usage.get_or_insert(Usage::tokens(0, 0));
+            usage.cost_usd = self.models.cost(&name, usage.input_tokens, usage.output_tokens);
+            reply
+        });
+        self.hooks
+            .model_finished(&span, &info, result.as_ref(), started.elapsed());
+        match result {
+            Ok(reply) => Input::ModelReplied {
+                run_id,
+                call,
+                reply,
+                at: now(),
+            },
+            Err(error) => Input::ModelFailed {
+                run_id,
+                call,
+                error: error.to_string(),
+                at: now(),
+            },
+        }
+    }
+
+    /// Runs a tool call (validation, coercion, timeout, panic capture) and
+    /// returns the `ToolFinished` input for the core.
+    pub async fn call_tool(&self, cx: ToolContext, call: &ToolCall) -> Input {
+        let started = Instant::now();
+        let run_id = cx.run_id.clone();
+        let (outcome, duration_ms) = self.tools.execute(call, cx.clone()).await;
+        self.hooks.tool_finished(
+            &ToolCallInfo {
+                context: &cx,
+                tool: &call.name,
+            },
+            &outcome,
+            started.elapsed(),
+        );
+        Input::ToolFinished {
+            run_id,
+            call_id: call.id.clone(),
+            outcome,
+            duration_ms,
+            at: now(),
+        }
+    }
+}
