@@ -266,5 +266,9 @@ fn mcp_call_prints_progress() {
             && stderr.contains("progress everything/trigger-long-running-operation: 2 of 2"),
         "{stderr}"
     );
-    assert!(text(&out.stdout).contains("Long running operation completed"), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("Long running operation completed"),
+        "{}",
+        text(&out.stdout)
+    );
 }

@@ -22,12 +22,13 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-
 /// Why serving over MCP stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The stdio session could not start or broke off.
-    #[error("the MCP session over stdio failed: {0}; check that the client speaks MCP on this process's stdin and stdout")]
+    #[error(
+        "the MCP session over stdio failed: {0}; check that the client speaks MCP on this process's stdin and stdout"
+    )]
     Stdio(String),
 }
 

@@ -14,7 +14,9 @@ use std::sync::{Arc, Mutex};
 
 use concierge::mcp::{MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, McpServerConfig};
 use concierge::model::ScriptedModel;
-use concierge::{AgentSpec, Error, EventKind, IdempotencyKey, ModelReply, RunOptions, RunStatus, Runtime, ToolErrorKind, ToolOutcome};
+use concierge::{
+    AgentSpec, Error, EventKind, IdempotencyKey, ModelReply, RunOptions, RunStatus, Runtime, ToolErrorKind, ToolOutcome,
+};
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
@@ -212,7 +214,9 @@ async fn stdio_server_that_hangs_times_out_on_its_own_timeout_and_is_restarted()
     };
     assert_eq!(error.kind, ToolErrorKind::Timeout);
     assert!(
-        error.message.contains("within 1 s") && error.message.contains("cancelled") && error.message.contains("restarted"),
+        error.message.contains("within 1 s")
+            && error.message.contains("cancelled")
+            && error.message.contains("restarted"),
         "{}",
         error.message
     );
@@ -272,7 +276,11 @@ async fn stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is_tru
     );
     assert_eq!(out.pending_confirmation.as_ref().unwrap().tool, "delete_entities");
     let results = outcomes(&out);
-    assert_eq!(results.len(), 2, "create_entities (destructiveHint: false) and read_graph (readOnlyHint) ran unasked");
+    assert_eq!(
+        results.len(),
+        2,
+        "create_entities (destructiveHint: false) and read_graph (readOnlyHint) ran unasked"
+    );
     let graph = results[1].clone().unwrap();
     assert!(graph.to_string().contains("Ada"), "{graph}");
     let spec = rt.tool_spec("delete_entities").unwrap();
@@ -280,13 +288,19 @@ async fn stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is_tru
     rt.shutdown().await;
 
     // A trusted server's destructive tool runs without asking.
-    let model = script(vec![("delete_entities", json!({"entityNames": ["Ada"]})), ("read_graph", json!({}))]);
+    let model = script(vec![
+        ("delete_entities", json!({"entityNames": ["Ada"]})),
+        ("read_graph", json!({})),
+    ]);
     let rt = helper_using("memory", memory(dir.path()).trusted(), model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let results = outcomes(&out);
     assert!(results[0].is_ok(), "{results:?}");
-    assert!(!results[1].clone().unwrap().to_string().contains("Ada"), "the graph was wiped: {results:?}");
+    assert!(
+        !results[1].clone().unwrap().to_string().contains("Ada"),
+        "the graph was wiped: {results:?}"
+    );
     rt.shutdown().await;
 }
 
@@ -446,7 +460,11 @@ impl ServerHandler for TestServer {
             }
             "big" | "bigger" => {
                 let rows: Vec<Value> = (0..2000).map(|i| json!({"row": i, "text": "some data"})).collect();
-                let text = if request.name == "big" { vec![ContentBlock::text("2000 rows")] } else { vec![] };
+                let text = if request.name == "big" {
+                    vec![ContentBlock::text("2000 rows")]
+                } else {
+                    vec![]
+                };
                 let mut result = CallToolResult::success(text);
                 result.structured_content = Some(json!({"rows": rows}));
                 result
@@ -655,7 +673,11 @@ async fn http_a_call_that_times_out_is_cancelled_on_the_server() {
         panic!("hang should time out: {:?}", out.tool_executions[0].outcome);
     };
     assert_eq!(error.kind, ToolErrorKind::Timeout);
-    assert!(error.message.contains("hang") && error.message.contains("cancelled"), "{}", error.message);
+    assert!(
+        error.message.contains("hang") && error.message.contains("cancelled"),
+        "{}",
+        error.message
+    );
     // The server saw notifications/cancelled for the call.
     server.cancelled.notified().await;
     rt.shutdown().await;
@@ -665,7 +687,12 @@ async fn http_a_call_that_times_out_is_cancelled_on_the_server() {
 async fn http_a_call_whose_caller_stops_waiting_is_cancelled_on_the_server() {
     let server = TestServer::default();
     let (addr, _task) = serve_http(server.clone(), "127.0.0.1:0".parse().unwrap()).await;
-    let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), script(vec![])).await;
+    let rt = helper_using(
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        script(vec![]),
+    )
+    .await;
     rt.discover("remote").await.unwrap();
     let client = rt.mcp_client("remote").unwrap();
     let key = IdempotencyKey::given("k");
@@ -685,7 +712,11 @@ async fn http_structured_content_counts_against_the_result_limit() {
     let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
-    assert_eq!(results[0], Ok(json!("2000 rows")), "the text stands in for structured content too large");
+    assert_eq!(
+        results[0],
+        Ok(json!("2000 rows")),
+        "the text stands in for structured content too large"
+    );
     let cut = results[1].clone().unwrap();
     assert!(cut.to_string().len() <= MAX_RESULT_BYTES, "{}", cut.to_string().len());
     assert_eq!(cut["truncated"], true);
@@ -760,11 +791,19 @@ async fn a_server_answering_an_unsupported_protocol_version_is_refused() {
     let text = error.to_string();
     assert!(matches!(error, Error::Mcp(_)), "{text}");
     assert!(
-        text.contains("py") && text.contains("1999-01-01") && text.contains("2025-06-18") && text.contains("2025-11-25"),
+        text.contains("py")
+            && text.contains("1999-01-01")
+            && text.contains("2025-06-18")
+            && text.contains("2025-11-25"),
         "{text}"
     );
     // A version it speaks is accepted.
-    let rt = helper_using("py", python_server(dir.path(), "2025-06-18"), script(vec![("small", json!({}))])).await;
+    let rt = helper_using(
+        "py",
+        python_server(dir.path(), "2025-06-18"),
+        script(vec![("small", json!({}))]),
+    )
+    .await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     assert_eq!(outcomes(&out), [Ok(json!("ok"))]);
     rt.shutdown().await;

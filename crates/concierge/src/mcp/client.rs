@@ -14,15 +14,15 @@ use rmcp::model::{
     ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
+use super::McpServerConfig;
 use super::framing::{self, MAX_MESSAGE_BYTES};
 use super::result::outcome;
-use super::McpServerConfig;
 
 /// Lines of a server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
@@ -439,7 +439,10 @@ impl McpClient {
         let Connection { service, child, .. } = connection;
         let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
         if let Some(mut child) = child {
-            if tokio::time::timeout(Duration::from_secs(3), child.wait()).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(3), child.wait())
+                .await
+                .is_err()
+            {
                 let _ = child.kill().await;
             }
         }

@@ -184,7 +184,10 @@ mod tests {
         assert_eq!(parsed.call_timeout(), Duration::from_secs(5));
         assert_eq!(parsed.describe(), "npx -y pkg");
         assert!(parsed.trust);
-        assert!(!McpServerConfig::stdio("npx", ["x"]).trust, "servers are not trusted by default");
+        assert!(
+            !McpServerConfig::stdio("npx", ["x"]).trust,
+            "servers are not trusted by default"
+        );
         assert!(toml::from_str::<McpServerConfig>("comand = \"x\"").is_err());
     }
 }

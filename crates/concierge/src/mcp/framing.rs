@@ -145,8 +145,7 @@ fn request_id_at_end(tail: &[u8]) -> Option<Value> {
         (1..4).find_map(|skip| tail.get(skip..).and_then(|t| std::str::from_utf8(t).ok()))
     })?;
     let body = text.trim_end().strip_suffix('}')?.trim_end();
-    let (value, before) = if body.ends_with('"') {
-        let inner = &body[..body.len() - 1];
+    let (value, before) = if let Some(inner) = body.strip_suffix('"') {
         let open = inner.rfind('"')?;
         (&body[open..], &body[..open])
     } else {
@@ -210,7 +209,11 @@ mod tests {
     #[test]
     fn the_request_id_is_read_from_either_end() {
         assert_eq!(request_id(br#"{"jsonrpc":"2.0","id":12,"result":{"#), Some(json!(12)));
-        assert_eq!(request_id(br#"{"result":{"id":3,"x":"#), None, "a nested id is not the request's");
+        assert_eq!(
+            request_id(br#"{"result":{"id":3,"x":"#),
+            None,
+            "a nested id is not the request's"
+        );
         assert_eq!(request_id(br#"{ "id" : "a\"b", "#), Some(json!("a\"b")));
         assert_eq!(request_id_at_end(br#"xx"},"jsonrpc":"2.0","id":7}"#), Some(json!(7)));
         assert_eq!(request_id_at_end(b"x\"}, \"id\": \"k-1\" }\r\n"), Some(json!("k-1")));
@@ -224,7 +227,12 @@ mod tests {
             "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{{}}}}\n{{\"result\":{{\"text\":\"{big}\"}},\"jsonrpc\":\"2.0\",\"id\":2}}\n{{\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":{{\"t\":\"{big}\"}}}}\n{{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{{}}}}\n"
         );
         let (mut reader, writer) = tokio::io::duplex(64);
-        let task = tokio::spawn(forward("s".into(), std::io::Cursor::new(input.into_bytes()), writer, 100));
+        let task = tokio::spawn(forward(
+            "s".into(),
+            std::io::Cursor::new(input.into_bytes()),
+            writer,
+            100,
+        ));
         let mut out = String::new();
         reader.read_to_string(&mut out).await.unwrap();
         task.await.unwrap();

@@ -173,17 +173,29 @@ mod tests {
         let config = McpServerConfig::stdio("x", Vec::<String>::new());
         let specs = remote_tools("s", &config, &tools()).unwrap();
         let a = |i: usize| specs[i].spec.annotations.clone();
-        assert!(a(0).read_only && !a(0).destructive && !a(0).requires_confirmation, "readOnlyHint");
-        assert!(a(1).destructive && a(1).requires_confirmation, "no annotations: destructive");
+        assert!(
+            a(0).read_only && !a(0).destructive && !a(0).requires_confirmation,
+            "readOnlyHint"
+        );
+        assert!(
+            a(1).destructive && a(1).requires_confirmation,
+            "no annotations: destructive"
+        );
         assert!(!a(1).read_only && !a(1).idempotent);
         assert!(a(2).destructive && a(2).requires_confirmation, "destructiveHint: true");
-        assert!(!a(3).destructive && !a(3).requires_confirmation, "destructiveHint: false");
+        assert!(
+            !a(3).destructive && !a(3).requires_confirmation,
+            "destructiveHint: false"
+        );
         let trusted = remote_tools("s", &config.trusted(), &tools()).unwrap();
         assert!(
             trusted.iter().all(|t| !t.spec.annotations.requires_confirmation),
             "a trusted server's tools never ask"
         );
-        assert!(trusted[2].spec.annotations.destructive, "but they are still marked destructive");
+        assert!(
+            trusted[2].spec.annotations.destructive,
+            "but they are still marked destructive"
+        );
     }
 
     #[test]
@@ -201,6 +213,9 @@ mod tests {
         assert_eq!(remote_tools("everything", &only, &tools()).unwrap().len(), 1);
         let wrong = config.include(["echo", "nope"]);
         let error = remote_tools("everything", &wrong, &tools()).unwrap_err().to_string();
-        assert!(error.contains("nope") && error.contains("append, echo, get.sum, wipe"), "{error}");
+        assert!(
+            error.contains("nope") && error.contains("append, echo, get.sum, wipe"),
+            "{error}"
+        );
     }
 }
