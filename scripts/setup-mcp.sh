@@ -11,7 +11,9 @@ if ! command -v npm >/dev/null 2>&1; then
   $sudo apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null
 fi
-if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ]; then
+if [ ! -f node_modules/@modelcontextprotocol/server-everything/dist/index.js ] \
+  || [ ! -f node_modules/@modelcontextprotocol/server-memory/dist/index.js ]; then
   npm ci --no-audit --no-fund --loglevel=error
 fi
 echo "MCP test servers ready: node node_modules/@modelcontextprotocol/server-everything/dist/index.js stdio" >&2
+echo "                        node node_modules/@modelcontextprotocol/server-memory/dist/index.js" >&2

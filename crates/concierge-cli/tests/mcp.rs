@@ -229,3 +229,46 @@ async fn concierge_serves_mcp_over_http() {
     server.kill().unwrap();
     server.wait().unwrap();
 }
+
+/// `concierge mcp call` prints the progress the server reports to stderr.
+#[test]
+#[ignore = "needs npm packages: scripts/setup-mcp.sh"]
+fn mcp_call_prints_progress() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = repo().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(script.exists(), "run scripts/setup-mcp.sh first");
+    let config = dir.path().join("concierge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "db = \"client.db\"\n[mcp_servers.everything]\ncommand = \"node\"\nargs = [{:?}, \"stdio\"]\n",
+            script.to_string_lossy()
+        ),
+    )
+    .unwrap();
+    let out = concierge(
+        dir.path(),
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "mcp",
+            "call",
+            "everything",
+            "trigger-long-running-operation",
+            "--args",
+            r#"{"duration": 0.2, "steps": 2}"#,
+        ],
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("progress everything/trigger-long-running-operation: 1 of 2")
+            && stderr.contains("progress everything/trigger-long-running-operation: 2 of 2"),
+        "{stderr}"
+    );
+    assert!(
+        text(&out.stdout).contains("Long running operation completed"),
+        "{}",
+        text(&out.stdout)
+    );
+}

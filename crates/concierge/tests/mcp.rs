@@ -1,7 +1,10 @@
-//! MCP against real servers: `@modelcontextprotocol/server-everything` from
-//! npm over stdio (`scripts/setup-mcp.sh` installs it into node_modules), an
-//! rmcp server over streamable HTTP written here, and concierge's own MCP
-//! server driven by an rmcp client.
+//! MCP against real servers: `@modelcontextprotocol/server-everything` and
+//! `@modelcontextprotocol/server-memory` from npm over stdio
+//! (`scripts/setup-mcp.sh` installs them into node_modules), an rmcp server
+//! over streamable HTTP written here, and a small Python stdio server for
+//! what well-behaved servers never do (answers too large for one message,
+//! a protocol version nobody speaks). concierge's own MCP server is tested
+//! in the concierge-server crate.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -9,33 +12,43 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use concierge::mcp::{ConciergeMcp, McpServerConfig};
+use concierge::mcp::{MAX_MESSAGE_BYTES, MAX_RESULT_BYTES, McpServerConfig};
 use concierge::model::ScriptedModel;
 use concierge::{
-    AgentSpec, Error, EventKind, ModelReply, RunOptions, Runtime, ToolContext, ToolErrorKind, ToolOutcome, tool,
+    AgentSpec, Error, EventKind, IdempotencyKey, ModelReply, RunOptions, RunStatus, Runtime, ToolErrorKind, ToolOutcome,
 };
 use futures::StreamExt;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpClientTransport, StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
-use schemars::JsonSchema;
-use serde::Deserialize;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
-fn everything() -> McpServerConfig {
+fn npm_server(package: &str) -> String {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        .join("../../node_modules/@modelcontextprotocol")
+        .join(package)
+        .join("dist/index.js");
     assert!(
         script.exists(),
-        "server-everything is not installed: run scripts/setup-mcp.sh (it installs into node_modules)"
+        "{package} is not installed: run scripts/setup-mcp.sh (it installs into node_modules)"
     );
-    McpServerConfig::stdio("node", [script.to_string_lossy().to_string(), "stdio".to_string()])
+    script.to_string_lossy().to_string()
+}
+
+fn everything() -> McpServerConfig {
+    McpServerConfig::stdio("node", [npm_server("server-everything"), "stdio".to_string()])
+}
+
+/// server-memory, keeping its knowledge graph in `dir`.
+fn memory(dir: &std::path::Path) -> McpServerConfig {
+    McpServerConfig::stdio("node", [npm_server("server-memory")])
+        .env("MEMORY_FILE_PATH", dir.join("memory.jsonl").to_string_lossy())
 }
 
 fn session(id: &str) -> RunOptions {
@@ -150,7 +163,7 @@ async fn stdio_server_killed_mid_call_is_reported_and_restarted() {
     let mut progress = client.progress();
     let handle = rt.client("helper").unwrap().start("go", session("s")).await.unwrap();
     // The long call is under way once the server reports progress: kill it then.
-    progress.changed().await.unwrap();
+    progress.recv().await.unwrap();
     let pid = client.pid().await.expect("a stdio server has a pid");
     std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
@@ -172,14 +185,15 @@ async fn stdio_server_killed_mid_call_is_reported_and_restarted() {
     rt.shutdown().await;
 }
 
-/// A hung server: the server's own timeout (here longer than the runtime's
-/// default tool timeout) decides, and the server is restarted.
+/// A hung server (a long call that reports no progress): the server's own
+/// timeout (here longer than the runtime's default tool timeout) decides,
+/// and the server is restarted.
 #[tokio::test]
 #[ignore = "needs npm packages: scripts/setup-mcp.sh"]
 async fn stdio_server_that_hangs_times_out_on_its_own_timeout_and_is_restarted() {
-    // Progress every 100 ms, so the call is seen under way before it times out.
+    // One step of 30 s: no progress before the end.
     let model = script(vec![
-        ("trigger-long-running-operation", json!({"duration": 30, "steps": 300})),
+        ("trigger-long-running-operation", json!({"duration": 30, "steps": 1})),
         ("echo", json!({"message": "after the restart"})),
     ]);
     let rt = Runtime::builder()
@@ -191,23 +205,102 @@ async fn stdio_server_that_hangs_times_out_on_its_own_timeout_and_is_restarted()
         .build()
         .await
         .unwrap();
+    rt.discover("everything").await.unwrap();
     let client = rt.mcp_client("everything").unwrap();
-    let mut progress = client.progress();
-    let handle = rt.client("helper").unwrap().start("go", session("s")).await.unwrap();
-    progress.changed().await.unwrap();
     let pid = client.pid().await.expect("a stdio server has a pid");
-    let out = handle.wait().await.unwrap();
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
         panic!("the long call should time out: {:?}", out.tool_executions[0].outcome);
     };
     assert_eq!(error.kind, ToolErrorKind::Timeout);
     assert!(
-        error.message.contains("within 1 s") && error.message.contains("restarted"),
+        error.message.contains("within 1 s")
+            && error.message.contains("cancelled")
+            && error.message.contains("restarted"),
         "{}",
         error.message
     );
     assert_eq!(outcomes(&out)[1], Ok(json!("Echo: after the restart")));
     assert_ne!(client.pid().await, Some(pid), "the hung server was replaced");
+    rt.shutdown().await;
+}
+
+/// Progress keeps a call alive: 3 s of work reporting every 200 ms fits in
+/// a timeout of 1 s, and the reports reach subscribers.
+#[tokio::test]
+#[ignore = "needs npm packages: scripts/setup-mcp.sh"]
+async fn stdio_progress_extends_a_calls_timeout_and_is_reported() {
+    let model = script(vec![(
+        "trigger-long-running-operation",
+        json!({"duration": 3, "steps": 15}),
+    )]);
+    let rt = helper_using(
+        "everything",
+        everything().timeout(std::time::Duration::from_secs(1)),
+        model,
+    )
+    .await;
+    let mut progress = rt.mcp_client("everything").unwrap().progress();
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    let done = outcomes(&out)[0].clone().unwrap();
+    assert!(done.as_str().unwrap().contains("completed"), "{done}");
+    let mut reports = Vec::new();
+    while let Ok(report) = progress.try_recv() {
+        reports.push(report);
+    }
+    assert_eq!(reports.len(), 15, "{reports:?}");
+    assert_eq!(reports[14].tool, "trigger-long-running-operation");
+    assert_eq!(reports[14].server, "everything");
+    assert_eq!((reports[14].progress, reports[14].total), (15.0, Some(15.0)));
+    rt.shutdown().await;
+}
+
+// ----- confirmation: server-memory's annotations -----
+
+#[tokio::test]
+#[ignore = "needs npm packages: scripts/setup-mcp.sh"]
+async fn stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let entity = json!({"entities": [{"name": "Ada", "entityType": "person", "observations": ["writes programs"]}]});
+    let model = script(vec![
+        ("create_entities", entity.clone()),
+        ("read_graph", json!({})),
+        ("delete_entities", json!({"entityNames": ["Ada"]})),
+    ]);
+    let rt = helper_using("memory", memory(dir.path()), model).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    assert_eq!(
+        out.status,
+        RunStatus::AwaitingConfirmation,
+        "delete_entities (destructiveHint) waits for a person: {out:?}"
+    );
+    assert_eq!(out.pending_confirmation.as_ref().unwrap().tool, "delete_entities");
+    let results = outcomes(&out);
+    assert_eq!(
+        results.len(),
+        2,
+        "create_entities (destructiveHint: false) and read_graph (readOnlyHint) ran unasked"
+    );
+    let graph = results[1].clone().unwrap();
+    assert!(graph.to_string().contains("Ada"), "{graph}");
+    let spec = rt.tool_spec("delete_entities").unwrap();
+    assert!(spec.annotations.destructive && spec.annotations.requires_confirmation);
+    rt.shutdown().await;
+
+    // A trusted server's destructive tool runs without asking.
+    let model = script(vec![
+        ("delete_entities", json!({"entityNames": ["Ada"]})),
+        ("read_graph", json!({})),
+    ]);
+    let rt = helper_using("memory", memory(dir.path()).trusted(), model).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let results = outcomes(&out);
+    assert!(results[0].is_ok(), "{results:?}");
+    assert!(
+        !results[1].clone().unwrap().to_string().contains("Ada"),
+        "the graph was wiped: {results:?}"
+    );
     rt.shutdown().await;
 }
 
@@ -271,6 +364,10 @@ async fn a_server_that_will_not_start_is_an_error_quoting_its_stderr() {
 #[derive(Clone, Default)]
 struct TestServer {
     grown: Arc<Mutex<bool>>,
+    /// `hang` has started.
+    hanging: Arc<Notify>,
+    /// `hang` was cancelled by the client.
+    cancelled: Arc<Notify>,
 }
 
 fn schema(v: Value) -> Arc<rmcp::model::JsonObject> {
@@ -279,6 +376,8 @@ fn schema(v: Value) -> Arc<rmcp::model::JsonObject> {
 
 impl TestServer {
     fn tools(&self) -> Vec<Tool> {
+        let read_only = || ToolAnnotations::new().read_only(true);
+        let object = || schema(json!({"type": "object"}));
         let mut tools = vec![
             Tool::new(
                 "add",
@@ -286,14 +385,17 @@ impl TestServer {
                 schema(
                     json!({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}),
                 ),
-            ),
-            Tool::new("fail", "Always fails.", schema(json!({"type": "object"}))),
-            Tool::new(
-                "whoami",
-                "Returns the idempotency key it was called with.",
-                schema(json!({"type": "object"})),
-            ),
-            Tool::new("grow", "Adds a tool and says so.", schema(json!({"type": "object"}))),
+            )
+            .with_annotations(read_only()),
+            Tool::new("fail", "Always fails.", object()).with_annotations(read_only()),
+            Tool::new("whoami", "Returns the idempotency key it was called with.", object())
+                .with_annotations(read_only()),
+            Tool::new("grow", "Adds a tool and says so.", object())
+                .with_annotations(ToolAnnotations::new().destructive(false)),
+            Tool::new("forget", "Forgets everything (says nothing about its effects).", object()),
+            Tool::new("hang", "Never answers; notices when cancelled.", object()).with_annotations(read_only()),
+            Tool::new("big", "Rows as structured content, and a summary.", object()).with_annotations(read_only()),
+            Tool::new("bigger", "Rows as structured content only.", object()).with_annotations(read_only()),
         ];
         if *self.grown.lock().unwrap() {
             tools.push(Tool::new("extra", "Appeared later.", schema(json!({"type": "object"}))));
@@ -348,6 +450,24 @@ impl ServerHandler for TestServer {
                 *self.grown.lock().unwrap() = true;
                 notify(&context.peer).await;
                 CallToolResult::success(vec![ContentBlock::text("grown")])
+            }
+            "forget" => CallToolResult::success(vec![ContentBlock::text("forgotten")]),
+            "hang" => {
+                self.hanging.notify_one();
+                context.ct.cancelled().await;
+                self.cancelled.notify_one();
+                return Err(ErrorData::internal_error("cancelled", None));
+            }
+            "big" | "bigger" => {
+                let rows: Vec<Value> = (0..2000).map(|i| json!({"row": i, "text": "some data"})).collect();
+                let text = if request.name == "big" {
+                    vec![ContentBlock::text("2000 rows")]
+                } else {
+                    vec![]
+                };
+                let mut result = CallToolResult::success(text);
+                result.structured_content = Some(json!({"rows": rows}));
+                result
             }
             other => return Err(ErrorData::invalid_params(format!("unknown tool {other}"), None)),
         };
@@ -528,84 +648,163 @@ async fn http_server_gone_mid_conversation_is_reported_then_reconnected() {
     drop(server.lock().unwrap().take());
 }
 
-// ----- concierge as an MCP server -----
-
-#[derive(Deserialize, JsonSchema)]
-struct AddArgs {
-    a: i64,
-    b: i64,
-}
-
-/// Adds two integers.
-#[tool(read_only)]
-async fn add(args: AddArgs, cx: ToolContext) -> Result<Value, String> {
-    Ok(json!({"sum": args.a + args.b, "key": cx.idempotency_key.as_str()}))
+#[tokio::test]
+async fn http_a_tool_without_annotations_asks_first_and_a_read_only_one_does_not() {
+    let (addr, _task) = serve_http(TestServer::default(), "127.0.0.1:0".parse().unwrap()).await;
+    let model = script(vec![("add", json!({"a": 1, "b": 2})), ("forget", json!({}))]);
+    let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    assert_eq!(outcomes(&out), [Ok(json!("3"))], "add (readOnlyHint) ran unasked");
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.pending_confirmation.as_ref().unwrap().tool, "forget");
+    let spec = rt.tool_spec("forget").unwrap();
+    assert!(spec.annotations.destructive && !spec.annotations.read_only && !spec.annotations.idempotent);
+    rt.shutdown().await;
 }
 
 #[tokio::test]
-async fn concierges_own_mcp_server_lists_and_runs_tools_and_agents() {
-    let rules = concierge::Rules::new()
-        .route(concierge::Route::tool("add", json!({"a": "{a}", "b": "{b}"})).pattern(r"(?P<a>\d+)\s*\+\s*(?P<b>\d+)"))
-        .answer("the sum is {result.sum}");
-    let rt = Runtime::builder()
-        .tool(Add)
-        .agent(
-            AgentSpec::new("adder")
-                .description("Adds numbers.")
-                .tool("add")
-                .rules(rules),
-        )
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let router = ConciergeMcp::new(rt.clone()).router();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(format!(
-        "http://{addr}/mcp"
-    )));
-    let client = ().serve(transport).await.unwrap();
-    let tools = client.list_all_tools().await.unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["add", "ask_adder"]);
-    assert_eq!(tools[0].input_schema["required"], json!(["a", "b"]));
-    assert_eq!(tools[0].annotations.as_ref().and_then(|a| a.read_only_hint), Some(true));
-
-    let mut params = CallToolRequestParams::new("add").with_arguments(rmcp::object!({"a": "2", "b": 3}));
-    let mut meta = rmcp::model::RequestMetaObject::new();
-    meta.insert("idempotency_key".to_string(), json!("client-key-1"));
-    params.meta = Some(meta);
-    let result = client.call_tool(params).await.unwrap();
-    assert_ne!(result.is_error, Some(true));
-    assert_eq!(
-        result.structured_content,
-        Some(json!({"sum": 5, "key": "client-key-1"}))
+async fn http_a_call_that_times_out_is_cancelled_on_the_server() {
+    let server = TestServer::default();
+    let (addr, _task) = serve_http(server.clone(), "127.0.0.1:0".parse().unwrap()).await;
+    let config = McpServerConfig::http(format!("http://{addr}/mcp")).timeout(std::time::Duration::from_secs(1));
+    let rt = helper_using("remote", config, script(vec![("hang", json!({}))])).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("hang should time out: {:?}", out.tool_executions[0].outcome);
+    };
+    assert_eq!(error.kind, ToolErrorKind::Timeout);
+    assert!(
+        error.message.contains("hang") && error.message.contains("cancelled"),
+        "{}",
+        error.message
     );
+    // The server saw notifications/cancelled for the call.
+    server.cancelled.notified().await;
+    rt.shutdown().await;
+}
 
-    let bad = client
-        .call_tool(CallToolRequestParams::new("add").with_arguments(rmcp::object!({"a": "x"})))
-        .await
-        .unwrap();
-    assert_eq!(bad.is_error, Some(true), "a rejected call is a tool error");
+#[tokio::test]
+async fn http_a_call_whose_caller_stops_waiting_is_cancelled_on_the_server() {
+    let server = TestServer::default();
+    let (addr, _task) = serve_http(server.clone(), "127.0.0.1:0".parse().unwrap()).await;
+    let rt = helper_using(
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        script(vec![]),
+    )
+    .await;
+    rt.discover("remote").await.unwrap();
+    let client = rt.mcp_client("remote").unwrap();
+    let key = IdempotencyKey::given("k");
+    tokio::select! {
+        result = client.call("hang", Default::default(), &key) => panic!("hang answered: {result:?}"),
+        () = server.hanging.notified() => {}
+    }
+    // The call's future is dropped: the server is told.
+    server.cancelled.notified().await;
+    rt.shutdown().await;
+}
 
-    let asked = client
-        .call_tool(
-            CallToolRequestParams::new("ask_adder")
-                .with_arguments(rmcp::object!({"message": "20 + 22", "session_id": "mcp-s"})),
-        )
-        .await
-        .unwrap();
-    let text: String = asked
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect();
-    assert_eq!(text, "the sum is 42");
-    assert_eq!(asked.structured_content.as_ref().unwrap()["session_id"], "mcp-s");
-    assert_eq!(rt.history("mcp-s").await.unwrap().len(), 4, "the agent ran a full turn");
-    let _ = client.cancel().await;
+#[tokio::test]
+async fn http_structured_content_counts_against_the_result_limit() {
+    let (addr, _task) = serve_http(TestServer::default(), "127.0.0.1:0".parse().unwrap()).await;
+    let model = script(vec![("big", json!({})), ("bigger", json!({}))]);
+    let rt = helper_using("remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    let results = outcomes(&out);
+    assert_eq!(
+        results[0],
+        Ok(json!("2000 rows")),
+        "the text stands in for structured content too large"
+    );
+    let cut = results[1].clone().unwrap();
+    assert!(cut.to_string().len() <= MAX_RESULT_BYTES, "{}", cut.to_string().len());
+    assert_eq!(cut["truncated"], true);
+    assert!(cut["note"].as_str().unwrap().contains("over the 16 KiB limit"), "{cut}");
+    assert!(cut["beginning"].as_str().unwrap().starts_with("{\"rows\":[{"), "{cut}");
+    rt.shutdown().await;
+}
+
+// ----- stdio: a small Python server for what good servers never do -----
+
+/// A stdio MCP server in Python that answers `initialize` with the protocol
+/// version `version`, and offers `huge` (an answer over the message size
+/// limit, with its id last, as the TypeScript SDK writes it) and `small`.
+fn python_server(dir: &std::path::Path, version: &str) -> McpServerConfig {
+    let script = dir.join("server.py");
+    std::fs::write(
+        &script,
+        format!(
+            r#"import json, sys
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+tool = {{"inputSchema": {{"type": "object"}}, "annotations": {{"readOnlyHint": True}}}}
+for line in sys.stdin:
+    message = json.loads(line)
+    method, id = message.get("method"), message.get("id")
+    if id is None:
+        continue
+    if method == "initialize":
+        send({{"jsonrpc": "2.0", "id": id, "result": {{"protocolVersion": "{version}", "capabilities": {{"tools": {{}}}}, "serverInfo": {{"name": "py", "version": "1"}}}}}})
+    elif method == "tools/list":
+        send({{"jsonrpc": "2.0", "id": id, "result": {{"tools": [dict(tool, name="huge"), dict(tool, name="small")]}}}})
+    elif method == "tools/call" and message["params"]["name"] == "huge":
+        text = "x" * ({MAX_MESSAGE_BYTES} + 1000)
+        sys.stdout.write('{{"result":{{"content":[{{"type":"text","text":"' + text + '"}}]}},"jsonrpc":"2.0","id":' + json.dumps(id) + '}}\n')
+        sys.stdout.flush()
+    elif method == "tools/call":
+        send({{"jsonrpc": "2.0", "id": id, "result": {{"content": [{{"type": "text", "text": "ok"}}]}}}})
+    else:
+        send({{"jsonrpc": "2.0", "id": id, "error": {{"code": -32601, "message": "no " + str(method)}}}})
+"#
+        ),
+    )
+    .unwrap();
+    McpServerConfig::stdio("python3", [script.to_string_lossy().to_string()])
+}
+
+#[tokio::test]
+async fn stdio_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = script(vec![("huge", json!({})), ("small", json!({}))]);
+    let rt = helper_using("py", python_server(dir.path(), "2025-06-18"), model).await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("huge should fail: {:?}", out.tool_executions[0].outcome);
+    };
+    assert_eq!(error.kind, ToolErrorKind::Failed, "{}", error.message);
+    assert!(
+        error.message.contains("too large") && error.message.contains("may have run"),
+        "{}",
+        error.message
+    );
+    assert_eq!(outcomes(&out)[1], Ok(json!("ok")), "the connection is still good");
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_server_answering_an_unsupported_protocol_version_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = helper_using("py", python_server(dir.path(), "1999-01-01"), script(vec![])).await;
+    let error = rt.client("helper").unwrap().run("go", session("s")).await.unwrap_err();
+    let text = error.to_string();
+    assert!(matches!(error, Error::Mcp(_)), "{text}");
+    assert!(
+        text.contains("py")
+            && text.contains("1999-01-01")
+            && text.contains("2025-06-18")
+            && text.contains("2025-11-25"),
+        "{text}"
+    );
+    // A version it speaks is accepted.
+    let rt = helper_using(
+        "py",
+        python_server(dir.path(), "2025-06-18"),
+        script(vec![("small", json!({}))]),
+    )
+    .await;
+    let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+    assert_eq!(outcomes(&out), [Ok(json!("ok"))]);
+    rt.shutdown().await;
 }

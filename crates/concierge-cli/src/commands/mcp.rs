@@ -4,8 +4,8 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use concierge::mcp::ConciergeMcp;
 use concierge::{Error, IdempotencyKey, Result, Runtime};
+use concierge_server::ConciergeMcp;
 
 use crate::commands::bench::percentile;
 use crate::render;
@@ -29,8 +29,9 @@ pub enum McpCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Calls one tool on an MCP server and prints its result. With
-    /// --repeat, calls it that many times and reports the round-trip times.
+    /// Calls one tool on an MCP server and prints its result (the progress
+    /// it reports goes to stderr). With --repeat, calls it that many times
+    /// and reports the round-trip times.
     Call {
         /// The server's name (`[mcp_servers.NAME]`).
         server: String,
@@ -86,7 +87,10 @@ pub async fn mcp(rt: &Runtime, args: &McpArgs) -> Result<ExitCode> {
             repeat,
         } => call(rt, server, tool, args, *repeat).await,
         McpCommand::Serve { http: None } => {
-            ConciergeMcp::new(rt.clone()).serve_stdio().await?;
+            ConciergeMcp::new(rt.clone())
+                .serve_stdio()
+                .await
+                .map_err(|e| Error::InvalidConfig(e.to_string()))?;
             Ok(ExitCode::SUCCESS)
         }
         McpCommand::Serve { http: Some(addr) } => {
@@ -125,12 +129,24 @@ async fn call(rt: &Runtime, server: &str, tool: &str, args: &str, repeat: u32) -
     let client = rt
         .mcp_client(server)
         .ok_or_else(|| Error::InvalidConfig(format!("no MCP server named {server:?}")))?;
+    // Progress the server reports goes to stderr while the call runs.
+    let mut progress = client.progress();
     let mut took = Vec::with_capacity(repeat as usize);
     let mut last = None;
     for i in 0..repeat {
         let key = IdempotencyKey::given(format!("cli-{}-{i}", std::process::id()));
         let started = std::time::Instant::now();
-        let result = client.call(tool, arguments.clone(), &key).await;
+        let call = client.call(tool, arguments.clone(), &key);
+        tokio::pin!(call);
+        let result = loop {
+            tokio::select! {
+                result = &mut call => break result,
+                Ok(report) = progress.recv() => eprintln!("progress {report}"),
+            }
+        };
+        while let Ok(report) = progress.try_recv() {
+            eprintln!("progress {report}");
+        }
         took.push(started.elapsed());
         match result {
             Ok(value) => last = Some(value),

@@ -1,7 +1,7 @@
 //! One pooled client per MCP server: started lazily, restarted with backoff
 //! after a crash or a hang, shut down cleanly.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,30 +9,67 @@ use std::time::{Duration, Instant};
 
 use concierge_core::{IdempotencyKey, ToolError, ToolErrorKind};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ContentBlock, Implementation, JsonObject,
-    ProgressNotificationParam, RequestMetaObject, ResourceContents, Tool,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientNotification, ClientRequest, Implementation, JsonObject, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
 use super::McpServerConfig;
+use super::framing::{self, MAX_MESSAGE_BYTES};
+use super::result::outcome;
 
 /// Lines of a server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
 /// Longest backoff between restart attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// Base64 payloads (images, audio) larger than this are described, not included.
-const MAX_INLINE_BYTES: usize = 16 * 1024;
+/// However much progress a call reports, it ends after this many times its
+/// server's `timeout_secs`.
+pub const MAX_CALL_TIMEOUTS: u32 = 10;
+
+/// A server's report on a call under way (`notifications/progress`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct McpProgress {
+    /// The server's name.
+    pub server: String,
+    /// The tool being called (its name on the server).
+    pub tool: String,
+    /// How far it got (increases with every report).
+    pub progress: f64,
+    /// Where it is going, when the server knows.
+    pub total: Option<f64>,
+    /// What it is doing, in the server's words.
+    pub message: Option<String>,
+}
+
+impl std::fmt::Display for McpProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}: {}", self.server, self.tool, self.progress)?;
+        if let Some(total) = self.total {
+            write!(f, " of {total}")?;
+        }
+        if let Some(message) = &self.message {
+            write!(f, " ({message})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which tool each progress token of a call under way belongs to.
+type Calls = Arc<Mutex<HashMap<ProgressToken, String>>>;
 
 /// Receives the server's notifications.
 #[derive(Clone)]
 struct Handler {
+    server: String,
     stale: Arc<AtomicBool>,
-    progress: Arc<tokio::sync::watch::Sender<u64>>,
+    progress: tokio::sync::broadcast::Sender<McpProgress>,
+    calls: Calls,
 }
 
 impl ClientHandler for Handler {
@@ -41,8 +78,28 @@ impl ClientHandler for Handler {
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        tracing::debug!(progress = params.progress, total = ?params.total, "MCP progress");
-        self.progress.send_modify(|n| *n += 1);
+        let tool = self
+            .calls
+            .lock()
+            .ok()
+            .and_then(|calls| calls.get(&params.progress_token).cloned())
+            .unwrap_or_else(|| "(a call)".into());
+        let report = McpProgress {
+            server: self.server.clone(),
+            tool,
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        tracing::info!(
+            server = %report.server,
+            tool = %report.tool,
+            progress = report.progress,
+            total = ?report.total,
+            message = report.message.as_deref().unwrap_or(""),
+            "MCP progress"
+        );
+        let _ = self.progress.send(report);
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -53,8 +110,55 @@ impl ClientHandler for Handler {
     }
 }
 
+/// Sends `notifications/cancelled` for a request whose caller stopped
+/// waiting (its future was dropped) before the answer came.
+struct CancelOnDrop {
+    peer: Peer<RoleClient>,
+    id: Option<RequestId>,
+    token: ProgressToken,
+    calls: Calls,
+}
+
+impl CancelOnDrop {
+    fn disarm(&mut self) {
+        self.id = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.calls.lock() {
+            calls.remove(&self.token);
+        }
+        let Some(id) = self.id.take() else { return };
+        let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        handle.spawn(async move {
+            let notification = CancelledNotification::new(CancelledNotificationParam::new(
+                Some(id),
+                Some("the caller stopped waiting".into()),
+            ));
+            let _ = peer
+                .send_notification(ClientNotification::CancelledNotification(notification))
+                .await;
+        });
+    }
+}
+
+/// The protocol versions concierge speaks (all that rmcp knows).
+pub fn supported_protocol_versions() -> Vec<String> {
+    ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .map(|v| v.as_str().to_string())
+        .collect()
+}
+
 struct Connection {
     service: RunningService<RoleClient, Handler>,
+    /// A stdio server's process (killed when the connection is dropped).
+    child: Option<tokio::process::Child>,
     pid: Option<u32>,
 }
 
@@ -84,7 +188,8 @@ pub struct McpClient {
     state: tokio::sync::Mutex<State>,
     stale: Arc<AtomicBool>,
     stderr: Arc<Mutex<VecDeque<String>>>,
-    progress: Arc<tokio::sync::watch::Sender<u64>>,
+    progress: tokio::sync::broadcast::Sender<McpProgress>,
+    calls: Calls,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -105,13 +210,14 @@ impl McpClient {
             state: tokio::sync::Mutex::default(),
             stale: Arc::default(),
             stderr: Arc::default(),
-            progress: Arc::new(tokio::sync::watch::channel(0).0),
+            progress: tokio::sync::broadcast::channel(64).0,
+            calls: Calls::default(),
         }
     }
 
-    /// Counts the progress notifications the server sent (a long call is
-    /// under way when it moves).
-    pub fn progress(&self) -> tokio::sync::watch::Receiver<u64> {
+    /// The progress the server reports on calls under way, from now on
+    /// (also logged at info level).
+    pub fn progress(&self) -> tokio::sync::broadcast::Receiver<McpProgress> {
         self.progress.subscribe()
     }
 
@@ -200,26 +306,35 @@ impl McpClient {
 
     async fn start(&self) -> Result<Connection, McpError> {
         let handler = Handler {
+            server: self.name.clone(),
             stale: self.stale.clone(),
             progress: self.progress.clone(),
+            calls: self.calls.clone(),
         };
         let timeout = self.config.call_timeout().max(Duration::from_secs(10));
-        match (&self.config.command, &self.config.url) {
+        let connection = match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
                 let mut cmd = tokio::process::Command::new(command);
-                cmd.args(&self.config.args).envs(&self.config.env).kill_on_drop(true);
+                cmd.args(&self.config.args)
+                    .envs(&self.config.env)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .kill_on_drop(true);
                 if let Some(dir) = &self.config.cwd {
                     cmd.current_dir(dir);
                 }
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
+                let mut child = cmd
                     .spawn()
                     .map_err(|e| self.error(format!("cannot start `{}`: {e}", self.config.describe())))?;
-                let pid = transport.id();
+                let pid = child.id();
+                let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                    return Err(self.error("its standard input and output could not be connected"));
+                };
                 if let Ok(mut lines) = self.stderr.lock() {
                     lines.clear();
                 }
-                let reader = stderr.map(|stderr| {
+                let reader = child.stderr.take().map(|stderr| {
                     let sink = self.stderr.clone();
                     let server = self.name.clone();
                     tokio::spawn(async move {
@@ -236,22 +351,30 @@ impl McpClient {
                         }
                     })
                 });
-                match tokio::time::timeout(timeout, handler.serve(transport)).await {
-                    Ok(Ok(service)) => Ok(Connection { service, pid }),
+                // Its output reaches rmcp through the size guard.
+                let (output, guarded) = tokio::io::duplex(64 * 1024);
+                tokio::spawn(framing::forward(self.name.clone(), stdout, guarded, MAX_MESSAGE_BYTES));
+                match tokio::time::timeout(timeout, handler.serve((output, stdin))).await {
+                    Ok(Ok(service)) => Connection {
+                        service,
+                        child: Some(child),
+                        pid,
+                    },
                     failed => {
                         let reason = match failed {
                             Ok(Err(e)) => e.to_string(),
                             _ => format!("no answer to initialize within {} s", timeout.as_secs()),
                         };
+                        let _ = child.start_kill();
                         // The process is gone or going: read what it said.
                         if let Some(reader) = reader {
                             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
                         }
-                        Err(self.error(format!(
+                        return Err(self.error(format!(
                             "`{}` did not start: {reason}{}",
                             self.config.describe(),
                             self.stderr_tail()
-                        )))
+                        )));
                     }
                 }
             }
@@ -273,15 +396,55 @@ impl McpClient {
                 config.retry_config = Arc::new(backoff);
                 let transport = StreamableHttpClientTransport::from_config(config);
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
-                    Ok(Ok(service)) => Ok(Connection { service, pid: None }),
-                    Ok(Err(e)) => Err(self.error(format!("cannot connect to {url}: {e}"))),
-                    Err(_) => Err(self.error(format!(
-                        "{url} did not answer initialize within {} s",
-                        timeout.as_secs()
-                    ))),
+                    Ok(Ok(service)) => Connection {
+                        service,
+                        child: None,
+                        pid: None,
+                    },
+                    Ok(Err(e)) => return Err(self.error(format!("cannot connect to {url}: {e}"))),
+                    Err(_) => {
+                        return Err(self.error(format!(
+                            "{url} did not answer initialize within {} s",
+                            timeout.as_secs()
+                        )));
+                    }
                 }
             }
-            (None, None) => Err(self.error("needs a command (stdio) or a url (streamable HTTP)")),
+            (None, None) => return Err(self.error("needs a command (stdio) or a url (streamable HTTP)")),
+        };
+        self.check_protocol_version(connection).await
+    }
+
+    /// Refuses a server that answered `initialize` with a protocol version
+    /// concierge does not speak.
+    async fn check_protocol_version(&self, connection: Connection) -> Result<Connection, McpError> {
+        let offered = connection.service.peer_info().map(|info| info.protocol_version.clone());
+        match offered {
+            Some(version) if ProtocolVersion::KNOWN_VERSIONS.contains(&version) => Ok(connection),
+            offered => {
+                let offered = offered.map_or_else(|| "none".to_string(), |v| v.to_string());
+                self.close(connection).await;
+                Err(self.error(format!(
+                    "answered initialize with MCP protocol version {offered}, which concierge does not support \
+                     (it supports {}); use a version of the server that speaks one of these",
+                    supported_protocol_versions().join(", ")
+                )))
+            }
+        }
+    }
+
+    /// Closes a connection: the session is ended, a stdio server is given a
+    /// moment to exit on its own, then stopped.
+    async fn close(&self, connection: Connection) {
+        let Connection { service, child, .. } = connection;
+        let _ = tokio::time::timeout(Duration::from_secs(5), service.cancel()).await;
+        if let Some(mut child) = child {
+            if tokio::time::timeout(Duration::from_secs(3), child.wait())
+                .await
+                .is_err()
+            {
+                let _ = child.kill().await;
+            }
         }
     }
 
@@ -327,7 +490,11 @@ impl McpClient {
         }
     }
 
-    /// Calls a tool; the idempotency key travels in `_meta`.
+    /// Calls a tool; the idempotency key travels in `_meta`. The call may
+    /// take the server's `timeout_secs` between two signs of life (progress
+    /// notifications), and [`MAX_CALL_TIMEOUTS`] times that in all; when it
+    /// runs out, or when the returned future is dropped, the server is sent
+    /// `notifications/cancelled`.
     pub async fn call(&self, tool: &str, arguments: JsonObject, key: &IdempotencyKey) -> Result<Value, ToolError> {
         let connection = self
             .connection()
@@ -337,10 +504,56 @@ impl McpClient {
         let mut meta = RequestMetaObject::new();
         meta.insert("idempotency_key".to_string(), json!(key.as_str()));
         params.meta = Some(meta);
-        let timeout = self.config.call_timeout();
-        match tokio::time::timeout(timeout, connection.service.call_tool(params)).await {
-            Ok(Ok(result)) => outcome(result),
-            Ok(Err(ServiceError::McpError(error))) => {
+        let idle = self.config.call_timeout();
+        let cap = idle.saturating_mul(MAX_CALL_TIMEOUTS);
+        let options = PeerRequestOptions::with_timeout(idle)
+            .reset_timeout_on_progress()
+            .with_max_total_timeout(cap);
+        let peer = connection.service.peer();
+        let sent = peer
+            .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options)
+            .await;
+        let answer = match sent {
+            Ok(handle) => {
+                if let Ok(mut calls) = self.calls.lock() {
+                    calls.insert(handle.progress_token.clone(), tool.to_string());
+                }
+                let mut guard = CancelOnDrop {
+                    peer: peer.clone(),
+                    id: Some(handle.id.clone()),
+                    token: handle.progress_token.clone(),
+                    calls: self.calls.clone(),
+                };
+                let answer = handle.await_response().await;
+                // Answered, or timed out (rmcp sent the cancellation then).
+                guard.disarm();
+                answer
+            }
+            Err(error) => Err(error),
+        };
+        match answer {
+            Ok(ServerResult::CallToolResult(result)) => outcome(result),
+            Ok(ServerResult::InputRequiredResult(_)) => Err(ToolError::failed(format!(
+                "{tool} on the MCP server {} asked for more input during the call, which concierge does not support",
+                self.name
+            ))),
+            Ok(ServerResult::CreateTaskResult(_)) => Err(ToolError::failed(format!(
+                "{tool} on the MCP server {} answered with a task to poll, which concierge does not support",
+                self.name
+            ))),
+            Ok(_) => Err(ToolError::failed(format!(
+                "the MCP server {} answered tools/call with something other than a tool result",
+                self.name
+            ))),
+            Err(ServiceError::McpError(error)) => {
+                if let Some(bytes) = framing::too_large_size(error.data.as_ref()) {
+                    return Err(ToolError::failed(format!(
+                        "the result of {tool} was too large: the MCP server {} answered with {bytes} bytes or more, \
+                         over the limit of {MAX_MESSAGE_BYTES} bytes for one message. The tool may have run \
+                         (its effects may have happened); ask for less, e.g. a page or a summary",
+                        self.name
+                    )));
+                }
                 let kind = match error.code.0 {
                     -32602 => ToolErrorKind::InvalidArguments,
                     -32601 => ToolErrorKind::UnknownTool,
@@ -351,7 +564,27 @@ impl McpClient {
                     format!("{} (MCP error {})", error.message, error.code.0),
                 ))
             }
-            Ok(Err(error)) => {
+            Err(ServiceError::Timeout { timeout }) => {
+                self.discard(&connection).await;
+                let why = if timeout >= cap && cap > idle {
+                    format!(
+                        "did not finish within {} s, the most a call may take ({MAX_CALL_TIMEOUTS} times its timeout_secs, \
+                         however much progress it reports)",
+                        cap.as_secs()
+                    )
+                } else {
+                    format!("did not answer or report progress within {} s", idle.as_secs())
+                };
+                Err(ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!(
+                        "{tool} on the MCP server {} {why}; the call was cancelled and the server is restarted \
+                         on the next call",
+                        self.name
+                    ),
+                ))
+            }
+            Err(error) => {
                 self.discard(&connection).await;
                 Err(ToolError::new(
                     ToolErrorKind::Unavailable,
@@ -359,17 +592,6 @@ impl McpClient {
                         "the MCP server {} stopped ({error}); it is restarted on the next call{}",
                         self.name,
                         self.stderr_tail()
-                    ),
-                ))
-            }
-            Err(_) => {
-                self.discard(&connection).await;
-                Err(ToolError::new(
-                    ToolErrorKind::Timeout,
-                    format!(
-                        "the MCP server {} did not answer within {} s; it is restarted on the next call",
-                        self.name,
-                        timeout.as_secs()
                     ),
                 ))
             }
@@ -381,132 +603,9 @@ impl McpClient {
         let connection = self.state.lock().await.connection.take();
         if let Some(connection) = connection {
             match Arc::try_unwrap(connection) {
-                Ok(connection) => {
-                    let _ = tokio::time::timeout(Duration::from_secs(5), connection.service.cancel()).await;
-                }
+                Ok(connection) => self.close(connection).await,
                 Err(shared) => self.discard(&shared).await,
             }
         }
-    }
-}
-
-/// A tool result as the model sees it: structured content if the server
-/// gave some, else the text (one item) or the list of items; `isError`
-/// results become tool errors.
-pub(crate) fn outcome(result: CallToolResult) -> Result<Value, ToolError> {
-    let items: Vec<Value> = result.content.iter().map(content).collect();
-    if result.is_error == Some(true) {
-        // Another concierge (or any server that answers in our shape) sends
-        // `{"error": ToolError}`: keep its kind and fields for the model.
-        if let Some(error) = structured_error(&result) {
-            return Err(error);
-        }
-        let text: Vec<String> = result
-            .content
-            .iter()
-            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-            .collect();
-        let message = if text.is_empty() {
-            Value::Array(items).to_string()
-        } else {
-            text.join("\n")
-        };
-        return Err(ToolError::failed(message));
-    }
-    if let Some(structured) = result.structured_content {
-        return Ok(structured);
-    }
-    Ok(match items.len() {
-        0 => Value::Null,
-        1 => items.into_iter().next().unwrap_or(Value::Null),
-        _ => Value::Array(items),
-    })
-}
-
-fn structured_error(result: &CallToolResult) -> Option<ToolError> {
-    #[derive(serde::Deserialize)]
-    struct Body {
-        error: ToolError,
-    }
-    let parsed = match (&result.structured_content, result.content.as_slice()) {
-        (Some(value), _) => serde::Deserialize::deserialize(value).ok(),
-        (None, [only]) => only.as_text().and_then(|t| serde_json::from_str::<Body>(&t.text).ok()),
-        _ => None,
-    };
-    parsed.map(|body| body.error)
-}
-
-fn inline(kind: &str, mime_type: &str, data: &str) -> Value {
-    if data.len() <= MAX_INLINE_BYTES {
-        json!({"type": kind, "mime_type": mime_type, "data": data})
-    } else {
-        json!({"type": kind, "mime_type": mime_type, "base64_bytes": data.len(), "note": "too large to include"})
-    }
-}
-
-fn content(block: &ContentBlock) -> Value {
-    match block {
-        ContentBlock::Text(text) => Value::String(text.text.clone()),
-        ContentBlock::Image(image) => inline("image", &image.mime_type, &image.data),
-        ContentBlock::Audio(audio) => inline("audio", &audio.mime_type, &audio.data),
-        ContentBlock::Resource(resource) => match &resource.resource {
-            ResourceContents::TextResourceContents { uri, text, .. } => {
-                json!({"type": "resource", "uri": uri, "text": text})
-            }
-            ResourceContents::BlobResourceContents {
-                uri, mime_type, blob, ..
-            } => {
-                let mut value = inline(
-                    "resource",
-                    mime_type.as_deref().unwrap_or("application/octet-stream"),
-                    blob,
-                );
-                value["uri"] = json!(uri);
-                value
-            }
-            _ => json!({"type": "resource"}),
-        },
-        ContentBlock::ResourceLink(link) => json!({"type": "resource_link", "uri": link.uri, "name": link.name}),
-        _ => json!({"type": "unknown"}),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[test]
-    fn a_structured_error_keeps_its_kind_and_fields() {
-        let error = ToolError::invalid_arguments(
-            "bad",
-            vec![concierge_core::FieldError {
-                field: "a".into(),
-                problem: "is required".into(),
-            }],
-        );
-        let result = CallToolResult::error(vec![ContentBlock::text(json!({"error": error}).to_string())]);
-        assert_eq!(outcome(result).unwrap_err(), error);
-    }
-
-    #[test]
-    fn a_plain_error_is_a_failure_with_its_text() {
-        let result = CallToolResult::error(vec![ContentBlock::text("disk full")]);
-        let error = outcome(result).unwrap_err();
-        assert_eq!(error.kind, ToolErrorKind::Failed);
-        assert_eq!(error.message, "disk full");
-        let result = CallToolResult::error(vec![ContentBlock::text(r#"{"error": "not ours"}"#)]);
-        assert_eq!(outcome(result).unwrap_err().kind, ToolErrorKind::Failed);
-    }
-
-    #[test]
-    fn structured_content_wins_and_single_items_unwrap() {
-        let mut result = CallToolResult::success(vec![ContentBlock::text("42")]);
-        assert_eq!(outcome(result.clone()).unwrap(), json!("42"));
-        result.structured_content = Some(json!({"value": 42}));
-        assert_eq!(outcome(result).unwrap(), json!({"value": 42}));
-        let result = CallToolResult::success(vec![ContentBlock::text("a"), ContentBlock::text("b")]);
-        assert_eq!(outcome(result).unwrap(), json!(["a", "b"]));
     }
 }

@@ -54,6 +54,12 @@ pub struct McpServerConfig {
     /// answer in time is restarted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
+    /// Run the server's tools without asking, whatever their annotations.
+    /// By default a tool that may change something (not `readOnlyHint`, and
+    /// not `destructiveHint: false`; a tool without annotations counts as
+    /// destructive, as the MCP specification says) asks a person first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trust: bool,
 }
 
 impl McpServerConfig {
@@ -95,6 +101,12 @@ impl McpServerConfig {
     /// Adds an HTTP header.
     pub fn header(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.insert(key.into(), value.into());
+        self
+    }
+
+    /// Trusts the server: its tools run without asking for confirmation.
+    pub fn trusted(mut self) -> Self {
+        self.trust = true;
         self
     }
 
@@ -166,11 +178,16 @@ mod tests {
         };
         assert!(both.check("a").unwrap_err().to_string().contains("both"));
         let parsed: McpServerConfig = toml::from_str(
-            "command = \"npx\"\nargs = [\"-y\", \"pkg\"]\nincluded_tools = [\"a\"]\nprefix = \"p_\"\ntimeout_secs = 5\n",
+            "command = \"npx\"\nargs = [\"-y\", \"pkg\"]\nincluded_tools = [\"a\"]\nprefix = \"p_\"\ntimeout_secs = 5\ntrust = true\n",
         )
         .unwrap();
         assert_eq!(parsed.call_timeout(), Duration::from_secs(5));
         assert_eq!(parsed.describe(), "npx -y pkg");
+        assert!(parsed.trust);
+        assert!(
+            !McpServerConfig::stdio("npx", ["x"]).trust,
+            "servers are not trusted by default"
+        );
         assert!(toml::from_str::<McpServerConfig>("comand = \"x\"").is_err());
     }
 }

@@ -1,4 +1,5 @@
-//! MCP: servers as toolsets with run-time discovery, and concierge as an MCP server.
+//! MCP client: servers as toolsets with run-time discovery. (concierge as
+//! an MCP server lives in the `concierge-server` crate.)
 //!
 //! A server is declared as `[mcp_servers.NAME]` (stdio `command` or HTTP
 //! `url`); an agent uses it as a toolset (`toolsets = ["NAME"]`). Its tools
@@ -10,10 +11,12 @@
 
 mod client;
 mod config;
-mod serve;
+mod framing;
+mod result;
 mod tool;
 
-pub use client::{McpClient, McpError};
+pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpError, McpProgress, supported_protocol_versions};
 pub use config::McpServerConfig;
-pub use serve::ConciergeMcp;
+pub use framing::MAX_MESSAGE_BYTES;
+pub use result::MAX_RESULT_BYTES;
 pub use tool::{McpTool, RemoteTool, remote_tools};

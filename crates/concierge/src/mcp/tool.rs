@@ -36,9 +36,25 @@ fn local_name(prefix: &str, name: &str) -> String {
     out
 }
 
+/// Our annotations from a tool's MCP hints, with the MCP specification's
+/// defaults: read-only only when it says so; destructive unless read-only
+/// or `destructiveHint: false`; idempotent only when it says so. A
+/// destructive tool asks for confirmation unless the server is trusted.
+fn annotations(hints: Option<&rmcp::model::ToolAnnotations>, trusted: bool) -> ToolAnnotations {
+    let read_only = hints.and_then(|h| h.read_only_hint).unwrap_or(false);
+    let destructive = !read_only && hints.and_then(|h| h.destructive_hint).unwrap_or(true);
+    ToolAnnotations {
+        read_only,
+        destructive,
+        idempotent: hints.and_then(|h| h.idempotent_hint).unwrap_or(false),
+        requires_confirmation: destructive && !trusted,
+        cacheable: false,
+    }
+}
+
 /// Maps a server's tools into specs: `included_tools` keeps some (a name the
 /// server does not offer is an error that lists what it does), the prefix
-/// is applied, annotations map onto ours.
+/// is applied, annotations map onto ours (see [`McpServerConfig::trust`]).
 pub fn remote_tools(server: &str, config: &McpServerConfig, tools: &[Tool]) -> Result<Vec<RemoteTool>, McpError> {
     if let Some(included) = &config.included_tools {
         let missing: Vec<&String> = included
@@ -72,14 +88,7 @@ pub fn remote_tools(server: &str, config: &McpServerConfig, tools: &[Tool]) -> R
                 map.remove("$schema");
                 map.entry("type").or_insert_with(|| Value::String("object".into()));
             }
-            let hints = tool.annotations.clone();
-            let annotations = ToolAnnotations {
-                read_only: hints.as_ref().and_then(|h| h.read_only_hint).unwrap_or(false),
-                destructive: hints.as_ref().and_then(|h| h.destructive_hint).unwrap_or(false),
-                idempotent: hints.as_ref().and_then(|h| h.idempotent_hint).unwrap_or(false),
-                requires_confirmation: false,
-                cacheable: false,
-            };
+            let annotations = annotations(tool.annotations.as_ref(), config.trust);
             let description = tool
                 .description
                 .as_deref()
@@ -152,7 +161,41 @@ mod tests {
             Tool::new("echo", "Echoes", schema(json!({"$schema": "x", "type": "object"})))
                 .with_annotations(Hints::new().read_only(true).idempotent(true)),
             Tool::new("get.sum", "Adds", schema(json!({"type": "object"}))),
+            Tool::new("wipe", "Deletes", schema(json!({"type": "object"})))
+                .with_annotations(Hints::new().destructive(true)),
+            Tool::new("append", "Appends", schema(json!({"type": "object"})))
+                .with_annotations(Hints::new().destructive(false)),
         ]
+    }
+
+    #[test]
+    fn annotations_follow_the_mcp_defaults_and_destructive_tools_ask() {
+        let config = McpServerConfig::stdio("x", Vec::<String>::new());
+        let specs = remote_tools("s", &config, &tools()).unwrap();
+        let a = |i: usize| specs[i].spec.annotations.clone();
+        assert!(
+            a(0).read_only && !a(0).destructive && !a(0).requires_confirmation,
+            "readOnlyHint"
+        );
+        assert!(
+            a(1).destructive && a(1).requires_confirmation,
+            "no annotations: destructive"
+        );
+        assert!(!a(1).read_only && !a(1).idempotent);
+        assert!(a(2).destructive && a(2).requires_confirmation, "destructiveHint: true");
+        assert!(
+            !a(3).destructive && !a(3).requires_confirmation,
+            "destructiveHint: false"
+        );
+        let trusted = remote_tools("s", &config.trusted(), &tools()).unwrap();
+        assert!(
+            trusted.iter().all(|t| !t.spec.annotations.requires_confirmation),
+            "a trusted server's tools never ask"
+        );
+        assert!(
+            trusted[2].spec.annotations.destructive,
+            "but they are still marked destructive"
+        );
     }
 
     #[test]
@@ -170,6 +213,9 @@ mod tests {
         assert_eq!(remote_tools("everything", &only, &tools()).unwrap().len(), 1);
         let wrong = config.include(["echo", "nope"]);
         let error = remote_tools("everything", &wrong, &tools()).unwrap_err().to_string();
-        assert!(error.contains("nope") && error.contains("echo, get.sum"), "{error}");
+        assert!(
+            error.contains("nope") && error.contains("append, echo, get.sum, wipe"),
+            "{error}"
+        );
     }
 }

@@ -1,10 +1,17 @@
 //! concierge as an MCP server: the catalog's Rust tools, and each agent as a
 //! tool (`ask_<agent>`) that runs a full turn.
+//!
+//! ```no_run
+//! # async fn serve(rt: concierge::Runtime) -> Result<(), concierge_server::ServeError> {
+//! concierge_server::ConciergeMcp::new(rt).serve_stdio().await
+//! # }
+//! ```
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge_core::{RunStatus, ToolOutcome, ToolSpec};
+use concierge::core::{RunStatus, ToolOutcome, ToolSpec};
+use concierge::{RunOptions, Runtime};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
@@ -15,9 +22,15 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::error::{Error, Result};
-use crate::options::RunOptions;
-use crate::runtime::Runtime;
+/// Why serving over MCP stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The stdio session could not start or broke off.
+    #[error(
+        "the MCP session over stdio failed: {0}; check that the client speaks MCP on this process's stdin and stdout"
+    )]
+    Stdio(String),
+}
 
 /// The prefix of the tools that run an agent.
 pub const AGENT_TOOL_PREFIX: &str = "ask_";
@@ -113,7 +126,12 @@ impl ConciergeMcp {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let session = match args.get("session_id").and_then(Value::as_str) {
             Some(id) => id.to_string(),
-            None => format!("mcp-{}-{n}", crate::engine::now().0),
+            None => {
+                let millis = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis());
+                format!("mcp-{millis}-{n}")
+            }
         };
         let client = self
             .rt
@@ -156,15 +174,12 @@ impl ConciergeMcp {
     }
 
     /// Serves over stdin/stdout until the client disconnects.
-    pub async fn serve_stdio(self) -> Result<()> {
+    pub async fn serve_stdio(self) -> Result<(), ServeError> {
         let running = self
             .serve(rmcp::transport::stdio())
             .await
-            .map_err(|e| Error::InvalidConfig(format!("MCP stdio session failed: {e}")))?;
-        running
-            .waiting()
-            .await
-            .map_err(|e| Error::InvalidConfig(format!("MCP stdio session failed: {e}")))?;
+            .map_err(|e| ServeError::Stdio(e.to_string()))?;
+        running.waiting().await.map_err(|e| ServeError::Stdio(e.to_string()))?;
         Ok(())
     }
 
