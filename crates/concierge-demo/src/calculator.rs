@@ -175,9 +175,8 @@ fn verb_route(operation: &str, verbs: &str, joiners: &str, swap: bool) -> Route 
     } else {
         (number_capture("a"), number_capture("b"))
     };
-    Route::tool("calculator", json!({"operation": operation, "a": "{a}", "b": "{b}"})).pattern(format!(
-        r"(?i)\b(?:{verbs})\s+{first}\s+(?:{joiners})\s+{second}{END}"
-    ))
+    Route::tool("calculator", json!({"operation": operation, "a": "{a}", "b": "{b}"}))
+        .pattern(format!(r"(?i)\b(?:{verbs})\s+{first}\s+(?:{joiners})\s+{second}{END}"))
 }
 
 /// `WORD a`: `sqrt 16`, `square root of 16`, `sqrt(16)`.

@@ -6,7 +6,11 @@
 use concierge::{RunOptions, Runtime};
 
 async fn runtime() -> Runtime {
-    concierge_demo::install(Runtime::builder()).in_memory().build().await.unwrap()
+    concierge_demo::install(Runtime::builder())
+        .in_memory()
+        .build()
+        .await
+        .unwrap()
 }
 
 async fn ask(rt: &Runtime, session: &str, text: &str) -> String {
@@ -50,7 +54,10 @@ async fn phrasings_a_person_types_get_their_answer() {
 #[tokio::test]
 async fn what_it_cannot_read_is_refused_not_misread() {
     let rt = runtime().await;
-    for (i, question) in ["calculate 1,000 + 1", "calculate 2e + 1", "what is 3x"].iter().enumerate() {
+    for (i, question) in ["calculate 1,000 + 1", "calculate 2e + 1", "what is 3x"]
+        .iter()
+        .enumerate()
+    {
         let reply = ask(&rt, &format!("r{i}"), question).await;
         assert!(reply.starts_with("I can add, subtract"), "{question}: {reply}");
     }
