@@ -5,7 +5,7 @@
 use std::iter::Peekable;
 use std::str::Chars;
 
-use concierge::{Message, RunOutput, RunStatus, ToolOutcome, ToolSpec};
+use concierge::{Message, RunOutput, RunStatus, ToolError, ToolOutcome, ToolSpec};
 
 /// Text safe to print on a terminal: escape sequences (CSI such as
 /// `ESC [2J`, OSC such as `ESC ]0;title BEL`, DCS and the like, in their 7-
@@ -151,9 +151,25 @@ fn message_text(m: &Message) -> String {
         }
         Message::Tool { tool, outcome, .. } => match outcome {
             ToolOutcome::Ok(value) => format!("  {tool} <- {value}"),
-            ToolOutcome::Error(error) => format!("  {tool} <- error: {error}"),
+            ToolOutcome::Error(error) => format!("  {tool} <- {}", tool_error(error)),
         },
     }
+}
+
+/// A tool failure for people: its class in words, the message, and each
+/// wrong field (`failed: Cannot divide by zero.`, `invalid arguments: …; a:
+/// expected a number`), cleaned for the terminal.
+pub fn tool_error(error: &ToolError) -> String {
+    let mut text = format!("{}: {}", error.kind.as_str().replace('_', " "), error.message);
+    for field in &error.fields {
+        let name = if field.field.is_empty() {
+            "arguments"
+        } else {
+            &field.field
+        };
+        text.push_str(&format!("; {name}: {}", field.problem));
+    }
+    clean(&text)
 }
 
 /// A tool's flags, e.g. `read_only, cacheable`.

@@ -76,7 +76,7 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                         shorten(&v.to_string())
                     ),
                     ToolOutcome::Error(e) => {
-                        println!("  <- {} failed: {}", clean(tool.as_str()), shorten(&e.to_string()));
+                        println!("  <- {} {}", clean(tool.as_str()), shorten(&render::tool_error(e)));
                     }
                 },
                 EventKind::CapReached { cap } => println!("  (stopping: {cap} was reached)"),
