@@ -34,7 +34,8 @@ pub struct Cli {
     /// local OpenAI-compatible server; Anthropic requests go to {base}/v1/messages).
     #[arg(long, global = true, value_name = "URL", env = "CONCIERGE_BASE_URL")]
     pub base_url: Option<String>,
-    /// More logging on stderr (-v info, -vv debug).
+    /// Logging on stderr (-v warnings and info, -vv debug); without it only
+    /// errors the command does not report itself.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// What to do.
@@ -68,12 +69,15 @@ pub enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Without -v the command reports failures itself, once: the runtime's
+    // warnings (each retry of a model call, for one) would say them again.
     let filter = match cli.verbose {
-        0 => "warn",
-        1 => "info,concierge=info",
+        0 => "error",
+        1 => "info",
         _ => "debug",
     };
     tracing_subscriber::fmt()
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(filter)),
@@ -90,7 +94,7 @@ fn main() -> ExitCode {
     match runtime.block_on(commands::dispatch(cli)) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", render::explain(&error));
             ExitCode::FAILURE
         }
     }

@@ -1,13 +1,84 @@
-//! Printing runs, messages and tools for people.
+//! Printing runs, messages and tools for people. Text that came from a
+//! model, a tool, a file or the database goes through [`clean`] before it
+//! reaches the terminal.
 
-use concierge::{Message, RunOutput, RunStatus, ToolOutcome, ToolSpec};
+use std::iter::Peekable;
+use std::str::Chars;
+
+use concierge::{Message, RunOutput, RunStatus, ToolError, ToolOutcome, ToolSpec};
+
+/// Text safe to print on a terminal: escape sequences (CSI such as
+/// `ESC [2J`, OSC such as `ESC ]0;title BEL`, DCS and the like, in their 7-
+/// and 8-bit forms) and control characters are removed; newlines and tabs
+/// stay. Stored text cannot clear the screen, retitle the window or forge
+/// output this way.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            '\u{1b}' => skip_escape(&mut chars),
+            '\u{9b}' => skip_csi(&mut chars),
+            '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// After ESC: a CSI, a string command (OSC, DCS, SOS, PM, APC), or a short
+/// sequence of intermediates and one final character.
+fn skip_escape(chars: &mut Peekable<Chars<'_>>) {
+    match chars.peek() {
+        Some('[') => {
+            chars.next();
+            skip_csi(chars);
+        }
+        Some(']' | 'P' | 'X' | '^' | '_') => {
+            chars.next();
+            skip_string(chars);
+        }
+        _ => {
+            while chars.next_if(|c| ('\u{20}'..='\u{2f}').contains(c)).is_some() {}
+            chars.next_if(|c| ('\u{30}'..='\u{7e}').contains(c));
+        }
+    }
+}
+
+/// A CSI's parameters and intermediates, then its final character.
+fn skip_csi(chars: &mut Peekable<Chars<'_>>) {
+    while chars.next_if(|c| ('\u{20}'..='\u{3f}').contains(c)).is_some() {}
+    chars.next_if(|c| ('\u{40}'..='\u{7e}').contains(c));
+}
+
+/// A string command's body, up to BEL, ESC \\ or ST. When it is never
+/// terminated only the introducer is dropped: the rest stays visible.
+fn skip_string(chars: &mut Peekable<Chars<'_>>) {
+    let mut ahead = chars.clone();
+    while let Some(c) = ahead.next() {
+        match c {
+            '\u{7}' | '\u{9c}' => {
+                *chars = ahead;
+                return;
+            }
+            '\u{1b}' if ahead.peek() == Some(&'\\') => {
+                ahead.next();
+                *chars = ahead;
+                return;
+            }
+            _ => {}
+        }
+    }
+}
 
 /// A run in one line (for logs).
 pub fn one_line(output: &RunOutput) -> String {
     match output.status {
-        RunStatus::Completed | RunStatus::NeedsInput => output.reply.clone().unwrap_or_default(),
+        RunStatus::Completed | RunStatus::NeedsInput => clean(output.reply.as_deref().unwrap_or_default()),
         RunStatus::AwaitingConfirmation => "waiting for a confirmation".into(),
-        RunStatus::Failed => format!("failed: {}", output.error.clone().unwrap_or_default()),
+        RunStatus::Failed => format!("failed: {}", clean(output.error.as_deref().unwrap_or_default())),
         RunStatus::Cancelled => "cancelled".into(),
     }
 }
@@ -17,10 +88,10 @@ pub fn confirmation_help(output: &RunOutput) -> String {
     let Some(p) = &output.pending_confirmation else {
         return String::new();
     };
-    format!(
+    clean(&format!(
         "The agent wants to run {} with {}.\n  approve: concierge confirm --session {} --call {} --fingerprint {}\n  decline: concierge confirm --session {} --call {} --fingerprint {} --deny",
         p.tool, p.arguments, output.session_id, p.call_id, p.fingerprint, output.session_id, p.call_id, p.fingerprint
-    )
+    ))
 }
 
 /// Prints a run's result; returns whether it succeeded.
@@ -34,7 +105,7 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
     }
     match output.status {
         RunStatus::Completed | RunStatus::NeedsInput => {
-            println!("{}", output.reply.clone().unwrap_or_default());
+            println!("{}", clean(output.reply.as_deref().unwrap_or_default()));
             true
         }
         RunStatus::AwaitingConfirmation => {
@@ -42,7 +113,10 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
             true
         }
         RunStatus::Failed => {
-            eprintln!("error: the run failed: {}", output.error.clone().unwrap_or_default());
+            eprintln!(
+                "error: the run failed: {}",
+                clean(output.error.as_deref().unwrap_or_default())
+            );
             false
         }
         RunStatus::Cancelled => {
@@ -52,8 +126,12 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
     }
 }
 
-/// A history message for people.
+/// A history message for people (cleaned for the terminal).
 pub fn message(m: &Message) -> String {
+    clean(&message_text(m))
+}
+
+fn message_text(m: &Message) -> String {
     match m {
         Message::System { content } => format!("system: {content}"),
         Message::User { content } => format!("user: {content}"),
@@ -73,9 +151,25 @@ pub fn message(m: &Message) -> String {
         }
         Message::Tool { tool, outcome, .. } => match outcome {
             ToolOutcome::Ok(value) => format!("  {tool} <- {value}"),
-            ToolOutcome::Error(error) => format!("  {tool} <- error: {error}"),
+            ToolOutcome::Error(error) => format!("  {tool} <- {}", tool_error(error)),
         },
     }
+}
+
+/// A tool failure for people: its class in words, the message, and each
+/// wrong field (`failed: Cannot divide by zero.`, `invalid arguments: …; a:
+/// expected a number`), cleaned for the terminal.
+pub fn tool_error(error: &ToolError) -> String {
+    let mut text = format!("{}: {}", error.kind.as_str().replace('_', " "), error.message);
+    for field in &error.fields {
+        let name = if field.field.is_empty() {
+            "arguments"
+        } else {
+            &field.field
+        };
+        text.push_str(&format!("; {name}: {}", field.problem));
+    }
+    clean(&text)
 }
 
 /// A tool's flags, e.g. `read_only, cacheable`.
@@ -94,4 +188,46 @@ pub fn annotations(spec: &ToolSpec) -> String {
         .map(|(_, name)| *name)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A runtime error in the CLI's words: where the library names its Rust API,
+/// the CLI names its flags and commands. Cleaned for the terminal.
+pub fn explain(error: &concierge::Error) -> String {
+    use concierge::Error;
+    let text = match error {
+        Error::MissingSessionId => "a session is required: pass --session NAME".to_string(),
+        Error::SessionNotFound(id) => format!(
+            "session {id} not found: `concierge sessions` lists the sessions; \
+             `concierge run --agent AGENT --session {id} MESSAGE` starts it"
+        ),
+        Error::AgentNotFound { agent, known } => {
+            format!("agent \"{agent}\" not found; agents: {known} (`concierge agents` describes them)")
+        }
+        Error::EngineNotConfigured => {
+            "the runtime could not open its engine; check --db and concierge.toml".to_string()
+        }
+        other => other.to_string(),
+    };
+    clean(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_and_controls_are_removed() {
+        assert_eq!(clean("a\u{1b}[2Jb\u{1b}]0;pwned\u{7}c"), "abc");
+        assert_eq!(clean("red \u{1b}[1;31mtext\u{1b}[0m"), "red text");
+        assert_eq!(clean("x\u{1b}]8;;http://e\u{1b}\\link\u{1b}]8;;\u{1b}\\y"), "xlinky");
+        assert_eq!(
+            clean("8-bit \u{9b}2J csi and \u{9d}0;t\u{9c} osc"),
+            "8-bit  csi and  osc"
+        );
+        assert_eq!(clean("keep\nlines\tand tabs\r\u{8}\u{7f}"), "keep\nlines\tand tabs");
+        assert_eq!(clean("reset\u{1b}c charset\u{1b}(B"), "reset charset");
+        assert_eq!(clean("unterminated \u{1b}]0;title"), "unterminated 0;title");
+        assert_eq!(clean("dangling \u{1b}"), "dangling ");
+        assert_eq!(clean("héllo — ✓"), "héllo — ✓");
+    }
 }

@@ -445,3 +445,182 @@ fn chat_shows_tool_calls_and_answers_until_exit() {
     let history = concierge(dir.path(), &["history", "c"]);
     assert!(stdout(&history).contains("2 runs"), "{}", stdout(&history));
 }
+
+/// No escape, bell or other control character but newline and tab.
+fn assert_clean(what: &str, text: &str) {
+    assert!(
+        !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t'),
+        "{what} prints control characters: {text:?}"
+    );
+}
+
+#[test]
+fn stored_text_is_cleaned_of_terminal_escapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("agents");
+    std::fs::create_dir(&agents).unwrap();
+    std::fs::write(
+        agents.join("evil.toml"),
+        "id = \"evil\"\nname = \"Evil\\u001b]0;pwned\\u0007 agent\"\ndescription = \"Clears \\u001b[2J screens\"\n\
+         [[rules.routes]]\nkeywords = [\"hello\"]\nreply = \"Hi \\u001b[31mthere\\u001b[0m\\u009b2J!\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("concierge.toml"), "agents_dir = \"agents\"\n").unwrap();
+    let evil = "\u{1b}[2J\u{1b}]0;pwned\u{7}";
+
+    let out = concierge(
+        dir.path(),
+        &[
+            "run",
+            "--agent",
+            "calculator",
+            "--session",
+            "s",
+            &format!("{evil}calculate 5 + 3"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "5 + 3 = 8");
+    let out = concierge(
+        dir.path(),
+        &["run", "--agent", "evil", "--session", "e", &format!("hello {evil}")],
+    );
+    assert_clean("run", &stdout(&out));
+    assert_eq!(stdout(&out).trim(), "Hi there!");
+
+    for args in [&["history", "s"][..], &["history", "e"], &["sessions"], &["agents"]] {
+        let out = concierge(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        assert_clean(&format!("{args:?}"), &stdout(&out));
+        assert_clean(&format!("{args:?}"), &stderr(&out));
+    }
+    let history = stdout(&concierge(dir.path(), &["history", "s"]));
+    assert!(history.contains("user: calculate 5 + 3"), "{history}");
+    let agents = stdout(&concierge(dir.path(), &["agents"]));
+    assert!(agents.contains("evil  (Evil agent)"), "{agents}");
+    // JSON keeps the text, escaped.
+    let json = stdout(&concierge(dir.path(), &["history", "s", "--json"]));
+    assert_clean("history --json", &json);
+    assert!(json.contains("\\u001b[2J"), "{json}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_concierge"))
+        .current_dir(dir.path())
+        .args(["chat", "--agent", "evil", "--session", "c"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("hello {evil}\n/exit\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_clean("chat", &stdout(&out));
+    assert!(stdout(&out).contains("evil: Hi there!"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("Evil agent — Clears  screens"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// The stderr lines that report an error.
+fn error_lines(out: &Output) -> Vec<String> {
+    stderr(out)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn errors_speak_of_flags_and_are_printed_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = concierge(dir.path(), &["run", "--session", "new", "x"]);
+    assert!(!out.status.success());
+    assert_eq!(
+        error_lines(&out),
+        ["error: session new does not exist yet: pass --agent AGENT to start it (`concierge agents` lists them)"]
+    );
+    let out = concierge(dir.path(), &["history", "missing"]);
+    assert!(!out.status.success());
+    let lines = error_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(
+        lines[0].starts_with("error: session missing not found: `concierge sessions`"),
+        "{lines:?}"
+    );
+    let out = concierge(dir.path(), &["tools", "nope"]);
+    assert_eq!(
+        error_lines(&out),
+        ["error: no tool named \"nope\"; tools: calculator (`concierge tools` lists them)"]
+    );
+
+    // A model that cannot be reached: one line that names the cause, no
+    // retry chatter, no library words.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let out = concierge(
+        dir.path(),
+        &[
+            "--model",
+            "openai:m",
+            "--base-url",
+            &base,
+            "run",
+            "--agent",
+            "calculator",
+            "--session",
+            "m",
+            "hi",
+        ],
+    );
+    assert!(!out.status.success());
+    let lines = error_lines(&out);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    let line = &lines[0];
+    assert!(line.starts_with("error: "), "{line}");
+    assert!(
+        line.contains(&format!("cannot connect to {base}: connection refused")),
+        "{line}"
+    );
+    assert_eq!(line.matches("model openai:m").count(), 1, "{line}");
+    for word in [
+        "error sending request",
+        "error: error",
+        "RunOptions",
+        "ToolId(",
+        "AgentId(",
+        "os error",
+    ] {
+        assert!(!line.contains(word), "{line}");
+    }
+    assert_clean("stderr", &stderr(&out));
+}
+
+#[test]
+fn calculator_phrasings_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (question, answer)) in [
+        ("divide 10 by 2", "10 / 2 = 5"),
+        ("what's 6 times 7", "6 * 7 = 42"),
+        ("square root of 16", "sqrt(16) = 4"),
+        ("calculate 2e3 + 1", "2000 + 1 = 2001"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let session = format!("p{i}");
+        let out = concierge(
+            dir.path(),
+            &["run", "--agent", "calculator", "--session", &session, question],
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(stdout(&out).trim(), *answer, "{question}");
+    }
+}

@@ -434,7 +434,7 @@ impl fmt::Display for CatalogError {
             }
             CatalogError::InvalidSchema { tool, reason } => write!(f, "tool {tool}: {reason}"),
             CatalogError::UnknownTool { agent, tool, available } => {
-                write!(f, "agent {agent} uses tool {tool:?}, which does not exist; tools: ")?;
+                write!(f, "agent {agent} uses tool \"{tool}\", which does not exist; tools: ")?;
                 write_list(f, available)
             }
             CatalogError::UnknownToolset {
@@ -455,12 +455,12 @@ impl fmt::Display for CatalogError {
             } => {
                 write!(
                     f,
-                    "agent {agent} hands off to {target:?}, which does not exist; agents: "
+                    "agent {agent} hands off to \"{target}\", which does not exist; agents: "
                 )?;
                 write_list(f, available)
             }
             CatalogError::UnknownAgent { agent, available } => {
-                write!(f, "agent {agent:?} does not exist; agents: ")?;
+                write!(f, "agent \"{agent}\" does not exist; agents: ")?;
                 write_list(f, available)
             }
             CatalogError::InvalidRule { agent, reason } => write!(f, "agent {agent}: {reason}"),

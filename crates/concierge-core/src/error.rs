@@ -73,7 +73,7 @@ impl fmt::Display for StepError {
                 write!(f, "unexpected {input}: the run is waiting for {expected}")
             }
             StepError::UnknownAgent { agent, known } => {
-                write!(f, "unknown agent {agent:?}; known agents: ")?;
+                write!(f, "unknown agent \"{agent}\"; known agents: ")?;
                 write_list(f, known)
             }
             StepError::NoUserMessage => write!(f, "a run needs at least one user message"),

@@ -146,17 +146,44 @@ pub fn toolset() -> Toolset {
     Toolset::new("math").tool(Calculator)
 }
 
-const NUM: &str = r"(-?\d+(?:\.\d+)?)";
-
-fn binary_route(operation: &str, operators: &str) -> Route {
-    let pattern = format!(r"(?i){NUM}\s*(?:{operators})\s*{NUM}").replacen(NUM, r"(?P<a>-?\d+(?:\.\d+)?)", 1);
-    let pattern = pattern.replacen(NUM, r"(?P<b>-?\d+(?:\.\d+)?)", 1);
-    Route::tool("calculator", json!({"operation": operation, "a": "{a}", "b": "{b}"})).pattern(pattern)
+/// A number a person writes: `5`, `-3`, `2.5`, `2e3`, `1.5E-2` (a named
+/// capture). Thousands separators are not read: `1,000` is refused, not
+/// taken for `000`.
+fn number_capture(name: &str) -> String {
+    format!(r"(?P<{name}>-?\d+(?:\.\d+)?(?:e[-+]?\d+)?)")
 }
 
+/// Where a number may start: not inside a word or another number (so the
+/// `3` of `2e3` is never a number of its own).
+const START: &str = r"(?:^|[^\w.,])";
+/// Where a number may end: not before a letter, a digit or a separator that
+/// continues it (`2e + 1` and `3x` are not numbers followed by an operator).
+const END: &str = r"(?:$|[^\w.,]|[.,](?:\D|$))";
+
+/// `a OP b`: `5 + 3`, `17 plus 25`, `10 divided by 4`.
+fn infix_route(operation: &str, operators: &str) -> Route {
+    let (a, b) = (number_capture("a"), number_capture("b"));
+    Route::tool("calculator", json!({"operation": operation, "a": "{a}", "b": "{b}"}))
+        .pattern(format!(r"(?i){START}{a}\s*(?:{operators})\s*{b}{END}"))
+}
+
+/// `VERB a WORD b`, e.g. `divide 10 by 2`, `add 2 and 3`; with `swap`, the
+/// second number is `a` (`subtract 3 from 10` is 10 - 3).
+fn verb_route(operation: &str, verbs: &str, joiners: &str, swap: bool) -> Route {
+    let (first, second) = if swap {
+        (number_capture("b"), number_capture("a"))
+    } else {
+        (number_capture("a"), number_capture("b"))
+    };
+    Route::tool("calculator", json!({"operation": operation, "a": "{a}", "b": "{b}"}))
+        .pattern(format!(r"(?i)\b(?:{verbs})\s+{first}\s+(?:{joiners})\s+{second}{END}"))
+}
+
+/// `WORD a`: `sqrt 16`, `square root of 16`, `sqrt(16)`.
 fn unary_route(operation: &str, words: &str) -> Route {
+    let a = number_capture("a");
     Route::tool("calculator", json!({"operation": operation, "a": "{a}"}))
-        .pattern(format!(r"(?i)(?:{words})\s*(?:of\s*)?\(?\s*(?P<a>-?\d+(?:\.\d+)?)"))
+        .pattern(format!(r"(?i)\b(?:{words})\s*(?:of\s*)?\(?\s*{a}{END}"))
 }
 
 /// The calculator agent: seed 001's example. With a model it plans with the
@@ -165,10 +192,14 @@ pub fn agent() -> AgentSpec {
     let rules = Rules::new()
         .route(unary_route("sqrt", r"sqrt|square root"))
         .route(unary_route("abs", r"abs|absolute value"))
-        .route(binary_route("add", r"\+|plus"))
-        .route(binary_route("multiply", r"\*|×|x|times|multiplied by"))
-        .route(binary_route("divide", r"/|÷|divided by|over"))
-        .route(binary_route("subtract", r"-|−|minus"))
+        .route(verb_route("add", r"add|sum", r"and|to|plus", false))
+        .route(verb_route("subtract", r"subtract|take", r"from|away from", true))
+        .route(verb_route("multiply", r"multiply", r"by|and|times", false))
+        .route(verb_route("divide", r"divide", r"by|over", false))
+        .route(infix_route("add", r"\+|plus"))
+        .route(infix_route("multiply", r"\*|×|x|times|multiplied by"))
+        .route(infix_route("divide", r"/|÷|divided by|over"))
+        .route(infix_route("subtract", r"-|−|minus"))
         .answer("{result.formula}")
         .error_answer("I could not calculate that: {error}")
         .fallback(

@@ -9,7 +9,10 @@
 //!
 //! [providers.openai]                      # settings per provider
 //! api_key_env = "OPENAI_API_KEY"
-//! timeout_secs = 60
+//! connect_timeout_secs = 10               # connecting (default 10)
+//! timeout_secs = 60                       # one attempt, answer included (default 120)
+//! total_timeout_secs = 180                # the whole call, retries included (default 300)
+//! max_request_bytes = 8388608             # larger requests fail before sending (default 8 MiB)
 //! headers = { "OpenAI-Organization" = "org-123" }
 //!
 //! [providers.anthropic]
@@ -48,8 +51,15 @@ pub struct Config {
     pub api_key: Option<String>,
     /// The environment variable holding the default model's API key.
     pub api_key_env: Option<String>,
-    /// Per-request model timeout in seconds.
+    /// How long one model attempt may take, in seconds (a provider's
+    /// `timeout_secs` wins).
     pub model_timeout_secs: Option<u64>,
+    /// How long connecting to a model may take, in seconds (a provider's
+    /// `connect_timeout_secs` wins).
+    pub model_connect_timeout_secs: Option<u64>,
+    /// How long one model call may take across its retries, in seconds (a
+    /// provider's `total_timeout_secs` wins).
+    pub model_total_timeout_secs: Option<u64>,
     /// A directory of agent files (`*.toml`, one agent each).
     pub agents_dir: Option<PathBuf>,
     /// Whether traces carry prompt text (off by default).
@@ -80,8 +90,17 @@ pub struct ProviderConfig {
     /// Extra headers on every request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// Per-request timeout in seconds.
+    /// How long one attempt (one request, its answer included) may take, in
+    /// seconds (default 120).
     pub timeout_secs: Option<u64>,
+    /// How long connecting may take, in seconds (default 10).
+    pub connect_timeout_secs: Option<u64>,
+    /// How long one model call may take across all its attempts and the
+    /// waits between them, in seconds (default 300).
+    pub total_timeout_secs: Option<u64>,
+    /// The largest request body sent, in bytes (default 8 MiB); a larger
+    /// request fails before it is sent.
+    pub max_request_bytes: Option<usize>,
     /// `max_tokens` (Anthropic requires one; default 1024).
     pub max_tokens: Option<u32>,
     /// Whether to stream when deltas are wanted (default true).
@@ -131,6 +150,15 @@ impl Config {
                 .timeout_secs
                 .or(self.model_timeout_secs)
                 .map(Duration::from_secs),
+            connect_timeout: section
+                .connect_timeout_secs
+                .or(self.model_connect_timeout_secs)
+                .map(Duration::from_secs),
+            total_timeout: section
+                .total_timeout_secs
+                .or(self.model_total_timeout_secs)
+                .map(Duration::from_secs),
+            max_request_bytes: section.max_request_bytes,
             headers: section.headers.into_iter().collect(),
             max_tokens: section.max_tokens,
             stream: section.stream.unwrap_or(true),
@@ -163,8 +191,14 @@ pub struct ModelSettings {
     pub base_url: Option<String>,
     /// The key.
     pub api_key: Option<String>,
-    /// Per-request timeout.
+    /// How long one attempt may take (default 120 s).
     pub timeout: Option<Duration>,
+    /// How long connecting may take (default 10 s).
+    pub connect_timeout: Option<Duration>,
+    /// How long the whole call may take, retries included (default 300 s).
+    pub total_timeout: Option<Duration>,
+    /// The largest request body sent, in bytes (default 8 MiB).
+    pub max_request_bytes: Option<usize>,
     /// Extra headers.
     pub headers: Vec<(String, String)>,
     /// `max_tokens` (Anthropic).
@@ -200,6 +234,19 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
             settings.reference
         )));
     }
+    let zero = |what: &str| Error::InvalidConfig(format!("{what} for {} must be more than zero", settings.reference));
+    for (value, what) in [
+        (settings.timeout, "timeout_secs"),
+        (settings.connect_timeout, "connect_timeout_secs"),
+        (settings.total_timeout, "total_timeout_secs"),
+    ] {
+        if value.is_some_and(|d| d.is_zero()) {
+            return Err(zero(what));
+        }
+    }
+    if settings.max_request_bytes == Some(0) {
+        return Err(zero("max_request_bytes"));
+    }
     if let Some(url) = &settings.base_url {
         let parsed = reqwest::Url::parse(url)
             .map_err(|e| Error::InvalidConfig(format!("base URL {url:?} is not a URL: {e}")))?;
@@ -229,6 +276,15 @@ pub fn build_model(settings: &ModelSettings) -> Result<Arc<dyn Model>> {
         connection.headers.extend(settings.headers.iter().cloned());
         if let Some(timeout) = settings.timeout {
             connection.timeout = timeout;
+        }
+        if let Some(timeout) = settings.connect_timeout {
+            connection.set_connect_timeout(timeout);
+        }
+        if let Some(timeout) = settings.total_timeout {
+            connection.total_timeout = timeout;
+        }
+        if let Some(bytes) = settings.max_request_bytes {
+            connection.max_request_bytes = bytes;
         }
         Ok(())
     };
@@ -350,9 +406,12 @@ mod tests {
             r#"
 model = "openai:m"
 base_url = "http://top/v1"
+model_total_timeout_secs = 40
 [providers.openai]
 base_url = "http://section/v1"
 timeout_secs = 7
+connect_timeout_secs = 2
+max_request_bytes = 1000
 headers = { "X-A" = "b" }
 [providers.anthropic]
 api_key = "secret"
@@ -367,6 +426,24 @@ output = 2.0
         let default = config.model_settings("openai:m", true);
         assert_eq!(default.base_url.as_deref(), Some("http://top/v1"));
         assert_eq!(default.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(default.connect_timeout, Some(Duration::from_secs(2)));
+        assert_eq!(
+            default.total_timeout,
+            Some(Duration::from_secs(40)),
+            "the top level applies"
+        );
+        assert_eq!(default.max_request_bytes, Some(1000));
+        let model = build_model(&default).unwrap();
+        assert_eq!(model.call_budget(), Some(Duration::from_secs(40)));
+        let zero = ModelSettings {
+            total_timeout: Some(Duration::ZERO),
+            ..default.clone()
+        };
+        let error = build_model(&zero).err().unwrap().to_string();
+        assert!(
+            error.contains("total_timeout_secs") && error.contains("more than zero"),
+            "{error}"
+        );
         assert_eq!(default.headers, vec![("X-A".to_string(), "b".to_string())]);
         let other = config.model_settings("openai:other", false);
         assert_eq!(other.base_url.as_deref(), Some("http://section/v1"));

@@ -307,6 +307,7 @@ async fn openai_401_is_not_retried_and_says_why() {
         .unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Auth { status: 401 });
     assert!(error.message.contains("check the API key") && error.message.contains("Incorrect API key"));
+    assert!(error.message.contains("HTTP 401"), "{error}");
     assert_eq!(requests(&server).await.len(), 1, "a 401 is not retried");
     let server = MockServer::start().await;
     answer(&server, ResponseTemplate::new(400).set_body_string("bad tools")).await;
@@ -546,4 +547,254 @@ async fn openai_bare_done_without_a_finish_is_an_interruption() {
     let (cx, _) = recording();
     let error = openai(&server).complete(&request(), &cx).await.unwrap_err();
     assert_eq!(error.kind, ModelErrorKind::Interrupted);
+}
+
+// ----- Time limits, named causes, empty answers, request size -----
+
+/// A server that accepts connections and never answers; counts them.
+async fn silent_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            held.push(socket);
+        }
+    });
+    (format!("http://{address}/v1"), accepted)
+}
+
+/// The error's text names the model once and never says reqwest's words.
+fn said_once(error: &ModelError) -> String {
+    let text = error.to_string();
+    assert_eq!(text.matches(&error.model).count(), 1, "{text}");
+    assert!(!text.contains("error sending request"), "{text}");
+    assert!(!text.contains("os error"), "{text}");
+    text
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_and_says_so() {
+    let (base, accepted) = silent_server().await;
+    let model = OpenAiCompatible::new("gpt-test")
+        .base_url(&base)
+        .timeout(Duration::from_millis(150))
+        .total_timeout(Duration::from_secs(30));
+    let error = complete_with_retry(&model, &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::Timeout);
+    assert!(error.is_timeout());
+    let text = said_once(&error);
+    assert!(text.contains("did not answer within 150 ms (3 attempts over"), "{text}");
+    assert_eq!(text.matches("did not answer").count(), 1, "{text}");
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn the_total_budget_bounds_the_whole_call() {
+    // Each attempt may take 60 s, but the call only 300 ms: the budget wins.
+    let (base, accepted) = silent_server().await;
+    let model = Anthropic::new("claude-test")
+        .base_url(&base)
+        .timeout(Duration::from_secs(60))
+        .total_timeout(Duration::from_millis(300));
+    assert_eq!(model.call_budget(), Some(Duration::from_millis(300)));
+    let error = complete_with_retry(&model, &request(), &ModelContext::default(), &RetryPolicy::default())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::Timeout);
+    let text = said_once(&error);
+    assert!(
+        text.contains("did not answer within 300 ms, the budget for the whole call (1 attempt)"),
+        "{text}"
+    );
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_closed_port_is_a_refused_connection() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    drop(listener);
+    let base = format!("http://{address}/v1");
+    let model = OpenAiCompatible::new("gpt-test").base_url(&base);
+    let error = complete_with_retry(&model, &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::ConnectionRefused);
+    assert!(error.is_retryable(), "a local server may be starting");
+    let text = said_once(&error);
+    assert!(
+        text.starts_with(&format!(
+            "model openai:gpt-test: cannot connect to {base}: connection refused"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("(3 attempts over"), "{text}");
+}
+
+#[tokio::test]
+async fn an_unknown_host_is_named_and_not_retried() {
+    // `.invalid` never resolves (RFC 6761). Without a reachable resolver the
+    // lookup fails at once too; a resolver that hangs is cut by the connect
+    // timeout.
+    let model = OpenAiCompatible::new("gpt-test")
+        .base_url("http://nowhere.invalid/v1")
+        .connect_timeout(Duration::from_secs(5));
+    let error = complete_with_retry(&model, &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap_err();
+    let text = said_once(&error);
+    match error.kind {
+        ModelErrorKind::Dns => {
+            assert!(!error.is_retryable());
+            assert!(
+                text.starts_with("model openai:gpt-test: cannot resolve host nowhere.invalid"),
+                "{text}"
+            );
+            assert!(!text.contains("attempts"), "not retried: {text}");
+        }
+        ModelErrorKind::ConnectTimeout => assert!(text.contains("no connection within 5 s"), "{text}"),
+        other => panic!("unexpected kind {other:?}: {text}"),
+    }
+}
+
+#[tokio::test]
+async fn tls_to_a_plain_http_server_is_a_tls_failure() {
+    let server = MockServer::start().await;
+    let base = server.uri().replace("http://", "https://");
+    let model = OpenAiCompatible::new("gpt-test").base_url(&base);
+    let error = complete_with_retry(&model, &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap_err();
+    let text = said_once(&error);
+    assert_eq!(error.kind, ModelErrorKind::Tls, "{text}");
+    assert!(!error.is_retryable());
+    assert!(text.contains(&format!("TLS with {base} failed")), "{text}");
+}
+
+#[tokio::test]
+async fn a_500_says_the_status_and_the_server_s_message() {
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        ResponseTemplate::new(500)
+            .set_body_json(json!({"error": {"message": "upstream\n  exploded", "type": "server_error"}})),
+    )
+    .await;
+    let error = complete_with_retry(
+        &openai(&server),
+        &request(),
+        &ModelContext::default(),
+        &RetryPolicy::none(),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::Server { status: 500 });
+    assert_eq!(
+        error.to_string(),
+        "model openai:gpt-test: the server answered HTTP 500 Internal Server Error: upstream exploded"
+    );
+    assert_eq!(requests(&server).await.len(), 1, "RetryPolicy::none() tries once");
+    // The runtime's error shows the model error as it is: no second prefix.
+    let outer = concierge::Error::from(error.clone()).to_string();
+    assert_eq!(outer, error.to_string());
+}
+
+#[tokio::test]
+async fn an_empty_answer_is_retried_then_reported() {
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"choices": [{"message": {"content": "  "}, "finish_reason": "stop"}]})),
+    )
+    .await;
+    let error = complete_with_retry(&openai(&server), &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::EmptyReply);
+    let text = said_once(&error);
+    assert!(
+        text.contains("answered with neither text nor a tool call (finish reason: stop) (3 attempts over"),
+        "{text}"
+    );
+    assert_eq!(requests(&server).await.len(), 3);
+
+    // Empty once, then an answer: the retry recovers.
+    let server = MockServer::start().await;
+    answer_once(
+        &server,
+        ResponseTemplate::new(200).set_body_json(json!({"content": [], "stop_reason": "end_turn"})),
+    )
+    .await;
+    answer(
+        &server,
+        ResponseTemplate::new(200)
+            .set_body_json(json!({"content": [{"type": "text", "text": "5"}], "stop_reason": "end_turn"})),
+    )
+    .await;
+    let reply = complete_with_retry(&anthropic(&server), &request(), &ModelContext::default(), &fast())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "5");
+    assert_eq!(requests(&server).await.len(), 2);
+}
+
+#[tokio::test]
+async fn an_empty_stream_is_an_empty_answer() {
+    let server = MockServer::start().await;
+    let body = sse(&[json!({"choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "stop"}]})])
+        + "data: [DONE]\n\n";
+    answer(&server, sse_response(body)).await;
+    let (cx, _) = recording();
+    let error = openai(&server).complete(&request(), &cx).await.unwrap_err();
+    assert_eq!(error.kind, ModelErrorKind::EmptyReply);
+    assert!(error.is_retryable());
+}
+
+#[tokio::test]
+async fn an_oversized_request_fails_before_sending() {
+    let server = MockServer::start().await;
+    answer(
+        &server,
+        ResponseTemplate::new(200).set_body_json(json!({"choices": [{"message": {"content": "ok"}}]})),
+    )
+    .await;
+    let mut big = request();
+    big.messages.push(Message::user("x".repeat(4096)));
+    let (cx, _) = recording();
+    for model in [
+        Box::new(openai(&server).max_request_bytes(2048)) as Box<dyn Model>,
+        Box::new(anthropic(&server).max_request_bytes(2048)),
+    ] {
+        for cx in [ModelContext::default(), cx.clone()] {
+            let error = complete_with_retry(model.as_ref(), &big, &cx, &fast())
+                .await
+                .unwrap_err();
+            assert!(matches!(error.kind, ModelErrorKind::RequestTooLarge { limit: 2048, bytes } if bytes > 4096));
+            assert!(!error.is_retryable());
+            let text = said_once(&error);
+            assert!(text.contains(&model.name()), "{text}");
+            assert!(text.contains("over the 2 KiB limit, so it was not sent"), "{text}");
+            assert!(!text.contains("attempts"), "not retried: {text}");
+        }
+    }
+    assert!(requests(&server).await.is_empty(), "nothing reached the server");
+    // Under the limit, the same request goes through.
+    let reply = openai(&server)
+        .max_request_bytes(1 << 20)
+        .complete(&big, &ModelContext::default())
+        .await
+        .unwrap();
+    assert_eq!(reply.text, "ok");
+}
+
+#[test]
+fn retry_policy_none_is_one_attempt() {
+    assert_eq!(RetryPolicy::none().max_attempts, 1);
 }

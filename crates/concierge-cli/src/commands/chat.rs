@@ -11,6 +11,7 @@ use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;
 
+use crate::render::clean;
 use crate::{render, setup};
 
 /// `concierge chat`.
@@ -29,7 +30,9 @@ fn prompt(text: &str) {
     let _ = std::io::stdout().flush();
 }
 
+/// The first 200 characters, cleaned for the terminal.
 fn shorten(text: &str) -> String {
+    let text = clean(text);
     let mut s: String = text.chars().take(200).collect();
     if text.chars().count() > 200 {
         s.push('…');
@@ -47,24 +50,34 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
             let Ok(event) = event else { continue };
             match &event.kind {
                 EventKind::RunStarted { agent: who, .. } => {
-                    agent = who.to_string();
+                    agent = clean(who.as_str());
                     speaking = false;
                 }
                 EventKind::AgentChanged { to, .. } => {
-                    agent = to.to_string();
-                    println!("  (now talking to {to})");
+                    agent = clean(to.as_str());
+                    println!("  (now talking to {agent})");
                 }
                 EventKind::ModelRequested { .. } => speaking = false,
-                EventKind::ToolRequested { tool, arguments, .. } => println!("  -> {tool}({arguments})"),
-                EventKind::ToolReused { tool, from, .. } => println!("  -> {tool}: reused the result of {from}"),
+                EventKind::ToolRequested { tool, arguments, .. } => {
+                    println!("  -> {}({})", clean(tool.as_str()), shorten(&arguments.to_string()));
+                }
+                EventKind::ToolReused { tool, from, .. } => {
+                    println!("  -> {}: reused the result of {from}", clean(tool.as_str()));
+                }
                 EventKind::ToolFinished {
                     tool,
                     outcome,
                     duration_ms,
                     ..
                 } => match outcome {
-                    ToolOutcome::Ok(v) => println!("  <- {tool}: {} ({duration_ms} ms)", shorten(&v.to_string())),
-                    ToolOutcome::Error(e) => println!("  <- {tool} failed: {}", shorten(&e.to_string())),
+                    ToolOutcome::Ok(v) => println!(
+                        "  <- {}: {} ({duration_ms} ms)",
+                        clean(tool.as_str()),
+                        shorten(&v.to_string())
+                    ),
+                    ToolOutcome::Error(e) => {
+                        println!("  <- {} {}", clean(tool.as_str()), shorten(&render::tool_error(e)));
+                    }
                 },
                 EventKind::CapReached { cap } => println!("  (stopping: {cap} was reached)"),
                 EventKind::ModelDelta { text } => {
@@ -73,7 +86,7 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                         print!("{agent}: ");
                         speaking = true;
                     }
-                    print!("{text}");
+                    print!("{}", clean(text));
                     let _ = std::io::stdout().flush();
                 }
                 _ => {}
@@ -107,9 +120,16 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         .map(|s| s.agent().clone())
         .unwrap_or_else(|| args.agent.as_str().into());
     if let Some(spec) = rt.agent(current.clone()) {
-        println!("{} — {}", spec.name, spec.starter_prompt.unwrap_or(spec.description));
+        println!(
+            "{} — {}",
+            clean(&spec.name),
+            clean(&spec.starter_prompt.unwrap_or(spec.description))
+        );
     }
-    println!("(session {session}; /exit leaves, /end ends the session)");
+    println!(
+        "(session {}; /exit leaves, /end ends the session)",
+        clean(session.as_str())
+    );
     let from = existing.as_ref().map_or(1, |s| s.last_seq() + 1);
     let (printed_tx, mut printed) = watch::channel(from.saturating_sub(1));
     let streamed = Arc::new(AtomicBool::new(false));
@@ -137,7 +157,7 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         let mut output = match handle {
             Ok(handle) => handle.wait().await?,
             Err(error) => {
-                eprintln!("error: {error}");
+                eprintln!("error: {}", render::explain(&error));
                 continue;
             }
         };
@@ -149,7 +169,10 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
                     let Some(pending) = output.pending_confirmation.clone() else {
                         break;
                     };
-                    prompt(&format!("Run {} with {}? [y/N] ", pending.tool, pending.arguments));
+                    prompt(&clean(&format!(
+                        "Run {} with {}? [y/N] ",
+                        pending.tool, pending.arguments
+                    )));
                     let answer = read_line(&mut lines).await.unwrap_or_default();
                     let approve = matches!(answer.to_lowercase().as_str(), "y" | "yes");
                     output = rt.answer(&pending, session.clone(), approve).await?;
@@ -158,12 +181,16 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
                     if streamed.load(Ordering::Relaxed) {
                         println!();
                     } else {
-                        println!("{}: {}", output.agent, output.reply.clone().unwrap_or_default());
+                        println!(
+                            "{}: {}",
+                            clean(output.agent.as_str()),
+                            clean(output.reply.as_deref().unwrap_or_default())
+                        );
                     }
                     break;
                 }
                 RunStatus::Failed => {
-                    eprintln!("error: {}", output.error.clone().unwrap_or_default());
+                    eprintln!("error: {}", clean(output.error.as_deref().unwrap_or_default()));
                     break;
                 }
                 RunStatus::Cancelled => break,

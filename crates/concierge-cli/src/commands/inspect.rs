@@ -6,6 +6,7 @@ use clap::Args;
 use concierge::{Result, Runtime};
 use serde::Serialize;
 
+use crate::render::clean;
 use crate::{render, setup};
 
 /// Options of the listing commands.
@@ -61,17 +62,21 @@ pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
             .iter()
             .map(|t| t.name.to_string())
             .collect();
-        println!("{}  ({})", agent.id, agent.name);
+        println!("{}  ({})", clean(agent.id.as_str()), clean(&agent.name));
         if !agent.description.is_empty() {
-            println!("    {}", agent.description);
+            println!("    {}", clean(&agent.description));
         }
         println!(
             "    tools: {}",
-            if tools.is_empty() { "-".into() } else { tools.join(", ") }
+            if tools.is_empty() {
+                "-".into()
+            } else {
+                clean(&tools.join(", "))
+            }
         );
         if !agent.handoffs.is_empty() {
             let handoffs: Vec<String> = agent.handoffs.iter().map(ToString::to_string).collect();
-            println!("    hands off to: {}", handoffs.join(", "));
+            println!("    hands off to: {}", clean(&handoffs.join(", ")));
         }
         let planner = if agent.rules.is_some() {
             "model, or rules without one"
@@ -93,27 +98,31 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
     if let Some(name) = &args.name {
         let Some(spec) = rt.tool_spec(name.as_str()) else {
             let names: Vec<String> = rt.tools().iter().map(|t| t.name.to_string()).collect();
-            eprintln!("error: no tool named {name:?}; tools: {}", names.join(", "));
+            eprintln!(
+                "error: no tool named \"{}\"; tools: {} (`concierge tools` lists them)",
+                clean(name),
+                clean(&names.join(", "))
+            );
             return Ok(ExitCode::FAILURE);
         };
         if args.json {
             print_json(&spec)?;
             return Ok(ExitCode::SUCCESS);
         }
-        println!("{}", spec.name);
-        println!("  {}", spec.description.replace('\n', "\n  "));
+        println!("{}", clean(spec.name.as_str()));
+        println!("  {}", clean(&spec.description).replace('\n', "\n  "));
         if let Some(category) = &spec.category {
-            println!("  category: {category}");
+            println!("  category: {}", clean(category));
         }
         let flags = render::annotations(&spec);
         if !flags.is_empty() {
             println!("  annotations: {flags}");
         }
         if !spec.requires.is_empty() {
-            println!("  requires: {}", spec.requires.join(", "));
+            println!("  requires: {}", clean(&spec.requires.join(", ")));
         }
         if !spec.provides.is_empty() {
-            println!("  provides: {}", spec.provides.join(", "));
+            println!("  provides: {}", clean(&spec.provides.join(", ")));
         }
         let schema = serde_json::to_string_pretty(&spec.input_schema).unwrap_or_default();
         println!("  schema:\n    {}", schema.replace('\n', "\n    "));
@@ -125,10 +134,10 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     for set in rt.toolsets() {
-        println!("[{set}]");
+        println!("[{}]", clean(set.as_ref()));
         for spec in rt.toolset_tools(&set).into_iter().filter_map(|t| rt.tool_spec(t)) {
             let first = spec.description.lines().next().unwrap_or_default();
-            println!("  {:<24} {first}", spec.name);
+            println!("  {:<24} {}", clean(spec.name.as_str()), clean(first));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -163,8 +172,8 @@ pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
     };
     println!(
         "-- session {} with {}; {} runs; tokens in {} / out {}; cost {cost}",
-        session.id(),
-        session.agent(),
+        clean(session.id().as_str()),
+        clean(session.agent().as_str()),
         session.runs_started(),
         usage.input_tokens,
         usage.output_tokens
@@ -172,7 +181,8 @@ pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
     if let Some(pending) = session.pending_confirmation() {
         println!(
             "-- waiting for a confirmation of {} ({})",
-            pending.tool, pending.call_id
+            clean(pending.tool.as_str()),
+            clean(pending.call_id.as_str())
         );
     }
     Ok(ExitCode::SUCCESS)
@@ -187,7 +197,7 @@ pub async fn sessions(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
     }
     for s in sessions {
         let state = if s.live { "live" } else { "idle" };
-        println!("{}  {}  {state}", s.id, s.agent);
+        println!("{}  {}  {state}", clean(s.id.as_str()), clean(s.agent.as_str()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -57,14 +57,19 @@ pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
     let options = RunOptions::new().session_id(session.clone());
     let text = args.message.join(" ");
     let output = match &args.agent {
-        Some(agent) => rt.client(agent.as_str())?.run(text, options).await,
-        None => rt.send(text, options).await.map_err(|e| match e {
-            Error::SessionNotFound(id) => {
-                Error::InvalidConfig(format!("session {id} does not exist yet: pass --agent to start it"))
+        Some(agent) => rt.client(agent.as_str())?.run(text, options).await?,
+        None => match rt.send(text, options).await {
+            Ok(output) => output,
+            Err(Error::SessionNotFound(id)) => {
+                eprintln!(
+                    "error: session {} does not exist yet: pass --agent AGENT to start it (`concierge agents` lists them)",
+                    render::clean(id.as_str())
+                );
+                return Ok(ExitCode::FAILURE);
             }
-            other => other,
-        }),
-    }?;
+            Err(other) => return Err(other),
+        },
+    };
     Ok(code(render::print_output(&output, args.json)))
 }
 

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{Connection, read_json, send, snippet};
+use super::http::{Connection, connection_setters, non_empty, snippet};
 use super::{Model, ModelContext, ModelError, ModelErrorKind};
 
 /// A client for Anthropic's Messages API (`{base}/v1/messages`).
@@ -39,44 +39,14 @@ impl Anthropic {
         }
     }
 
-    /// Sets the base URL (requests go to `{base}/v1/messages`).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.connection.base_url = url.into().trim_end_matches('/').to_string();
-        self
-    }
-
-    /// Sets the API key (sent as `x-api-key`).
-    pub fn api_key(mut self, key: Option<String>) -> Self {
-        self.connection.api_key = key.filter(|k| !k.is_empty());
-        self
-    }
-
-    /// The connection settings, for configuration code in this crate.
-    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.connection
-    }
-
-    /// Adds a header to every request.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.connection.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sets the per-request timeout (default 120 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.connection.timeout = timeout;
-        self
-    }
+    connection_setters!(
+        base_url: "Sets the base URL (requests go to `{base}/v1/messages`).",
+        api_key: "Sets the API key (sent as `x-api-key`)."
+    );
 
     /// Sets `max_tokens` (required by the API; default 1024).
     pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
-        self
-    }
-
-    /// Whether to stream when the caller wants deltas (default true).
-    pub fn streaming(mut self, stream: bool) -> Self {
-        self.connection.stream = stream;
         self
     }
 
@@ -209,30 +179,32 @@ impl Anthropic {
         ModelError::new(kind, self.name(), message)
     }
 
-    fn post(&self, body: &Value) -> reqwest::RequestBuilder {
+    /// A POST of `body` (refused before sending when over the size limit).
+    fn post(&self, body: &Value) -> Result<reqwest::RequestBuilder, ModelError> {
+        let bytes = self.connection.encode(&self.name(), body)?;
         let mut request = self
             .connection
-            .client
-            .post(self.endpoint())
-            .header("anthropic-version", self.version.as_str())
-            .json(body);
+            .post(self.connection.client(), &self.endpoint(), bytes)
+            .header("anthropic-version", self.version.as_str());
         if let Some(key) = &self.connection.api_key {
             request = request.header("x-api-key", key.as_str());
         }
-        self.connection.with_headers(request)
+        Ok(request)
     }
 
     async fn complete_whole(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let endpoint = self.endpoint();
-        let response = send(&self.name(), &endpoint, self.post(&self.request_body(request))).await?;
-        self.parse_response(&read_json(&self.name(), &endpoint, response).await?)
+        let name = self.name();
+        let post = self.post(&self.request_body(request))?;
+        let response = self.connection.send(&name, &self.endpoint(), post).await?;
+        self.parse_response(&self.connection.read_json(&name, response).await?)
     }
 
     async fn complete_streamed(&self, request: &ModelRequest, cx: &ModelContext) -> Result<ModelReply, ModelError> {
-        let endpoint = self.endpoint();
+        let name = self.name();
         let mut body = self.request_body(request);
         body["stream"] = json!(true);
-        let response = send(&self.name(), &endpoint, self.post(&body)).await?;
+        let post = self.post(&body)?;
+        let response = self.connection.send(&name, &self.endpoint(), post).await?;
         let mut events = response.bytes_stream().eventsource();
         let mut text = String::new();
         // Tool-use blocks by content index: (name, partial JSON).
@@ -242,19 +214,14 @@ impl Anthropic {
         let mut stop_reason = None;
         let mut stopped = false;
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| {
-                self.error(
-                    ModelErrorKind::Interrupted,
-                    format!("the stream broke off: {e} ({endpoint})"),
-                )
-            })?;
+            let event = event.map_err(|e| self.connection.stream_error(&name, &e))?;
             let data: Value = match serde_json::from_str(&event.data) {
                 Ok(data) => data,
                 Err(_) if event.data.trim().is_empty() => continue,
                 Err(e) => {
                     return Err(self.error(
                         ModelErrorKind::Protocol,
-                        format!("a stream event is not JSON ({e}): {}", snippet(&event.data)),
+                        format!("sent a stream event that is not JSON ({e}): {}", snippet(&event.data)),
                     ));
                 }
             };
@@ -326,7 +293,10 @@ impl Anthropic {
                         "rate_limit_error" => ModelErrorKind::RateLimited { retry_after: None },
                         _ => ModelErrorKind::Protocol,
                     };
-                    return Err(self.error(kind, format!("{kind_name} mid-stream: {message}")));
+                    return Err(self.error(
+                        kind,
+                        format!("the server reported an error mid-answer ({kind_name}): {message}"),
+                    ));
                 }
                 _ => {}
             }
@@ -334,7 +304,10 @@ impl Anthropic {
         if !stopped {
             return Err(self.error(
                 ModelErrorKind::Interrupted,
-                format!("the stream ended before message_stop ({endpoint})"),
+                format!(
+                    "the answer stream from {} ended before the model finished (no message_stop)",
+                    self.connection.base_url
+                ),
             ));
         }
         let tool_calls = tools
@@ -375,7 +348,11 @@ impl Model for Anthropic {
         request: &'a ModelRequest,
         cx: &'a ModelContext,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.complete_inner(request, cx))
+        Box::pin(async move { non_empty(&self.name(), self.complete_inner(request, cx).await?) })
+    }
+
+    fn call_budget(&self) -> Option<Duration> {
+        Some(self.connection.total_timeout)
     }
 }
 

@@ -16,6 +16,7 @@ use concierge_core::{ModelReply, ModelRequest};
 use futures::future::BoxFuture;
 
 pub use anthropic::Anthropic;
+pub use http::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_TOTAL_TIMEOUT};
 pub use openai::OpenAiCompatible;
 pub use price::Price;
 pub use retry::{RetryPolicy, complete_with_retry};
@@ -52,6 +53,13 @@ pub trait Model: Send + Sync + 'static {
         request: &'a ModelRequest,
         cx: &'a ModelContext,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>>;
+
+    /// How long one call may take across all its attempts and the waits
+    /// between them, if the model sets a budget ([`complete_with_retry`]
+    /// stops there). The HTTP providers do (300 s by default).
+    fn call_budget(&self) -> Option<Duration> {
+        None
+    }
 }
 
 /// A model call that failed.
@@ -76,26 +84,53 @@ impl ModelError {
         }
     }
 
-    /// Whether trying again may help (connect errors, timeouts, 429, 5xx,
-    /// streams cut short); never for 400/401/403 or unreadable answers.
+    /// Whether trying again may help: timeouts, refused or dropped
+    /// connections, 429, 5xx, streams cut short and empty answers. Never for
+    /// an unknown host, a TLS failure, 400/401/403, an unreadable answer or a
+    /// request over the size limit: those fail the same way again.
     pub fn is_retryable(&self) -> bool {
-        matches!(
-            self.kind,
+        match self.kind {
             ModelErrorKind::Connect
-                | ModelErrorKind::Timeout
-                | ModelErrorKind::RateLimited { .. }
-                | ModelErrorKind::Server { .. }
-                | ModelErrorKind::Interrupted
-        )
+            | ModelErrorKind::ConnectionRefused
+            | ModelErrorKind::ConnectTimeout
+            | ModelErrorKind::Timeout
+            | ModelErrorKind::RateLimited { .. }
+            | ModelErrorKind::Server { .. }
+            | ModelErrorKind::Interrupted
+            | ModelErrorKind::EmptyReply => true,
+            ModelErrorKind::Dns
+            | ModelErrorKind::Tls
+            | ModelErrorKind::Auth { .. }
+            | ModelErrorKind::BadRequest { .. }
+            | ModelErrorKind::Protocol
+            | ModelErrorKind::RequestTooLarge { .. }
+            | ModelErrorKind::NotConfigured => false,
+        }
+    }
+
+    /// Whether the call ran out of time (connecting, answering, or the
+    /// whole call's budget).
+    pub fn is_timeout(&self) -> bool {
+        matches!(self.kind, ModelErrorKind::Timeout | ModelErrorKind::ConnectTimeout)
     }
 }
 
 /// The class of a model failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ModelErrorKind {
-    /// The server could not be reached.
+    /// The connection failed for another reason (reset, closed before the
+    /// answer).
     Connect,
-    /// The call took longer than its timeout.
+    /// Nothing listens at the address (retried briefly: a local server may
+    /// be starting).
+    ConnectionRefused,
+    /// The host name does not resolve (not retried).
+    Dns,
+    /// The TLS handshake failed (not retried).
+    Tls,
+    /// No connection within the connect timeout.
+    ConnectTimeout,
+    /// No answer within the attempt's timeout, or the call's budget ran out.
     Timeout,
     /// HTTP 429; the server may say when to come back.
     RateLimited {
@@ -121,6 +156,79 @@ pub enum ModelErrorKind {
     Protocol,
     /// A streamed answer stopped before the model finished.
     Interrupted,
+    /// The model answered with neither text nor a tool call.
+    EmptyReply,
+    /// The request body is over the size limit; it was not sent.
+    RequestTooLarge {
+        /// The body's size in bytes.
+        bytes: usize,
+        /// The limit in bytes.
+        limit: usize,
+    },
     /// No model is configured for this agent.
     NotConfigured,
+}
+
+/// A duration for people: "120 s", "1.5 s", "200 ms".
+pub(crate) fn human_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms} ms")
+    } else if ms % 1000 == 0 || ms >= 10_000 {
+        format!("{} s", (ms + 500) / 1000)
+    } else {
+        format!("{:.1} s", d.as_secs_f64())
+    }
+}
+
+/// A size for people: "8 MiB", "1.5 MiB", "12 KiB", "300 bytes".
+pub(crate) fn human_bytes(n: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    let scaled = |unit: usize, name: &str| {
+        if n % unit == 0 {
+            format!("{} {name}", n / unit)
+        } else {
+            format!("{:.1} {name}", n as f64 / unit as f64)
+        }
+    };
+    if n >= MIB {
+        scaled(MIB, "MiB")
+    } else if n >= KIB {
+        scaled(KIB, "KiB")
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_read_well() {
+        assert_eq!(human_duration(Duration::from_secs(120)), "120 s");
+        assert_eq!(human_duration(Duration::from_millis(1500)), "1.5 s");
+        assert_eq!(human_duration(Duration::from_millis(200)), "200 ms");
+        assert_eq!(human_bytes(8 * 1024 * 1024), "8 MiB");
+        assert_eq!(human_bytes(1024 * 1024 * 3 / 2), "1.5 MiB");
+        assert_eq!(human_bytes(300), "300 bytes");
+    }
+
+    #[test]
+    fn the_documented_defaults_are_the_code_s() {
+        let doc = include_str!("../../../../docs/models.md");
+        for line in [
+            "| connect | 10 s |",
+            "| attempt | 120 s |",
+            "| total | 300 s |",
+            "| request size | 8 MiB |",
+        ] {
+            assert!(doc.contains(line), "docs/models.md lacks {line:?}");
+        }
+        assert_eq!(DEFAULT_CONNECT_TIMEOUT, Duration::from_secs(10));
+        assert_eq!(DEFAULT_ATTEMPT_TIMEOUT, Duration::from_secs(120));
+        assert_eq!(DEFAULT_TOTAL_TIMEOUT, Duration::from_secs(300));
+        assert_eq!(human_bytes(DEFAULT_MAX_REQUEST_BYTES), "8 MiB");
+    }
 }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::http::{Connection, ToolCalls, read_json, send, snippet};
+use super::http::{Connection, ToolCalls, connection_setters, non_empty, snippet};
 use super::{Model, ModelContext, ModelError, ModelErrorKind};
 
 /// A Chat Completions client for any OpenAI-compatible server.
@@ -40,40 +40,10 @@ impl OpenAiCompatible {
         }
     }
 
-    /// Sets the base URL (requests go to `{base}/chat/completions`).
-    pub fn base_url(mut self, url: impl Into<String>) -> Self {
-        self.connection.base_url = url.into().trim_end_matches('/').to_string();
-        self
-    }
-
-    /// Sets the API key (optional for local servers).
-    pub fn api_key(mut self, key: Option<String>) -> Self {
-        self.connection.api_key = key.filter(|k| !k.is_empty());
-        self
-    }
-
-    /// The connection settings, for configuration code in this crate.
-    pub(crate) fn connection_mut(&mut self) -> &mut Connection {
-        &mut self.connection
-    }
-
-    /// Adds a header to every request.
-    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.connection.headers.push((name.into(), value.into()));
-        self
-    }
-
-    /// Sets the per-request timeout (default 120 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.connection.timeout = timeout;
-        self
-    }
-
-    /// Whether to stream when the caller wants deltas (default true).
-    pub fn streaming(mut self, stream: bool) -> Self {
-        self.connection.stream = stream;
-        self
-    }
+    connection_setters!(
+        base_url: "Sets the base URL (requests go to `{base}/chat/completions`).",
+        api_key: "Sets the API key, sent as a bearer token (optional for local servers)."
+    );
 
     /// The model name sent to the server.
     pub fn model(&self) -> &str {
@@ -170,20 +140,18 @@ impl OpenAiCompatible {
         ModelError::new(kind, self.name(), message)
     }
 
-    fn post(&self, body: &impl serde::Serialize) -> reqwest::RequestBuilder {
-        self.post_with(&self.connection.client, body)
-    }
-
-    fn post_with(&self, client: &reqwest::Client, body: &impl serde::Serialize) -> reqwest::RequestBuilder {
-        let mut request = client.post(self.endpoint()).json(body);
+    /// A POST of `body` (refused before sending when over the size limit).
+    fn post_with(
+        &self,
+        client: &reqwest::Client,
+        body: &impl serde::Serialize,
+    ) -> Result<reqwest::RequestBuilder, ModelError> {
+        let bytes = self.connection.encode(&self.name(), body)?;
+        let mut request = self.connection.post(client, &self.endpoint(), bytes);
         if let Some(key) = &self.connection.api_key {
             request = request.bearer_auth(key);
         }
-        self.connection.with_headers(request)
-    }
-
-    async fn complete_whole(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.complete_whole_with(request, &self.connection.client).await
+        Ok(request)
     }
 
     async fn complete_whole_with(
@@ -191,14 +159,10 @@ impl OpenAiCompatible {
         request: &ModelRequest,
         client: &reqwest::Client,
     ) -> Result<ModelReply, ModelError> {
-        let endpoint = self.endpoint();
-        let response = send(
-            &self.name(),
-            &endpoint,
-            self.post_with(client, &self.wire_body(request, false)),
-        )
-        .await?;
-        self.parse_response(&read_json(&self.name(), &endpoint, response).await?)
+        let name = self.name();
+        let post = self.post_with(client, &self.wire_body(request, false))?;
+        let response = self.connection.send(&name, &self.endpoint(), post).await?;
+        self.parse_response(&self.connection.read_json(&name, response).await?)
     }
 
     /// Streams a completion; `Ok(None)` when the server answered 200 with an
@@ -209,8 +173,9 @@ impl OpenAiCompatible {
         request: &ModelRequest,
         cx: &ModelContext,
     ) -> Result<Option<ModelReply>, ModelError> {
-        let endpoint = self.endpoint();
-        let response = send(&self.name(), &endpoint, self.post(&self.wire_body(request, true))).await?;
+        let name = self.name();
+        let post = self.post_with(self.connection.client(), &self.wire_body(request, true))?;
+        let response = self.connection.send(&name, &self.endpoint(), post).await?;
         let mut events = response.bytes_stream().eventsource();
         let mut text = String::new();
         let mut calls = ToolCalls::default();
@@ -219,12 +184,7 @@ impl OpenAiCompatible {
         let mut received = false;
         let mut done = false;
         while let Some(event) = events.next().await {
-            let event = event.map_err(|e| {
-                self.error(
-                    ModelErrorKind::Interrupted,
-                    format!("the stream broke off: {e} ({endpoint})"),
-                )
-            })?;
+            let event = event.map_err(|e| self.connection.stream_error(&name, &e))?;
             received = true;
             if event.data.trim() == "[DONE]" {
                 done = true;
@@ -233,15 +193,15 @@ impl OpenAiCompatible {
             let chunk: Value = serde_json::from_str(&event.data).map_err(|e| {
                 self.error(
                     ModelErrorKind::Protocol,
-                    format!("a stream chunk is not JSON ({e}): {}", snippet(&event.data)),
+                    format!("sent a stream chunk that is not JSON ({e}): {}", snippet(&event.data)),
                 )
             })?;
             if let Some(error) = chunk.get("error") {
                 return Err(self.error(
                     ModelErrorKind::Server { status: 500 },
                     format!(
-                        "the server reported an error mid-stream: {}",
-                        snippet(&error.to_string())
+                        "the server reported an error mid-answer: {}",
+                        super::http::server_message(&json!({ "error": error }).to_string())
                     ),
                 ));
             }
@@ -289,7 +249,10 @@ impl OpenAiCompatible {
         if finish_reason.is_none() && !(done && said_something) {
             return Err(self.error(
                 ModelErrorKind::Interrupted,
-                format!("the stream ended before the model finished ({endpoint})"),
+                format!(
+                    "the answer stream from {} ended before the model finished",
+                    self.connection.base_url
+                ),
             ));
         }
         Ok(Some(ModelReply {
@@ -307,7 +270,7 @@ impl OpenAiCompatible {
             || !self.connection.stream
             || (auto_tools && self.auto_tools_unstreamable.load(Ordering::Relaxed))
         {
-            return self.complete_whole(request).await;
+            return self.complete_whole_with(request, self.connection.client()).await;
         }
         // A server that cannot stream this request answers 200 with nothing
         // and closes the connection (llama.cpp, for automatic tool choice):
@@ -323,11 +286,7 @@ impl OpenAiCompatible {
             tracing::info!(model = %self.name(), "the server cannot stream automatic tool choice; sending such requests whole");
             self.auto_tools_unstreamable.store(true, Ordering::Relaxed);
         }
-        let fresh = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .map_err(|e| self.error(ModelErrorKind::Connect, format!("cannot build an HTTP client: {e}")))?;
-        self.complete_whole_with(request, &fresh).await
+        self.complete_whole_with(request, &self.connection.fresh_client()).await
     }
 }
 
@@ -466,7 +425,11 @@ impl Model for OpenAiCompatible {
         request: &'a ModelRequest,
         cx: &'a ModelContext,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(self.complete_inner(request, cx))
+        Box::pin(async move { non_empty(&self.name(), self.complete_inner(request, cx).await?) })
+    }
+
+    fn call_budget(&self) -> Option<Duration> {
+        Some(self.connection.total_timeout)
     }
 }
 

@@ -1,10 +1,11 @@
-//! Retries with exponential backoff and jitter.
+//! Retries with exponential backoff and jitter, within the call's time budget.
 
 use std::time::Duration;
 
 use concierge_core::{ModelReply, ModelRequest};
+use tokio::time::Instant;
 
-use super::{Model, ModelContext, ModelError, ModelErrorKind};
+use super::{Model, ModelContext, ModelError, ModelErrorKind, human_duration};
 
 /// When and how often a failed model call is tried again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +29,15 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// One attempt, no retry: for an engine that retries by itself (a
+    /// Temporal activity, for instance). The model's time budget still holds.
+    pub fn none() -> Self {
+        Self {
+            max_attempts: 1,
+            ..Self::default()
+        }
+    }
+
     /// The delay before attempt `attempt + 1` (attempt counts from 1).
     pub fn delay(&self, attempt: u32, error: &ModelError) -> Duration {
         if let ModelErrorKind::RateLimited {
@@ -45,25 +55,66 @@ impl RetryPolicy {
     }
 }
 
-/// Calls `model`, retrying retryable failures (connect errors, timeouts, 429,
-/// 5xx) with backoff; other failures return at once.
+/// Calls `model`, retrying retryable failures (timeouts, refused or dropped
+/// connections, 429, 5xx, streams cut short, empty answers) with backoff;
+/// other failures return at once. The whole call, attempts and waits
+/// together, stays within the model's [`Model::call_budget`]: a wait that
+/// would cross it is not started, and an attempt still running there is
+/// stopped. The error of a retried call says how many attempts it made.
 pub async fn complete_with_retry(
     model: &dyn Model,
     request: &ModelRequest,
     cx: &ModelContext,
     policy: &RetryPolicy,
 ) -> Result<ModelReply, ModelError> {
+    let start = Instant::now();
+    let budget = model.call_budget();
+    let deadline = budget.map(|budget| start + budget);
     let mut attempt = 1;
     loop {
-        match model.complete(request, cx).await {
+        let result = match deadline {
+            Some(deadline) => match tokio::time::timeout_at(deadline, model.complete(request, cx)).await {
+                Ok(result) => result,
+                Err(_) => {
+                    let budget = human_duration(budget.unwrap_or_default());
+                    let tries = if attempt == 1 {
+                        "1 attempt".to_string()
+                    } else {
+                        format!("{attempt} attempts")
+                    };
+                    return Err(ModelError::new(
+                        ModelErrorKind::Timeout,
+                        model.name(),
+                        format!("did not answer within {budget}, the budget for the whole call ({tries})"),
+                    ));
+                }
+            },
+            None => model.complete(request, cx).await,
+        };
+        match result {
             Ok(reply) => return Ok(reply),
             Err(error) if error.is_retryable() && attempt < policy.max_attempts => {
                 let delay = policy.delay(attempt, &error);
+                if deadline.is_some_and(|deadline| Instant::now() + delay >= deadline) {
+                    return Err(with_attempts(error, attempt, start));
+                }
                 tracing::warn!(model = %error.model, attempt, ?delay, error = %error.message, "model call failed; retrying");
                 tokio::time::sleep(delay).await;
                 attempt += 1;
             }
-            Err(error) => return Err(error),
+            Err(error) => return Err(with_attempts(error, attempt, start)),
         }
     }
+}
+
+/// Adds "(3 attempts over 300 s)" to the last error of a retried call.
+fn with_attempts(mut error: ModelError, attempts: u32, start: Instant) -> ModelError {
+    if attempts > 1 {
+        error.message = format!(
+            "{} ({attempts} attempts over {})",
+            error.message,
+            human_duration(start.elapsed())
+        );
+    }
+    error
 }
