@@ -558,9 +558,13 @@ fn random_kill_points_lose_no_turn_and_repeat_no_effect() {
         assert!(finished, "{tag}: session {session} was not done after 80 restarts");
         epoch += 1;
     }
+    let ledger = harness::ledger(&sc.ledger);
+    let keys: std::collections::BTreeSet<&str> = ledger.iter().map(|i| i.key.as_str()).collect();
     eprintln!(
-        "{tag}: {kills} kill points over {spawns} processes, {} turns",
-        expected.len()
+        "{tag}: {kills} kill points over {spawns} processes, {} turns, {} side effects, {} of them run again after a kill",
+        expected.len(),
+        keys.len(),
+        ledger.len() - keys.len()
     );
     sc.check(&strs(&expected));
     assert!(kills >= 30, "{tag}: only {kills} kill points");
