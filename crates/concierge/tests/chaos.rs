@@ -29,7 +29,7 @@ use concierge::{
     RuntimeBuilder, StepError, ToolContext, ToolErrorKind, ToolOutcome, tool,
 };
 use futures::future::BoxFuture;
-use harness::{LeaseApiShim, Proc, Scenario, seed};
+use harness::{Proc, Scenario, seed};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -14,26 +14,6 @@ use concierge::{Message, Runtime, RuntimeBuilder};
 /// How long any one scenario may take before it is declared hung.
 pub const SCENARIO_DEADLINE: Duration = Duration::from_secs(90);
 
-// SHIM: remove when the lead's API lands. `read_only` and `busy_timeout` are
-// inherent methods of `RuntimeBuilder` on the new engine (inherent methods win
-// over this trait, which then goes unused: delete it and its imports).
-/// The ownership API of the new engine, as no-ops on the current one.
-pub trait LeaseApiShim: Sized {
-    /// A runtime that never resumes or takes over sessions.
-    fn read_only(self) -> Self;
-    /// How long a command waits for a session another live process owns.
-    fn busy_timeout(self, timeout: Duration) -> Self;
-}
-
-impl LeaseApiShim for RuntimeBuilder {
-    fn read_only(self) -> Self {
-        self
-    }
-    fn busy_timeout(self, _timeout: Duration) -> Self {
-        self
-    }
-}
-
 /// The seed: `CHAOS_SEED` if set, else the clock. Printed so a failure can be replayed.
 pub fn seed() -> u64 {
     let seed = std::env::var("CHAOS_SEED")

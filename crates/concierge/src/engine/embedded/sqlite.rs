@@ -444,7 +444,11 @@ impl Writer {
 
     fn write(&mut self, batch: &[Op], living: &HashMap<i64, (bool, String)>) -> rusqlite::Result<Vec<Answer>> {
         let me = self.me;
-        let tx = self.conn.transaction()?;
+        // IMMEDIATE: take the write lock first (waiting on another process's
+        // commit), so reads in the transaction never go stale.
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut answers = Vec::with_capacity(batch.len());
         {
             let mut owner_of = tx.prepare_cached("SELECT owner FROM heads WHERE no = ?1")?;
