@@ -1,10 +1,11 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::*;
-use crate::agent::{AgentSpec, Route, Rules};
-use crate::input::Decision as UserDecision;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::tool::ToolAnnotations;
+use crate::{
+    AgentSpec, CallId, Cap, Catalog, Confirmation, Decision as UserDecision, Effect, Event, EventKind, IdempotencyKey,
+    Input, Message, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, Route, Rules, RunId, RunOutput,
+    RunPolicy, RunStatus, Session, StartRun, Step, StepError, Timestamp, ToolAnnotations, ToolCall, ToolChoice,
+    ToolError, ToolErrorKind, ToolOutcome, ToolSpec, Usage,
+};
 
 fn schema_ab() -> Value {
     json!({
@@ -358,7 +359,7 @@ fn a_schema_error_from_the_engine_is_shown_to_the_model_and_corrected() {
     let call = tool_calls(&e2)[0].0.clone();
     let error = ToolError::invalid_arguments(
         "the arguments do not match the schema",
-        vec![crate::tool::FieldError {
+        vec![crate::FieldError {
             field: "a".into(),
             problem: "\"x\" is not of type \"number\"".into(),
         }],
