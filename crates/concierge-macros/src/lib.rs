@@ -4,7 +4,9 @@
 //! /// Adds two integers.
 //! #[tool(name = "add", category = "math", read_only, cacheable, provides = ["sum"])]
 //! async fn add(args: AddArgs) -> Result<i64, String> { Ok(args.a + args.b) }
-//! // generates `struct Add;` implementing `concierge::Tool`
+//! // generates `struct Add;` implementing `concierge::Tool`, with
+//! // `Add::NAME == "add"` and `Add::plan(AddArgs { a: 2, b: 3 })`, a
+//! // `concierge::core::PlannedCall` for custom planners and tests
 //! ```
 //!
 //! The function takes its arguments struct (deriving `Deserialize` and
@@ -14,6 +16,14 @@
 //! `category`, `description`, the flags `read_only`, `destructive`,
 //! `idempotent`, `requires_confirmation`, `cacheable`, and the lists
 //! `requires` and `provides` (blackboard keys).
+//!
+//! The generated struct also has `NAME` (the tool's name) and a typed
+//! `plan(args)`: the compiler checks that `args` is the tool's argument type,
+//! and the call carries the tool's name and the arguments serialized to JSON
+//! (the argument type must implement `Serialize` for `plan` to be used;
+//! tools whose arguments do not can still be declared, they just have no
+//! typed plan). A custom `Planner` returns these calls in
+//! `Plan::CallTools`; the core checks them like any other call.
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
@@ -247,12 +257,33 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
     } else {
         quote!(let #unused = cx;)
     };
+    let plan_doc = format!(
+        "Plans a call of `{}` with typed arguments: the name and the arguments serialized to JSON, \
+         for a custom planner's `Plan::CallTools` (the compiler checks the argument type; the \
+         core checks the call like any other).",
+        tool_name.value()
+    );
     Ok(quote! {
         #function
 
         #[doc = #struct_doc]
         #[derive(Clone, Copy, Debug, Default)]
         #vis struct #struct_name;
+
+        #[allow(dead_code)]
+        impl #struct_name {
+            /// The tool's name, as planners and models call it.
+            #vis const NAME: &'static str = #tool_name;
+
+            #[doc = #plan_doc]
+            #vis fn plan<A>(args: A) -> ::concierge::core::PlannedCall
+            where
+                Self: ::concierge::Tool<Args = A>,
+                A: ::concierge::core::__private::serde::Serialize,
+            {
+                ::concierge::core::PlannedCall::typed(#tool_name, &args)
+            }
+        }
 
         impl ::concierge::Tool for #struct_name {
             type Args = #args_ty;
