@@ -172,19 +172,19 @@ mod tests {
         let good = execution("r", true);
         let bad = execution("r", false);
         assert_eq!(confidence(RunStatus::Completed, &[], None), 0.9);
-        assert_eq!(confidence(RunStatus::Completed, &[good.clone()], None), 0.9);
+        assert_eq!(confidence(RunStatus::Completed, std::slice::from_ref(&good), None), 0.9);
         assert_eq!(
             confidence(RunStatus::Completed, &[good.clone(), bad.clone()], None),
             0.67
         );
-        assert_eq!(confidence(RunStatus::Completed, &[bad.clone()], None), 0.45);
+        assert_eq!(confidence(RunStatus::Completed, std::slice::from_ref(&bad), None), 0.45);
         assert_eq!(
-            confidence(RunStatus::Completed, &[good.clone()], Some(Cap::Iterations)),
+            confidence(RunStatus::Completed, std::slice::from_ref(&good), Some(Cap::Iterations)),
             0.54
         );
         assert_eq!(confidence(RunStatus::NeedsInput, &[], None), 0.5);
         assert_eq!(confidence(RunStatus::AwaitingConfirmation, &[], None), 0.5);
-        assert_eq!(confidence(RunStatus::Failed, &[good.clone()], None), 0.0);
+        assert_eq!(confidence(RunStatus::Failed, std::slice::from_ref(&good), None), 0.0);
         assert_eq!(confidence(RunStatus::Cancelled, &[good], None), 0.0);
     }
 

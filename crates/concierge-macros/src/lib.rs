@@ -322,3 +322,74 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    fn expand_str(options: Options, function: ItemFn) -> String {
+        expand(options, function).unwrap().to_string()
+    }
+
+    #[test]
+    fn names_become_pascal_case_structs() {
+        assert_eq!(pascal_case("calculator"), "Calculator");
+        assert_eq!(pascal_case("search_flights"), "SearchFlights");
+        assert_eq!(pascal_case("__odd__name"), "OddName");
+    }
+
+    #[test]
+    fn the_struct_gets_its_name_and_a_typed_plan() {
+        let function: ItemFn = syn::parse_quote! {
+            /// Multiplies.
+            pub async fn calculator(args: CalcArgs) -> Result<i64, String> { Ok(args.a * args.b) }
+        };
+        let code = expand_str(Options::default(), function);
+        assert!(code.contains("pub struct Calculator"), "{code}");
+        assert!(
+            code.contains("pub const NAME : & 'static str = \"calculator\""),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub fn plan < A > (args : A) -> :: concierge :: core :: PlannedCall"),
+            "{code}"
+        );
+        assert!(code.contains("Self : :: concierge :: Tool < Args = A >"), "{code}");
+        assert!(
+            code.contains("PlannedCall :: typed (\"calculator\" , & args)"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn a_renamed_tool_plans_under_its_declared_name() {
+        let function: ItemFn = syn::parse_quote! {
+            /// Adds.
+            async fn add_numbers(args: AddArgs) -> i64 { args.a + args.b }
+        };
+        let options = Options {
+            name: Some(LitStr::new("add", Span::call_site())),
+            ..Options::default()
+        };
+        let code = expand_str(options, function);
+        assert!(code.contains("const NAME : & 'static str = \"add\""), "{code}");
+        assert!(code.contains("PlannedCall :: typed (\"add\" , & args)"), "{code}");
+    }
+
+    #[test]
+    fn misuse_is_a_compile_error_that_says_what_to_do() {
+        let not_async: ItemFn = syn::parse_quote! {
+            /// Adds.
+            fn add(args: AddArgs) -> i64 { 0 }
+        };
+        let error = expand(Options::default(), not_async).unwrap_err().to_string();
+        assert!(error.contains("needs an `async fn`"), "{error}");
+        let undocumented: ItemFn = syn::parse_quote! {
+            async fn add(args: AddArgs) -> i64 { 0 }
+        };
+        let error = expand(Options::default(), undocumented).unwrap_err().to_string();
+        assert!(error.contains("needs a description"), "{error}");
+    }
+}
