@@ -6,6 +6,7 @@ use super::driver::{Driver, Fault, Flow, Next, output};
 use crate::batch::{Batch, Completed, Parked, Progress, SlotState};
 use crate::blackboard::ToolExecution;
 use crate::canonical::fingerprint;
+use crate::catalog::ResolvedAgent;
 use crate::effect::Effect;
 use crate::event::EventKind;
 use crate::gate::{Gate, Verdict};
@@ -31,6 +32,10 @@ impl Driver<'_> {
     /// Numbers the planned calls, records them in the history, checks each
     /// at the gate, starts those that may run, and advances the batch.
     pub(super) fn select_tools(&mut self, text: String, planned: Vec<PlannedCall>) -> Flow {
+        let catalog = self.catalog;
+        let Some(resolved) = catalog.agent(&self.conv.agent) else {
+            return Err(Fault::new(format!("agent {} is not in the catalog", self.conv.agent)));
+        };
         self.move_to(Phase::ToolSelection)?;
         let calls: Vec<ToolCall> = planned
             .into_iter()
@@ -57,7 +62,7 @@ impl Driver<'_> {
                 arguments: call.arguments.clone(),
             });
         }
-        let (batch, answered, cap) = self.check_calls(calls)?;
+        let (batch, answered, cap) = self.check_calls(resolved, calls);
         if let Some(cap) = cap {
             self.reach(cap);
         }
@@ -88,10 +93,7 @@ impl Driver<'_> {
     /// Puts each call through the gate. Returns the batch, the calls the
     /// gate answered (to record once every call is checked) and the cap a
     /// refusal reached.
-    fn check_calls(&mut self, calls: Vec<ToolCall>) -> Result<(Batch, Vec<Answered>, Option<Cap>), Fault> {
-        let Some(agent) = self.catalog.agent(&self.conv.agent) else {
-            return Err(Fault::new(format!("agent {} is not in the catalog", self.conv.agent)));
-        };
+    fn check_calls(&mut self, agent: &ResolvedAgent, calls: Vec<ToolCall>) -> (Batch, Vec<Answered>, Option<Cap>) {
         let mut batch = Batch::default();
         let mut answered = Vec::new();
         let mut reached = None;
@@ -136,7 +138,7 @@ impl Driver<'_> {
             };
             batch.push(call, fp, state);
         }
-        Ok((batch, answered, reached))
+        (batch, answered, reached)
     }
 
     /// Records a call's outcome: the failure count, what the tool provides,
