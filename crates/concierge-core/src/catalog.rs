@@ -4,22 +4,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
 
-use serde_json::{Value, json};
-
 use crate::agent::{AgentSpec, RouteAction};
 use crate::error::write_list;
+use crate::handoff::{HANDOFF_PREFIX, handoff_def, is_handoff_tool};
 use crate::id::{AgentId, ToolId, check_name};
-use crate::planner::Planner;
-use crate::planner::rules::CompiledRules;
+use crate::planner::{CompiledRules, Planner};
 use crate::tool::{ToolDef, ToolSpec};
-
-/// The prefix of the tools that hand the conversation to another agent.
-pub const HANDOFF_PREFIX: &str = "transfer_to_";
-
-/// The name of the tool that hands the conversation to `agent`.
-pub fn handoff_tool_name(agent: &AgentId) -> ToolId {
-    ToolId::new(format!("{HANDOFF_PREFIX}{agent}"))
-}
 
 /// Agents and tools, with every name resolved.
 ///
@@ -188,7 +178,7 @@ impl CatalogBuilder {
         let mut tools = BTreeMap::new();
         for spec in self.tools {
             check_name("tool", spec.name.as_str()).map_err(CatalogError::InvalidName)?;
-            if spec.name.as_str().starts_with(HANDOFF_PREFIX) {
+            if is_handoff_tool(spec.name.as_str()) {
                 return Err(CatalogError::ReservedToolName { tool: spec.name });
             }
             if !spec.input_schema.is_object() {
@@ -331,28 +321,6 @@ fn resolve_agent(
     })
 }
 
-fn handoff_def(target: &AgentId, spec: Option<&AgentSpec>) -> ToolDef {
-    let about = match spec {
-        Some(s) if !s.description.is_empty() => format!("{} ({})", s.name, s.description),
-        Some(s) => s.name.clone(),
-        None => target.to_string(),
-    };
-    ToolDef {
-        name: handoff_tool_name(target),
-        description: format!("Hand the conversation to the {about} agent when the request is its job."),
-        parameters: handoff_schema(),
-    }
-}
-
-fn handoff_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "reason": {"type": "string", "description": "Why the conversation is handed over."}
-        }
-    })
-}
-
 /// A catalog that could not be built, with what exists so the fix is obvious.
 #[derive(Clone, Debug, PartialEq)]
 pub enum CatalogError {
@@ -472,6 +440,8 @@ impl std::error::Error for CatalogError {}
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use crate::agent::{Route, Rules};
 

@@ -113,7 +113,7 @@ define_id!(
     CallId
 );
 define_id!(
-    /// Identifies a caller-side turn (an opaque correlation id from [`RunOptions`]-like callers).
+    /// Identifies a caller-side turn (an opaque correlation id from callers such as `concierge::RunOptions`).
     TurnId
 );
 

@@ -50,40 +50,54 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod agent;
-pub mod blackboard;
-pub mod canonical;
-pub mod catalog;
-pub mod effect;
-pub mod error;
-pub mod event;
-pub mod id;
-pub mod input;
-pub mod message;
-pub mod model;
-pub mod output;
-pub mod phase;
-pub mod planner;
-pub mod policy;
-pub mod session;
-pub mod time;
-pub mod tool;
+mod agent;
+mod batch;
+mod blackboard;
+mod canonical;
+mod catalog;
+mod effect;
+mod error;
+mod event;
+mod gate;
+mod handoff;
+mod id;
+mod input;
+mod message;
+mod model;
+mod output;
+mod phase;
+mod planner;
+mod policy;
+mod run;
+mod session;
+mod time;
+mod tool;
 
 pub use agent::{AgentSpec, ExampleTurn, Route, RouteAction, Rules};
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
-pub use catalog::{Catalog, CatalogBuilder, CatalogError, HANDOFF_PREFIX, ResolvedAgent, handoff_tool_name};
+pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
 pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId};
-pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId};
+pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
+pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
 pub use input::{Confirmation, Decision, Input, StartRun};
 pub use message::{Message, ToolCall};
 pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
 pub use output::{PendingConfirmation, RunOutput, RunStatus};
 pub use phase::{InvalidTransition, Phase};
-pub use planner::{LlmPlanner, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner};
+pub use planner::{
+    CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner, parse_arguments,
+    render_value, summarize_results,
+};
 pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
 pub use session::Session;
 pub use time::Timestamp;
 pub use tool::{FieldError, ToolAnnotations, ToolDef, ToolError, ToolErrorKind, ToolOutcome, ToolSpec};
+
+#[doc(hidden)]
+/// Support for `concierge-macros`' generated code; not a public API.
+pub mod __private {
+    pub use serde;
+}

@@ -1,4 +1,5 @@
-//! What a run comes to.
+//! What a run comes to: the [`RunOutput`] an engine hands back, and how the
+//! core builds it (with seed 001's confidence).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -7,6 +8,7 @@ use crate::blackboard::ToolExecution;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
 use crate::model::Usage;
 use crate::policy::Cap;
+use crate::run::Run;
 
 /// The result of a run (seed 001's example output, and more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -46,6 +48,64 @@ impl RunOutput {
     pub fn success(&self) -> bool {
         self.status == RunStatus::Completed
     }
+
+    /// The output of `run` as it ends (or parks) with `status`.
+    ///
+    /// `log` is the session's whole execution log; the run's part of it is
+    /// taken from where the run started.
+    pub(crate) fn build(outcome: Outcome, run: &Run, log: &[ToolExecution]) -> Self {
+        let executions = log.get(run.log_start()..).unwrap_or_default().to_vec();
+        RunOutput {
+            session_id: outcome.session_id,
+            run_id: run.id().clone(),
+            agent: outcome.agent,
+            status: outcome.status,
+            reply: outcome.reply,
+            iterations: run.iterations(),
+            confidence: confidence(outcome.status, &executions, run.cap()),
+            tool_executions: executions,
+            usage: run.usage(),
+            cap: run.cap(),
+            error: run.error().map(str::to_string),
+            pending_confirmation: outcome.pending_confirmation,
+        }
+    }
+}
+
+/// How a run ends or parks, as the session knows it.
+pub(crate) struct Outcome {
+    /// The session.
+    pub(crate) session_id: SessionId,
+    /// The agent in charge at the end.
+    pub(crate) agent: AgentId,
+    /// The status.
+    pub(crate) status: RunStatus,
+    /// The answer or question.
+    pub(crate) reply: Option<String>,
+    /// The parked call, for a park.
+    pub(crate) pending_confirmation: Option<PendingConfirmation>,
+}
+
+/// Seed 001's confidence: 0.9 for an answer with every tool call successful,
+/// 0.5 for a question or a park, 0 for a failure; lower as calls fail (times
+/// `0.5 + 0.5 × successes / calls`), lower again (times 0.6) when a cap cut
+/// the run short. Rounded to two decimals.
+pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: Option<Cap>) -> f32 {
+    let base: f32 = match status {
+        RunStatus::Completed => 0.9,
+        RunStatus::NeedsInput | RunStatus::AwaitingConfirmation => 0.5,
+        RunStatus::Failed | RunStatus::Cancelled => return 0.0,
+    };
+    let ratio = if executions.is_empty() {
+        1.0
+    } else {
+        executions.iter().filter(|e| e.success()).count() as f32 / executions.len() as f32
+    };
+    let mut value = base * (0.5 + 0.5 * ratio);
+    if cap.is_some() {
+        value *= 0.6;
+    }
+    (value * 100.0).round() / 100.0
 }
 
 /// How a run ended.
@@ -77,4 +137,84 @@ pub struct PendingConfirmation {
     pub arguments: Value,
     /// Their fingerprint; an approval must quote it.
     pub fingerprint: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::planner::PlannerMode;
+    use crate::policy::RunPolicy;
+    use crate::run::NewRun;
+    use crate::time::Timestamp;
+    use crate::tool::{ToolError, ToolOutcome};
+
+    fn execution(run: &str, ok: bool) -> ToolExecution {
+        ToolExecution {
+            run_id: run.into(),
+            call_id: "call_1".into(),
+            tool: "t".into(),
+            arguments: json!({}),
+            fingerprint: "fp".into(),
+            duration_ms: 1,
+            outcome: if ok {
+                ToolOutcome::Ok(json!(1))
+            } else {
+                ToolOutcome::Error(ToolError::failed("no"))
+            },
+            reused_from: None,
+        }
+    }
+
+    #[test]
+    fn confidence_follows_status_successes_and_caps() {
+        let good = execution("r", true);
+        let bad = execution("r", false);
+        assert_eq!(confidence(RunStatus::Completed, &[], None), 0.9);
+        assert_eq!(confidence(RunStatus::Completed, std::slice::from_ref(&good), None), 0.9);
+        assert_eq!(
+            confidence(RunStatus::Completed, &[good.clone(), bad.clone()], None),
+            0.67
+        );
+        assert_eq!(confidence(RunStatus::Completed, std::slice::from_ref(&bad), None), 0.45);
+        assert_eq!(
+            confidence(RunStatus::Completed, std::slice::from_ref(&good), Some(Cap::Iterations)),
+            0.54
+        );
+        assert_eq!(confidence(RunStatus::NeedsInput, &[], None), 0.5);
+        assert_eq!(confidence(RunStatus::AwaitingConfirmation, &[], None), 0.5);
+        assert_eq!(confidence(RunStatus::Failed, std::slice::from_ref(&good), None), 0.0);
+        assert_eq!(confidence(RunStatus::Cancelled, &[good], None), 0.0);
+    }
+
+    #[test]
+    fn an_output_holds_only_its_runs_executions() {
+        let mut run = Run::new(NewRun {
+            id: "r2".into(),
+            catalog_version: None,
+            planner: PlannerMode::Rules,
+            policy: RunPolicy::default(),
+            at: Timestamp(0),
+            log_start: 1,
+        });
+        run.set_error("it broke".into());
+        let log = [execution("r1", true), execution("r2", false)];
+        let output = RunOutput::build(
+            Outcome {
+                session_id: "s".into(),
+                agent: "a".into(),
+                status: RunStatus::Completed,
+                reply: Some("done".into()),
+                pending_confirmation: None,
+            },
+            &run,
+            &log,
+        );
+        assert_eq!(output.run_id, "r2");
+        assert_eq!(output.tool_executions, [log[1].clone()]);
+        assert_eq!(output.confidence, 0.45);
+        assert_eq!(output.error.as_deref(), Some("it broke"));
+        assert!(output.success());
+    }
 }

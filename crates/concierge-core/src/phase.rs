@@ -1,4 +1,9 @@
 //! Seed 001's nine phases and the table of valid transitions.
+//!
+//! The set is closed: phases are the engine's protocol (what subscribers
+//! see, what a journal replays), the same for every agent. Behaviour of an
+//! agent's own goes in a custom planner, tools, the blackboard or another
+//! agent; `docs/architecture.md` ("The phase set is closed") says why and how.
 
 use std::fmt;
 
@@ -44,11 +49,27 @@ impl Phase {
 
     /// The phases this one may move to.
     ///
+    /// | from | to |
+    /// | --- | --- |
+    /// | `Initialize` | `Planning`, `Clarifying`, `Error` |
+    /// | `Planning` | `Clarifying`, `ToolSelection`, `Synthesis`, `Error` |
+    /// | `Clarifying` | `ToolExecution`, `Analysis`, `Completion`, `Error` |
+    /// | `ToolSelection` | `ToolExecution`, `Clarifying`, `Error` |
+    /// | `ToolExecution` | `Analysis`, `Error` |
+    /// | `Analysis` | `ToolSelection`, `Synthesis`, `Clarifying`, `Error` |
+    /// | `Synthesis` | `Completion`, `Analysis`, `Error` |
+    /// | `Error` | `Clarifying`, `Completion` |
+    /// | `Completion` | (none: the run is over) |
+    ///
     /// The table is seed 001's. The seed does not list exits from
     /// `Clarifying`; ours are: the person's approval runs the parked call
     /// (`ToolExecution`), a denial is analysed as a declined result
     /// (`Analysis`), a question that was asked closes the run (`Completion`),
-    /// and failures go to `Error`.
+    /// and failures go to `Error`. The core parks a call for approval in
+    /// `Clarifying` (from `ToolSelection` when nothing else of the batch
+    /// runs, from `Analysis` after the rest of the batch finished), and asks
+    /// the model again after tool results from `Analysis` (the seed has no
+    /// `Analysis → Planning`).
     pub fn successors(self) -> &'static [Phase] {
         use Phase::*;
         match self {

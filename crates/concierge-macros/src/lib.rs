@@ -4,7 +4,9 @@
 //! /// Adds two integers.
 //! #[tool(name = "add", category = "math", read_only, cacheable, provides = ["sum"])]
 //! async fn add(args: AddArgs) -> Result<i64, String> { Ok(args.a + args.b) }
-//! // generates `struct Add;` implementing `concierge::Tool`
+//! // generates `struct Add;` implementing `concierge::Tool`, with
+//! // `Add::NAME == "add"` and `Add::plan(AddArgs { a: 2, b: 3 })`, a
+//! // `concierge::core::PlannedCall` for custom planners and tests
 //! ```
 //!
 //! The function takes its arguments struct (deriving `Deserialize` and
@@ -14,6 +16,14 @@
 //! `category`, `description`, the flags `read_only`, `destructive`,
 //! `idempotent`, `requires_confirmation`, `cacheable`, and the lists
 //! `requires` and `provides` (blackboard keys).
+//!
+//! The generated struct also has `NAME` (the tool's name) and a typed
+//! `plan(args)`: the compiler checks that `args` is the tool's argument type,
+//! and the call carries the tool's name and the arguments serialized to JSON
+//! (the argument type must implement `Serialize` for `plan` to be used;
+//! tools whose arguments do not can still be declared, they just have no
+//! typed plan). A custom `Planner` returns these calls in
+//! `Plan::CallTools`; the core checks them like any other call.
 
 use proc_macro::TokenStream;
 use proc_macro2::Span;
@@ -247,12 +257,33 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
     } else {
         quote!(let #unused = cx;)
     };
+    let plan_doc = format!(
+        "Plans a call of `{}` with typed arguments: the name and the arguments serialized to JSON, \
+         for a custom planner's `Plan::CallTools` (the compiler checks the argument type; the \
+         core checks the call like any other).",
+        tool_name.value()
+    );
     Ok(quote! {
         #function
 
         #[doc = #struct_doc]
         #[derive(Clone, Copy, Debug, Default)]
         #vis struct #struct_name;
+
+        #[allow(dead_code)]
+        impl #struct_name {
+            /// The tool's name, as planners and models call it.
+            #vis const NAME: &'static str = #tool_name;
+
+            #[doc = #plan_doc]
+            #vis fn plan<A>(args: A) -> ::concierge::core::PlannedCall
+            where
+                Self: ::concierge::Tool<Args = A>,
+                A: ::concierge::core::__private::serde::Serialize,
+            {
+                ::concierge::core::PlannedCall::typed(#tool_name, &args)
+            }
+        }
 
         impl ::concierge::Tool for #struct_name {
             type Args = #args_ty;
@@ -290,4 +321,75 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use super::*;
+
+    fn expand_str(options: Options, function: ItemFn) -> String {
+        expand(options, function).unwrap().to_string()
+    }
+
+    #[test]
+    fn names_become_pascal_case_structs() {
+        assert_eq!(pascal_case("calculator"), "Calculator");
+        assert_eq!(pascal_case("search_flights"), "SearchFlights");
+        assert_eq!(pascal_case("__odd__name"), "OddName");
+    }
+
+    #[test]
+    fn the_struct_gets_its_name_and_a_typed_plan() {
+        let function: ItemFn = syn::parse_quote! {
+            /// Multiplies.
+            pub async fn calculator(args: CalcArgs) -> Result<i64, String> { Ok(args.a * args.b) }
+        };
+        let code = expand_str(Options::default(), function);
+        assert!(code.contains("pub struct Calculator"), "{code}");
+        assert!(
+            code.contains("pub const NAME : & 'static str = \"calculator\""),
+            "{code}"
+        );
+        assert!(
+            code.contains("pub fn plan < A > (args : A) -> :: concierge :: core :: PlannedCall"),
+            "{code}"
+        );
+        assert!(code.contains("Self : :: concierge :: Tool < Args = A >"), "{code}");
+        assert!(
+            code.contains("PlannedCall :: typed (\"calculator\" , & args)"),
+            "{code}"
+        );
+    }
+
+    #[test]
+    fn a_renamed_tool_plans_under_its_declared_name() {
+        let function: ItemFn = syn::parse_quote! {
+            /// Adds.
+            async fn add_numbers(args: AddArgs) -> i64 { args.a + args.b }
+        };
+        let options = Options {
+            name: Some(LitStr::new("add", Span::call_site())),
+            ..Options::default()
+        };
+        let code = expand_str(options, function);
+        assert!(code.contains("const NAME : & 'static str = \"add\""), "{code}");
+        assert!(code.contains("PlannedCall :: typed (\"add\" , & args)"), "{code}");
+    }
+
+    #[test]
+    fn misuse_is_a_compile_error_that_says_what_to_do() {
+        let not_async: ItemFn = syn::parse_quote! {
+            /// Adds.
+            fn add(args: AddArgs) -> i64 { 0 }
+        };
+        let error = expand(Options::default(), not_async).unwrap_err().to_string();
+        assert!(error.contains("needs an `async fn`"), "{error}");
+        let undocumented: ItemFn = syn::parse_quote! {
+            async fn add(args: AddArgs) -> i64 { 0 }
+        };
+        let error = expand(Options::default(), undocumented).unwrap_err().to_string();
+        assert!(error.contains("needs a description"), "{error}");
+    }
 }

@@ -4,9 +4,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{Decision, PlanView, PlannedCall, Planner};
+use super::rules::summarize_results;
+use super::{Plan, PlanView, PlannedCall, Planner};
 use crate::model::{ModelReply, ModelRequest, ToolChoice};
-use crate::planner::rules::summarize_results;
 use crate::policy::Cap;
 
 /// Builds model requests from the agent's instructions, the history and its
@@ -86,7 +86,7 @@ pub fn parse_arguments(raw: &str) -> Value {
 }
 
 impl Planner for LlmPlanner {
-    fn next(&self, view: &PlanView<'_>) -> Decision {
+    fn next(&self, view: &PlanView<'_>) -> Plan {
         // The run's first model call: nothing said since the person spoke.
         let first_step = match view.last_user_message() {
             Some((index, _)) => index + 1 == view.history.len(),
@@ -97,12 +97,12 @@ impl Planner for LlmPlanner {
             Some(tool) if first_step => ToolChoice::Tool(tool.to_string()),
             _ => ToolChoice::Auto,
         };
-        Decision::CallModel(Self::request(view, choice, None))
+        Plan::CallModel(Self::request(view, choice, None))
     }
 
-    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Decision {
+    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Plan {
         if reply.tool_calls.is_empty() {
-            return Decision::Answer(reply.text.clone());
+            return Plan::Answer(reply.text.clone());
         }
         let calls = reply
             .tool_calls
@@ -112,19 +112,19 @@ impl Planner for LlmPlanner {
                 arguments: parse_arguments(&call.arguments),
             })
             .collect();
-        Decision::CallTools {
+        Plan::CallTools {
             text: reply.text.clone(),
             calls,
         }
     }
 
-    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Decision {
+    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Plan {
         if view.history.is_empty() {
-            return Decision::Answer(summarize_results(view));
+            return Plan::Answer(summarize_results(view));
         }
         let note = format!(
             "The run reached {cap}. Do not call tools. Answer the person now with what is known, and say what is still missing."
         );
-        Decision::CallModel(Self::request(view, ToolChoice::None, Some(&note)))
+        Plan::CallModel(Self::request(view, ToolChoice::None, Some(&note)))
     }
 }

@@ -1,13 +1,15 @@
 //! Planners decide a run's next step.
 //!
 //! A planner is pure: it looks at the agent, the history and the blackboard
-//! and returns a [`Decision`]. The [`LlmPlanner`] decides by asking a model
-//! (it returns [`Decision::CallModel`], then interprets the reply); the
+//! and returns a [`Plan`]. The [`LlmPlanner`] decides by asking a model
+//! (it returns [`Plan::CallModel`], then interprets the reply); the
 //! [`RulesPlanner`] maps text to tools directly, so an agent can run with no
-//! model at all.
+//! model at all. A custom [`Planner`] registered in the catalog plans in
+//! Rust; `#[tool]` gives every tool a typed `plan(args)` that builds its
+//! [`PlannedCall`].
 
-pub mod llm;
-pub mod rules;
+mod llm;
+mod rules;
 
 use std::sync::Arc;
 
@@ -21,8 +23,8 @@ use crate::model::{ModelReply, ModelRequest};
 use crate::policy::Cap;
 use crate::tool::ToolDef;
 
-pub use llm::LlmPlanner;
-pub use rules::RulesPlanner;
+pub use llm::{LlmPlanner, parse_arguments};
+pub use rules::{CompiledRules, RulesPlanner, render_value, summarize_results};
 
 /// Which planner a run uses (fixed when the run starts, recorded in its input).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -59,9 +61,9 @@ impl PlanView<'_> {
     }
 }
 
-/// A planner's decision.
+/// What a planner decides to do next.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Decision {
+pub enum Plan {
     /// Ask the model this; its reply goes to [`Planner::on_model_reply`].
     CallModel(ModelRequest),
     /// Call these tools (with optional text to show alongside).
@@ -78,7 +80,11 @@ pub enum Decision {
 }
 
 /// A tool call a planner wants.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// `#[tool]` generates a typed constructor for each tool
+/// (`Calculator::plan(CalcArgs { .. })`), checked by the compiler; the core
+/// checks every call again when it is planned (see the tool-call gate).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlannedCall {
     /// The tool name (it may name no tool).
     pub name: String,
@@ -86,14 +92,68 @@ pub struct PlannedCall {
     pub arguments: Value,
 }
 
+impl PlannedCall {
+    /// A call of `name` with arguments already in JSON.
+    pub fn new(name: impl Into<String>, arguments: Value) -> Self {
+        Self {
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    /// A call of `name` with typed arguments, serialized to JSON.
+    ///
+    /// Arguments that cannot be serialized (a map with non-string keys, a
+    /// `Serialize` impl that fails) become a JSON string saying why: the core
+    /// refuses the call with an `invalid_arguments` error the planner sees,
+    /// rather than the step failing.
+    pub fn typed<A: Serialize + ?Sized>(name: impl Into<String>, arguments: &A) -> Self {
+        let arguments = serde_json::to_value(arguments)
+            .unwrap_or_else(|error| Value::String(format!("the arguments could not be serialized: {error}")));
+        Self::new(name, arguments)
+    }
+}
+
 /// Decides the next step of a run.
 pub trait Planner {
     /// The next step, at the start of a run or after tool results.
-    fn next(&self, view: &PlanView<'_>) -> Decision;
+    fn next(&self, view: &PlanView<'_>) -> Plan;
 
-    /// Interprets the model's reply to a [`Decision::CallModel`].
-    fn on_model_reply(&self, view: &PlanView<'_>, reply: &ModelReply) -> Decision;
+    /// Interprets the model's reply to a [`Plan::CallModel`].
+    fn on_model_reply(&self, view: &PlanView<'_>, reply: &ModelReply) -> Plan;
 
     /// The final step when a cap was reached: answer with what is known.
-    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Decision;
+    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Plan;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    #[derive(Serialize)]
+    struct Add {
+        a: i64,
+        b: i64,
+    }
+
+    #[test]
+    fn typed_calls_serialize_their_arguments() {
+        let call = PlannedCall::typed("add", &Add { a: 2, b: 3 });
+        assert_eq!(call, PlannedCall::new("add", json!({"a": 2, "b": 3})));
+    }
+
+    #[test]
+    fn arguments_that_cannot_be_serialized_become_a_reason() {
+        let mut map = BTreeMap::new();
+        map.insert((1, 2), "pair keys are not JSON object keys");
+        let call = PlannedCall::typed("add", &map);
+        let Value::String(reason) = &call.arguments else {
+            panic!("expected a reason, got {}", call.arguments)
+        };
+        assert!(reason.contains("could not be serialized"), "{reason}");
+    }
 }

@@ -3,9 +3,9 @@
 use regex::Regex;
 use serde_json::{Map, Value, json};
 
-use super::{Decision, PlanView, PlannedCall, Planner};
+use super::{Plan, PlanView, PlannedCall, Planner};
 use crate::agent::{RouteAction, Rules};
-use crate::catalog::{HANDOFF_PREFIX, handoff_tool_name};
+use crate::handoff::{HANDOFF_PREFIX, handoff_tool_name};
 use crate::message::Message;
 use crate::model::ModelReply;
 use crate::policy::Cap;
@@ -69,7 +69,7 @@ impl<'a> RulesPlanner<'a> {
         Self { rules }
     }
 
-    fn route(&self, view: &PlanView<'_>, text: &str) -> Decision {
+    fn route(&self, view: &PlanView<'_>, text: &str) -> Plan {
         let lower = text.to_lowercase();
         for route in &self.rules.routes {
             if !route.keywords.is_empty() && !route.keywords.iter().any(|k| lower.contains(k.as_str())) {
@@ -92,21 +92,21 @@ impl<'a> RulesPlanner<'a> {
                     .map(|m| m.as_str().to_string())
             };
             return match &route.action {
-                RouteAction::Tool { tool, arguments } => Decision::CallTools {
+                RouteAction::Tool { tool, arguments } => Plan::CallTools {
                     text: String::new(),
                     calls: vec![PlannedCall {
                         name: tool.to_string(),
                         arguments: substitute(&Value::Object(arguments.clone()), &lookup),
                     }],
                 },
-                RouteAction::Handoff { handoff } => Decision::CallTools {
+                RouteAction::Handoff { handoff } => Plan::CallTools {
                     text: String::new(),
                     calls: vec![PlannedCall {
                         name: handoff_tool_name(handoff).to_string(),
                         arguments: json!({ "reason": format!("the request matched {handoff}'s route") }),
                     }],
                 },
-                RouteAction::Reply { reply } => Decision::Answer(render(reply, &lookup)),
+                RouteAction::Reply { reply } => Plan::Answer(render(reply, &lookup)),
             };
         }
         let fallback = self
@@ -120,12 +120,12 @@ impl<'a> RulesPlanner<'a> {
                     view.agent.name, view.agent.description
                 )
             });
-        Decision::Clarify(fallback)
+        Plan::Clarify(fallback)
     }
 
-    fn answer(&self, view: &PlanView<'_>, results: &[&Message], text: &str) -> Decision {
+    fn answer(&self, view: &PlanView<'_>, results: &[&Message], text: &str) -> Plan {
         let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
-            return Decision::Answer(summarize_results(view));
+            return Plan::Answer(summarize_results(view));
         };
         // The answer of the route that calls this tool, else the rules' own.
         let route_answer = self.rules.routes.iter().find_map(|r| match &r.action {
@@ -137,7 +137,7 @@ impl<'a> RulesPlanner<'a> {
             ToolOutcome::Error(_) => Some(self.rules.error_answer.as_deref().unwrap_or("{tool} failed: {error}")),
         };
         let Some(template) = template else {
-            return Decision::Answer(summarize_results(view));
+            return Plan::Answer(summarize_results(view));
         };
         let lookup = |name: &str| -> Option<String> {
             match (name, outcome) {
@@ -156,7 +156,7 @@ impl<'a> RulesPlanner<'a> {
                 _ => None,
             }
         };
-        Decision::Answer(render(template, &lookup))
+        Plan::Answer(render(template, &lookup))
     }
 }
 
@@ -192,9 +192,9 @@ pub fn summarize_results(view: &PlanView<'_>) -> String {
 }
 
 impl Planner for RulesPlanner<'_> {
-    fn next(&self, view: &PlanView<'_>) -> Decision {
+    fn next(&self, view: &PlanView<'_>) -> Plan {
         let Some((_, text)) = view.last_user_message() else {
-            return Decision::Clarify("What can I do for you?".to_string());
+            return Plan::Clarify("What can I do for you?".to_string());
         };
         let results = own_results(view);
         if results.is_empty() {
@@ -204,12 +204,12 @@ impl Planner for RulesPlanner<'_> {
         }
     }
 
-    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Decision {
-        Decision::Answer(reply.text.clone())
+    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Plan {
+        Plan::Answer(reply.text.clone())
     }
 
-    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Decision {
-        Decision::Answer(format!("I stopped at {cap}. {}", summarize_results(view)))
+    fn synthesize(&self, view: &PlanView<'_>, cap: Cap) -> Plan {
+        Plan::Answer(format!("I stopped at {cap}. {}", summarize_results(view)))
     }
 }
 

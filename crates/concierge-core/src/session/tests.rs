@@ -1,10 +1,11 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::*;
-use crate::agent::{AgentSpec, Route, Rules};
-use crate::input::Decision as UserDecision;
-use crate::model::{ModelRequest, ToolChoice};
-use crate::tool::ToolAnnotations;
+use crate::{
+    AgentSpec, CallId, Cap, Catalog, Confirmation, Decision as UserDecision, Effect, Event, EventKind, IdempotencyKey,
+    Input, Message, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, Route, Rules, RunId, RunOutput,
+    RunPolicy, RunStatus, Session, StartRun, Step, StepError, Timestamp, ToolAnnotations, ToolCall, ToolChoice,
+    ToolError, ToolErrorKind, ToolOutcome, ToolSpec, Usage,
+};
 
 fn schema_ab() -> Value {
     json!({
@@ -358,7 +359,7 @@ fn a_schema_error_from_the_engine_is_shown_to_the_model_and_corrected() {
     let call = tool_calls(&e2)[0].0.clone();
     let error = ToolError::invalid_arguments(
         "the arguments do not match the schema",
-        vec![crate::tool::FieldError {
+        vec![crate::FieldError {
             field: "a".into(),
             problem: "\"x\" is not of type \"number\"".into(),
         }],
@@ -962,4 +963,86 @@ fn an_agent_named_by_the_caller_takes_over() {
             .any(|k| matches!(k, EventKind::AgentChanged { to, .. } if to == "helper"))
     );
     assert_eq!(model_call(&e1).2.agent, "helper");
+}
+
+/// Serializes and deserializes the session, checks it is equal, and returns the copy.
+fn round_trip(session: &Session) -> Session {
+    let json = serde_json::to_string(session).unwrap();
+    let restored: Session = serde_json::from_str(&json).unwrap();
+    assert_eq!(&restored, session, "{json}");
+    restored
+}
+
+#[test]
+fn a_session_round_trips_through_serde_in_every_wait_and_carries_on() {
+    let mut h = Harness::new();
+    round_trip(&h.session);
+    // Waiting for the model.
+    let e1 = h.start("sum then pay", PlannerMode::Model);
+    round_trip(&h.session);
+    // Waiting for tools, with a call awaiting approval behind them.
+    let mut reply = add_call(1, 1);
+    reply.tool_calls.extend(ModelReply::tool_call("pay", "{}").tool_calls);
+    let e2 = h.reply(&e1, reply);
+    let restored = round_trip(&h.session);
+    assert_eq!(
+        restored.pending_effects(&h.catalog),
+        h.session.pending_effects(&h.catalog)
+    );
+    // Parked for the confirmation.
+    let call = tool_calls(&e2)[0].0.clone();
+    let e3 = h.finish_tool(&call.id, ok(json!(2)));
+    let pending = parked(&e3).pending_confirmation.unwrap();
+    let mut restored = round_trip(&h.session);
+    assert_eq!(restored.pending_confirmation(), Some(pending.clone()));
+    // The restored copy takes the next input exactly as the original does.
+    let approval = Input::Confirm(Confirmation {
+        run_id: h.run_id(),
+        call_id: pending.call_id.clone(),
+        fingerprint: pending.fingerprint.clone(),
+        decision: UserDecision::Approve,
+        at: Timestamp(h.now + 1),
+    });
+    let from_copy = restored.step(approval.clone(), &h.catalog).unwrap();
+    let from_original = h.send(approval);
+    assert_eq!(from_copy, from_original);
+    assert_eq!(restored, h.session);
+    // Finished.
+    let e5 = h.finish_tool(&pending.call_id, ok(json!("paid")));
+    let _ = h.reply(&e5, ModelReply::text("Done."));
+    round_trip(&h.session);
+}
+
+#[test]
+fn inputs_effects_and_steps_serialize() {
+    let mut h = Harness::new();
+    let e1 = h.start("pay", PlannerMode::Model);
+    let e2 = h.reply(&e1, ModelReply::tool_call("pay", "{}"));
+    for input in &h.journal {
+        let json = serde_json::to_string(input).unwrap();
+        assert_eq!(&serde_json::from_str::<Input>(&json).unwrap(), input);
+    }
+    for step in [&e1, &e2] {
+        let json = serde_json::to_string(step).unwrap();
+        assert_eq!(&serde_json::from_str::<Step>(&json).unwrap(), step);
+        for effect in &step.effects {
+            let json = serde_json::to_string(effect).unwrap();
+            assert_eq!(&serde_json::from_str::<Effect>(&json).unwrap(), effect);
+        }
+    }
+}
+
+#[test]
+fn a_snapshot_whose_wait_contradicts_itself_is_refused() {
+    let mut h = Harness::new();
+    let (_, _) = park_pay(&mut h);
+    let mut value = serde_json::to_value(&h.session).unwrap();
+    // Point the parked slot past the batch.
+    assert_eq!(value["run"]["waiting"]["parked"]["slot"], json!(0));
+    value["run"]["waiting"]["parked"]["slot"] = json!(5);
+    let error = serde_json::from_value::<Session>(value).unwrap_err().to_string();
+    assert!(
+        error.contains("a parked batch must stop on a call awaiting approval"),
+        "{error}"
+    );
 }

@@ -1,0 +1,417 @@
+//! The tool-call gate: what happens to one call a planner asked for, before
+//! anything runs.
+//!
+//! The rules, in order (the first that applies decides):
+//!
+//! 1. a `transfer_to_<agent>` call to an allowed agent is a **handoff** the
+//!    core answers itself (one per batch; a second is refused);
+//! 2. arguments that are not a JSON object are **refused** as
+//!    `invalid_arguments`;
+//! 3. a tool the agent does not have is **refused** as `unknown_tool`, with
+//!    the agent's tools listed;
+//! 4. a tool whose `requires` keys are missing from the blackboard is
+//!    **refused** as `missing_information`, naming the tools that `provide`
+//!    them;
+//! 5. a `cacheable` tool already called in the session with the same
+//!    argument fingerprint is **reused** from the log;
+//! 6. past the run's `max_tool_calls`, the call is **refused** as
+//!    `limit_reached` and the run reaches its tool-call cap;
+//! 7. otherwise the call counts against the cap and either **runs** or,
+//!    when the run's confirmation policy says so, **awaits approval**.
+//!
+//! The gate is a pure function of the call and what it is checked against.
+
+use serde_json::Value;
+
+use crate::batch::Handoff;
+use crate::blackboard::Blackboard;
+use crate::catalog::{Catalog, ResolvedAgent};
+use crate::id::CallId;
+use crate::message::ToolCall;
+use crate::policy::{Cap, ConfirmationPolicy, RunPolicy};
+use crate::tool::{ToolError, ToolErrorKind, ToolOutcome, ToolSpec};
+
+/// What a call is checked against.
+pub(crate) struct Gate<'a> {
+    /// The agent making the call.
+    pub(crate) agent: &'a ResolvedAgent,
+    /// The catalog the run plans with.
+    pub(crate) catalog: &'a Catalog,
+    /// The session's blackboard.
+    pub(crate) blackboard: &'a Blackboard,
+    /// The run's policy.
+    pub(crate) policy: &'a RunPolicy,
+    /// Tool calls the run has made so far (counting the batch's earlier calls).
+    pub(crate) tool_calls: u32,
+    /// Whether an earlier call of the batch hands off.
+    pub(crate) handing_off: bool,
+}
+
+/// The gate's verdict on one call.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Verdict {
+    /// Hand the conversation over (the core answers the call).
+    Handoff(Handoff),
+    /// Do not run it; the planner sees this error.
+    Refuse {
+        /// The error.
+        error: ToolError,
+        /// The cap the refusal reaches, if any.
+        cap: Option<Cap>,
+    },
+    /// Answer it with an earlier call's result.
+    Reuse {
+        /// The result.
+        outcome: ToolOutcome,
+        /// The call it came from.
+        from: CallId,
+    },
+    /// Run it now (it counts against the run's tool calls).
+    Run,
+    /// Run it once the person approves (it counts against the run's tool calls).
+    AwaitApproval,
+}
+
+impl Verdict {
+    /// Whether the call counts against the run's `max_tool_calls`.
+    pub(crate) fn counts(&self) -> bool {
+        matches!(self, Verdict::Run | Verdict::AwaitApproval)
+    }
+}
+
+fn refuse(kind: ToolErrorKind, message: String) -> Verdict {
+    Verdict::Refuse {
+        error: ToolError::new(kind, message),
+        cap: None,
+    }
+}
+
+impl Gate<'_> {
+    /// Decides what happens to `call`, whose arguments have `fingerprint`.
+    pub(crate) fn check(&self, call: &ToolCall, fingerprint: &str) -> Verdict {
+        if let Some(target) = self.agent.handoff_target(call.name.as_str()) {
+            return self.handoff(call, target.clone());
+        }
+        if let Value::String(raw) = &call.arguments {
+            return refuse(
+                ToolErrorKind::InvalidArguments,
+                format!("the arguments are not valid JSON: {raw}; send a JSON object that matches the tool's schema"),
+            );
+        }
+        if !call.arguments.is_object() {
+            return refuse(
+                ToolErrorKind::InvalidArguments,
+                format!("the arguments must be a JSON object, not {}", call.arguments),
+            );
+        }
+        let spec: Option<&ToolSpec> = self
+            .agent
+            .has_tool(&call.name)
+            .then(|| self.catalog.tool(&call.name))
+            .flatten();
+        let Some(spec) = spec else {
+            return self.unknown(call);
+        };
+        if let Some(refusal) = self.missing_information(spec) {
+            return refusal;
+        }
+        if spec.annotations.cacheable {
+            if let Some(previous) = self.blackboard.cached(&spec.name, fingerprint) {
+                return Verdict::Reuse {
+                    outcome: previous.outcome.clone(),
+                    from: previous.call_id.clone(),
+                };
+            }
+        }
+        if self.tool_calls >= self.policy.max_tool_calls {
+            return Verdict::Refuse {
+                error: ToolError::new(
+                    ToolErrorKind::LimitReached,
+                    format!(
+                        "not run: the run reached its limit of {} tool calls",
+                        self.policy.max_tool_calls
+                    ),
+                ),
+                cap: Some(Cap::ToolCalls),
+            };
+        }
+        let confirm = match self.policy.confirmation {
+            ConfirmationPolicy::Annotated => spec.annotations.requires_confirmation,
+            ConfirmationPolicy::SideEffects => spec.annotations.requires_confirmation || !spec.annotations.read_only,
+            ConfirmationPolicy::Never => false,
+        };
+        if confirm { Verdict::AwaitApproval } else { Verdict::Run }
+    }
+
+    fn handoff(&self, call: &ToolCall, target: crate::id::AgentId) -> Verdict {
+        if self.handing_off {
+            return refuse(
+                ToolErrorKind::Failed,
+                "only one handoff per step; the conversation is already being handed over".into(),
+            );
+        }
+        let reason = call
+            .arguments
+            .get("reason")
+            .and_then(Value::as_str)
+            .unwrap_or("handoff")
+            .to_string();
+        Verdict::Handoff(Handoff { target, reason })
+    }
+
+    fn unknown(&self, call: &ToolCall) -> Verdict {
+        let mut names: Vec<&str> = self.agent.defs.iter().map(|d| d.name.as_str()).collect();
+        names.sort_unstable();
+        refuse(
+            ToolErrorKind::UnknownTool,
+            format!(
+                "there is no tool named {:?}; the tools are: {}",
+                call.name.as_str(),
+                names.join(", ")
+            ),
+        )
+    }
+
+    fn missing_information(&self, spec: &ToolSpec) -> Option<Verdict> {
+        let missing: Vec<&str> = spec
+            .requires
+            .iter()
+            .filter(|k| !self.blackboard.available.contains_key(*k))
+            .map(String::as_str)
+            .collect();
+        if missing.is_empty() {
+            return None;
+        }
+        let providers: Vec<&str> = self
+            .agent
+            .tools
+            .iter()
+            .filter_map(|t| self.catalog.tool(t))
+            .filter(|t| t.provides.iter().any(|p| missing.contains(&p.as_str())))
+            .map(|t| t.name.as_str())
+            .collect();
+        let hint = if providers.is_empty() {
+            "ask the person for it".to_string()
+        } else {
+            format!("ask the person for it or call {} first", providers.join(" or "))
+        };
+        Some(refuse(
+            ToolErrorKind::MissingInformation,
+            format!(
+                "{} needs information that is missing: {}; {hint}",
+                spec.name,
+                missing.join(", ")
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::agent::AgentSpec;
+    use crate::blackboard::ToolExecution;
+    use crate::tool::ToolAnnotations;
+
+    fn catalog() -> Catalog {
+        let annotated = |name: &str, annotations: ToolAnnotations| {
+            ToolSpec::new(name, "a tool", json!({"type": "object"})).annotations(annotations)
+        };
+        Catalog::builder()
+            .tool(annotated(
+                "search",
+                ToolAnnotations {
+                    read_only: true,
+                    cacheable: true,
+                    ..ToolAnnotations::default()
+                },
+            ))
+            .tool(annotated(
+                "pay",
+                ToolAnnotations {
+                    requires_confirmation: true,
+                    ..ToolAnnotations::default()
+                },
+            ))
+            .tool(annotated("note", ToolAnnotations::default()))
+            .tool(ToolSpec::new("login", "a tool", json!({"type": "object"})).provides("user_id"))
+            .tool(ToolSpec::new("profile", "a tool", json!({"type": "object"})).requires("user_id"))
+            .tool(ToolSpec::new("elsewhere", "a tool", json!({"type": "object"})))
+            .agent(
+                AgentSpec::new("main")
+                    .tool("search")
+                    .tool("pay")
+                    .tool("note")
+                    .tool("login")
+                    .tool("profile")
+                    .handoff("billing"),
+            )
+            .agent(AgentSpec::new("billing").tool("elsewhere"))
+            .build()
+            .unwrap()
+    }
+
+    fn call(name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: "call_9".into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    struct Case {
+        catalog: Catalog,
+        blackboard: Blackboard,
+        policy: RunPolicy,
+        tool_calls: u32,
+        handing_off: bool,
+    }
+
+    impl Case {
+        fn new() -> Self {
+            Self {
+                catalog: catalog(),
+                blackboard: Blackboard::default(),
+                policy: RunPolicy::default(),
+                tool_calls: 0,
+                handing_off: false,
+            }
+        }
+
+        fn check(&self, name: &str, arguments: Value) -> Verdict {
+            let gate = Gate {
+                agent: self.catalog.agent(&"main".into()).unwrap(),
+                catalog: &self.catalog,
+                blackboard: &self.blackboard,
+                policy: &self.policy,
+                tool_calls: self.tool_calls,
+                handing_off: self.handing_off,
+            };
+            let call = call(name, arguments);
+            let fingerprint = crate::canonical::fingerprint(&call.arguments);
+            gate.check(&call, &fingerprint)
+        }
+    }
+
+    fn refused(verdict: Verdict) -> (ToolErrorKind, String, Option<Cap>) {
+        match verdict {
+            Verdict::Refuse { error, cap } => (error.kind, error.message, cap),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_handoff_is_answered_by_the_core_once_per_batch() {
+        let mut case = Case::new();
+        let verdict = case.check("transfer_to_billing", json!({"reason": "an invoice"}));
+        assert_eq!(
+            verdict,
+            Verdict::Handoff(Handoff {
+                target: "billing".into(),
+                reason: "an invoice".into()
+            })
+        );
+        assert!(!verdict.counts());
+        case.handing_off = true;
+        let (kind, message, _) = refused(case.check("transfer_to_billing", json!({})));
+        assert_eq!(kind, ToolErrorKind::Failed);
+        assert!(message.contains("only one handoff"), "{message}");
+    }
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        let case = Case::new();
+        let (kind, message, _) = refused(case.check("note", json!("{a: 1")));
+        assert_eq!(kind, ToolErrorKind::InvalidArguments);
+        assert!(message.contains("not valid JSON: {a: 1"), "{message}");
+        let (kind, message, _) = refused(case.check("note", json!([1, 2])));
+        assert_eq!(kind, ToolErrorKind::InvalidArguments);
+        assert!(message.contains("must be a JSON object"), "{message}");
+    }
+
+    #[test]
+    fn unknown_tools_list_the_agents_tools() {
+        let case = Case::new();
+        // `elsewhere` exists, but it is another agent's tool.
+        for name in ["multiply", "elsewhere", "transfer_to_main"] {
+            let (kind, message, _) = refused(case.check(name, json!({})));
+            assert_eq!(kind, ToolErrorKind::UnknownTool, "{name}");
+            assert!(
+                message.contains("login, note, pay, profile, search, transfer_to_billing"),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn missing_information_names_the_tools_that_provide_it() {
+        let mut case = Case::new();
+        let (kind, message, _) = refused(case.check("profile", json!({})));
+        assert_eq!(kind, ToolErrorKind::MissingInformation);
+        assert!(
+            message.contains("user_id") && message.contains("call login first"),
+            "{message}"
+        );
+        case.blackboard.available.insert("user_id".into(), json!("u1"));
+        assert_eq!(case.check("profile", json!({})), Verdict::Run);
+    }
+
+    #[test]
+    fn cacheable_calls_reuse_an_earlier_success_with_the_same_arguments() {
+        let mut case = Case::new();
+        assert_eq!(case.check("search", json!({"q": "x"})), Verdict::Run);
+        case.blackboard.log.push(ToolExecution {
+            run_id: "r1".into(),
+            call_id: "call_1".into(),
+            tool: "search".into(),
+            arguments: json!({"q": "x"}),
+            fingerprint: crate::canonical::fingerprint(&json!({"q": "x"})),
+            duration_ms: 4,
+            outcome: ToolOutcome::Ok(json!("found")),
+            reused_from: None,
+        });
+        let verdict = case.check("search", json!({"q": "x"}));
+        assert_eq!(
+            verdict,
+            Verdict::Reuse {
+                outcome: ToolOutcome::Ok(json!("found")),
+                from: "call_1".into()
+            }
+        );
+        assert!(!verdict.counts(), "a reused call does not count against the cap");
+        assert_eq!(case.check("search", json!({"q": "y"})), Verdict::Run);
+        // Reuse comes before the cap: it costs nothing.
+        case.tool_calls = case.policy.max_tool_calls;
+        assert!(matches!(case.check("search", json!({"q": "x"})), Verdict::Reuse { .. }));
+    }
+
+    #[test]
+    fn past_the_cap_calls_are_refused_and_reach_it() {
+        let mut case = Case::new();
+        case.policy.max_tool_calls = 2;
+        case.tool_calls = 1;
+        assert!(case.check("note", json!({})).counts());
+        case.tool_calls = 2;
+        let (kind, message, cap) = refused(case.check("note", json!({})));
+        assert_eq!((kind, cap), (ToolErrorKind::LimitReached, Some(Cap::ToolCalls)));
+        assert!(message.contains("limit of 2 tool calls"), "{message}");
+    }
+
+    #[test]
+    fn the_confirmation_policy_decides_which_calls_await_approval() {
+        let mut case = Case::new();
+        assert_eq!(case.check("pay", json!({})), Verdict::AwaitApproval);
+        assert_eq!(case.check("note", json!({})), Verdict::Run);
+        case.policy.confirmation = ConfirmationPolicy::SideEffects;
+        assert_eq!(case.check("note", json!({})), Verdict::AwaitApproval);
+        assert_eq!(
+            case.check("search", json!({})),
+            Verdict::Run,
+            "read-only tools never ask"
+        );
+        case.policy.confirmation = ConfirmationPolicy::Never;
+        assert_eq!(case.check("pay", json!({})), Verdict::Run);
+    }
+}

@@ -1,0 +1,480 @@
+//! The driver: one run, owned for one step, with the conversation it belongs
+//! to. Starting, planning, the model's replies, time running out, ending and
+//! failing live here; tool calls live in `tools.rs`.
+//!
+//! Every handler returns what the run does next: wait for something
+//! ([`Next::Wait`]) or nothing, because it finished ([`Next::Closed`]). A
+//! [`Fault`] (a planner that cannot run, a transition outside the table)
+//! fails the run through `Error → Completion`; a fault raised while a batch
+//! was in hand carries the batch, so its calls still get their answers.
+
+use std::fmt;
+
+use super::{Conversation, Outbox};
+use crate::batch::Batch;
+use crate::blackboard::Goal;
+use crate::catalog::Catalog;
+use crate::effect::Effect;
+use crate::event::EventKind;
+use crate::id::RunId;
+use crate::input::StartRun;
+use crate::message::Message;
+use crate::model::{ModelReply, ModelRequest};
+use crate::output::{Outcome, PendingConfirmation, RunOutput, RunStatus};
+use crate::phase::{InvalidTransition, Phase};
+use crate::planner::{LlmPlanner, Plan, PlanView, Planner, PlannerMode, RulesPlanner, summarize_results};
+use crate::policy::{Cap, RunPolicy};
+use crate::run::{ModelPurpose, NewRun, Run, Waiting};
+use crate::tool::ToolErrorKind;
+
+/// What a run does after a handler.
+pub(super) enum Next {
+    /// It waits for this.
+    Wait(Waiting),
+    /// It finished (its `Finish` effect is out) and leaves the session.
+    Closed,
+}
+
+/// What went wrong after an input was accepted: the run fails, never left
+/// half-applied.
+pub(super) struct Fault {
+    message: String,
+    /// The batch that was in hand, so its open calls are answered.
+    batch: Option<Batch>,
+}
+
+impl Fault {
+    pub(super) fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            batch: None,
+        }
+    }
+
+    fn transition(error: InvalidTransition, batch: Option<Batch>) -> Self {
+        Self {
+            message: error.to_string(),
+            batch,
+        }
+    }
+
+    /// The run waited for something else than the input's handler expected
+    /// (the input checks rule this out; a fault rather than a panic if not).
+    pub(super) fn mismatch(waiting: Waiting) -> Self {
+        let expected = waiting.describe();
+        let batch = match waiting {
+            Waiting::Model { .. } => None,
+            Waiting::Tools { batch } => Some(batch.into_batch()),
+            Waiting::Confirmation { parked } => Some(parked.into_batch()),
+        };
+        Self {
+            message: format!("the input did not fit the run, which was waiting for {expected}"),
+            batch,
+        }
+    }
+}
+
+impl fmt::Display for Fault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// What a handler returns.
+pub(super) type Flow = Result<Next, Fault>;
+
+/// One run and its conversation, for one step.
+pub(super) struct Driver<'a> {
+    pub(super) conv: &'a mut Conversation,
+    pub(super) run: Run,
+    pub(super) catalog: &'a Catalog,
+    pub(super) out: &'a mut Outbox,
+}
+
+/// The planner a run uses, resolved from its mode and the catalog.
+enum PlannerRef<'a> {
+    Llm(LlmPlanner),
+    Rules(RulesPlanner<'a>),
+    Custom(&'a (dyn Planner + Send + Sync)),
+}
+
+impl PlannerRef<'_> {
+    fn get(&self) -> &dyn Planner {
+        match self {
+            PlannerRef::Llm(p) => p,
+            PlannerRef::Rules(p) => p,
+            PlannerRef::Custom(p) => *p,
+        }
+    }
+}
+
+/// Asks the run's planner, with a view of the conversation, through `f`.
+pub(super) fn consult<R>(
+    conv: &Conversation,
+    run: &Run,
+    catalog: &Catalog,
+    f: impl FnOnce(&dyn Planner, &PlanView<'_>) -> R,
+) -> Result<R, String> {
+    let agent = &conv.agent;
+    let resolved = catalog
+        .agent(agent)
+        .ok_or_else(|| format!("agent {agent} is not in the catalog"))?;
+    let planner = match run.planner() {
+        PlannerMode::Model => PlannerRef::Llm(LlmPlanner),
+        PlannerMode::Rules => match &resolved.rules {
+            Some(rules) => PlannerRef::Rules(RulesPlanner::new(rules)),
+            None => {
+                return Err(format!(
+                    "agent {agent} has no rules and this run has no model; configure a model"
+                ));
+            }
+        },
+        PlannerMode::Custom => match catalog.custom_planner(agent) {
+            Some(p) => PlannerRef::Custom(p.as_ref()),
+            None => return Err(format!("agent {agent} has no custom planner")),
+        },
+    };
+    let view = PlanView {
+        agent: &resolved.spec,
+        tools: &resolved.defs,
+        history: &conv.history,
+        blackboard: &conv.blackboard,
+    };
+    Ok(f(planner.get(), &view))
+}
+
+/// The output of `run` with `status`.
+pub(super) fn output(
+    conv: &Conversation,
+    run: &Run,
+    status: RunStatus,
+    reply: Option<String>,
+    pending_confirmation: Option<PendingConfirmation>,
+) -> RunOutput {
+    RunOutput::build(
+        Outcome {
+            session_id: conv.id.clone(),
+            agent: conv.agent.clone(),
+            status,
+            reply,
+            pending_confirmation,
+        },
+        run,
+        &conv.blackboard.log,
+    )
+}
+
+impl Conversation {
+    /// Numbers and builds the run `start` asks for (checked beforehand).
+    pub(super) fn new_run(&mut self, start: &StartRun, catalog: &Catalog) -> Run {
+        let agent = start.agent.as_ref().unwrap_or(&self.agent);
+        let policy = match (&start.policy, catalog.agent(agent)) {
+            (Some(policy), _) => policy.clone(),
+            (None, Some(resolved)) => resolved.spec.policy.clone(),
+            (None, None) => RunPolicy::default(),
+        };
+        self.runs += 1;
+        let id = start
+            .run_id
+            .clone()
+            .unwrap_or_else(|| RunId::new(format!("r{}", self.runs)));
+        Run::new(NewRun {
+            id,
+            catalog_version: start.catalog_version.clone(),
+            planner: start.planner,
+            policy,
+            at: start.at,
+            log_start: self.blackboard.log.len(),
+        })
+    }
+}
+
+impl<'a> Driver<'a> {
+    pub(super) fn new(conv: &'a mut Conversation, run: Run, catalog: &'a Catalog, out: &'a mut Outbox) -> Self {
+        Self {
+            conv,
+            run,
+            catalog,
+            out,
+        }
+    }
+
+    /// The run, to keep it in the session.
+    pub(super) fn into_run(self) -> Run {
+        self.run
+    }
+
+    // ----- events and phases -----
+
+    pub(super) fn emit(&mut self, kind: EventKind) {
+        self.conv.emit(self.out, Some(self.run.id()), kind);
+    }
+
+    pub(super) fn say(&mut self, message: Message) {
+        self.conv.push_message(self.out, Some(self.run.id()), message);
+    }
+
+    pub(super) fn move_to(&mut self, to: Phase) -> Result<(), Fault> {
+        let event = self.run.move_to(to).map_err(|e| Fault::transition(e, None))?;
+        self.emit(event);
+        Ok(())
+    }
+
+    /// Moves to `to` with a batch in hand: on success the batch comes back;
+    /// on failure the fault carries it.
+    pub(super) fn move_holding<T: Into<Batch>>(&mut self, to: Phase, held: T) -> Result<T, Fault> {
+        match self.run.move_to(to) {
+            Ok(event) => {
+                self.emit(event);
+                Ok(held)
+            }
+            Err(error) => Err(Fault::transition(error, Some(held.into()))),
+        }
+    }
+
+    pub(super) fn reach(&mut self, cap: Cap) {
+        if let Some(event) = self.run.reach(cap) {
+            self.emit(event);
+        }
+    }
+
+    fn consult<R>(&self, f: impl FnOnce(&dyn Planner, &PlanView<'_>) -> R) -> Result<R, Fault> {
+        consult(self.conv, &self.run, self.catalog, f).map_err(Fault::new)
+    }
+
+    fn summary(&self) -> String {
+        self.consult(|_, view| summarize_results(view)).unwrap_or_default()
+    }
+
+    // ----- starting -----
+
+    /// Starts the run: the agent, the `run_started` event, the messages, the
+    /// goal, the time budget's wake-up, then the first plan.
+    pub(super) fn start(&mut self, start: StartRun) -> Flow {
+        let agent = start.agent.clone().unwrap_or_else(|| self.conv.agent.clone());
+        let required = match self.catalog.agent(&agent) {
+            Some(resolved) => resolved.spec.required_information.clone(),
+            None => return Err(Fault::new(format!("agent {agent} is not in the catalog"))),
+        };
+        if agent != self.conv.agent {
+            let from = std::mem::replace(&mut self.conv.agent, agent.clone());
+            self.emit(EventKind::AgentChanged {
+                from,
+                to: agent.clone(),
+                reason: "the caller asked for this agent".into(),
+            });
+        }
+        self.emit(EventKind::RunStarted {
+            agent,
+            planner: start.planner,
+            turn_id: start.turn_id,
+            labels: start.labels,
+            metadata: start.metadata,
+        });
+        let mut goal = None;
+        for message in start.messages {
+            if let Message::User { content } = &message {
+                goal = Some(content.clone());
+            }
+            self.say(message);
+        }
+        let board = &mut self.conv.blackboard;
+        board.goal = Some(Goal {
+            description: goal.unwrap_or_default(),
+            required,
+        });
+        board.available.extend(start.context);
+        board.iterations = 0;
+        if let Some(at) = self.run.deadline() {
+            self.out.effects.push(Effect::WakeAt {
+                run_id: self.run.id().clone(),
+                at,
+            });
+        }
+        self.move_to(Phase::Planning)?;
+        self.plan()
+    }
+
+    // ----- planning -----
+
+    /// Consults the planner (or synthesizes, when a cap forbids another iteration).
+    pub(super) fn plan(&mut self) -> Flow {
+        match self.run.begin_iteration(self.out.at) {
+            Ok(iteration) => self.conv.blackboard.iterations = iteration,
+            Err(cap) => {
+                self.reach(cap);
+                return self.synthesize();
+            }
+        }
+        let plan = self.consult(|planner, view| planner.next(view))?;
+        self.apply(plan)
+    }
+
+    fn apply(&mut self, plan: Plan) -> Flow {
+        match plan {
+            Plan::CallModel(request) => self.ask_model(request, ModelPurpose::Plan),
+            Plan::CallTools { text, calls } if calls.is_empty() => self.answer(text),
+            Plan::CallTools { text, calls } => self.select_tools(text, calls),
+            Plan::Answer(text) => self.answer(text),
+            Plan::Clarify(text) => {
+                self.move_to(Phase::Clarifying)?;
+                let agent = self.conv.agent.clone();
+                self.say(Message::assistant(agent, text.clone()));
+                self.close(RunStatus::NeedsInput, Some(text))
+            }
+        }
+    }
+
+    fn ask_model(&mut self, request: ModelRequest, purpose: ModelPurpose) -> Flow {
+        let call = self.run.next_model_call();
+        self.emit(EventKind::ModelRequested { call });
+        self.out.effects.push(Effect::CallModel {
+            run_id: self.run.id().clone(),
+            call,
+            request,
+        });
+        Ok(Next::Wait(Waiting::Model { call, purpose }))
+    }
+
+    /// The final step after a cap: the planner answers with what is known
+    /// (asking the model once more, without tools, if it plans with one).
+    pub(super) fn synthesize(&mut self) -> Flow {
+        let cap = self.run.cap().unwrap_or(Cap::Iterations);
+        match self.consult(|planner, view| planner.synthesize(view, cap))? {
+            Plan::CallModel(request) => {
+                self.move_to(Phase::Synthesis)?;
+                self.ask_model(request, ModelPurpose::Synthesize)
+            }
+            Plan::Answer(text) | Plan::Clarify(text) => self.answer(text),
+            Plan::CallTools { .. } => {
+                let summary = self.summary();
+                self.answer(summary)
+            }
+        }
+    }
+
+    fn answer(&mut self, text: String) -> Flow {
+        if self.run.phase() != Phase::Synthesis {
+            self.move_to(Phase::Synthesis)?;
+        }
+        let has_results = self.conv.blackboard.log.len() > self.run.log_start();
+        let text = if text.trim().is_empty() && has_results {
+            self.summary()
+        } else {
+            text
+        };
+        let agent = self.conv.agent.clone();
+        self.say(Message::assistant(agent, text.clone()));
+        self.close(RunStatus::Completed, Some(text))
+    }
+
+    // ----- the model -----
+
+    pub(super) fn model_replied(&mut self, purpose: ModelPurpose, reply: ModelReply) -> Flow {
+        if let Some(usage) = reply.usage {
+            let run_total = self.run.add_usage(usage);
+            self.conv.usage.add(usage);
+            self.emit(EventKind::Usage { usage, run_total });
+        }
+        match purpose {
+            ModelPurpose::Synthesize => self.answer(reply.text),
+            ModelPurpose::Plan => {
+                let plan = self.consult(|planner, view| planner.on_model_reply(view, &reply))?;
+                self.apply(plan)
+            }
+        }
+    }
+
+    pub(super) fn model_failed(&mut self, purpose: ModelPurpose, error: String) -> Flow {
+        match purpose {
+            ModelPurpose::Synthesize => {
+                let summary = self.summary();
+                self.answer(summary)
+            }
+            ModelPurpose::Plan => Err(Fault::new(format!("the model call failed: {error}"))),
+        }
+    }
+
+    // ----- time and ending -----
+
+    /// The time budget ran out while the run waited.
+    pub(super) fn time_up(&mut self, waiting: Waiting) -> Flow {
+        match waiting {
+            Waiting::Model {
+                purpose: ModelPurpose::Plan,
+                ..
+            } => {
+                self.reach(Cap::TimeBudget);
+                self.synthesize()
+            }
+            Waiting::Model {
+                purpose: ModelPurpose::Synthesize,
+                ..
+            } => {
+                let summary = self.summary();
+                self.answer(summary)
+            }
+            Waiting::Tools { batch } => {
+                self.reach(Cap::TimeBudget);
+                let mut batch = batch.into_batch();
+                self.cancel_open(
+                    &mut batch,
+                    ToolErrorKind::Timeout,
+                    "abandoned: the run's time budget ran out",
+                );
+                self.advance(batch)
+            }
+            // The person's time is not the run's: nothing to do.
+            parked @ Waiting::Confirmation { .. } => Ok(Next::Wait(parked)),
+        }
+    }
+
+    /// The session is ending: the run is cancelled, its open calls answered.
+    pub(super) fn cancel(&mut self, waiting: Waiting, reason: &str) -> Flow {
+        let batch = match waiting {
+            Waiting::Model { .. } => None,
+            Waiting::Tools { batch } => Some(batch.into_batch()),
+            Waiting::Confirmation { parked } => Some(parked.into_batch()),
+        };
+        if let Some(batch) = batch {
+            self.abandon(batch, "the session was ended before the call finished");
+        }
+        self.run.set_error(format!("the session was ended: {reason}"));
+        self.close(RunStatus::Cancelled, None)
+    }
+
+    /// Moves to `Completion` (through `Error` for failures) and emits the output.
+    pub(super) fn close(&mut self, status: RunStatus, reply: Option<String>) -> Flow {
+        if matches!(status, RunStatus::Failed | RunStatus::Cancelled) && self.run.phase() != Phase::Error {
+            self.move_to(Phase::Error)?;
+        }
+        self.move_to(Phase::Completion)?;
+        self.emit(EventKind::RunFinished {
+            status,
+            reply: reply.clone(),
+        });
+        let output = output(self.conv, &self.run, status, reply, None);
+        self.conv.blackboard.confidence = output.confidence;
+        self.conv.last_output = Some(output.clone());
+        self.out.effects.push(Effect::Finish(output));
+        Ok(Next::Closed)
+    }
+
+    /// Fails the run after a fault. Every phase but `Completion` may move to
+    /// `Error`, and `Error` to `Completion`, so this path is inside the table.
+    pub(super) fn fail(&mut self, fault: Fault) -> Next {
+        self.run.set_error(fault.message.clone());
+        self.emit(EventKind::Error { message: fault.message });
+        if let Some(batch) = fault.batch {
+            self.abandon(batch, "the run failed before the call finished");
+        }
+        match self.close(RunStatus::Failed, None) {
+            Ok(next) => next,
+            Err(fault) => {
+                // Only reachable if the run was already complete: drop it.
+                self.emit(EventKind::Error { message: fault.message });
+                Next::Closed
+            }
+        }
+    }
+}

@@ -1,0 +1,400 @@
+//! A session and its deterministic `step`.
+//!
+//! The session is two parts: the [`Conversation`] (history, agent,
+//! blackboard, counters) and the run in progress, if any ([`RunState`]).
+//! `step` checks an input against both without changing anything, then
+//! takes the run out and hands it, with the conversation, to a [`Driver`]
+//! that owns it for the step: no handler looks the run up, and a handler
+//! that finishes the run says so in what it returns ([`Next`]).
+
+mod driver;
+mod tools;
+
+use serde::{Deserialize, Serialize};
+
+use crate::blackboard::Blackboard;
+use crate::catalog::Catalog;
+use crate::effect::{Effect, Step};
+use crate::error::StepError;
+use crate::event::{Event, EventKind};
+use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
+use crate::input::{Input, StartRun};
+use crate::message::{Message, ToolCall};
+use crate::model::Usage;
+use crate::output::{PendingConfirmation, RunOutput, RunStatus};
+use crate::phase::Phase;
+use crate::planner::Plan;
+use crate::planner::PlannerMode;
+use crate::policy::Cap;
+use crate::run::{ModelPurpose, Run, RunState, Waiting};
+use crate::time::Timestamp;
+
+use driver::{Driver, Fault, Flow, Next};
+
+/// One conversation: its history, current agent, blackboard and the run in
+/// progress, if any.
+///
+/// `step` is a pure function of the session and its input: the same inputs
+/// in the same order always give the same session and the same effects. An
+/// engine journals each accepted input and replays the journal to rebuild
+/// the session after a crash; [`Session::pending_effects`] then says which
+/// effects were still outstanding. A session serializes (serde) for
+/// snapshots and deserializes back to an equal session.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    conversation: Conversation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run: Option<RunState>,
+}
+
+/// Everything of a session but its run in progress.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Conversation {
+    id: SessionId,
+    agent: AgentId,
+    #[serde(default)]
+    history: Vec<Message>,
+    #[serde(default)]
+    blackboard: Blackboard,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    last_output: Option<RunOutput>,
+    next_seq: u64,
+    next_call: u64,
+    #[serde(default)]
+    usage: Usage,
+    #[serde(default)]
+    runs: u64,
+    #[serde(default)]
+    ended: bool,
+}
+
+/// What one step produced so far, and the time of its input.
+struct Outbox {
+    at: Timestamp,
+    events: Vec<Event>,
+    effects: Vec<Effect>,
+}
+
+impl Conversation {
+    /// Emits an event of `run` (or of the session, for `None`).
+    fn emit(&mut self, out: &mut Outbox, run: Option<&RunId>, kind: EventKind) {
+        out.events.push(Event {
+            seq: self.next_seq,
+            delta: 0,
+            at: out.at,
+            session: self.id.clone(),
+            run: run.cloned(),
+            kind,
+        });
+        self.next_seq += 1;
+    }
+
+    /// Appends a message to the history and emits it.
+    fn push_message(&mut self, out: &mut Outbox, run: Option<&RunId>, message: Message) {
+        self.history.push(message.clone());
+        self.emit(out, run, EventKind::Message { message });
+    }
+
+    /// The effect that runs `call` of `run`.
+    fn call_effect(&self, run: &RunId, call: &ToolCall) -> Effect {
+        Effect::CallTool {
+            run_id: run.clone(),
+            call: call.clone(),
+            key: IdempotencyKey::derive(&self.id, run, &call.id),
+        }
+    }
+}
+
+impl Session {
+    /// A new, empty session that starts with `agent`.
+    pub fn new(id: impl Into<SessionId>, agent: impl Into<AgentId>) -> Self {
+        Self {
+            conversation: Conversation {
+                id: id.into(),
+                agent: agent.into(),
+                history: Vec::new(),
+                blackboard: Blackboard::default(),
+                last_output: None,
+                next_seq: 1,
+                next_call: 1,
+                usage: Usage::default(),
+                runs: 0,
+                ended: false,
+            },
+            run: None,
+        }
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &SessionId {
+        &self.conversation.id
+    }
+
+    /// The agent the conversation is with now.
+    pub fn agent(&self) -> &AgentId {
+        &self.conversation.agent
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Message] {
+        &self.conversation.history
+    }
+
+    /// The blackboard.
+    pub fn blackboard(&self) -> &Blackboard {
+        &self.conversation.blackboard
+    }
+
+    /// The run in progress, if any.
+    pub fn active_run(&self) -> Option<&RunId> {
+        self.run.as_ref().map(|r| r.run.id())
+    }
+
+    /// The catalog version the run in progress plans with (see
+    /// [`StartRun::catalog_version`]); engines step every input of the run
+    /// with that catalog.
+    pub fn catalog_version(&self) -> Option<&str> {
+        self.run.as_ref().and_then(|r| r.run.catalog_version())
+    }
+
+    /// The phase of the run in progress.
+    pub fn phase(&self) -> Option<Phase> {
+        self.run.as_ref().map(|r| r.run.phase())
+    }
+
+    /// The call parked for approval, if any.
+    pub fn pending_confirmation(&self) -> Option<PendingConfirmation> {
+        let state = self.run.as_ref()?;
+        state.waiting.pending(state.run.id())
+    }
+
+    /// The output of the last run that finished or parked.
+    pub fn last_output(&self) -> Option<&RunOutput> {
+        self.conversation.last_output.as_ref()
+    }
+
+    /// Tokens used by the whole session.
+    pub fn usage(&self) -> Usage {
+        self.conversation.usage
+    }
+
+    /// How many runs the session has started.
+    pub fn runs_started(&self) -> u64 {
+        self.conversation.runs
+    }
+
+    /// The seq of the last event emitted (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.conversation.next_seq - 1
+    }
+
+    /// Whether the session was ended.
+    pub fn is_ended(&self) -> bool {
+        self.conversation.ended
+    }
+
+    /// Applies one input.
+    ///
+    /// On `Err` the session is unchanged and the input must not be journaled.
+    /// On `Ok` the engine journals the input, publishes the events, then
+    /// performs the effects in order.
+    pub fn step(&mut self, input: Input, catalog: &Catalog) -> Result<Step, StepError> {
+        let mut out = Outbox {
+            at: input.at(),
+            events: Vec::new(),
+            effects: Vec::new(),
+        };
+        match input {
+            Input::StartRun(start) => {
+                self.check_start(&start, catalog)?;
+                self.start_run(&mut out, catalog, start);
+            }
+            Input::ModelReplied {
+                run_id, call, reply, ..
+            } => {
+                let purpose = self.active(&run_id)?.expect_model(call, "model_replied")?;
+                self.drive(&mut out, catalog, |d, _| d.model_replied(purpose, reply));
+            }
+            Input::ModelFailed {
+                run_id, call, error, ..
+            } => {
+                let purpose = self.active(&run_id)?.expect_model(call, "model_failed")?;
+                self.drive(&mut out, catalog, |d, _| d.model_failed(purpose, error));
+            }
+            Input::ToolFinished {
+                run_id,
+                call_id,
+                outcome,
+                duration_ms,
+                ..
+            } => {
+                let slot = self.active(&run_id)?.expect_tool(&call_id)?;
+                self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Tools { batch } => d.tool_finished(batch.into_batch(), slot, outcome, duration_ms),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+            Input::Confirm(confirmation) => {
+                self.active(&confirmation.run_id)?.expect_confirmation(&confirmation)?;
+                self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+            Input::End { reason, .. } => {
+                if self.conversation.ended {
+                    return Err(StepError::SessionEnded);
+                }
+                self.drive(&mut out, catalog, |d, waiting| d.cancel(waiting, &reason));
+                self.conversation.ended = true;
+                self.conversation
+                    .emit(&mut out, None, EventKind::SessionEnded { reason });
+            }
+            Input::Tick { at } => {
+                if !self.run.as_ref().is_some_and(|r| r.budget_exhausted(at)) {
+                    return Err(StepError::Idle);
+                }
+                self.drive(&mut out, catalog, |d, waiting| d.time_up(waiting));
+            }
+        }
+        Ok(Step {
+            events: out.events,
+            effects: out.effects,
+        })
+    }
+
+    /// Hands the run in progress (if any) and the conversation to a driver
+    /// for one handler.
+    fn drive(&mut self, out: &mut Outbox, catalog: &Catalog, handler: impl FnOnce(&mut Driver<'_>, Waiting) -> Flow) {
+        let Some(RunState { run, waiting }) = self.run.take() else {
+            return;
+        };
+        self.run = run_handler(&mut self.conversation, run, catalog, out, |driver| {
+            handler(driver, waiting)
+        });
+    }
+
+    fn start_run(&mut self, out: &mut Outbox, catalog: &Catalog, start: StartRun) {
+        let run = self.conversation.new_run(&start, catalog);
+        self.run = run_handler(&mut self.conversation, run, catalog, out, |driver| driver.start(start));
+    }
+
+    /// The effects still outstanding: what an engine must issue again after
+    /// rebuilding the session from its journal (model and tool calls without a
+    /// recorded result, the parked confirmation, the time budget's wake-up).
+    pub fn pending_effects(&self, catalog: &Catalog) -> Vec<Effect> {
+        let Some(RunState { run, waiting }) = &self.run else {
+            return Vec::new();
+        };
+        let conversation = &self.conversation;
+        let mut effects = Vec::new();
+        match waiting {
+            Waiting::Model { call, purpose } => {
+                let plan = driver::consult(conversation, run, catalog, |planner, view| match purpose {
+                    ModelPurpose::Synthesize => planner.synthesize(view, run.cap().unwrap_or(Cap::Iterations)),
+                    ModelPurpose::Plan => planner.next(view),
+                });
+                if let Ok(Plan::CallModel(request)) = plan {
+                    effects.push(Effect::CallModel {
+                        run_id: run.id().clone(),
+                        call: *call,
+                        request,
+                    });
+                }
+            }
+            Waiting::Tools { batch } => {
+                for call in batch.batch().running_calls() {
+                    effects.push(conversation.call_effect(run.id(), call));
+                }
+            }
+            Waiting::Confirmation { parked } => {
+                effects.push(Effect::AwaitUser(driver::output(
+                    conversation,
+                    run,
+                    RunStatus::AwaitingConfirmation,
+                    None,
+                    Some(parked.pending(run.id())),
+                )));
+            }
+        }
+        if let Some(at) = run.deadline() {
+            effects.push(Effect::WakeAt {
+                run_id: run.id().clone(),
+                at,
+            });
+        }
+        effects
+    }
+
+    // ----- validation (no mutation) -----
+
+    fn active(&self, run_id: &RunId) -> Result<&RunState, StepError> {
+        match &self.run {
+            Some(state) if state.run.id() == run_id => Ok(state),
+            _ => Err(StepError::NoSuchRun { run_id: run_id.clone() }),
+        }
+    }
+
+    fn check_start(&self, start: &StartRun, catalog: &Catalog) -> Result<(), StepError> {
+        if self.conversation.ended {
+            return Err(StepError::SessionEnded);
+        }
+        if let Some(state) = &self.run {
+            return Err(StepError::RunInProgress {
+                run_id: state.run.id().clone(),
+                phase: state.run.phase(),
+            });
+        }
+        if !start.messages.iter().any(|m| matches!(m, Message::User { .. })) {
+            return Err(StepError::NoUserMessage);
+        }
+        if start.messages.iter().any(|m| matches!(m, Message::Tool { .. })) {
+            return Err(StepError::Unexpected {
+                input: "start_run",
+                expected: "user, system or assistant messages (tool results come from tool calls)".into(),
+            });
+        }
+        let agent = start.agent.as_ref().unwrap_or(&self.conversation.agent);
+        let Some(resolved) = catalog.agent(agent) else {
+            return Err(StepError::UnknownAgent {
+                agent: agent.clone(),
+                known: catalog.agent_ids(),
+            });
+        };
+        let usable = match start.planner {
+            PlannerMode::Model => true,
+            PlannerMode::Rules => resolved.has_rules(),
+            PlannerMode::Custom => catalog.custom_planner(agent).is_some(),
+        };
+        if !usable {
+            return Err(StepError::NoPlanner { agent: agent.clone() });
+        }
+        Ok(())
+    }
+}
+
+/// Runs one handler on `run`: keeps the run if the handler left it waiting,
+/// drops it if the handler finished it; a fault fails the run.
+fn run_handler(
+    conversation: &mut Conversation,
+    run: Run,
+    catalog: &Catalog,
+    out: &mut Outbox,
+    handler: impl FnOnce(&mut Driver<'_>) -> Flow,
+) -> Option<RunState> {
+    let mut driver = Driver::new(conversation, run, catalog, out);
+    let next = match handler(&mut driver) {
+        Ok(next) => next,
+        Err(fault) => driver.fail(fault),
+    };
+    match next {
+        Next::Wait(waiting) => Some(RunState {
+            run: driver.into_run(),
+            waiting,
+        }),
+        Next::Closed => None,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,312 @@
+//! Tool calls: a plan's calls go through the gate into a batch; the batch
+//! runs, parks on calls that need approval, and completes, after which the
+//! run plans again (or synthesizes, after a cap).
+
+use super::driver::{Driver, Fault, Flow, Next, output};
+use crate::batch::{Batch, Completed, Parked, Progress, SlotState};
+use crate::blackboard::ToolExecution;
+use crate::canonical::fingerprint;
+use crate::catalog::ResolvedAgent;
+use crate::effect::Effect;
+use crate::event::EventKind;
+use crate::gate::{Gate, Verdict};
+use crate::id::CallId;
+use crate::input::{Confirmation, Decision};
+use crate::message::{Message, ToolCall};
+use crate::output::RunStatus;
+use crate::phase::Phase;
+use crate::planner::PlannedCall;
+use crate::policy::Cap;
+use crate::run::Waiting;
+use crate::tool::{ToolError, ToolErrorKind, ToolOutcome};
+
+/// A call the gate answered without running it.
+struct Answered {
+    call: ToolCall,
+    fingerprint: String,
+    outcome: ToolOutcome,
+    reused_from: Option<CallId>,
+}
+
+impl Driver<'_> {
+    /// Numbers the planned calls, records them in the history, checks each
+    /// at the gate, starts those that may run, and advances the batch.
+    pub(super) fn select_tools(&mut self, text: String, planned: Vec<PlannedCall>) -> Flow {
+        let catalog = self.catalog;
+        let Some(resolved) = catalog.agent(&self.conv.agent) else {
+            return Err(Fault::new(format!("agent {} is not in the catalog", self.conv.agent)));
+        };
+        self.move_to(Phase::ToolSelection)?;
+        let calls: Vec<ToolCall> = planned
+            .into_iter()
+            .map(|p| {
+                let id = CallId::new(format!("call_{}", self.conv.next_call));
+                self.conv.next_call += 1;
+                ToolCall {
+                    id,
+                    name: p.name.into(),
+                    arguments: p.arguments,
+                }
+            })
+            .collect();
+        let agent = self.conv.agent.clone();
+        self.say(Message::Assistant {
+            agent,
+            content: text,
+            tool_calls: calls.clone(),
+        });
+        for call in &calls {
+            self.emit(EventKind::ToolRequested {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+        }
+        let (batch, answered, cap) = self.check_calls(resolved, calls);
+        if let Some(cap) = cap {
+            self.reach(cap);
+        }
+        for answer in answered {
+            if let Some(from) = &answer.reused_from {
+                self.emit(EventKind::ToolReused {
+                    call_id: answer.call.id.clone(),
+                    tool: answer.call.name.clone(),
+                    from: from.clone(),
+                });
+            }
+            self.record(answer.call, answer.fingerprint, answer.outcome, 0, answer.reused_from);
+        }
+        let anything_to_run = batch.slots().iter().any(|s| s.state != SlotState::AwaitingApproval);
+        let running: Vec<ToolCall> = batch.running_calls().cloned().collect();
+        let batch = if anything_to_run {
+            self.move_holding(Phase::ToolExecution, batch)?
+        } else {
+            batch
+        };
+        for call in &running {
+            let effect = self.conv.call_effect(self.run.id(), call);
+            self.out.effects.push(effect);
+        }
+        self.advance(batch)
+    }
+
+    /// Puts each call through the gate. Returns the batch, the calls the
+    /// gate answered (to record once every call is checked) and the cap a
+    /// refusal reached.
+    fn check_calls(&mut self, agent: &ResolvedAgent, calls: Vec<ToolCall>) -> (Batch, Vec<Answered>, Option<Cap>) {
+        let mut batch = Batch::default();
+        let mut answered = Vec::new();
+        let mut reached = None;
+        for call in calls {
+            let fp = fingerprint(&call.arguments);
+            let verdict = Gate {
+                agent,
+                catalog: self.catalog,
+                blackboard: &self.conv.blackboard,
+                policy: self.run.policy(),
+                tool_calls: self.run.tool_calls(),
+                handing_off: batch.hands_off(),
+            }
+            .check(&call, &fp);
+            if verdict.counts() {
+                self.run.count_tool_call();
+            }
+            let mut answer = |call: &ToolCall, outcome: ToolOutcome, reused_from: Option<CallId>| {
+                answered.push(Answered {
+                    call: call.clone(),
+                    fingerprint: fp.clone(),
+                    outcome: outcome.clone(),
+                    reused_from,
+                });
+                SlotState::Done { outcome }
+            };
+            let state = match verdict {
+                Verdict::Handoff(handoff) => {
+                    let outcome = handoff.answer();
+                    batch.hand_off(handoff);
+                    SlotState::Done { outcome }
+                }
+                Verdict::Refuse { error, cap } => {
+                    if reached.is_none() {
+                        reached = cap;
+                    }
+                    answer(&call, ToolOutcome::Error(error), None)
+                }
+                Verdict::Reuse { outcome, from } => answer(&call, outcome, Some(from)),
+                Verdict::Run => SlotState::Running,
+                Verdict::AwaitApproval => SlotState::AwaitingApproval,
+            };
+            batch.push(call, fp, state);
+        }
+        (batch, answered, reached)
+    }
+
+    /// Records a call's outcome: the failure count, what the tool provides,
+    /// the execution log and the `tool_finished` event.
+    fn record(
+        &mut self,
+        call: ToolCall,
+        fingerprint: String,
+        outcome: ToolOutcome,
+        duration_ms: u64,
+        reused_from: Option<CallId>,
+    ) {
+        self.run.record_outcome(&outcome);
+        if let (ToolOutcome::Ok(value), Some(spec)) = (&outcome, self.catalog.tool(&call.name)) {
+            for key in &spec.provides {
+                let provided = value.get(key).cloned().unwrap_or_else(|| value.clone());
+                self.conv.blackboard.available.insert(key.clone(), provided);
+            }
+        }
+        self.conv.blackboard.log.push(ToolExecution {
+            run_id: self.run.id().clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: call.arguments,
+            fingerprint,
+            duration_ms,
+            outcome: outcome.clone(),
+            reused_from,
+        });
+        self.emit(EventKind::ToolFinished {
+            call_id: call.id,
+            tool: call.name,
+            ok: outcome.is_ok(),
+            duration_ms,
+            outcome,
+        });
+    }
+
+    /// Gives slot `index` its outcome and records it.
+    fn settle(&mut self, batch: &mut Batch, index: usize, outcome: ToolOutcome, duration_ms: u64) {
+        if let Some(slot) = batch.settle(index, outcome.clone()) {
+            let (call, fp) = (slot.call.clone(), slot.fingerprint.clone());
+            self.record(call, fp, outcome, duration_ms, None);
+        }
+    }
+
+    /// Gives every open call of the batch an error outcome.
+    pub(super) fn cancel_open(&mut self, batch: &mut Batch, kind: ToolErrorKind, message: &str) {
+        for index in batch.open_slots() {
+            self.settle(batch, index, ToolOutcome::Error(ToolError::new(kind, message)), 0);
+        }
+    }
+
+    /// Cancels the open calls and appends every result, so the history never
+    /// holds a call without its answer.
+    pub(super) fn abandon(&mut self, mut batch: Batch, message: &str) {
+        self.cancel_open(&mut batch, ToolErrorKind::Cancelled, message);
+        self.append_results(batch.into_results());
+    }
+
+    fn append_results(&mut self, results: Vec<(ToolCall, ToolOutcome)>) {
+        let agent = self.conv.agent.clone();
+        for (call, outcome) in results {
+            self.say(Message::Tool {
+                agent: agent.clone(),
+                call_id: call.id,
+                tool: call.name,
+                outcome,
+            });
+        }
+    }
+
+    /// A running call finished.
+    pub(super) fn tool_finished(
+        &mut self,
+        mut batch: Batch,
+        slot: usize,
+        outcome: ToolOutcome,
+        duration_ms: u64,
+    ) -> Flow {
+        self.settle(&mut batch, slot, outcome, duration_ms);
+        self.advance(batch)
+    }
+
+    /// Waits while calls run; once none does, analyses, then parks on a call
+    /// awaiting approval or completes the batch.
+    pub(super) fn advance(&mut self, batch: Batch) -> Flow {
+        let batch = if batch.running_calls().next().is_none() && self.run.phase() == Phase::ToolExecution {
+            self.move_holding(Phase::Analysis, batch)?
+        } else {
+            batch
+        };
+        match batch.advance() {
+            Progress::InFlight(batch) => Ok(Next::Wait(Waiting::Tools { batch })),
+            Progress::Parked(parked) => self.park(parked),
+            Progress::Completed(completed) => self.complete(completed),
+        }
+    }
+
+    /// Parks the run on a call for the person's approval.
+    fn park(&mut self, parked: Parked) -> Flow {
+        let parked = self.move_holding(Phase::Clarifying, parked)?;
+        self.run.park(self.out.at);
+        let pending = parked.pending(self.run.id());
+        self.emit(EventKind::AwaitingConfirmation {
+            pending: pending.clone(),
+        });
+        let output = output(
+            self.conv,
+            &self.run,
+            RunStatus::AwaitingConfirmation,
+            None,
+            Some(pending),
+        );
+        self.conv.last_output = Some(output.clone());
+        self.out.effects.push(Effect::AwaitUser(output));
+        Ok(Next::Wait(Waiting::Confirmation { parked }))
+    }
+
+    /// The person answered the parked call.
+    pub(super) fn confirmed(&mut self, parked: Parked, confirmation: Confirmation) -> Flow {
+        self.run.resume(self.out.at);
+        self.emit(EventKind::ConfirmationResolved {
+            call_id: confirmation.call_id,
+            approved: confirmation.decision == Decision::Approve,
+        });
+        match confirmation.decision {
+            Decision::Approve => {
+                let (batch, call) = parked.approve();
+                let batch = self.move_holding(Phase::ToolExecution, batch)?;
+                let effect = self.conv.call_effect(self.run.id(), &call);
+                self.out.effects.push(effect);
+                Ok(Next::Wait(Waiting::Tools { batch }))
+            }
+            Decision::Deny { reason } => {
+                let message = match reason {
+                    Some(reason) => format!("The user declined this call: {reason}"),
+                    None => "The user declined this call.".to_string(),
+                };
+                let (mut batch, slot) = parked.decline();
+                let outcome = ToolOutcome::Error(ToolError::new(ToolErrorKind::Declined, message));
+                self.settle(&mut batch, slot, outcome, 0);
+                let batch = self.move_holding(Phase::Analysis, batch)?;
+                self.advance(batch)
+            }
+        }
+    }
+
+    /// Appends the batch's results to the history, applies a handoff, then
+    /// plans again (or synthesizes if a cap was reached).
+    fn complete(&mut self, completed: Completed) -> Flow {
+        let failures_capped = self.run.failures_capped();
+        let (results, handoff) = completed.into_results();
+        self.append_results(results);
+        if let Some(handoff) = handoff {
+            let from = std::mem::replace(&mut self.conv.agent, handoff.target.clone());
+            self.emit(EventKind::AgentChanged {
+                from,
+                to: handoff.target,
+                reason: handoff.reason,
+            });
+        }
+        if failures_capped {
+            self.reach(Cap::ConsecutiveToolFailures);
+        }
+        if self.run.cap().is_some() {
+            return self.synthesize();
+        }
+        self.plan()
+    }
+}
