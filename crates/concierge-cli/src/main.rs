@@ -72,7 +72,9 @@ fn main() -> ExitCode {
     // Without -v the command reports failures itself, once: the runtime's
     // warnings (each retry of a model call, for one) would say them again.
     let filter = match cli.verbose {
-        0 => "error",
+        // Errors, and the engine's word when a command waits for a session
+        // another process holds or leaves a run for another process.
+        0 => "error,concierge::engine::embedded::actor=warn",
         1 => "info",
         _ => "debug",
     };

@@ -6,7 +6,6 @@ use concierge::config::{Config, build_model, load_agents};
 use concierge::{Result, RunOutput, Runtime, SessionId};
 
 use crate::Cli;
-use crate::render;
 
 /// Settings after flags > environment > file > defaults.
 pub struct Resolved {
@@ -39,10 +38,19 @@ pub fn resolve(cli: &Cli) -> Result<Resolved> {
     Ok(Resolved { db, config, model })
 }
 
+/// How a command uses the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// It runs, confirms or ends: it takes over what dead processes left.
+    Write,
+    /// It only looks: it takes nothing over, resumes nothing.
+    Read,
+}
+
 /// Builds the runtime: demo agents, file agents, the default model and the
-/// models agents name, prices, the database. Opening the database resumes
-/// its unfinished runs.
-pub async fn runtime(cli: &Cli) -> Result<Runtime> {
+/// models agents name, prices, the database. A writer resumes the runs that
+/// processes now gone left unfinished; a reader takes nothing over.
+pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> {
     let resolved = resolve(cli)?;
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
@@ -58,7 +66,13 @@ pub async fn runtime(cli: &Cli) -> Result<Runtime> {
             }
         }
     }
-    let mut builder = Runtime::builder().sqlite(&resolved.db).log_prompts(config.log_prompts);
+    let mut builder = Runtime::builder()
+        .sqlite(&resolved.db)
+        .label(label)
+        .log_prompts(config.log_prompts);
+    if access == Access::Read {
+        builder = builder.read_only();
+    }
     for (name, server) in servers {
         builder = builder.mcp_server(name, server);
     }
@@ -81,20 +95,13 @@ pub async fn runtime(cli: &Cli) -> Result<Runtime> {
     builder.agents(agents).build().await
 }
 
-/// Finishes the runs the database had in flight (a process that opens a
-/// database first finishes its unfinished runs). Returns the output of
-/// `session`'s run if it was one of them.
-pub async fn finish_recovered(rt: &Runtime, session: Option<&SessionId>) -> Result<Option<RunOutput>> {
-    let mut mine = None;
-    for id in rt.recovered().to_vec() {
-        let Some(output) = rt.wait(id.clone()).await? else {
-            continue;
-        };
-        if Some(&id) == session {
-            mine = Some(output);
-        } else {
-            eprintln!("resumed session {id}: {}", render::one_line(&output));
-        }
+/// The output of `session`'s run if this process resumed it when it opened
+/// the database (a run a process now gone left unfinished), once it stops.
+/// Other resumed runs go on in the background while the command runs; if the
+/// process ends first, the next process takes them over.
+pub async fn finish_recovered(rt: &Runtime, session: &SessionId) -> Result<Option<RunOutput>> {
+    if !rt.recovered().contains(session) {
+        return Ok(None);
     }
-    Ok(mine)
+    rt.wait(session.clone()).await
 }

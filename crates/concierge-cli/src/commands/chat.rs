@@ -104,7 +104,7 @@ async fn read_line(lines: &mut Lines<BufReader<Stdin>>) -> Option<String> {
 
 pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
     let session = SessionId::new(args.session.clone().unwrap_or_else(|| format!("chat-{}", now_millis())));
-    if let Some(resumed) = setup::finish_recovered(rt, Some(&session)).await? {
+    if let Some(resumed) = setup::finish_recovered(rt, &session).await? {
         println!(
             "(finished the run this session had in flight) {}",
             render::one_line(&resumed)

@@ -6,8 +6,8 @@ use clap::Args;
 use concierge::{Result, Runtime};
 use serde::Serialize;
 
+use crate::render;
 use crate::render::clean;
-use crate::{render, setup};
 
 /// Options of the listing commands.
 #[derive(Debug, Args)]
@@ -44,13 +44,7 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
     Ok(())
 }
 
-async fn open(rt: &Runtime) -> Result<&Runtime> {
-    setup::finish_recovered(rt, None).await?;
-    Ok(rt)
-}
-
 pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
-    let rt = open(rt).await?;
     let agents = rt.agents();
     if args.json {
         print_json(&agents)?;
@@ -89,7 +83,6 @@ pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
 }
 
 pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
-    let rt = open(rt).await?;
     for server in rt.mcp_servers() {
         if let Err(error) = rt.discover(&server).await {
             eprintln!("warning: {error}");
@@ -144,7 +137,6 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
 }
 
 pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
-    let rt = open(rt).await?;
     let session = rt.session(args.session.as_str()).await?;
     if args.json {
         #[derive(Serialize)]
@@ -189,7 +181,6 @@ pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
 }
 
 pub async fn sessions(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
-    let rt = open(rt).await?;
     let sessions = rt.sessions().await?;
     if args.json {
         print_json(&sessions)?;

@@ -18,6 +18,13 @@ pub struct McpArgs {
     pub command: McpCommand,
 }
 
+impl McpArgs {
+    /// Whether the command serves concierge over MCP (its `ask_<agent>` tools run agents).
+    pub fn serves(&self) -> bool {
+        matches!(self.command, McpCommand::Serve { .. })
+    }
+}
+
 /// The `mcp` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum McpCommand {

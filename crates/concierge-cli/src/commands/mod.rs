@@ -10,16 +10,26 @@ use std::process::ExitCode;
 
 use concierge::Result;
 
+use crate::setup::Access;
 use crate::{Cli, Command, setup};
 
 /// Runs the chosen subcommand. Every command but `bench` opens the
-/// configured runtime (finishing the runs its database had in flight) and
-/// shuts it down cleanly at the end.
+/// configured runtime and shuts it down cleanly at the end: commands that
+/// run, confirm or serve open the database to write (taking over what dead
+/// processes left); the others only read it, whoever else has it open.
 pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
-    if let Command::Bench(args) = &cli.command {
-        return bench::bench(&cli, args).await;
-    }
-    let rt = setup::runtime(&cli).await?;
+    let (access, label) = match &cli.command {
+        Command::Bench(args) => return bench::bench(&cli, args).await,
+        Command::Run(_) => (Access::Write, "concierge run"),
+        Command::Confirm(_) => (Access::Write, "concierge confirm"),
+        Command::Chat(_) => (Access::Write, "concierge chat"),
+        Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
+        Command::Mcp(_) => (Access::Read, "concierge mcp"),
+        Command::Agents(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
+            (Access::Read, "concierge")
+        }
+    };
+    let rt = setup::runtime(&cli, access, label).await?;
     let result = match &cli.command {
         Command::Run(args) => run::run(&rt, args).await,
         Command::Confirm(args) => run::confirm(&rt, args).await,

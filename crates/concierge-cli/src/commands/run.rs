@@ -50,7 +50,7 @@ pub struct ConfirmArgs {
 
 pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
     let session = SessionId::new(&args.session);
-    if let Some(resumed) = setup::finish_recovered(rt, Some(&session)).await? {
+    if let Some(resumed) = setup::finish_recovered(rt, &session).await? {
         eprintln!("(finished the run this session had in flight)");
         render::print_output(&resumed, args.json);
     }
@@ -75,7 +75,7 @@ pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
 
 pub async fn confirm(rt: &Runtime, args: &ConfirmArgs) -> Result<ExitCode> {
     let session = SessionId::new(&args.session);
-    setup::finish_recovered(rt, Some(&session)).await?;
+    setup::finish_recovered(rt, &session).await?;
     let decision = if args.deny {
         Decision::Deny {
             reason: args.reason.clone(),

@@ -136,6 +136,12 @@ pub enum Unavailable {
         /// The tool.
         tool: String,
     },
+    /// The model could not be reached when a resumed run called it.
+    #[error("its model could not be reached ({reason})")]
+    Unreachable {
+        /// The model's error.
+        reason: String,
+    },
 }
 
 /// Performs model and tool calls for any engine.
@@ -214,7 +220,9 @@ impl Executor {
     }
 
     /// Calls the model for `request` and returns the input that answers the
-    /// core: `ModelReplied` (with usage and cost) or `ModelFailed`.
+    /// core: `ModelReplied` (with usage and cost) or `ModelFailed`, with the
+    /// failure itself (an engine may hold a `ModelFailed` back when the model
+    /// was [unavailable](ModelError::is_unavailable), to try again elsewhere).
     pub async fn call_model(
         &self,
         session: &SessionId,
@@ -222,7 +230,7 @@ impl Executor {
         call: u32,
         request: &ModelRequest,
         cx: &ModelContext,
-    ) -> Input {
+    ) -> (Input, Option<ModelError>) {
         let model = self.models.for_request(request);
         let name = model.as_ref().map_or_else(|| "none:none".to_string(), |m| m.name());
         let info = ModelCall {
@@ -262,18 +270,24 @@ impl Executor {
         self.hooks
             .model_finished(&span, &info, result.as_ref(), started.elapsed());
         match result {
-            Ok(reply) => Input::ModelReplied {
-                run_id,
-                call,
-                reply,
-                at: now(),
-            },
-            Err(error) => Input::ModelFailed {
-                run_id,
-                call,
-                error: error.to_string(),
-                at: now(),
-            },
+            Ok(reply) => (
+                Input::ModelReplied {
+                    run_id,
+                    call,
+                    reply,
+                    at: now(),
+                },
+                None,
+            ),
+            Err(error) => (
+                Input::ModelFailed {
+                    run_id,
+                    call,
+                    error: error.to_string(),
+                    at: now(),
+                },
+                Some(error),
+            ),
         }
     }
 

@@ -84,6 +84,26 @@ impl ModelError {
         }
     }
 
+    /// Whether the model could not be reached or used at all (no model
+    /// configured, a connection that failed or timed out, the server busy or
+    /// down), as opposed to a model that answered something unusable. A run
+    /// resumed after a crash waits for a process that can reach its model
+    /// rather than failing for this.
+    pub fn is_unavailable(&self) -> bool {
+        matches!(
+            self.kind,
+            ModelErrorKind::Connect
+                | ModelErrorKind::ConnectionRefused
+                | ModelErrorKind::Dns
+                | ModelErrorKind::Tls
+                | ModelErrorKind::ConnectTimeout
+                | ModelErrorKind::Timeout
+                | ModelErrorKind::RateLimited { .. }
+                | ModelErrorKind::Server { .. }
+                | ModelErrorKind::NotConfigured
+        )
+    }
+
     /// Whether trying again may help: timeouts, refused or dropped
     /// connections, 429, 5xx, streams cut short and empty answers. Never for
     /// an unknown host, a TLS failure, 400/401/403, an unreadable answer or a

@@ -9,7 +9,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use concierge::{Message, Runtime, RuntimeBuilder};
+use concierge::{Message, Runtime};
 
 /// How long any one scenario may take before it is declared hung.
 pub const SCENARIO_DEADLINE: Duration = Duration::from_secs(90);

@@ -62,6 +62,8 @@ pub(crate) enum Command {
         reply: oneshot::Sender<()>,
     },
     Input(Box<Input>),
+    /// A resumed run's model could not be reached: leave the run for another process.
+    Stall(Unavailable),
 }
 
 pub(crate) struct Actor {
@@ -82,6 +84,9 @@ pub(crate) struct Actor {
     stalled: Option<Unavailable>,
     waiters: HashMap<RunId, Vec<oneshot::Sender<RunOutput>>>,
     broken: bool,
+    /// The run this process resumed after its owner was gone: an unreachable
+    /// model leaves it pending instead of failing it.
+    resumed_run: Option<RunId>,
 }
 
 fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
@@ -105,6 +110,7 @@ impl Actor {
             stalled: None,
             waiters: HashMap::new(),
             broken: false,
+            resumed_run: None,
         }
     }
 
@@ -247,6 +253,12 @@ impl Actor {
                 let _ = reply.send(stop);
             }
             Command::Release | Command::Shutdown { .. } => {}
+            Command::Stall(reason) => {
+                tracing::warn!(session = %self.id, %reason, "a resumed run waits for a process that can run it");
+                self.stalled = Some(reason);
+                self.shared.stall(&self.id);
+                self.release();
+            }
             Command::Input(input) => {
                 if !self.owned {
                     return;
@@ -350,6 +362,7 @@ impl Actor {
             .any(|e| matches!(e, Effect::CallModel { .. } | Effect::CallTool { .. }))
         {
             tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
+            self.resumed_run = session.active_run().cloned();
         }
         self.perform(effects);
     }
@@ -640,9 +653,15 @@ impl Actor {
         let tx = self.tx.clone();
         let cx = self.delta_context(&run_id);
         let session = self.id.clone();
+        let resumed = self.resumed_run.as_ref() == Some(&run_id);
         tokio::spawn(async move {
-            let input = executor.call_model(&session, run_id, call, &request, &cx).await;
-            let _ = tx.send(Command::Input(Box::new(input))).await;
+            let command = match executor.call_model(&session, run_id, call, &request, &cx).await {
+                (_, Some(error)) if resumed && error.is_unavailable() => Command::Stall(Unavailable::Unreachable {
+                    reason: error.to_string(),
+                }),
+                (input, _) => Command::Input(Box::new(input)),
+            };
+            let _ = tx.send(command).await;
         });
     }
 
