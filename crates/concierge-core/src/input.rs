@@ -11,7 +11,7 @@ use crate::model::ModelReply;
 use crate::planner::PlannerMode;
 use crate::policy::RunPolicy;
 use crate::time::Timestamp;
-use crate::tool::ToolOutcome;
+use crate::tool::{ToolError, ToolOutcome};
 
 /// One input to [`Session::step`](crate::Session::step). Engines journal
 /// every accepted input; replaying the journal rebuilds the session.
@@ -183,8 +183,8 @@ pub struct Confirmation {
     pub at: Timestamp,
 }
 
-/// The person's decision on a parked call.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// The decision on a parked call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "decision", rename_all = "snake_case")]
 pub enum Decision {
     /// Run the call.
@@ -194,5 +194,12 @@ pub enum Decision {
         /// Why, if the person said.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// Not put to the person: the engine found the arguments invalid before
+    /// asking, so the call fails with this error (the model sees it and may
+    /// correct the call) and nobody approves a call that cannot run.
+    Invalid {
+        /// What is wrong with the arguments.
+        error: ToolError,
     },
 }

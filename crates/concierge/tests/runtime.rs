@@ -243,6 +243,59 @@ async fn a_declined_call_is_reported_to_the_model() {
     assert!(seen.contains("declined") && seen.contains("too much"), "{seen}");
 }
 
+/// A call that would fail validation is never put to the person: it fails
+/// at once, the model sees why and corrects it, and only the valid call asks.
+#[tokio::test]
+async fn arguments_are_validated_before_the_person_is_asked() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pay", r#"{"amount": "a lot"}"#))
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 5}"#))
+        .reply(ModelReply::text("Paid."));
+    let rt = runtime(model.clone()).await;
+    let parked = rt.client("helper").unwrap().run("pay", session("v")).await.unwrap();
+    assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
+    let pending = parked.pending_confirmation.unwrap();
+    assert_eq!(pending.arguments, serde_json::json!({"amount": 5}), "only the valid call asks");
+    let refused = &parked.tool_executions[0];
+    assert!(
+        matches!(&refused.outcome, ToolOutcome::Error(e) if e.kind == ToolErrorKind::InvalidArguments),
+        "{refused:?}"
+    );
+    let seen = model.requests()[1].messages.last().unwrap().text();
+    assert!(seen.contains("amount"), "the model is told which field: {seen}");
+    let out = rt.answer(&pending, "v", true).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("Paid."));
+}
+
+/// Over-size results and messages fail fast, naming the tool or the limit.
+#[tokio::test]
+async fn results_and_messages_over_their_limits_fail_fast_and_say_so() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 7}"#))
+        .reply(ModelReply::text("Too big."));
+    let rt = Runtime::builder()
+        .tool(Pay)
+        .agent(AgentSpec::new("payer").tool("pay"))
+        .model(model)
+        .max_tool_result_bytes(16)
+        .max_message_bytes(64)
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let parked = rt.client("payer").unwrap().run("pay 7", session("big")).await.unwrap();
+    let out = rt.answer(&parked.pending_confirmation.unwrap(), "big", true).await.unwrap();
+    let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("the result fit: {out:?}");
+    };
+    assert!(error.message.contains("pay") && error.message.contains("limit of 16 bytes"), "{error:?}");
+
+    let long = "x".repeat(65);
+    let refused = rt.client("payer").unwrap().run(long, session("big")).await.unwrap_err();
+    assert!(refused.to_string().contains("limit of 64 bytes"), "{refused}");
+    assert_eq!(rt.history("big").await.unwrap().len(), 4, "nothing of the refused message was kept");
+}
+
 #[tokio::test]
 async fn events_are_ordered_and_a_subscriber_resumes_from_any_seq() {
     let model = ScriptedModel::new()

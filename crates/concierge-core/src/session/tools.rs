@@ -284,6 +284,12 @@ impl Driver<'_> {
                 let batch = self.move_holding(Phase::Analysis, batch)?;
                 self.advance(batch)
             }
+            Decision::Invalid { error } => {
+                let (mut batch, slot) = parked.decline();
+                self.settle(&mut batch, slot, ToolOutcome::Error(error), 0);
+                let batch = self.move_holding(Phase::Analysis, batch)?;
+                self.advance(batch)
+            }
         }
     }
 

@@ -47,10 +47,15 @@ pub struct RuntimeBuilder {
     hooks: Option<Arc<dyn ExecHooks>>,
     log_prompts: bool,
     tool_timeout: Duration,
+    max_tool_result_bytes: usize,
+    max_message_bytes: usize,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
 }
+
+/// The largest message a run may start with, by default (its text, in bytes).
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 impl Default for RuntimeBuilder {
     fn default() -> Self {
@@ -65,6 +70,8 @@ impl Default for RuntimeBuilder {
             hooks: None,
             log_prompts: false,
             tool_timeout: Duration::from_secs(60),
+            max_tool_result_bytes: crate::tool::DEFAULT_MAX_RESULT_BYTES,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             planners: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
@@ -189,6 +196,20 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The largest result a tool may return, as JSON (default 1 MiB); a
+    /// larger one is an error for the model naming the tool and the limit.
+    pub fn max_tool_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_tool_result_bytes = bytes;
+        self
+    }
+
+    /// The largest text a run may start with (default 256 KiB); a larger
+    /// message is refused before anything is journaled.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
     /// Model retry policy.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
@@ -254,6 +275,7 @@ impl RuntimeBuilder {
     pub async fn build(self) -> Result<Runtime> {
         let mut registry = ToolRegistry::new();
         registry.set_timeout(self.tool_timeout);
+        registry.set_max_result_bytes(self.max_tool_result_bytes);
         let mut toolsets = self.toolsets;
         if !self.loose_tools.tools.is_empty() {
             toolsets.push(self.loose_tools);
@@ -321,6 +343,7 @@ impl RuntimeBuilder {
                 catalogs,
                 executor,
                 overrides: RwLock::new(HashMap::new()),
+                max_message_bytes: self.max_message_bytes,
                 recovered: std::sync::Mutex::new(Vec::new()),
                 resumed: std::sync::Mutex::new(HashMap::new()),
                 #[cfg(feature = "mcp")]
@@ -348,6 +371,7 @@ struct Inner {
     catalogs: Arc<Catalogs>,
     executor: Arc<Executor>,
     overrides: RwLock<HashMap<AgentId, PolicyDelta>>,
+    max_message_bytes: usize,
     recovered: std::sync::Mutex<Vec<SessionId>>,
     /// Where the runs resumed at open will stop, until someone waits for them.
     resumed: std::sync::Mutex<HashMap<SessionId, RunStop>>,
@@ -466,6 +490,13 @@ impl Runtime {
         let session = options.session_id.ok_or(Error::MissingSessionId)?;
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
+        }
+        let size: usize = messages.iter().map(|m| m.text().len()).sum();
+        if size > self.inner.max_message_bytes {
+            return Err(Error::RunStartFailed(format!(
+                "the message is {size} bytes, over the limit of {} bytes; send it in smaller parts",
+                self.inner.max_message_bytes
+            )));
         }
         let engine = self.engine_or_err()?.clone();
         #[cfg(feature = "mcp")]

@@ -19,7 +19,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use registry::ToolRegistry;
+pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolRegistry};
 pub use validate::ArgumentValidator;
 
 /// Who is calling, for tools that care (side-effecting tools should

@@ -28,13 +28,18 @@ struct Tables {
 pub struct ToolRegistry {
     tables: RwLock<Tables>,
     timeout: Duration,
+    max_result_bytes: usize,
 }
+
+/// The largest result a tool may return, by default (as JSON).
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
 
 impl Default for ToolRegistry {
     fn default() -> Self {
         Self {
             tables: RwLock::default(),
             timeout: Duration::from_secs(60),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
         }
     }
 }
@@ -73,6 +78,12 @@ impl ToolRegistry {
     /// Sets the per-call timeout.
     pub fn set_timeout(&mut self, timeout: Duration) {
         self.timeout = timeout;
+    }
+
+    /// Sets the largest result a tool may return (as JSON); a larger one is
+    /// a tool error naming the tool and the limit, and is never journaled.
+    pub fn set_max_result_bytes(&mut self, bytes: usize) {
+        self.max_result_bytes = bytes;
     }
 
     /// The per-call timeout.
@@ -153,6 +164,21 @@ impl ToolRegistry {
         self.tables.read().is_ok_and(|t| t.entries.contains_key(tool))
     }
 
+    /// Checks a call's arguments (with the same coercion a run applies)
+    /// without running it: an unknown tool or arguments that do not fit the
+    /// schema are the error the call would fail with.
+    pub fn check_arguments(&self, call: &ToolCall) -> Result<(), ToolError> {
+        let found = self.tables.read().ok().and_then(|t| t.entries.get(&call.name).cloned());
+        let Some(entry) = found else {
+            return Err(ToolError::new(
+                ToolErrorKind::UnknownTool,
+                format!("no tool named {} is registered", call.name),
+            ));
+        };
+        let mut args = call.arguments.clone();
+        entry.validator.check(&mut args)
+    }
+
     /// Runs a call: coerce and validate the arguments, then the handler under
     /// the timeout, catching panics. Returns the outcome and the duration.
     pub async fn execute(&self, call: &ToolCall, cx: ToolContext) -> (ToolOutcome, u64) {
@@ -187,7 +213,20 @@ impl ToolRegistry {
             tokio::time::timeout(self.timeout, future).await
         };
         match finished {
-            Ok(Ok(Ok(value))) => ToolOutcome::Ok(value),
+            Ok(Ok(Ok(value))) => {
+                let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+                if size > self.max_result_bytes {
+                    return ToolOutcome::Error(ToolError::new(
+                        ToolErrorKind::Failed,
+                        format!(
+                            "the result of {} is {size} bytes, over the limit of {} bytes; \
+                             ask for less (a page, a summary, a filter)",
+                            call.name, self.max_result_bytes
+                        ),
+                    ));
+                }
+                ToolOutcome::Ok(value)
+            }
             Ok(Ok(Err(error))) => ToolOutcome::Error(error),
             Ok(Err(panic)) => {
                 let message = panic

@@ -476,7 +476,7 @@ impl Actor {
                 };
                 let (tx, rx) = oneshot::channel();
                 self.waiters.entry(run_id.clone()).or_default().push(tx);
-                self.act(step);
+                self.act(step).await?;
                 Ok(Started {
                     run_id,
                     first_seq,
@@ -520,7 +520,7 @@ impl Actor {
         let step = self.journal(input).await?;
         let (tx, rx) = oneshot::channel();
         self.waiters.entry(run_id).or_default().push(tx);
-        self.act(step);
+        self.act(step).await?;
         Ok(stop_from(rx))
     }
 
@@ -541,8 +541,7 @@ impl Actor {
     /// Steps the session, journals the input, publishes the events, performs the effects.
     async fn apply(&mut self, input: Input) -> Result<()> {
         let step = self.journal(input).await?;
-        self.act(step);
-        Ok(())
+        self.act(step).await
     }
 
     /// Steps the session and journals the input (durably) before anything
@@ -596,14 +595,49 @@ impl Actor {
         Ok(step)
     }
 
-    /// Publishes a journaled step's events, then performs its effects.
-    fn act(&mut self, step: Step) {
+    /// Publishes a journaled step's events, then performs its effects. A call
+    /// parked for the person whose arguments would fail validation is not put
+    /// to them: it fails at once (journaled as such) and the run goes on.
+    async fn act(&mut self, step: Step) -> Result<()> {
+        let invalid = step.effects.iter().find_map(|effect| match effect {
+            Effect::AwaitUser(output) => output.pending_confirmation.as_ref().and_then(|pending| {
+                let call = concierge_core::ToolCall {
+                    id: pending.call_id.clone(),
+                    name: pending.tool.clone(),
+                    arguments: pending.arguments.clone(),
+                };
+                let checked = self.shared.parts.executor.tools().check_arguments(&call);
+                checked.err().map(|error| (pending.clone(), error))
+            }),
+            _ => None,
+        });
         if let Some(live) = self.shared.live(&self.id) {
             for event in step.events {
-                live.publish(event);
+                let asks = matches!(event.kind, EventKind::AwaitingConfirmation { .. });
+                if !(asks && invalid.is_some()) {
+                    live.publish(event);
+                }
             }
         }
-        self.perform(step.effects);
+        let Some((pending, error)) = invalid else {
+            self.perform(step.effects);
+            return Ok(());
+        };
+        let effects = step
+            .effects
+            .into_iter()
+            .filter(|e| !matches!(e, Effect::AwaitUser(_)))
+            .collect();
+        self.perform(effects);
+        let input = Input::Confirm(Confirmation {
+            run_id: pending.run_id,
+            call_id: pending.call_id,
+            fingerprint: pending.fingerprint,
+            decision: Decision::Invalid { error },
+            at: now(),
+        });
+        let next = self.journal(input).await?;
+        Box::pin(self.act(next)).await
     }
 
     fn perform(&mut self, effects: Vec<Effect>) {
