@@ -99,7 +99,14 @@ fn a_killed_run_survives_a_read_only_command_without_a_model_and_finishes_with_o
     // A run whose model call hangs; the process is killed in the middle of it.
     let mut child = concierge(dir.path())
         .args(with_model)
-        .args(["run", "--agent", "calculator", "--session", "s", "tell me about numbers"])
+        .args([
+            "run",
+            "--agent",
+            "calculator",
+            "--session",
+            "s",
+            "tell me about numbers",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -123,7 +130,9 @@ fn a_killed_run_survives_a_read_only_command_without_a_model_and_finishes_with_o
 
     // A process with the model finishes the interrupted turn, then runs its own.
     model.hang.store(false, Ordering::SeqCst);
-    let next = run(concierge(dir.path()).args(with_model).args(["run", "--session", "s", "thanks"]));
+    let next = run(concierge(dir.path())
+        .args(with_model)
+        .args(["run", "--session", "s", "thanks"]));
     assert!(next.status.success(), "{}", text(&next.stderr));
     assert!(
         text(&next.stderr).contains("finished the run this session had in flight"),
@@ -134,6 +143,9 @@ fn a_killed_run_survives_a_read_only_command_without_a_model_and_finishes_with_o
     let shown = text(&history.stdout);
     let first = shown.find("tell me about numbers").expect("the first turn is there");
     let reply = shown[first..].find("All done.").expect("with its reply");
-    assert!(shown[first + reply..].contains("thanks"), "then the second turn:\n{shown}");
+    assert!(
+        shown[first + reply..].contains("thanks"),
+        "then the second turn:\n{shown}"
+    );
     assert_eq!(shown.matches("tell me about numbers").count(), 1, "{shown}");
 }

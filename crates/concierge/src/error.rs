@@ -84,6 +84,7 @@ pub enum Error {
     Mcp(#[from] crate::mcp::McpError),
 }
 
+#[cfg(feature = "sqlite")]
 impl From<rusqlite::Error> for Error {
     fn from(value: rusqlite::Error) -> Self {
         Error::Storage(value.to_string())

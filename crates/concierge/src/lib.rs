@@ -47,7 +47,6 @@
 
 extern crate self as concierge;
 
-pub mod client;
 pub mod config;
 pub mod engine;
 pub mod error;
@@ -58,7 +57,6 @@ pub mod options;
 pub mod runtime;
 pub mod tool;
 
-pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, IdempotencyKey,
@@ -71,6 +69,7 @@ pub use engine::{Embedded, Engine, JournalStats, SessionSummary};
 pub use error::{Error, Result};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;
+pub use runtime::{AgentClient, IntoMessages, RunHandle};
 pub use runtime::{Runtime, RuntimeBuilder};
 pub use tool::{DynTool, Tool, ToolContext, Toolset};
 

@@ -84,7 +84,11 @@ async fn a_session_replays_against_the_tools_its_run_saw() {
     let listed = rt.discover("srv").await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(rt.tools_for("helper").unwrap()[0].name.as_str(), "shout");
-    assert_eq!(rt.history("s").await.unwrap(), recorded, "replayed with the tools the run saw");
+    assert_eq!(
+        rt.history("s").await.unwrap(),
+        recorded,
+        "replayed with the tools the run saw"
+    );
     rt.shutdown().await;
     drop(rt);
 

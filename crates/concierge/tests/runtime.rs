@@ -255,7 +255,11 @@ async fn arguments_are_validated_before_the_person_is_asked() {
     let parked = rt.client("helper").unwrap().run("pay", session("v")).await.unwrap();
     assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
     let pending = parked.pending_confirmation.unwrap();
-    assert_eq!(pending.arguments, serde_json::json!({"amount": 5}), "only the valid call asks");
+    assert_eq!(
+        pending.arguments,
+        serde_json::json!({"amount": 5}),
+        "only the valid call asks"
+    );
     let refused = &parked.tool_executions[0];
     assert!(
         matches!(&refused.outcome, ToolOutcome::Error(e) if e.kind == ToolErrorKind::InvalidArguments),
@@ -284,16 +288,26 @@ async fn results_and_messages_over_their_limits_fail_fast_and_say_so() {
         .await
         .unwrap();
     let parked = rt.client("payer").unwrap().run("pay 7", session("big")).await.unwrap();
-    let out = rt.answer(&parked.pending_confirmation.unwrap(), "big", true).await.unwrap();
+    let out = rt
+        .answer(&parked.pending_confirmation.unwrap(), "big", true)
+        .await
+        .unwrap();
     let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
         panic!("the result fit: {out:?}");
     };
-    assert!(error.message.contains("pay") && error.message.contains("limit of 16 bytes"), "{error:?}");
+    assert!(
+        error.message.contains("pay") && error.message.contains("limit of 16 bytes"),
+        "{error:?}"
+    );
 
     let long = "x".repeat(65);
     let refused = rt.client("payer").unwrap().run(long, session("big")).await.unwrap_err();
     assert!(refused.to_string().contains("limit of 64 bytes"), "{refused}");
-    assert_eq!(rt.history("big").await.unwrap().len(), 4, "nothing of the refused message was kept");
+    assert_eq!(
+        rt.history("big").await.unwrap().len(),
+        4,
+        "nothing of the refused message was kept"
+    );
 }
 
 #[tokio::test]

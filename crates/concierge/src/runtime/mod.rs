@@ -12,10 +12,12 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+mod client;
 #[cfg(feature = "mcp")]
 mod mcp;
 
-use crate::client::{AgentClient, RunHandle};
+pub use client::{AgentClient, IntoMessages, RunHandle};
+
 use crate::engine::{
     Catalogs, Embedded, Engine, EngineParts, ExecHooks, Executor, JournalStats, NoEngine, OpenEngine, RunSetup,
     RunStop, SessionSummary, TracingHooks,
@@ -144,6 +146,7 @@ impl RuntimeBuilder {
     }
 
     /// The embedded engine on the SQLite database at `path` (the default is `./concierge.db`).
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(mut self, path: impl Into<std::path::PathBuf>) -> Self {
         let settings = self.embedded.clone();
         self.embedded = Embedded::sqlite(path);
@@ -526,12 +529,12 @@ impl Runtime {
     }
 
     /// Starts a turn in an existing session, with its current agent.
-    pub async fn start(&self, messages: impl crate::client::IntoMessages, options: RunOptions) -> Result<RunHandle> {
+    pub async fn start(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunHandle> {
         self.start_run(None, messages.into_messages(), options).await
     }
 
     /// Runs a turn in an existing session with its current agent, and waits for it.
-    pub async fn send(&self, messages: impl crate::client::IntoMessages, options: RunOptions) -> Result<RunOutput> {
+    pub async fn send(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunOutput> {
         self.start_run(None, messages.into_messages(), options)
             .await?
             .wait()

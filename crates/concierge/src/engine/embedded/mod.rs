@@ -6,14 +6,18 @@ mod actor;
 mod codec;
 mod live;
 mod memory;
+#[cfg(feature = "sqlite")]
 mod owner;
 mod replay;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod subscription;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(feature = "sqlite")]
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -27,16 +31,19 @@ use self::actor::{Actor, Command, MAILBOX};
 use self::live::Live;
 use self::memory::MemoryStore;
 use self::replay::replay;
+#[cfg(feature = "sqlite")]
 use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
 use crate::engine::{Engine, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionSummary, Started};
 use crate::error::{Error, Result};
 
-pub use self::sqlite::DEFAULT_COMMIT_WINDOW;
+/// How long the SQLite store gathers entries before a commit under load, by default.
+pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(1);
 
 #[derive(Clone, Debug)]
 enum Kind {
+    #[cfg(feature = "sqlite")]
     Sqlite(PathBuf),
     Memory,
 }
@@ -83,14 +90,18 @@ pub struct Embedded {
 }
 
 impl Default for Embedded {
-    /// `./concierge.db`, the same default as the CLI.
+    /// `./concierge.db`, the same default as the CLI (memory without the `sqlite` feature).
     fn default() -> Self {
-        Self::sqlite("concierge.db")
+        #[cfg(feature = "sqlite")]
+        return Self::sqlite("concierge.db");
+        #[cfg(not(feature = "sqlite"))]
+        return Self::memory();
     }
 }
 
 impl Embedded {
     /// The engine on the SQLite database at `path` (created if missing).
+    #[cfg(feature = "sqlite")]
     pub fn sqlite(path: impl Into<PathBuf>) -> Self {
         Self {
             kind: Kind::Sqlite(path.into()),
@@ -114,6 +125,7 @@ impl Embedded {
     /// The database file, for the SQLite engine.
     pub fn path(&self) -> Option<&Path> {
         match &self.kind {
+            #[cfg(feature = "sqlite")]
             Kind::Sqlite(path) => Some(path),
             Kind::Memory => None,
         }
@@ -171,6 +183,7 @@ impl Embedded {
     async fn open_engine(self, parts: EngineParts) -> Result<Arc<dyn Engine>> {
         let store: Arc<dyn Store> = match &self.kind {
             Kind::Memory => Arc::new(MemoryStore::new()),
+            #[cfg(feature = "sqlite")]
             Kind::Sqlite(path) => {
                 let options = sqlite::Options {
                     window: self.settings.commit_window,
@@ -582,18 +595,14 @@ pub mod bench {
     pub use super::memory::MemoryStore;
     pub use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, Store};
 
-    use std::path::Path;
-    use std::time::Duration;
-
-    use crate::error::Result;
-
     /// A SQLite store for a benchmark (a writer, with `window` group commit).
-    pub fn sqlite(path: &Path, window: Duration) -> Result<super::SqliteStore> {
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(path: &std::path::Path, window: std::time::Duration) -> crate::error::Result<super::SqliteStore> {
         super::SqliteStore::open(
             path,
             super::sqlite::Options {
                 window,
-                lease: Duration::from_secs(10),
+                lease: std::time::Duration::from_secs(10),
                 label: "bench".into(),
                 read_only: false,
             },

@@ -100,10 +100,6 @@ const TABLES: [&str; 7] = [
 /// Most entries one transaction takes.
 const MAX_BATCH: usize = 4096;
 
-/// How long the writer waits for more entries before a commit, by default,
-/// when the previous commit had company (a lone writer never waits).
-pub const DEFAULT_COMMIT_WINDOW: Duration = Duration::from_millis(1);
-
 struct Row {
     cursor: Cursor,
     index: i64,

@@ -3,10 +3,10 @@
 use concierge_core::{AgentId, Event, Message, RunId, RunOutput, SessionId};
 use futures::stream::BoxStream;
 
+use super::Runtime;
 use crate::engine::RunStop;
 use crate::error::Result;
 use crate::options::RunOptions;
-use crate::runtime::Runtime;
 
 /// Things that can start a run: text, a message, or several messages.
 pub trait IntoMessages {
