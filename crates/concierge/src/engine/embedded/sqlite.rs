@@ -385,12 +385,15 @@ impl Writer {
 
     /// Writes a batch in one transaction and answers each op.
     fn commit(&mut self, batch: Vec<Op>) {
-        let living = match living(&self.conn, &self.here, self.lease) {
-            Ok(living) => living,
-            Err(error) => {
+        // Who is alive matters only to claims and to the heartbeat's cleanup.
+        let needs_owners = batch.iter().any(|op| matches!(op, Op::Claim { .. } | Op::Beat(_)));
+        let living = if needs_owners {
+            living(&self.conn, &self.here, self.lease).unwrap_or_else(|error| {
                 tracing::warn!(%error, "cannot read the owners table");
                 HashMap::new()
-            }
+            })
+        } else {
+            HashMap::new()
         };
         let result = self.write(&batch, &living);
         let (answers, appended) = match result {
@@ -1035,6 +1038,25 @@ mod tests {
         ));
         let loaded = other.load(&"s".into(), LoadFrom::Start).await.unwrap().unwrap();
         assert_eq!(loaded.inputs.len(), 3);
+    }
+
+    #[tokio::test]
+    async fn a_corrupted_entry_is_named_with_its_session_and_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let store = SqliteStore::open(&path, options("one")).unwrap();
+        let cursor = owned(&store, "s").await;
+        store.append(entry("s", 0, true), cursor).await.unwrap();
+        store.flush().await;
+        Connection::open(&path)
+            .unwrap()
+            .execute("UPDATE log SET input = x'01deadbeef'", [])
+            .unwrap();
+        let error = store.load(&"s".into(), LoadFrom::Start).await.unwrap_err().to_string();
+        assert!(
+            error.contains("session s") && error.contains("unreadable") && error.contains("backup"),
+            "{error}"
+        );
     }
 
     #[test]
