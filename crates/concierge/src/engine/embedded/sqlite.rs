@@ -317,7 +317,7 @@ impl SqliteStore {
 }
 
 /// Which recorded processes are alive, by owner number.
-fn living(conn: &Connection, here: &Process, lease: Duration) -> Result<HashMap<i64, (bool, String)>> {
+fn living(conn: &Connection, here: &Process, lease: Duration) -> rusqlite::Result<HashMap<i64, (bool, String)>> {
     let now = millis();
     let mut stmt = conn.prepare_cached("SELECT owner, pid, space, started, label, beat FROM owners")?;
     let rows = stmt.query_map([], |r| {
@@ -385,17 +385,7 @@ impl Writer {
 
     /// Writes a batch in one transaction and answers each op.
     fn commit(&mut self, batch: Vec<Op>) {
-        // Who is alive matters only to claims and to the heartbeat's cleanup.
-        let needs_owners = batch.iter().any(|op| matches!(op, Op::Claim { .. } | Op::Beat(_)));
-        let living = if needs_owners {
-            living(&self.conn, &self.here, self.lease).unwrap_or_else(|error| {
-                tracing::warn!(%error, "cannot read the owners table");
-                HashMap::new()
-            })
-        } else {
-            HashMap::new()
-        };
-        let result = self.write(&batch, &living);
+        let result = self.write(&batch);
         let (answers, appended) = match result {
             Ok(answers) => {
                 let (mut count, mut bytes, mut snapshots) = (0, 0, 0);
@@ -441,13 +431,23 @@ impl Writer {
         }
     }
 
-    fn write(&mut self, batch: &[Op], living: &HashMap<i64, (bool, String)>) -> rusqlite::Result<Vec<Answer>> {
+    fn write(&mut self, batch: &[Op]) -> rusqlite::Result<Vec<Answer>> {
         let me = self.me;
         // IMMEDIATE: take the write lock first (waiting on another process's
         // commit), so reads in the transaction never go stale.
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // Who is alive matters only to claims and to the heartbeat's
+        // cleanup; read under the write lock, so no process registers and
+        // claims in between.
+        let needs_owners = batch.iter().any(|op| matches!(op, Op::Claim { .. } | Op::Beat(_)));
+        let living = if needs_owners {
+            living(&tx, &self.here, self.lease)?
+        } else {
+            HashMap::new()
+        };
+        let living = &living;
         let mut answers = Vec::with_capacity(batch.len());
         {
             let mut owner_of = tx.prepare_cached("SELECT owner FROM heads WHERE no = ?1")?;
