@@ -153,6 +153,9 @@ impl Actor {
                 command => self.handle(command).await,
             }
             if self.broken {
+                if self.owned {
+                    self.shared.store.disown(&self.id);
+                }
                 self.leave();
                 return;
             }
@@ -579,7 +582,6 @@ impl Actor {
                 // The session in memory is ahead of the journal: drop it; it is
                 // reloaded from what is durable.
                 self.broken = true;
-                self.owned = false;
                 return Err(error);
             }
         };

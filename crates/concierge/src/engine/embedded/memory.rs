@@ -137,6 +137,8 @@ impl Store for MemoryStore {
         }
     }
 
+    fn disown(&self, _session: &SessionId) {}
+
     fn orphans(&self) -> BoxFuture<'static, Result<Vec<SessionId>>> {
         Box::pin(async { Ok(Vec::new()) })
     }

@@ -390,8 +390,12 @@ async fn background(shared: Weak<Shared>, mut newest: i64) {
         match shared.store.wanted().await {
             Ok(wanted) => {
                 for id in wanted {
-                    if let Some(tx) = shared.actors().get(&id).cloned() {
-                        let _ = tx.try_send(Command::Release);
+                    match shared.actors().get(&id).cloned() {
+                        Some(tx) => {
+                            let _ = tx.try_send(Command::Release);
+                        }
+                        // Owned, but nobody here holds it any more (its actor lost its state).
+                        None => shared.store.disown(&id),
                     }
                 }
             }

@@ -129,6 +129,8 @@ enum Op {
         live: bool,
         at: i64,
     },
+    /// Give a session up, leaving its chain as recorded.
+    Disown { session: String },
     /// Renew this process's lease.
     Beat(oneshot::Sender<Result<()>>),
     /// Answer once everything before it is committed.
@@ -426,7 +428,7 @@ impl Writer {
                 (Op::Claim { reply, .. }, _) => {
                     let _ = reply.send(Err(Error::Storage("the journal write failed; see the log".into())));
                 }
-                (Op::Release { .. } | Op::Toolset { .. } | Op::Catalog { .. }, _) => {}
+                (Op::Release { .. } | Op::Disown { .. } | Op::Toolset { .. } | Op::Catalog { .. }, _) => {}
             }
         }
     }
@@ -505,6 +507,14 @@ impl Writer {
                              WHERE no = ?1 AND owner = ?6",
                         )?
                         .execute(params![no, head, index, live, at, me])?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Disown { session } => {
+                        tx.prepare_cached(
+                            "UPDATE heads SET owner = NULL, want = 0, live = 1
+                             WHERE no = (SELECT no FROM sessions WHERE id = ?1) AND owner = ?2",
+                        )?
+                        .execute(params![session, me])?;
                         answers.push(Answer::Done);
                     }
                     Op::Beat(_) => {
@@ -798,6 +808,17 @@ impl Store for SqliteStore {
         };
         if let Err(error) = self.send(op) {
             tracing::warn!(%error, "could not release a session; the next process takes it over");
+        }
+    }
+
+    fn disown(&self, session: &SessionId) {
+        if self.me == 0 {
+            return;
+        }
+        if let Err(error) = self.send(Op::Disown {
+            session: session.to_string(),
+        }) {
+            tracing::warn!(%error, "could not give a session up; it is taken over when this process ends");
         }
     }
 

@@ -111,6 +111,10 @@ pub trait Store: Send + Sync + 'static {
     fn load(&self, session: &SessionId, from: LoadFrom) -> BoxFuture<'static, Result<Option<Loaded>>>;
     /// Lets a session go (it is no longer owned by this process).
     fn release(&self, release: Release);
+    /// Gives up a session this process owns without touching where its chain
+    /// ends (for a session whose state this process lost: the next owner
+    /// follows the chain from what is recorded).
+    fn disown(&self, session: &SessionId);
     /// Sessions with a run under way whose owner is gone (or that no process
     /// could run yet): the ones this process may take over.
     fn orphans(&self) -> BoxFuture<'static, Result<Vec<SessionId>>>;
