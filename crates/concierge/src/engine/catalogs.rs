@@ -22,7 +22,7 @@ type Discovered = BTreeMap<String, Vec<ToolSpec>>;
 pub struct CatalogVersion {
     /// The version's name (`None`: the program's own tools only).
     pub id: Option<String>,
-    /// The catalog.
+    /// The agents and tools a run of this version plans with.
     pub catalog: Arc<Catalog>,
 }
 
@@ -32,23 +32,23 @@ pub enum VersionError {
     /// The stored toolsets do not parse.
     #[error("the recorded tools of catalog version {version} are unreadable: {reason}")]
     Unreadable {
-        /// The version.
+        /// The version that cannot be read.
         version: String,
-        /// Why.
+        /// What the parser said.
         reason: String,
     },
     /// The stored toolsets no longer fit the program's catalog.
     #[error("catalog version {version} cannot be rebuilt with this program's agents and tools: {source}")]
     Incompatible {
-        /// The version.
+        /// The version that does not fit.
         version: String,
-        /// Why.
+        /// What the catalog refused.
         source: CatalogError,
     },
     /// The rebuilt catalog is not the recorded one.
     #[error("catalog version {version} rebuilt differently (as {got}); the program's dynamic toolsets changed")]
     Mismatch {
-        /// The version asked for.
+        /// The version the journal names.
         version: String,
         /// What it rebuilt as.
         got: String,

@@ -17,13 +17,13 @@ use crate::tool::{ToolContext, ToolRegistry};
 /// One model call, as hooks see it.
 #[derive(Clone, Copy, Debug)]
 pub struct ModelCall<'a> {
-    /// The session.
+    /// The session the call serves.
     pub session: &'a SessionId,
-    /// The run.
+    /// The run within it.
     pub run: &'a RunId,
     /// The model call's number within the run.
     pub call: u32,
-    /// The request.
+    /// What the model is asked (system prompt, history, tools).
     pub request: &'a ModelRequest,
     /// The model's reference (`provider:name`, or `none:none` when none is configured).
     pub model: &'a str,
@@ -34,7 +34,7 @@ pub struct ModelCall<'a> {
 pub struct ToolCallInfo<'a> {
     /// Who called.
     pub context: &'a ToolContext,
-    /// The tool.
+    /// The tool called.
     pub tool: &'a ToolId,
 }
 
@@ -58,7 +58,7 @@ pub trait ExecHooks: Send + Sync + 'static {
         let _ = (span, call, result, elapsed);
     }
 
-    /// A tool call ended.
+    /// A tool call ended (with its outcome and how long it took).
     fn tool_finished(&self, call: &ToolCallInfo<'_>, outcome: &ToolOutcome, elapsed: Duration) {
         let _ = (call, outcome, elapsed);
     }
@@ -133,7 +133,7 @@ pub enum Unavailable {
     /// The tool is not registered here.
     #[error("tool {tool} is not available in this process")]
     Tool {
-        /// The tool.
+        /// The tool's name.
         tool: String,
     },
     /// The model could not be reached when a resumed run called it.
@@ -193,12 +193,12 @@ impl Executor {
         self
     }
 
-    /// The models.
+    /// The models calls are made with.
     pub fn models(&self) -> &Models {
         &self.models
     }
 
-    /// The tools.
+    /// The tools calls are made to.
     pub fn tools(&self) -> &Arc<ToolRegistry> {
         &self.tools
     }

@@ -84,7 +84,7 @@ pub struct Started {
 /// A session as listed by [`Engine::sessions`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct SessionSummary {
-    /// The session.
+    /// The session's id.
     pub id: SessionId,
     /// Its current agent.
     pub agent: AgentId,
@@ -155,7 +155,7 @@ pub trait Engine: Send + Sync + 'static {
     /// Remembers a toolset discovered at run time (JSON) for later processes.
     fn remember_toolset(&self, name: &str, tools: String);
 
-    /// The remembered toolsets.
+    /// The toolsets remembered by [`Engine::remember_toolset`], as `(name, JSON)`.
     fn remembered_toolsets(&self) -> Result<Vec<(String, String)>>;
 
     /// Lets idle sessions go and waits until what the engine wrote is durable.

@@ -30,7 +30,7 @@ pub struct MemoryStore {
 }
 
 impl MemoryStore {
-    /// An empty store.
+    /// A store with no sessions yet.
     pub fn new() -> Self {
         Self::default()
     }

@@ -23,11 +23,11 @@ pub struct Cursor {
 /// One accepted input, as the engine journals it.
 #[derive(Clone, Debug)]
 pub struct Entry {
-    /// The session.
+    /// The session the input belongs to.
     pub session: SessionId,
     /// The input's position in the session (from 0).
     pub index: u64,
-    /// The input.
+    /// The accepted input itself.
     pub input: Input,
     /// The session's agent, when it changed (or the session is new).
     pub agent: Option<AgentId>,
@@ -131,7 +131,7 @@ pub trait Store: Send + Sync + 'static {
     fn save_catalog(&self, version: &str, recorded: String);
     /// Remembers a toolset discovered at run time (JSON).
     fn save_toolset(&self, name: &str, tools: String);
-    /// The remembered toolsets.
+    /// The toolsets saved by [`Store::save_toolset`], as `(name, JSON)`.
     fn toolsets(&self) -> Result<Vec<(String, String)>>;
     /// Counters.
     fn stats(&self) -> JournalStats;
