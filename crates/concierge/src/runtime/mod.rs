@@ -477,6 +477,7 @@ impl Runtime {
             messages,
             planner: PlannerMode::Model,
             policy: None,
+            user: options.user,
             context: options.context,
             turn_id: options.turn_id,
             labels: options.labels,
@@ -673,6 +674,8 @@ impl Runtime {
             call_id: call.id.clone(),
             agent: AgentId::new("direct"),
             idempotency_key,
+            user: None,
+            blackboard: Default::default(),
         };
         self.inner.executor.tools().execute(&call, cx).await.0
     }
