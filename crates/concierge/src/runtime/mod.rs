@@ -48,6 +48,7 @@ pub struct RuntimeBuilder {
     log_prompts: bool,
     tool_timeout: Duration,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
+    confirmations: Vec<(ToolId, String)>,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
 }
@@ -66,6 +67,7 @@ impl Default for RuntimeBuilder {
             log_prompts: false,
             tool_timeout: Duration::from_secs(60),
             planners: Vec::new(),
+            confirmations: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
         }
@@ -82,6 +84,14 @@ impl RuntimeBuilder {
     /// Adds agents.
     pub fn agents(mut self, specs: impl IntoIterator<Item = AgentSpec>) -> Self {
         self.agents.extend(specs);
+        self
+    }
+
+    /// Makes every call of `tool` ask the person first, with `question` (a
+    /// confirmation template with `{argument}` placeholders, e.g. "Delete
+    /// the file {path}?"); works for MCP tools too (by their name here).
+    pub fn confirm_tool(mut self, tool: impl Into<ToolId>, question: impl Into<String>) -> Self {
+        self.confirmations.push((tool.into(), question.into()));
         self
     }
 
@@ -254,6 +264,9 @@ impl RuntimeBuilder {
     pub async fn build(self) -> Result<Runtime> {
         let mut registry = ToolRegistry::new();
         registry.set_timeout(self.tool_timeout);
+        for (tool, question) in self.confirmations {
+            registry.set_confirmation(tool, question);
+        }
         let mut toolsets = self.toolsets;
         if !self.loose_tools.tools.is_empty() {
             toolsets.push(self.loose_tools);
