@@ -83,15 +83,33 @@ pub fn one_line(output: &RunOutput) -> String {
     }
 }
 
-/// How to answer a parked run from the command line.
-pub fn confirmation_help(output: &RunOutput) -> String {
+/// What a parked run asks, in words (with what the agent said before it,
+/// such as the changes it made), for chat.
+pub fn confirmation_question(output: &RunOutput) -> String {
     let Some(p) = &output.pending_confirmation else {
         return String::new();
     };
-    clean(&format!(
-        "The agent wants to run {} with {}.\n  approve: concierge confirm --session {} --call {} --fingerprint {}\n  decline: concierge confirm --session {} --call {} --fingerprint {} --deny",
-        p.tool, p.arguments, output.session_id, p.call_id, p.fingerprint, output.session_id, p.call_id, p.fingerprint
-    ))
+    let question = if p.message.is_empty() {
+        format!("Run *{}*? (yes/no)", p.tool)
+    } else {
+        p.message.clone()
+    };
+    match output.reply.as_deref().filter(|r| !r.is_empty()) {
+        Some(reply) => clean(&format!("{reply}\n{question}")),
+        None => clean(&question),
+    }
+}
+
+/// A parked run's question and how to answer it from the command line.
+pub fn confirmation_help(output: &RunOutput) -> String {
+    if output.pending_confirmation.is_none() {
+        return String::new();
+    }
+    format!(
+        "{}\n  answer: concierge run --session {} yes   (or no, or say what to change)",
+        confirmation_question(output),
+        clean(output.session_id.as_str())
+    )
 }
 
 /// Prints a run's result; returns whether it succeeded.

@@ -89,6 +89,11 @@ pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> 
         let default = resolved.model.as_deref() == Some(reference);
         builder = builder.named_model(reference, build_model(&config.model_settings(reference, default))?);
     }
+    for (tool, settings) in &config.tools {
+        if let Some(question) = &settings.confirm {
+            builder = builder.confirm_tool(tool.as_str(), question.clone());
+        }
+    }
     for (reference, price) in &config.prices {
         builder = builder.price(reference.clone(), *price);
     }

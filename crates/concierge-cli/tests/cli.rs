@@ -624,3 +624,52 @@ fn calculator_phrasings_from_the_command_line() {
         assert_eq!(stdout(&out).trim(), *answer, "{question}");
     }
 }
+
+#[test]
+fn a_parked_call_is_answered_with_a_plain_yes_from_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("concierge.toml"),
+        "[tools.calculator]\nconfirm = \"Work out {a} {operation} {b}?\"\n",
+    )
+    .unwrap();
+    let out = concierge(
+        dir.path(),
+        &["run", "--agent", "calculator", "--session", "c", "calculate 5 + 3"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Work out 5 add 3?"), "{text}");
+    assert!(text.contains("concierge run --session c yes"), "{text}");
+    assert!(!text.contains('{'), "no raw JSON: {text}");
+
+    // Not an answer: the call stays parked and the question is repeated.
+    let out = concierge(dir.path(), &["run", "--session", "c", "what is this?"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("yes or no") && text.contains("Work out 5 add 3?"),
+        "{text}"
+    );
+
+    let out = concierge(dir.path(), &["run", "--session", "c", "yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "5 + 3 = 8");
+
+    // A plain no declines: nothing is calculated.
+    let out = concierge(
+        dir.path(),
+        &["run", "--session", "c", "--user", "ana", "calculate 2 + 2"],
+    );
+    assert!(stdout(&out).contains("Work out 2 add 2?"), "{}", stdout(&out));
+    let out = concierge(dir.path(), &["run", "--session", "c", "--json", "nope"]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["tool_executions"][0]["outcome"]["error"]["kind"], "declined",
+        "{json}"
+    );
+    let out = concierge(dir.path(), &["history", "c"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("5 + 3 = 8"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("2 + 2 = 4"), "{}", stdout(&out));
+}

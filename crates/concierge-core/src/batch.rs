@@ -160,7 +160,11 @@ impl Batch {
             return Progress::InFlight(InFlight { batch: self });
         }
         match self.slots.iter().position(|s| s.state == SlotState::AwaitingApproval) {
-            Some(slot) => Progress::Parked(Parked { batch: self, slot }),
+            Some(slot) => Progress::Parked(Parked {
+                batch: self,
+                slot,
+                message: String::new(),
+            }),
             None => Progress::Completed(Completed { batch: self }),
         }
     }
@@ -209,12 +213,15 @@ impl From<InFlight> for Batch {
 pub(crate) struct Parked {
     batch: Batch,
     slot: usize,
+    message: String,
 }
 
 #[derive(Clone, Serialize, Deserialize)]
 struct ParkedParts {
     batch: Batch,
     slot: usize,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    message: String,
 }
 
 impl TryFrom<ParkedParts> for Parked {
@@ -231,6 +238,7 @@ impl TryFrom<ParkedParts> for Parked {
             Ok(Parked {
                 batch: parts.batch,
                 slot: parts.slot,
+                message: parts.message,
             })
         } else {
             Err("a parked batch must stop on a call awaiting approval, with nothing running")
@@ -243,6 +251,7 @@ impl From<Parked> for ParkedParts {
         ParkedParts {
             batch: value.batch,
             slot: value.slot,
+            message: value.message,
         }
     }
 }
@@ -272,7 +281,21 @@ impl Parked {
             tool: slot.call.name.clone(),
             arguments: slot.call.arguments.clone(),
             fingerprint: slot.fingerprint.clone(),
+            message: self.message.clone(),
         }
+    }
+
+    /// Sets the question the person is asked about the parked call.
+    pub(crate) fn set_message(&mut self, message: String) {
+        self.message = message;
+    }
+
+    /// Replaces the parked call's arguments (the person changed them); it
+    /// stays parked, awaiting approval of the new arguments.
+    pub(crate) fn amend(&mut self, arguments: serde_json::Value, fingerprint: String) {
+        let slot = &mut self.batch.slots[self.slot];
+        slot.call.arguments = arguments;
+        slot.fingerprint = fingerprint;
     }
 
     /// The person approved: the call runs. Returns the batch in flight and the call to run.

@@ -1,6 +1,9 @@
 //! What the core asks its engine to do.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::event::Event;
 use crate::id::{IdempotencyKey, RunId};
@@ -33,6 +36,13 @@ pub enum Effect {
         call: ToolCall,
         /// Deduplication key for side-effecting tools.
         key: IdempotencyKey,
+        /// Who asked for the run, if the caller said.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        user: Option<String>,
+        /// The information on the session's blackboard when the call was
+        /// made (what the tool's context lets it read).
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        blackboard: BTreeMap<String, Value>,
     },
     /// The run is parked until the person answers the pending confirmation.
     AwaitUser(RunOutput),
@@ -60,6 +70,13 @@ pub struct Step {
 }
 
 impl Step {
+    /// The run the step started or went on with: a message that answers a
+    /// parked confirmation goes on with the parked run instead of starting one.
+    pub fn run(&self) -> Option<&RunId> {
+        self.run_started()
+            .or_else(|| self.events.iter().find_map(|e| e.run.as_ref()))
+    }
+
     /// The run the step started, if it started one.
     pub fn run_started(&self) -> Option<&RunId> {
         self.events

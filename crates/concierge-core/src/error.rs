@@ -54,6 +54,11 @@ pub enum StepError {
         /// What did not match.
         reason: String,
     },
+    /// Changed arguments for a parked call do not fit its tool's schema.
+    AmendmentRefused {
+        /// What is wrong with them, in words.
+        problem: String,
+    },
     /// A transition outside the table was attempted (a bug in a planner or in the core).
     InvalidTransition(InvalidTransition),
     /// Nothing to do for this input (a tick before any deadline).
@@ -88,6 +93,10 @@ impl fmt::Display for StepError {
                     "confirmation rejected: {reason} (the parked call is {expected_call})"
                 )
             }
+            StepError::AmendmentRefused { problem } => write!(
+                f,
+                "the changed arguments were not accepted: {problem}; send arguments that fit the tool"
+            ),
             StepError::InvalidTransition(t) => t.fmt(f),
             StepError::Idle => write!(f, "nothing to do"),
         }

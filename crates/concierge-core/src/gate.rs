@@ -20,6 +20,11 @@
 //!    when the run's confirmation policy says so, **awaits approval**.
 //!
 //! The gate is a pure function of the call and what it is checked against.
+//!
+//! Before the gate, [`fill_from_blackboard`] gives a call the values its
+//! tool `requires` that the planner left out, from the blackboard (seed
+//! 001): a rules-only agent can chain tools, and a user id never has to
+//! pass through the model.
 
 use serde_json::Value;
 
@@ -77,6 +82,29 @@ impl Verdict {
     pub(crate) fn counts(&self) -> bool {
         matches!(self, Verdict::Run | Verdict::AwaitApproval)
     }
+}
+
+/// Fills in the arguments `spec` requires from the blackboard: each required
+/// key that the tool's schema has as a property, that the call leaves out
+/// (or sets to null) and that the blackboard holds. Returns whether it added any.
+pub(crate) fn fill_from_blackboard(spec: &ToolSpec, blackboard: &Blackboard, arguments: &mut Value) -> bool {
+    let Some(properties) = spec.input_schema.get("properties").and_then(Value::as_object) else {
+        return false;
+    };
+    let Value::Object(map) = arguments else {
+        return false;
+    };
+    let mut filled = false;
+    for key in &spec.requires {
+        if !properties.contains_key(key) || map.get(key).is_some_and(|v| !v.is_null()) {
+            continue;
+        }
+        if let Some(value) = blackboard.available.get(key) {
+            map.insert(key.clone(), value.clone());
+            filled = true;
+        }
+    }
+    filled
 }
 
 fn refuse(kind: ToolErrorKind, message: String) -> Verdict {
@@ -356,6 +384,40 @@ mod tests {
         );
         case.blackboard.available.insert("user_id".into(), json!("u1"));
         assert_eq!(case.check("profile", json!({})), Verdict::Run);
+    }
+
+    #[test]
+    fn required_values_come_from_the_blackboard_when_the_call_leaves_them_out() {
+        let spec = ToolSpec::new(
+            "profile",
+            "a tool",
+            json!({"type": "object", "properties": {"user_id": {"type": "string"}, "q": {"type": "string"}}}),
+        )
+        .requires("user_id")
+        .requires("region");
+        let mut blackboard = Blackboard::default();
+        let mut args = json!({"q": "x"});
+        assert!(
+            !fill_from_blackboard(&spec, &blackboard, &mut args),
+            "nothing to fill from"
+        );
+        blackboard.available.insert("user_id".into(), json!("u-7"));
+        blackboard.available.insert("region".into(), json!("eu"));
+        assert!(fill_from_blackboard(&spec, &blackboard, &mut args));
+        assert_eq!(
+            args,
+            json!({"q": "x", "user_id": "u-7"}),
+            "region is not a property of the tool"
+        );
+        let mut given = json!({"user_id": "u-1"});
+        assert!(
+            !fill_from_blackboard(&spec, &blackboard, &mut given),
+            "a given value stays"
+        );
+        assert_eq!(given, json!({"user_id": "u-1"}));
+        let mut null = json!({"user_id": null});
+        assert!(fill_from_blackboard(&spec, &blackboard, &mut null));
+        assert_eq!(null, json!({"user_id": "u-7"}));
     }
 
     #[test]

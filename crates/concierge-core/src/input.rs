@@ -121,6 +121,10 @@ pub struct StartRun {
     /// The effective policy when it differs from the agent's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub policy: Option<RunPolicy>,
+    /// Who is asking (a user id from the caller, e.g. from its token). It is
+    /// put on the blackboard as `user_id` and shown to the run's tools.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// Information to put on the blackboard before planning.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context: BTreeMap<String, Value>,
@@ -147,6 +151,7 @@ impl StartRun {
             messages: vec![Message::user(text)],
             planner,
             policy: None,
+            user: None,
             context: BTreeMap::new(),
             turn_id: None,
             labels: BTreeMap::new(),
@@ -158,6 +163,12 @@ impl StartRun {
     /// Sets the agent.
     pub fn agent(mut self, agent: impl Into<AgentId>) -> Self {
         self.agent = Some(agent.into());
+        self
+    }
+
+    /// Sets who is asking (see [`StartRun::user`]).
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
         self
     }
 
@@ -201,5 +212,13 @@ pub enum Decision {
     Invalid {
         /// What is wrong with the arguments.
         error: ToolError,
+    },
+    /// Change the call's arguments to these. Arguments that differ from the
+    /// parked ones are checked against the tool's schema and shown back to
+    /// the person for a final yes (with a new fingerprint); the same
+    /// arguments run the call as [`Decision::Approve`] does.
+    Amend {
+        /// The complete new arguments.
+        arguments: Value,
     },
 }

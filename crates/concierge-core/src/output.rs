@@ -137,6 +137,10 @@ pub struct PendingConfirmation {
     pub arguments: Value,
     /// Their fingerprint; an approval must quote it.
     pub fingerprint: String,
+    /// The question for the person, in words: the tool's confirmation
+    /// template filled in, or the arguments listed by their titles.
+    #[serde(default)]
+    pub message: String,
 }
 
 #[cfg(test)]

@@ -161,6 +161,8 @@ pub(crate) struct Run {
     cap: Option<Cap>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<String>,
 }
 
 /// The run's time: when it started and how long it was parked for the person.
@@ -211,7 +213,18 @@ impl Run {
             usage: Usage::default(),
             cap: None,
             error: None,
+            user: None,
         }
+    }
+
+    /// Who asked for the run, if the caller said.
+    pub(crate) fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// Records who asked for the run.
+    pub(crate) fn set_user(&mut self, user: Option<String>) {
+        self.user = user;
     }
 
     /// The run's id.

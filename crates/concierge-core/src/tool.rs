@@ -45,6 +45,11 @@ pub struct ToolSpec {
     /// Blackboard keys the tool fills in when it succeeds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provides: Vec<String>,
+    /// What the person is asked before a call runs, with `{argument}`
+    /// placeholders ("I'll create a task '{title}' due {due}. Proceed?");
+    /// without one, the question lists the arguments by their schema titles.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirm: Option<String>,
 }
 
 impl ToolSpec {
@@ -58,7 +63,15 @@ impl ToolSpec {
             annotations: ToolAnnotations::default(),
             requires: Vec::new(),
             provides: Vec::new(),
+            confirm: None,
         }
+    }
+
+    /// Sets the confirmation template: the question the person answers before
+    /// a call runs, with `{argument}` placeholders filled from the call.
+    pub fn confirm(mut self, template: impl Into<String>) -> Self {
+        self.confirm = Some(template.into());
+        self
     }
 
     /// Sets the category.

@@ -14,8 +14,11 @@
 //! `Result<T, E>` (`T: Serialize`, `E: Display` or `ToolError`) or a plain
 //! `T: Serialize`. The doc comment is the description. Attributes: `name`,
 //! `category`, `description`, the flags `read_only`, `destructive`,
-//! `idempotent`, `requires_confirmation`, `cacheable`, and the lists
-//! `requires` and `provides` (blackboard keys).
+//! `idempotent`, `requires_confirmation`, `cacheable`, the lists
+//! `requires` and `provides` (blackboard keys), and `confirm = "..."`: the
+//! question the person answers before a call runs, with `{argument}`
+//! placeholders ("I'll create a task '{title}' due {due}. Proceed?"); it
+//! implies `requires_confirmation`.
 //!
 //! The generated struct also has `NAME` (the tool's name) and a typed
 //! `plan(args)`: the compiler checks that `args` is the tool's argument type,
@@ -43,6 +46,7 @@ struct Options {
     cacheable: bool,
     requires: Vec<LitStr>,
     provides: Vec<LitStr>,
+    confirm: Option<LitStr>,
 }
 
 fn strings(array: &ExprArray) -> syn::Result<Vec<LitStr>> {
@@ -93,10 +97,22 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         } else if meta.path.is_ident("provides") {
             options.provides = strings(&meta.value()?.parse()?)?;
             Ok(())
+        } else if meta.path.is_ident("confirm") {
+            let template: LitStr = meta.value()?.parse()?;
+            if template.value().trim().is_empty() {
+                return Err(syn::Error::new(
+                    template.span(),
+                    "the confirmation question is empty; write what the person is asked, e.g. \
+                     \"Create a task '{title}'?\"",
+                ));
+            }
+            options.confirm = Some(template);
+            options.requires_confirmation = true;
+            Ok(())
         } else {
             Err(meta.error(
                 "unknown #[tool] option; expected name, category, description, read_only, destructive, \
-                 idempotent, requires_confirmation, cacheable, requires or provides",
+                 idempotent, requires_confirmation, cacheable, requires, provides or confirm",
             ))
         }
     });
@@ -227,6 +243,10 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
     );
     let requires = &options.requires;
     let provides = &options.provides;
+    let confirm = match &options.confirm {
+        Some(template) => quote!(::core::option::Option::Some(::std::string::String::from(#template))),
+        None => quote!(::core::option::Option::None),
+    };
     let call_args = if takes_context { quote!(args, cx) } else { quote!(args) };
     let returns_result = match &sig.output {
         ReturnType::Type(_, ty) => is_result(ty),
@@ -304,6 +324,7 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
                 };
                 spec.requires = ::std::vec![#(::std::string::String::from(#requires)),*];
                 spec.provides = ::std::vec![#(::std::string::String::from(#provides)),*];
+                spec.confirm = #confirm;
                 spec
             }
 

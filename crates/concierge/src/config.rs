@@ -71,10 +71,22 @@ pub struct Config {
     /// Prices per model reference, in USD per million tokens.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
+    /// Settings per tool, by the tool's name (native or MCP).
+    #[serde(default)]
+    pub tools: BTreeMap<String, ToolConfig>,
     /// MCP servers, by name (agents use them as toolsets).
     #[cfg(feature = "mcp")]
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+}
+
+/// One tool's settings in `concierge.toml` (`[tools.<name>]`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Ask the person before every call, with this question; `{argument}`
+    /// placeholders are filled from the call ("Delete {path}?").
+    pub confirm: Option<String>,
 }
 
 /// One provider's connection settings.

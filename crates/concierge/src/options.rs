@@ -16,6 +16,7 @@ pub struct RunOptions {
     pub(crate) metadata: BTreeMap<String, Value>,
     pub(crate) context: BTreeMap<String, Value>,
     pub(crate) policy: Option<PolicyDelta>,
+    pub(crate) user: Option<String>,
 }
 
 impl RunOptions {
@@ -63,6 +64,14 @@ impl RunOptions {
     /// Puts information on the blackboard before planning (e.g. `user_id`).
     pub fn context(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
         self.context.insert(key.into(), value.into());
+        self
+    }
+
+    /// Who is asking (a user id). Tools read it from their context, it is on
+    /// the blackboard as `user_id` (so a tool that requires `user_id` gets it
+    /// without the model passing it), and it is recorded with the run.
+    pub fn user(mut self, user: impl Into<String>) -> Self {
+        self.user = Some(user.into());
         self
     }
 

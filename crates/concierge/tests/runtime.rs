@@ -192,11 +192,14 @@ async fn confirmation_parks_the_run_and_only_the_exact_call_is_approved() {
         rt.wait("s").await.unwrap().unwrap().status,
         RunStatus::AwaitingConfirmation
     );
-    // A new message is refused while parked.
-    let busy = rt.send("hello", session("s")).await.unwrap_err();
-    assert!(
-        matches!(busy, Error::Rejected(StepError::RunInProgress { .. })),
-        "{busy}"
+    // A message that does not answer leaves the call parked, with a reminder.
+    let reminded = rt.send("hello", session("s")).await.unwrap();
+    assert_eq!(reminded.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(reminded.run_id, parked.run_id, "no new run");
+    assert!(reminded.reply.unwrap().contains("yes or no"));
+    assert_eq!(
+        reminded.pending_confirmation.unwrap().message,
+        "Run *pay* with Amount: 10? (yes/no)"
     );
     // A wrong fingerprint is refused and changes nothing.
     let wrong = rt
@@ -694,4 +697,147 @@ async fn a_runtime_without_an_engine_describes_but_does_not_run() {
     assert!(matches!(rt.session("s").await, Err(Error::EngineNotConfigured)));
     let first = rt.subscribe("s", 1).next().await.unwrap();
     assert!(matches!(first, Err(Error::EngineNotConfigured)));
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Priority {
+    Low,
+    Medium,
+    High,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct TaskArgs {
+    /// The task's title.
+    title: String,
+    priority: Priority,
+    due: Option<String>,
+}
+
+/// Creates a task.
+#[tool(confirm = "I'll create a task '{title}' due {due}, priority {priority}. Proceed?")]
+async fn create_task(args: TaskArgs) -> Result<String, String> {
+    let priority = match args.priority {
+        Priority::Low => "low",
+        Priority::Medium => "medium",
+        Priority::High => "high",
+    };
+    Ok(format!(
+        "created '{}' ({priority}, due {})",
+        args.title,
+        args.due.unwrap_or_else(|| "whenever".into())
+    ))
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WhoArgs {
+    user_id: String,
+}
+
+/// Says who is asking and which team they are in.
+#[tool(read_only, requires = ["user_id"])]
+async fn whoami(args: WhoArgs, cx: ToolContext) -> Result<String, String> {
+    let team = cx.value("team").and_then(|v| v.as_str()).unwrap_or("no team");
+    Ok(format!(
+        "{} (argument {}) in {team}",
+        cx.user().unwrap_or("nobody"),
+        args.user_id
+    ))
+}
+
+async fn task_runtime(model: ScriptedModel) -> Runtime {
+    Runtime::builder()
+        .tool(CreateTask)
+        .tool(Whoami)
+        .agent(
+            AgentSpec::new("tasks")
+                .instructions("Manage tasks.")
+                .tool("create_task")
+                .tool("whoami"),
+        )
+        .model(model)
+        .in_memory()
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_templated_confirmation_is_answered_by_a_plain_yes_through_send() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "create_task",
+            r#"{"title": "Fix login bug", "priority": "low", "due": "Monday"}"#,
+        ))
+        .reply(ModelReply::text("Created."));
+    let rt = task_runtime(model.clone()).await;
+    let parked = rt
+        .client("tasks")
+        .unwrap()
+        .run("create a task to fix the login bug", session("t"))
+        .await
+        .unwrap();
+    assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
+    let pending = parked.pending_confirmation.unwrap();
+    assert_eq!(
+        pending.message,
+        "I'll create a task 'Fix login bug' due Monday, priority low. Proceed?"
+    );
+    let spec = rt.tool_spec("create_task").unwrap();
+    assert!(spec.annotations.requires_confirmation, "a template implies asking");
+
+    // "Yes, but ..." shows the changed call back instead of running it.
+    let changed = rt
+        .send("Yes, but high priority and due Friday", session("t"))
+        .await
+        .unwrap();
+    assert_eq!(changed.status, RunStatus::AwaitingConfirmation);
+    let again = changed.pending_confirmation.unwrap();
+    assert_eq!(
+        again.message,
+        "I'll create a task 'Fix login bug' due Friday, priority high. Proceed?"
+    );
+    assert_ne!(again.fingerprint, pending.fingerprint);
+    assert!(changed.tool_executions.is_empty(), "nothing ran yet");
+
+    let out = rt.send("yes", session("t")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.run_id, parked.run_id, "the answer went on with the parked run");
+    assert_eq!(out.reply.as_deref(), Some("Created."));
+    let ToolOutcome::Ok(created) = &out.tool_executions[0].outcome else {
+        panic!("the call ran: {:?}", out.tool_executions)
+    };
+    assert_eq!(created, &json!("created 'Fix login bug' (high, due Friday)"));
+    // The model saw the call as it ran.
+    let history = rt.history("t").await.unwrap();
+    assert!(
+        !history
+            .iter()
+            .any(|m| matches!(m, Message::User { content } if content == "yes"))
+    );
+}
+
+#[tokio::test]
+async fn a_tool_reads_who_asks_and_the_blackboard_from_its_context() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("whoami", "{}"))
+        .reply(ModelReply::text("You are ana."));
+    let rt = task_runtime(model.clone()).await;
+    let out = rt
+        .client("tasks")
+        .unwrap()
+        .run("who am I?", session("w").user("ana").context("team", "blue"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    let execution = &out.tool_executions[0];
+    assert_eq!(
+        execution.arguments,
+        json!({"user_id": "ana"}),
+        "filled from the blackboard"
+    );
+    assert_eq!(execution.outcome, ToolOutcome::Ok(json!("ana (argument ana) in blue")));
+    let session = rt.session("w").await.unwrap();
+    assert_eq!(session.blackboard().available["user_id"], json!("ana"));
 }

@@ -94,8 +94,13 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
             &catalog,
         )
         .unwrap();
-    let Some(Effect::CallTool { run_id, call, key }) =
-        step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
+    let Some(Effect::CallTool {
+        run_id,
+        call,
+        key,
+        user,
+        blackboard,
+    }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
     else {
         panic!("expected a tool call, got {:?}", step.effects)
     };
@@ -110,6 +115,8 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         call_id: call.id.clone(),
         agent: session.agent().clone(),
         idempotency_key: key.clone(),
+        user: user.clone(),
+        blackboard: std::sync::Arc::new(blackboard.clone()),
     };
     let outcome = match Calculator.call(args, cx).await {
         Ok(value) => ToolOutcome::Ok(value),

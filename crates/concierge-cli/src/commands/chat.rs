@@ -23,6 +23,9 @@ pub struct ChatArgs {
     /// The session [default: a new one]. An existing session continues where it was.
     #[arg(long)]
     pub session: Option<String>,
+    /// Who is asking (a user id tools can read; on the blackboard as `user_id`).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
 }
 
 fn prompt(text: &str) {
@@ -149,52 +152,47 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
             _ => {}
         }
         streamed.store(false, Ordering::Relaxed);
-        let options = RunOptions::new().session_id(session.clone());
+        let mut options = RunOptions::new().session_id(session.clone());
+        if let Some(user) = &args.user {
+            options = options.user(user.as_str());
+        }
         let handle = match first_agent.take() {
             Some(client) => client.start(line, options).await,
             None => rt.start(line, options).await,
         };
-        let mut output = match handle {
+        let output = match handle {
             Ok(handle) => handle.wait().await?,
             Err(error) => {
                 eprintln!("error: {}", render::explain(&error));
                 continue;
             }
         };
-        loop {
-            let target = rt.session(session.clone()).await?.last_seq();
-            let _ = printed.wait_for(|seq| *seq >= target).await;
-            match output.status {
-                RunStatus::AwaitingConfirmation => {
-                    let Some(pending) = output.pending_confirmation.clone() else {
-                        break;
-                    };
-                    prompt(&clean(&format!(
-                        "Run {} with {}? [y/N] ",
-                        pending.tool, pending.arguments
-                    )));
-                    let answer = read_line(&mut lines).await.unwrap_or_default();
-                    let approve = matches!(answer.to_lowercase().as_str(), "y" | "yes");
-                    output = rt.answer(&pending, session.clone(), approve).await?;
-                }
-                RunStatus::Completed | RunStatus::NeedsInput => {
-                    if streamed.load(Ordering::Relaxed) {
-                        println!();
-                    } else {
-                        println!(
-                            "{}: {}",
-                            clean(output.agent.as_str()),
-                            clean(output.reply.as_deref().unwrap_or_default())
-                        );
-                    }
-                    break;
-                }
-                RunStatus::Failed => {
-                    eprintln!("error: {}", clean(output.error.as_deref().unwrap_or_default()));
-                    break;
-                }
-                RunStatus::Cancelled => break,
+        let target = rt.session(session.clone()).await?.last_seq();
+        let _ = printed.wait_for(|seq| *seq >= target).await;
+        match output.status {
+            // The next line answers it: yes, no, or what to change.
+            RunStatus::AwaitingConfirmation => {
+                println!(
+                    "{}: {}",
+                    clean(output.agent.as_str()),
+                    render::confirmation_question(&output)
+                );
             }
+            RunStatus::Completed | RunStatus::NeedsInput => {
+                if streamed.load(Ordering::Relaxed) {
+                    println!();
+                } else {
+                    println!(
+                        "{}: {}",
+                        clean(output.agent.as_str()),
+                        clean(output.reply.as_deref().unwrap_or_default())
+                    );
+                }
+            }
+            RunStatus::Failed => {
+                eprintln!("error: {}", clean(output.error.as_deref().unwrap_or_default()));
+            }
+            RunStatus::Cancelled => {}
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -17,10 +17,13 @@ pub struct RunArgs {
     /// The session.
     #[arg(long)]
     pub session: String,
+    /// Who is asking (a user id tools can read; on the blackboard as `user_id`).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
     /// Print the whole run output as JSON.
     #[arg(long)]
     pub json: bool,
-    /// The message.
+    /// The message (while a call waits for approval: yes, no, or what to change).
     #[arg(required = true, num_args = 1..)]
     pub message: Vec<String>,
 }
@@ -54,7 +57,10 @@ pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
         eprintln!("(finished the run this session had in flight)");
         render::print_output(&resumed, args.json);
     }
-    let options = RunOptions::new().session_id(session.clone());
+    let mut options = RunOptions::new().session_id(session.clone());
+    if let Some(user) = &args.user {
+        options = options.user(user.as_str());
+    }
     let text = args.message.join(" ");
     let output = match &args.agent {
         Some(agent) => rt.client(agent.as_str())?.run(text, options).await?,

@@ -11,14 +11,16 @@ mod driver;
 mod tools;
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::blackboard::Blackboard;
 use crate::catalog::Catalog;
+use crate::confirmation::{Answer, check_arguments, interpret_answer};
 use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
-use crate::input::{Input, StartRun};
+use crate::input::{Confirmation, Decision, Input, StartRun};
 use crate::message::{Message, ToolCall};
 use crate::model::Usage;
 use crate::output::{PendingConfirmation, RunOutput, RunStatus};
@@ -28,8 +30,12 @@ use crate::planner::PlannerMode;
 use crate::policy::Cap;
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
 use crate::time::Timestamp;
+use crate::tool::ToolSpec;
 
 use driver::{Driver, Fault, Flow, Next};
+
+/// The blackboard key that holds who is asking ([`StartRun::user`]).
+const USER_KEY: &str = "user_id";
 
 /// One conversation: its history, current agent, blackboard and the run in
 /// progress, if any.
@@ -95,12 +101,15 @@ impl Conversation {
         self.emit(out, run, EventKind::Message { message });
     }
 
-    /// The effect that runs `call` of `run`.
-    fn call_effect(&self, run: &RunId, call: &ToolCall) -> Effect {
+    /// The effect that runs `call` of `run`, with what the tool may read:
+    /// who asked and the blackboard's information.
+    fn call_effect(&self, run: &Run, call: &ToolCall) -> Effect {
         Effect::CallTool {
-            run_id: run.clone(),
+            run_id: run.id().clone(),
             call: call.clone(),
-            key: IdempotencyKey::derive(&self.id, run, &call.id),
+            key: IdempotencyKey::derive(&self.id, run.id(), &call.id),
+            user: run.user().map(str::to_string),
+            blackboard: self.blackboard.available.clone(),
         }
     }
 }
@@ -205,6 +214,9 @@ impl Session {
             effects: Vec::new(),
         };
         match input {
+            Input::StartRun(start) if self.answers_confirmation(&start) => {
+                self.answer_confirmation(&mut out, catalog, &start);
+            }
             Input::StartRun(start) => {
                 self.check_start(&start, catalog)?;
                 self.start_run(&mut out, catalog, start);
@@ -236,6 +248,9 @@ impl Session {
             }
             Input::Confirm(confirmation) => {
                 self.active(&confirmation.run_id)?.expect_confirmation(&confirmation)?;
+                if let Decision::Amend { arguments } = &confirmation.decision {
+                    self.check_amendment(arguments, catalog)?;
+                }
                 self.drive(&mut out, catalog, |d, waiting| match waiting {
                     Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
                     other => Err(Fault::mismatch(other)),
@@ -274,8 +289,13 @@ impl Session {
         });
     }
 
-    fn start_run(&mut self, out: &mut Outbox, catalog: &Catalog, start: StartRun) {
-        let run = self.conversation.new_run(&start, catalog);
+    fn start_run(&mut self, out: &mut Outbox, catalog: &Catalog, mut start: StartRun) {
+        if let Some(user) = &start.user {
+            // Who is asking is the caller's to say, not the context's.
+            start.context.insert(USER_KEY.into(), Value::String(user.clone()));
+        }
+        let mut run = self.conversation.new_run(&start, catalog);
+        run.set_user(start.user.clone());
         self.run = run_handler(&mut self.conversation, run, catalog, out, |driver| driver.start(start));
     }
 
@@ -304,7 +324,7 @@ impl Session {
             }
             Waiting::Tools { batch } => {
                 for call in batch.batch().running_calls() {
-                    effects.push(conversation.call_effect(run.id(), call));
+                    effects.push(conversation.call_effect(run, call));
                 }
             }
             Waiting::Confirmation { parked } => {
@@ -324,6 +344,98 @@ impl Session {
             });
         }
         effects
+    }
+
+    // ----- a message while a call waits for approval -----
+
+    /// Whether `start` is a message for the parked call: the run waits for a
+    /// confirmation and the message is for the same agent.
+    fn answers_confirmation(&self, start: &StartRun) -> bool {
+        !self.conversation.ended
+            && self.pending_confirmation().is_some()
+            && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
+            && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
+    }
+
+    /// Answers the parked call with the person's message: yes runs it, no
+    /// declines it, a change shows the changed call back; anything else
+    /// leaves it parked with a reminder. The message starts no run and does
+    /// not enter the history (the parked call's answer comes first there).
+    fn answer_confirmation(&mut self, out: &mut Outbox, catalog: &Catalog, start: &StartRun) {
+        let Some(RunState {
+            run,
+            waiting: Waiting::Confirmation { parked },
+        }) = &self.run
+        else {
+            return;
+        };
+        let text = start
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let call = parked.call();
+        let fallback;
+        let spec = match catalog.tool(&call.name) {
+            Some(spec) => spec,
+            None => {
+                fallback = ToolSpec::new(call.name.clone(), "", serde_json::json!({"type": "object"}));
+                &fallback
+            }
+        };
+        let decision = match interpret_answer(text, spec, &call.arguments, start.at) {
+            Answer::Approve => Decision::Approve,
+            Answer::Decline { reason } => Decision::Deny { reason },
+            Answer::Amend { arguments } => match check_arguments(spec, &arguments) {
+                Ok(()) => Decision::Amend { arguments },
+                Err(problem) => {
+                    let reply = format!("I can't make that change: {problem}. The call is unchanged.");
+                    return self.drive(out, catalog, |d, waiting| match waiting {
+                        Waiting::Confirmation { parked } => d.remind(parked, reply),
+                        other => Err(Fault::mismatch(other)),
+                    });
+                }
+            },
+            Answer::Unclear => {
+                let reply = "Before anything else, please answer the question below with yes or no \
+                             (or say what to change)."
+                    .to_string();
+                return self.drive(out, catalog, |d, waiting| match waiting {
+                    Waiting::Confirmation { parked } => d.remind(parked, reply),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+        };
+        let confirmation = Confirmation {
+            run_id: run.id().clone(),
+            call_id: call.id.clone(),
+            fingerprint: parked.fingerprint().to_string(),
+            decision,
+            at: start.at,
+        };
+        self.drive(out, catalog, |d, waiting| match waiting {
+            Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
+            other => Err(Fault::mismatch(other)),
+        });
+    }
+
+    /// Changed arguments for the parked call must fit its tool's schema.
+    fn check_amendment(&self, arguments: &Value, catalog: &Catalog) -> Result<(), StepError> {
+        let Some(RunState {
+            waiting: Waiting::Confirmation { parked },
+            ..
+        }) = &self.run
+        else {
+            return Err(StepError::NotAwaitingConfirmation);
+        };
+        let Some(spec) = catalog.tool(&parked.call().name) else {
+            return Ok(());
+        };
+        check_arguments(spec, arguments).map_err(|problem| StepError::AmendmentRefused { problem })
     }
 
     // ----- validation (no mutation) -----

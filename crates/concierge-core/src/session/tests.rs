@@ -1046,3 +1046,287 @@ fn a_snapshot_whose_wait_contradicts_itself_is_refused() {
         "{error}"
     );
 }
+
+// ----- readable confirmations, plain answers, values from the blackboard -----
+
+fn task_catalog() -> Catalog {
+    let confirm = ToolAnnotations {
+        requires_confirmation: true,
+        ..ToolAnnotations::default()
+    };
+    let create = ToolSpec::new(
+        "create_task",
+        "Creates a task.",
+        json!({
+            "type": "object",
+            "properties": {
+                "title": {"type": "string", "title": "Title"},
+                "priority": {"type": "string", "enum": ["low", "medium", "high"]},
+                "due": {"type": "string"}
+            },
+            "required": ["title"]
+        }),
+    )
+    .annotations(confirm.clone())
+    .confirm("I'll create a task '{title}' due {due}, priority {priority}. Proceed?");
+    let list = ToolSpec::new(
+        "list_tasks",
+        "Lists the person's tasks.",
+        json!({"type": "object", "properties": {"user_id": {"type": "string"}}, "required": ["user_id"]}),
+    )
+    .requires("user_id")
+    .provides("top_task");
+    let complete = ToolSpec::new(
+        "complete_task",
+        "Marks a task done.",
+        json!({"type": "object", "properties": {"top_task": {"type": "string"}}, "required": ["top_task"]}),
+    )
+    .requires("top_task")
+    .annotations(confirm)
+    .confirm("Mark '{top_task}' as done?");
+    let rules = Rules::new()
+        .route(Route::tool("list_tasks", json!({})).keywords(["my tasks"]))
+        .route(Route::tool("complete_task", json!({})).keywords(["complete"]))
+        .answer("Done: {result}");
+    Catalog::builder()
+        .tool(create)
+        .tool(list)
+        .tool(complete)
+        .agent(
+            AgentSpec::new("tasks")
+                .tool("create_task")
+                .tool("list_tasks")
+                .tool("complete_task")
+                .rules(rules),
+        )
+        .build()
+        .unwrap()
+}
+
+impl Harness {
+    fn tasks() -> Self {
+        let mut h = Self::with_catalog(task_catalog());
+        h.session = Session::new("s1", "tasks");
+        h
+    }
+
+    /// The person writes `text` as a new message (no run id: it may answer a parked call).
+    fn say(&mut self, text: &str) -> Step {
+        let at = self.at();
+        self.send(Input::StartRun(StartRun::new(text, PlannerMode::Model, at)))
+    }
+
+    fn replayed(&self) -> Session {
+        let mut session = Session::new("s1", self.session.agent().clone());
+        for input in &self.journal {
+            session.step(input.clone(), &self.catalog).unwrap();
+        }
+        session
+    }
+}
+
+fn park_create(h: &mut Harness) -> PendingConfirmation {
+    let e1 = h.start("create a task to review code", PlannerMode::Model);
+    let e2 = h.reply(
+        &e1,
+        ModelReply::tool_call(
+            "create_task",
+            r#"{"title": "Review code", "priority": "low", "due": "Monday"}"#,
+        ),
+    );
+    parked(&e2).pending_confirmation.unwrap()
+}
+
+#[test]
+fn a_template_confirmation_reads_as_words_and_a_plain_yes_runs_the_call() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    assert_eq!(
+        pending.message,
+        "I'll create a task 'Review code' due Monday, priority low. Proceed?"
+    );
+    let history = h.session.history().len();
+    let step = h.say("Yep!");
+    assert!(step.run_started().is_none(), "an answer starts no run");
+    assert_eq!(step.run(), Some(&"r1".into()), "it goes on with the parked run");
+    assert!(events(&step).contains(&EventKind::ConfirmationResolved {
+        call_id: pending.call_id.clone(),
+        approved: true
+    }));
+    let calls = tool_calls(&step);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        calls[0].0.arguments,
+        json!({"title": "Review code", "priority": "low", "due": "Monday"})
+    );
+    assert_eq!(
+        h.session.history().len(),
+        history,
+        "the answer does not enter the history"
+    );
+    assert_eq!(h.session.runs_started(), 1);
+    let e = h.finish_tool(&pending.call_id, ok(json!("created")));
+    let out = finished(&h.reply(&e, ModelReply::text("Created.")));
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(h.replayed(), h.session, "the journal replays to the same session");
+}
+
+#[test]
+fn without_a_template_the_arguments_are_listed_by_title() {
+    let mut h = Harness::new();
+    let (_, pending) = park_pay(&mut h);
+    assert_eq!(pending.message, "Run *pay* with Amount: 10? (yes/no)");
+    assert!(!pending.message.contains('{'), "never raw JSON");
+}
+
+#[test]
+fn a_plain_no_declines_the_call() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    let step = h.say("nope");
+    assert!(tool_calls(&step).is_empty());
+    assert!(events(&step).contains(&EventKind::ConfirmationResolved {
+        call_id: pending.call_id,
+        approved: false
+    }));
+    let (_, _, request) = model_call(&step);
+    assert!(request.messages.last().unwrap().text().contains("declined"));
+}
+
+#[test]
+fn an_edited_approval_is_shown_back_and_runs_only_after_a_final_yes() {
+    let mut h = Harness::tasks();
+    let first = park_create(&mut h);
+    let step = h.say("Yes, but high priority and due Friday");
+    assert!(tool_calls(&step).is_empty(), "a changed call does not run blindly");
+    let out = parked(&step);
+    let pending = out.pending_confirmation.unwrap();
+    assert_eq!(pending.call_id, first.call_id);
+    assert_ne!(pending.fingerprint, first.fingerprint);
+    assert_eq!(
+        pending.arguments,
+        json!({"title": "Review code", "priority": "high", "due": "Friday"})
+    );
+    assert_eq!(
+        pending.message,
+        "I'll create a task 'Review code' due Friday, priority high. Proceed?"
+    );
+    assert_eq!(out.reply.as_deref(), Some("Changed due to Friday, priority to high."));
+    assert!(
+        events(&step)
+            .iter()
+            .any(|e| matches!(e, EventKind::AwaitingConfirmation { .. }))
+    );
+    // The old fingerprint no longer approves anything.
+    assert!(matches!(
+        h.confirm(&first.call_id, &first.fingerprint, UserDecision::Approve),
+        Err(StepError::ConfirmationMismatch { .. })
+    ));
+    let step = h.say("yes");
+    let calls = tool_calls(&step);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].0.arguments, pending.arguments);
+    // The history holds the call as it runs, for the planner.
+    let in_history = h.session.history().iter().find_map(|m| match m {
+        Message::Assistant { tool_calls, .. } => tool_calls.first().map(|c| c.arguments.clone()),
+        _ => None,
+    });
+    assert_eq!(in_history, Some(pending.arguments.clone()));
+    assert_eq!(h.replayed(), h.session);
+}
+
+#[test]
+fn a_message_that_does_not_answer_leaves_the_call_parked_with_a_reminder() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    let before = h.session.history().to_vec();
+    let step = h.say("what is 2 plus 3");
+    assert!(tool_calls(&step).is_empty());
+    assert!(step.run_started().is_none());
+    let out = parked(&step);
+    assert!(out.reply.unwrap().contains("yes or no"));
+    assert_eq!(out.pending_confirmation.unwrap().fingerprint, pending.fingerprint);
+    assert_eq!(
+        h.session.pending_confirmation().unwrap().fingerprint,
+        pending.fingerprint
+    );
+    assert_eq!(h.session.history(), before);
+    assert_eq!(h.session.runs_started(), 1);
+    // A message for another agent is refused as before.
+    let at = h.at();
+    let other = h.try_send(Input::StartRun(
+        StartRun::new("yes", PlannerMode::Model, at).agent("main"),
+    ));
+    assert!(matches!(other, Err(StepError::RunInProgress { .. })));
+    // Still answerable.
+    assert_eq!(tool_calls(&h.say("ok")).len(), 1);
+}
+
+#[test]
+fn changed_arguments_that_do_not_fit_the_schema_are_refused() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    let refused = h.confirm(
+        &pending.call_id,
+        &pending.fingerprint,
+        UserDecision::Amend {
+            arguments: json!({"title": "Review code", "priority": "urgent"}),
+        },
+    );
+    assert_eq!(
+        refused,
+        Err(StepError::AmendmentRefused {
+            problem: "Priority must be one of: low, medium, high".into()
+        })
+    );
+    // The same arguments approve as they are.
+    let step = h
+        .confirm(
+            &pending.call_id,
+            &pending.fingerprint,
+            UserDecision::Amend {
+                arguments: pending.arguments.clone(),
+            },
+        )
+        .unwrap();
+    assert_eq!(tool_calls(&step).len(), 1);
+}
+
+#[test]
+fn required_values_reach_tools_from_the_blackboard_so_rules_chain_tools() {
+    let mut h = Harness::tasks();
+    let at = h.at();
+    let step = h.send(Input::StartRun(
+        StartRun::new("show my tasks", PlannerMode::Rules, at)
+            .run_id("r1")
+            .user("u-7"),
+    ));
+    assert_eq!(h.session.blackboard().available["user_id"], json!("u-7"));
+    let Some(Effect::CallTool {
+        call, user, blackboard, ..
+    }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
+    else {
+        panic!("expected a tool call")
+    };
+    assert_eq!(call.arguments, json!({"user_id": "u-7"}), "filled from the blackboard");
+    assert_eq!(user.as_deref(), Some("u-7"));
+    assert_eq!(blackboard["user_id"], json!("u-7"));
+    let done = h.finish_tool(&call.id.clone(), ok(json!("Fix login bug")));
+    assert_eq!(finished(&done).status, RunStatus::Completed);
+
+    // The next tool requires what the first provided: the rules pass `{}` and
+    // the core fills it in; the confirmation names it.
+    let step = h.start("complete it", PlannerMode::Rules);
+    let out = parked(&step);
+    let pending = out.pending_confirmation.unwrap();
+    assert_eq!(pending.arguments, json!({"top_task": "Fix login bug"}));
+    assert_eq!(pending.message, "Mark 'Fix login bug' as done?");
+    let at = h.at();
+    let step = h.send(Input::StartRun(StartRun::new("go ahead", PlannerMode::Rules, at)));
+    let calls = tool_calls(&step);
+    assert_eq!(calls[0].0.arguments, json!({"top_task": "Fix login bug"}));
+    let Some(Effect::CallTool { user, .. }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. })) else {
+        panic!("expected a tool call")
+    };
+    assert_eq!(user, &None, "the second run did not say who asked");
+}

@@ -7,9 +7,10 @@ use crate::batch::{Batch, Completed, Parked, Progress, SlotState};
 use crate::blackboard::ToolExecution;
 use crate::canonical::fingerprint;
 use crate::catalog::ResolvedAgent;
+use crate::confirmation::confirmation_message;
 use crate::effect::Effect;
 use crate::event::EventKind;
-use crate::gate::{Gate, Verdict};
+use crate::gate::{Gate, Verdict, fill_from_blackboard};
 use crate::id::CallId;
 use crate::input::{Confirmation, Decision};
 use crate::message::{Message, ToolCall};
@@ -19,6 +20,37 @@ use crate::planner::PlannedCall;
 use crate::policy::Cap;
 use crate::run::Waiting;
 use crate::tool::{ToolError, ToolErrorKind, ToolOutcome};
+
+/// "Changed priority to high, due to Friday." for the fields that differ.
+fn describe_changes(before: &serde_json::Value, after: &serde_json::Value) -> String {
+    let empty = serde_json::Map::new();
+    let (before, after) = (
+        before.as_object().unwrap_or(&empty),
+        after.as_object().unwrap_or(&empty),
+    );
+    let parts: Vec<String> = after
+        .iter()
+        .filter(|(k, v)| before.get(*k) != Some(*v))
+        .map(|(k, v)| {
+            format!(
+                "{} to {}",
+                crate::confirmation::humanize(k),
+                crate::confirmation::readable(v)
+            )
+        })
+        .chain(
+            before
+                .keys()
+                .filter(|k| !after.contains_key(*k))
+                .map(|k| format!("removed {}", crate::confirmation::humanize(k))),
+        )
+        .collect();
+    if parts.is_empty() {
+        "Nothing changed.".into()
+    } else {
+        format!("Changed {}.", parts.join(", "))
+    }
+}
 
 /// A call the gate answered without running it.
 struct Answered {
@@ -42,11 +74,12 @@ impl Driver<'_> {
             .map(|p| {
                 let id = CallId::new(format!("call_{}", self.conv.next_call));
                 self.conv.next_call += 1;
-                ToolCall {
-                    id,
-                    name: p.name.into(),
-                    arguments: p.arguments,
+                let name = p.name.into();
+                let mut arguments = p.arguments;
+                if let Some(spec) = resolved.has_tool(&name).then(|| catalog.tool(&name)).flatten() {
+                    fill_from_blackboard(spec, &self.conv.blackboard, &mut arguments);
                 }
+                ToolCall { id, name, arguments }
             })
             .collect();
         let agent = self.conv.agent.clone();
@@ -84,7 +117,7 @@ impl Driver<'_> {
             batch
         };
         for call in &running {
-            let effect = self.conv.call_effect(self.run.id(), call);
+            let effect = self.conv.call_effect(&self.run, call);
             self.out.effects.push(effect);
         }
         self.advance(batch)
@@ -242,6 +275,22 @@ impl Driver<'_> {
     fn park(&mut self, parked: Parked) -> Flow {
         let parked = self.move_holding(Phase::Clarifying, parked)?;
         self.run.park(self.out.at);
+        self.ask(parked, None)
+    }
+
+    /// Asks the person about the parked call (again, after a change or a
+    /// message that did not answer): the question in words, the
+    /// `awaiting_confirmation` event, the output with `reply` before it.
+    fn ask(&mut self, mut parked: Parked, reply: Option<String>) -> Flow {
+        let call = parked.call();
+        let message = match self.catalog.tool(&call.name) {
+            Some(spec) => confirmation_message(spec, &call.arguments),
+            None => confirmation_message(
+                &crate::tool::ToolSpec::new(call.name.clone(), "", serde_json::json!({"type": "object"})),
+                &call.arguments,
+            ),
+        };
+        parked.set_message(message);
         let pending = parked.pending(self.run.id());
         self.emit(EventKind::AwaitingConfirmation {
             pending: pending.clone(),
@@ -250,7 +299,7 @@ impl Driver<'_> {
             self.conv,
             &self.run,
             RunStatus::AwaitingConfirmation,
-            None,
+            reply,
             Some(pending),
         );
         self.conv.last_output = Some(output.clone());
@@ -258,18 +307,34 @@ impl Driver<'_> {
         Ok(Next::Wait(Waiting::Confirmation { parked }))
     }
 
+    /// The person wrote something that does not answer the parked call: it
+    /// stays parked, and they are reminded what it waits for.
+    pub(super) fn remind(&mut self, parked: Parked, reply: String) -> Flow {
+        self.ask(parked, Some(reply))
+    }
+
     /// The person answered the parked call.
     pub(super) fn confirmed(&mut self, parked: Parked, confirmation: Confirmation) -> Flow {
+        let decision = match confirmation.decision {
+            Decision::Amend { arguments } => {
+                let fp = fingerprint(&arguments);
+                if fp != parked.fingerprint() {
+                    return self.amend(parked, arguments, fp);
+                }
+                Decision::Approve
+            }
+            other => other,
+        };
         self.run.resume(self.out.at);
         self.emit(EventKind::ConfirmationResolved {
             call_id: confirmation.call_id,
-            approved: confirmation.decision == Decision::Approve,
+            approved: decision == Decision::Approve,
         });
-        match confirmation.decision {
-            Decision::Approve => {
+        match decision {
+            Decision::Approve | Decision::Amend { .. } => {
                 let (batch, call) = parked.approve();
                 let batch = self.move_holding(Phase::ToolExecution, batch)?;
-                let effect = self.conv.call_effect(self.run.id(), &call);
+                let effect = self.conv.call_effect(&self.run, &call);
                 self.out.effects.push(effect);
                 Ok(Next::Wait(Waiting::Tools { batch }))
             }
@@ -291,6 +356,25 @@ impl Driver<'_> {
                 self.advance(batch)
             }
         }
+    }
+
+    /// The person changed the parked call's arguments: the call (in the
+    /// history too, so the planner sees what will run) takes them, and the
+    /// person is shown the changed call for a final yes.
+    fn amend(&mut self, mut parked: Parked, arguments: serde_json::Value, fp: String) -> Flow {
+        let call_id = parked.call().id.clone();
+        let before = parked.call().arguments.clone();
+        for message in self.conv.history.iter_mut().rev() {
+            if let Message::Assistant { tool_calls, .. } = message {
+                if let Some(call) = tool_calls.iter_mut().find(|c| c.id == call_id) {
+                    call.arguments = arguments.clone();
+                    break;
+                }
+            }
+        }
+        let changes = describe_changes(&before, &arguments);
+        parked.amend(arguments, fp);
+        self.ask(parked, Some(changes))
     }
 
     /// Appends the batch's results to the history, applies a handoff, then

@@ -52,6 +52,7 @@ pub struct RuntimeBuilder {
     max_tool_result_bytes: usize,
     max_message_bytes: usize,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
+    confirmations: Vec<(ToolId, String)>,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
 }
@@ -75,6 +76,7 @@ impl Default for RuntimeBuilder {
             max_tool_result_bytes: crate::tool::DEFAULT_MAX_RESULT_BYTES,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             planners: Vec::new(),
+            confirmations: Vec::new(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
         }
@@ -91,6 +93,14 @@ impl RuntimeBuilder {
     /// Adds agents.
     pub fn agents(mut self, specs: impl IntoIterator<Item = AgentSpec>) -> Self {
         self.agents.extend(specs);
+        self
+    }
+
+    /// Makes every call of `tool` ask the person first, with `question` (a
+    /// confirmation template with `{argument}` placeholders, e.g. "Delete
+    /// the file {path}?"); works for MCP tools too (by their name here).
+    pub fn confirm_tool(mut self, tool: impl Into<ToolId>, question: impl Into<String>) -> Self {
+        self.confirmations.push((tool.into(), question.into()));
         self
     }
 
@@ -279,6 +289,9 @@ impl RuntimeBuilder {
         let mut registry = ToolRegistry::new();
         registry.set_timeout(self.tool_timeout);
         registry.set_max_result_bytes(self.max_tool_result_bytes);
+        for (tool, question) in self.confirmations {
+            registry.set_confirmation(tool, question);
+        }
         let mut toolsets = self.toolsets;
         if !self.loose_tools.tools.is_empty() {
             toolsets.push(self.loose_tools);
@@ -511,6 +524,7 @@ impl Runtime {
             messages,
             planner: PlannerMode::Model,
             policy: None,
+            user: options.user,
             context: options.context,
             turn_id: options.turn_id,
             labels: options.labels,
@@ -707,6 +721,8 @@ impl Runtime {
             call_id: call.id.clone(),
             agent: AgentId::new("direct"),
             idempotency_key,
+            user: None,
+            blackboard: Default::default(),
         };
         self.inner.executor.tools().execute(&call, cx).await.0
     }

@@ -9,6 +9,7 @@
 mod registry;
 mod validate;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -22,8 +23,8 @@ use serde_json::Value;
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolRegistry};
 pub use validate::ArgumentValidator;
 
-/// Who is calling, for tools that care (side-effecting tools should
-/// deduplicate on [`ToolContext::idempotency_key`]).
+/// Who is calling and what the session knows, for tools that care
+/// (side-effecting tools should deduplicate on [`ToolContext::idempotency_key`]).
 #[derive(Clone, Debug)]
 pub struct ToolContext {
     /// The session.
@@ -36,6 +37,30 @@ pub struct ToolContext {
     pub agent: AgentId,
     /// The same for every attempt of this call, across crashes and retries.
     pub idempotency_key: IdempotencyKey,
+    /// Who asked for the run, as the caller said (`RunOptions::user`,
+    /// `--user`, the server's token); `None` if it did not say.
+    pub user: Option<String>,
+    /// The session's blackboard when the call was made: the information
+    /// available by key (what earlier tools provided, the run's context,
+    /// `user_id`). Read-only: a tool adds to it by what it returns.
+    pub blackboard: Arc<BTreeMap<String, Value>>,
+}
+
+impl ToolContext {
+    /// Who asked for the run, if the caller said.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// A value on the session's blackboard.
+    pub fn value(&self, key: &str) -> Option<&Value> {
+        self.blackboard.get(key)
+    }
+
+    /// Everything on the session's blackboard, by key.
+    pub fn blackboard(&self) -> &BTreeMap<String, Value> {
+        &self.blackboard
+    }
 }
 
 /// A typed tool.

@@ -29,6 +29,8 @@ pub struct ToolRegistry {
     tables: RwLock<Tables>,
     timeout: Duration,
     max_result_bytes: usize,
+    /// Questions configured for tools by name: such a tool always asks first.
+    questions: HashMap<ToolId, String>,
 }
 
 /// The largest result a tool may return, by default (as JSON).
@@ -40,6 +42,7 @@ impl Default for ToolRegistry {
             tables: RwLock::default(),
             timeout: Duration::from_secs(60),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            questions: HashMap::new(),
         }
     }
 }
@@ -51,8 +54,12 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
-fn entry(handler: Arc<dyn DynTool>) -> Result<(ToolId, Arc<Entry>)> {
-    let spec = handler.spec();
+fn entry(handler: Arc<dyn DynTool>, questions: &HashMap<ToolId, String>) -> Result<(ToolId, Arc<Entry>)> {
+    let mut spec = handler.spec();
+    if let Some(question) = questions.get(&spec.name) {
+        spec.confirm = Some(question.clone());
+        spec.annotations.requires_confirmation = true;
+    }
     let validator = ArgumentValidator::new(&spec.input_schema)
         .map_err(|e| Error::InvalidConfig(format!("tool {} has an unusable input schema: {e}", spec.name)))?;
     Ok((
@@ -91,9 +98,16 @@ impl ToolRegistry {
         self.timeout
     }
 
+    /// Makes every call of `tool` (added from now on, native or discovered
+    /// over MCP) ask the person first, with `question`: a confirmation
+    /// template with `{argument}` placeholders.
+    pub fn set_confirmation(&mut self, tool: impl Into<ToolId>, question: impl Into<String>) {
+        self.questions.insert(tool.into(), question.into());
+    }
+
     /// Adds a tool to a toolset; its schema is compiled now.
     pub fn add(&mut self, toolset: &str, handler: Arc<dyn DynTool>) -> Result<()> {
-        let (name, entry) = entry(handler)?;
+        let (name, entry) = entry(handler, &self.questions)?;
         let tables = self.tables.get_mut().map_err(|_| poisoned())?;
         if tables.entries.contains_key(&name) {
             return Err(Error::InvalidConfig(format!("two tools are named {name}; rename one")));
@@ -119,7 +133,7 @@ impl ToolRegistry {
     pub fn set_toolset(&self, toolset: &str, handlers: Vec<Arc<dyn DynTool>>) -> Result<Vec<ToolSpec>> {
         let mut fresh = Vec::with_capacity(handlers.len());
         for handler in handlers {
-            fresh.push(entry(handler)?);
+            fresh.push(entry(handler, &self.questions)?);
         }
         let mut tables = self.tables.write().map_err(|_| poisoned())?;
         let old = tables.toolsets.get(toolset).cloned().unwrap_or_default();

@@ -474,7 +474,7 @@ impl Actor {
         }
         match self.journal(Input::StartRun(start)).await {
             Ok(step) => {
-                let Some(run_id) = step.run_started().cloned() else {
+                let Some(run_id) = step.run().cloned() else {
                     return Err(Error::Storage("the run started without an id".into()));
                 };
                 let (tx, rx) = oneshot::channel();
@@ -646,7 +646,13 @@ impl Actor {
         for effect in effects {
             match effect {
                 Effect::CallModel { run_id, call, request } => self.call_model(run_id, call, request),
-                Effect::CallTool { run_id, call, key } => {
+                Effect::CallTool {
+                    run_id,
+                    call,
+                    key,
+                    user,
+                    blackboard,
+                } => {
                     let executor = self.shared.parts.executor.clone();
                     let tx = self.tx.clone();
                     let cx = ToolContext {
@@ -659,6 +665,8 @@ impl Actor {
                             .map(|s| s.agent().clone())
                             .unwrap_or_else(|| "unknown".into()),
                         idempotency_key: key,
+                        user,
+                        blackboard: Arc::new(blackboard),
                     };
                     tokio::spawn(async move {
                         let input = executor.call_tool(cx, &call).await;
