@@ -61,8 +61,8 @@ pub mod tool;
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use concierge_core as core;
 pub use concierge_core::{
-    AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, IdempotencyKey,
-    Message, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId,
+    AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, HUB_AGENT,
+    IdempotencyKey, Intents, Message, Mode, RouteSource, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId,
     RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, ToolAnnotations, ToolCall, ToolError,
     ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
 };
