@@ -483,10 +483,11 @@ impl<'a> Driver<'a> {
         self.move_to(Phase::Completion)?;
         let answered = self.conv.agent.clone();
         if status == RunStatus::Completed && self.goal_finished() {
-            self.conv.boards.remove(&answered);
             if let Some(hub) = self.catalog.hub().cloned() {
                 self.move_agent(hub, format!("{answered}'s goal is complete"), Default::default());
             }
+            // A finished goal has nothing to come back to.
+            self.conv.boards.remove(&answered);
         }
         self.emit(EventKind::RunFinished {
             status,

@@ -449,3 +449,6 @@ fn run_handler(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hub_tests;

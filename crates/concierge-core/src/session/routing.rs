@@ -93,8 +93,13 @@ impl Driver<'_> {
         let mut names: Vec<String> = self.conv.trail.iter().map(|a| self.display_name(a)).collect();
         names.push(self.display_name(&self.conv.agent));
         names.push(self.display_name(&to));
-        names.dedup();
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut unique: Vec<String> = Vec::new();
+        for name in names {
+            if !unique.contains(&name) {
+                unique.push(name);
+            }
+        }
+        let names: Vec<&str> = unique.iter().map(String::as_str).collect();
         let text = format!(
             "I passed your request between {} without getting anywhere, so I stopped. \
              Could you say a little more about what you need?",
@@ -251,7 +256,8 @@ impl Driver<'_> {
         let agent = self.conv.agent.clone();
         let rules = self.catalog.agent(&agent)?.rules.as_ref()?;
         let (text, index) = self.latest_text();
-        // Only before the agent acted on the message.
+        // Only before the agent acted on the message; the message alone
+        // decides (the history is what brought the conversation here).
         let acted = self.conv.history[index..]
             .iter()
             .any(|m| matches!(m, Message::Tool { agent: a, .. } if a == &agent));
@@ -261,7 +267,7 @@ impl Driver<'_> {
         match self
             .catalog
             .router()
-            .decide(&text, &self.conv.history[..index], None, Some(&agent))
+            .decide(&text, &[], None, Some(&agent))
         {
             Routing::Route {
                 agent: to,
