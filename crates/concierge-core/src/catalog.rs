@@ -306,7 +306,10 @@ impl CatalogBuilder {
                 reason: "the id \"hub\" is reserved for the built-in hub in multi mode; rename the agent".into(),
             });
         }
-        for named in [&self.settings.fallback, &self.settings.single_agent].into_iter().flatten() {
+        for named in [&self.settings.fallback, &self.settings.single_agent]
+            .into_iter()
+            .flatten()
+        {
             if !agent_ids.contains(named) {
                 return Err(CatalogError::UnknownAgent {
                     agent: named.clone(),
@@ -649,15 +652,32 @@ mod tests {
         let calc = catalog.agent(&"calc".into()).unwrap();
         assert_eq!(calc.tools, vec![ToolId::from("add"), ToolId::from("sub")]);
         let names: Vec<&str> = calc.defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["add", "sub", "transfer_to_help", "list_agents", "goal_complete"]);
+        assert_eq!(
+            names,
+            ["add", "sub", "transfer_to_help", "list_agents", "goal_complete"]
+        );
         let hub = catalog.agent(&"hub".into()).unwrap();
         let names: Vec<&str> = hub.defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["change_goal"], "the hub's model moves the conversation with change_goal");
+        assert_eq!(
+            names,
+            ["change_goal"],
+            "the hub's model moves the conversation with change_goal"
+        );
         assert_eq!(catalog.default_agent(), Some("hub".into()));
         let single = catalog.to_builder().mode(crate::Mode::Single).build().unwrap();
         assert!(single.hub().is_none());
-        let names: Vec<&str> = single.agent(&"calc".into()).unwrap().defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["add", "sub", "transfer_to_help"], "single mode offers neither list_agents nor change_goal");
+        let names: Vec<&str> = single
+            .agent(&"calc".into())
+            .unwrap()
+            .defs
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["add", "sub", "transfer_to_help"],
+            "single mode offers neither list_agents nor change_goal"
+        );
         assert_eq!(calc.handoff_target("transfer_to_help"), Some(&AgentId::from("help")));
         assert_eq!(calc.handoff_target("transfer_to_calc"), None);
         assert_eq!(catalog.tools_for(&"calc".into()).len(), 2);

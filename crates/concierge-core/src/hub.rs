@@ -198,8 +198,7 @@ impl Router {
             Ranked::Close(candidates) => return Routing::Choice { candidates },
             Ranked::Nothing => {}
         }
-        self.from_history(&words, history, exclude)
-            .unwrap_or(Routing::Unsure)
+        self.by_history(&words, history, exclude).unwrap_or(Routing::Unsure)
     }
 
     /// An agent named (or numbered) in the answer to an offer.
@@ -222,7 +221,7 @@ impl Router {
         None
     }
 
-    fn from_history(&self, words: &[String], history: &[Message], exclude: Option<&AgentId>) -> Option<Routing> {
+    fn by_history(&self, words: &[String], history: &[Message], exclude: Option<&AgentId>) -> Option<Routing> {
         // "yes, that one" after the assistant named one agent.
         if affirmative(words) {
             let last = history.iter().rev().find_map(|m| match m {
@@ -395,8 +394,9 @@ pub(crate) fn tokens(text: &str) -> Vec<String> {
 }
 
 const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "i", "me", "my", "to", "for", "of", "and", "or", "is", "are", "do", "does", "can", "you", "please",
-    "want", "need", "would", "like", "some", "it", "in", "on", "with", "what", "how", "be", "this", "that", "have",
+    "a", "an", "the", "i", "me", "my", "to", "for", "of", "and", "or", "is", "are", "do", "does", "can", "you",
+    "please", "want", "need", "would", "like", "some", "it", "in", "on", "with", "what", "how", "be", "this", "that",
+    "have",
 ];
 
 fn content_words(words: &[String]) -> Vec<String> {
@@ -426,13 +426,26 @@ fn has_phrase(words: &[String], phrase: &str) -> bool {
 }
 
 fn affirmative(words: &[String]) -> bool {
-    const YES: &[&str] = &["yes", "yeah", "yep", "sure", "ok", "okay", "please do", "that one", "this one", "go ahead"];
+    const YES: &[&str] = &[
+        "yes",
+        "yeah",
+        "yep",
+        "sure",
+        "ok",
+        "okay",
+        "please do",
+        "that one",
+        "this one",
+        "go ahead",
+    ];
     words.len() <= 5 && YES.iter().any(|p| has_phrase(words, p))
 }
 
 /// An ordinal ("the second", "2", "last") among `n` choices, as an index.
 fn ordinal(words: &[String], n: usize) -> Option<usize> {
-    const WORDS: &[&str] = &["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"];
+    const WORDS: &[&str] = &[
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+    ];
     if words.len() > 6 {
         return None;
     }
@@ -509,7 +522,10 @@ pub(crate) fn hub_spec(agents: &[&AgentSpec], fallback: Option<&AgentId>) -> Age
         .name("Assistant")
         .description("Finds the right agent for what you need.")
         .instructions(instructions)
-        .starter_prompt(format!("Hi! I can help with {}. What do you need?", join_or(&names, "and")))
+        .starter_prompt(format!(
+            "Hi! I can help with {}. What do you need?",
+            join_or(&names, "and")
+        ))
 }
 
 /// `A`, `A or B`, `A, B or C`.
@@ -602,9 +618,11 @@ mod tests {
         let finance = AgentSpec::new("finance")
             .name("Finance")
             .intents(Intents::new().keywords(["balance", "money", "account"]));
-        let hr = AgentSpec::new("hr")
-            .name("HR")
-            .intents(Intents::new().keywords(["pto", "time off", "vacation"]).example("how many days off do I have"));
+        let hr = AgentSpec::new("hr").name("HR").intents(
+            Intents::new()
+                .keywords(["pto", "time off", "vacation"])
+                .example("how many days off do I have"),
+        );
         Router::new(&[&travel, &finance, &hr], true, None).unwrap()
     }
 
@@ -620,9 +638,11 @@ mod tests {
         let r = router();
         let to = |text: &str| match r.decide(text, &[], None, None) {
             Routing::Route { agent, .. } => agent.to_string(),
-            Routing::Choice { candidates } => {
-                candidates.iter().map(|(a, _)| a.to_string()).collect::<Vec<_>>().join("|")
-            }
+            Routing::Choice { candidates } => candidates
+                .iter()
+                .map(|(a, _)| a.to_string())
+                .collect::<Vec<_>>()
+                .join("|"),
             Routing::Catalogue => "catalogue".into(),
             Routing::Unsure => "unsure".into(),
         };
@@ -643,7 +663,9 @@ mod tests {
         };
         for answer in ["HR", "the second", "2", "the HR one"] {
             match r.decide(answer, &[], Some(&offer), None) {
-                Routing::Route { agent, source, rerun, .. } => {
+                Routing::Route {
+                    agent, source, rerun, ..
+                } => {
                     assert_eq!(agent, "hr", "{answer}");
                     assert_eq!(source, RouteSource::Person);
                     assert_eq!(rerun.as_deref(), Some("vacation"));
@@ -670,7 +692,10 @@ mod tests {
         let history = [Message::user("book a flight"), Message::user("tomorrow morning")];
         assert!(matches!(
             r.decide("tomorrow morning", &history, None, None),
-            Routing::Route { source: RouteSource::History, .. }
+            Routing::Route {
+                source: RouteSource::History,
+                ..
+            }
         ));
     }
 

@@ -62,9 +62,9 @@ pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, HUB_AGENT,
-    IdempotencyKey, Intents, Message, Mode, RouteSource, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, Rules, RunId,
-    RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, ToolAnnotations, ToolCall, ToolError,
-    ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
+    IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode,
+    PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError,
+    ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};

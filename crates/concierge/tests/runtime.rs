@@ -718,7 +718,12 @@ async fn a_new_session_naming_no_agent_starts_at_the_hub_which_routes_by_rules()
     assert_eq!(out.agent, "hr");
     assert_eq!(out.reply.as_deref(), Some("You have 12 days."));
     // The client of the hub works like any agent's.
-    let out = rt.client("hub").unwrap().run("what can you do?", session("h3")).await.unwrap();
+    let out = rt
+        .client("hub")
+        .unwrap()
+        .run("what can you do?", session("h3"))
+        .await
+        .unwrap();
     assert!(out.reply.unwrap().contains("1. Travel — Books flights."));
 }
 
@@ -735,7 +740,10 @@ async fn the_hub_asks_the_model_when_no_rule_is_confident() {
     assert_eq!(requests[0].agent, "hub");
     assert_eq!(requests[1].agent, "hr");
     let names: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"list_agents") && names.contains(&"goal_complete"), "{names:?}");
+    assert!(
+        names.contains(&"list_agents") && names.contains(&"goal_complete"),
+        "{names:?}"
+    );
 }
 
 #[tokio::test]

@@ -13,10 +13,10 @@ use std::fmt;
 use super::routing::is_builtin;
 use super::{Conversation, Outbox};
 use crate::batch::Batch;
-use crate::hub::{tokens, wants_menu};
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
+use crate::hub::{tokens, wants_menu};
 use crate::id::RunId;
 use crate::input::StartRun;
 use crate::message::Message;
@@ -270,7 +270,11 @@ impl<'a> Driver<'a> {
         self.conv.returned_from = None;
         self.conv.goal_done = false;
         if agent != self.conv.agent {
-            self.move_agent(agent.clone(), "the caller asked for this agent".into(), Default::default());
+            self.move_agent(
+                agent.clone(),
+                "the caller asked for this agent".into(),
+                Default::default(),
+            );
         }
         self.emit(EventKind::RunStarted {
             agent: agent_for_event,
@@ -329,9 +333,7 @@ impl<'a> Driver<'a> {
 
     pub(super) fn apply(&mut self, plan: Plan) -> Flow {
         match plan {
-            Plan::CallTools { text, calls } if calls.iter().any(|c| is_builtin(&c.name)) => {
-                self.builtins(text, calls)
-            }
+            Plan::CallTools { text, calls } if calls.iter().any(|c| is_builtin(&c.name)) => self.builtins(text, calls),
             Plan::CallModel(request) => self.ask_model(request, ModelPurpose::Plan),
             Plan::CallTools { text, calls } if calls.is_empty() => self.answer(text),
             Plan::CallTools { text, calls } => self.select_tools(text, calls),
@@ -397,7 +399,10 @@ impl<'a> Driver<'a> {
     /// Whether a tool call of this run succeeded.
     pub(super) fn progressed(&self) -> bool {
         let log = &self.conv.blackboard.log;
-        log.get(self.run.log_start()..).unwrap_or_default().iter().any(|e| e.success())
+        log.get(self.run.log_start()..)
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.success())
     }
 
     // ----- the model -----

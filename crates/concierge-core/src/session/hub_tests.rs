@@ -49,7 +49,11 @@ fn catalog() -> Catalog {
             Rules::new()
                 .route(Route::tool("book_pto", json!({})).keywords(["book"]))
                 .route(Route::tool("pto_days", json!({})).keywords(["pto", "vacation", "days"]))
-                .route(Route::handoff("travel").keywords(["trip"]).context("days_off", "{message}"))
+                .route(
+                    Route::handoff("travel")
+                        .keywords(["trip"])
+                        .context("days_off", "{message}"),
+                )
                 .answer("You have {result.days} days."),
         );
     Catalog::builder()
@@ -179,7 +183,11 @@ fn seed_000s_intent_table_routes_by_rules_in_the_same_run() {
     ] {
         let mut h = Hub::new(catalog());
         let step = h.say(text, PlannerMode::Rules);
-        assert_eq!(routed(&step), [(Some(agent.into()), vec![], RouteSource::Rules)], "{text}");
+        assert_eq!(
+            routed(&step),
+            [(Some(agent.into()), vec![], RouteSource::Rules)],
+            "{text}"
+        );
         assert_eq!(called(&step), [tool], "{text}: the same message runs there");
         assert_eq!(h.session.agent(), agent);
     }
@@ -215,7 +223,10 @@ fn an_ordinal_answers_the_catalogue_and_what_can_you_do_shows_it() {
     let mut h = Hub::new(catalog());
     let out = finished(&h.say("What can you do?", PlannerMode::Rules));
     let text = out.reply.unwrap();
-    assert!(text.contains("1. Travel — Books flights and trips. (\"Where would you like to go?\")"), "{text}");
+    assert!(
+        text.contains("1. Travel — Books flights and trips. (\"Where would you like to go?\")"),
+        "{text}"
+    );
     assert!(text.contains("3. HR — Time off and PTO."), "{text}");
     assert!(!text.contains('{'), "readable text, not JSON: {text}");
     let step = h.say("the second", PlannerMode::Rules);
@@ -260,7 +271,11 @@ fn with_no_confident_rule_the_model_is_asked_with_change_goal() {
     let step = h.model(&step, call("change_goal", json!({"agent": "the Travel one"})));
     assert_eq!(routed(&step)[0], (Some("travel".into()), vec![], RouteSource::Model));
     assert_eq!(h.session.agent(), "travel");
-    assert!(step.effects.iter().any(|e| matches!(e, Effect::CallModel { request, .. } if request.agent == "travel")));
+    assert!(
+        step.effects
+            .iter()
+            .any(|e| matches!(e, Effect::CallModel { request, .. } if request.agent == "travel"))
+    );
 }
 
 #[test]
@@ -314,7 +329,11 @@ fn a_finished_goal_returns_to_the_hub_and_an_unfinished_one_is_restored() {
     h.tool_done(&step, json!({"to": "Oslo", "count": 2}));
     let step = h.say("how many PTO days do I have", PlannerMode::Rules);
     assert_eq!(h.session.agent(), "hr");
-    h.session.conversation.blackboard.available.insert("seat".into(), json!("aisle"));
+    h.session
+        .conversation
+        .blackboard
+        .available
+        .insert("seat".into(), json!("aisle"));
     h.tool_done(&step, json!({"days": 3}));
     // Booking PTO finishes HR's goal: back to the hub.
     let step = h.say("book it", PlannerMode::Rules);
@@ -336,7 +355,11 @@ fn a_handoff_carries_its_context_to_the_next_agents_blackboard() {
     let step = h.say("plan a trip", PlannerMode::Rules);
     assert_eq!(h.session.agent(), "travel");
     assert_eq!(h.session.blackboard().available["days_off"], json!("plan a trip"));
-    assert!(step.events.iter().any(|e| matches!(&e.kind, EventKind::AgentChanged { to, .. } if to == "travel")));
+    assert!(
+        step.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::AgentChanged { to, .. } if to == "travel"))
+    );
 }
 
 #[test]
@@ -379,9 +402,17 @@ fn greetings_go_to_the_fallback_agent() {
     let general = AgentSpec::new("general")
         .name("General")
         .rules(Rules::new().route(Route::reply("Hello to you too!").keywords(["hello", "hi"])));
-    let catalog = catalog().to_builder().agent(general).fallback("general").build().unwrap();
+    let catalog = catalog()
+        .to_builder()
+        .agent(general)
+        .fallback("general")
+        .build()
+        .unwrap();
     let mut h = Hub::new(catalog);
     let step = h.say("hello there", PlannerMode::Rules);
-    assert_eq!(routed(&step)[0], (Some("general".into()), vec![], RouteSource::Fallback));
+    assert_eq!(
+        routed(&step)[0],
+        (Some("general".into()), vec![], RouteSource::Fallback)
+    );
     assert_eq!(finished(&step).reply.as_deref(), Some("Hello to you too!"));
 }

@@ -221,7 +221,11 @@ impl Driver<'_> {
             .filter_map(|id| self.catalog.agent(id))
             .map(|a| &a.spec)
             .collect();
-        let text = if choice { choice_text(&specs) } else { catalogue_text(&specs) };
+        let text = if choice {
+            choice_text(&specs)
+        } else {
+            catalogue_text(&specs)
+        };
         self.conv.offer = Some(Offer { candidates, original });
         self.ask_person(text)
     }
@@ -264,11 +268,7 @@ impl Driver<'_> {
         if acted || rules.places(&text) {
             return None;
         }
-        match self
-            .catalog
-            .router()
-            .decide(&text, &[], None, Some(&agent))
-        {
+        match self.catalog.router().decide(&text, &[], None, Some(&agent)) {
             Routing::Route {
                 agent: to,
                 score,

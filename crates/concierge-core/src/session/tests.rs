@@ -458,7 +458,11 @@ fn consecutive_failures_cap() {
     assert_eq!(caps(&effects), [Cap::ConsecutiveToolFailures]);
     let out = finished(&h.reply(&effects, ModelReply::text("The backend is down.")));
     assert_eq!(out.cap, Some(Cap::ConsecutiveToolFailures));
-    assert_eq!(out.status, RunStatus::NeedsInput, "a cap with nothing done needs the person");
+    assert_eq!(
+        out.status,
+        RunStatus::NeedsInput,
+        "a cap with nothing done needs the person"
+    );
 }
 
 #[test]

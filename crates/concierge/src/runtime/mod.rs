@@ -5,9 +5,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    Mode,
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, PendingConfirmation, Planner,
-    PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, PendingConfirmation,
+    Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
