@@ -58,6 +58,9 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                     agent = clean(to.as_str());
                     println!("  (now talking to {agent})");
                 }
+                EventKind::AgentRouted {
+                    to: Some(to), source, ..
+                } => println!("  (routed to {} by {source})", clean(to.as_str())),
                 EventKind::ModelRequested { .. } => speaking = false,
                 EventKind::ToolRequested { tool, arguments, .. } => {
                     println!("  -> {}({})", clean(tool.as_str()), shorten(&arguments.to_string()));

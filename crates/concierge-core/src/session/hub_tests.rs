@@ -416,3 +416,51 @@ fn greetings_go_to_the_fallback_agent() {
     );
     assert_eq!(finished(&step).reply.as_deref(), Some("Hello to you too!"));
 }
+
+#[test]
+fn a_pending_confirmation_survives_a_handoff() {
+    let pay = ToolSpec::new("pay", "Pays.", json!({"type": "object"})).annotations(crate::ToolAnnotations {
+        requires_confirmation: true,
+        ..crate::ToolAnnotations::default()
+    });
+    let catalog = Catalog::builder()
+        .tool(pay)
+        .agent(AgentSpec::new("a").tool("pay").handoff("b"))
+        .agent(AgentSpec::new("b"))
+        .mode(crate::Mode::Single)
+        .single_agent("a")
+        .build()
+        .unwrap();
+    let mut h = Hub::new(catalog);
+    let step = h.say("pay and pass me on", PlannerMode::Model);
+    let reply = ModelReply {
+        tool_calls: vec![
+            ModelToolCall {
+                name: "pay".into(),
+                arguments: "{}".into(),
+            },
+            ModelToolCall {
+                name: "transfer_to_b".into(),
+                arguments: json!({"reason": "b follows up", "context": {"paid": true}}).to_string(),
+            },
+        ],
+        ..ModelReply::text("")
+    };
+    h.model(&step, reply);
+    let pending = h
+        .session
+        .pending_confirmation()
+        .expect("the payment waits for the person");
+    assert_eq!(h.session.agent(), "a", "the handoff waits for the confirmation");
+    h.now += 1;
+    let step = h.send(Input::Confirm(crate::Confirmation {
+        run_id: pending.run_id,
+        call_id: pending.call_id,
+        fingerprint: pending.fingerprint,
+        decision: crate::Decision::Approve,
+        at: Timestamp(h.now),
+    }));
+    h.tool_done(&step, json!("paid"));
+    assert_eq!(h.session.agent(), "b");
+    assert_eq!(h.session.blackboard().available["paid"], json!(true));
+}
