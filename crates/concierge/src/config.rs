@@ -446,6 +446,27 @@ mod tests {
     }
 
     #[test]
+    fn hub_switches_come_from_the_file_and_the_environment_wins() {
+        let mut config: Config =
+            toml::from_str("mode = \"multi\"\nagent = \"a\"\nintent_detection = true\nfallback = \"general\"\n")
+                .unwrap();
+        assert_eq!(config.mode, Some(Mode::Multi));
+        let env = |name: &str| match name {
+            "CONCIERGE_MODE" => Some("single".to_string()),
+            "CONCIERGE_AGENT" => Some("hr".to_string()),
+            "CONCIERGE_INTENT_DETECTION" => Some("off".to_string()),
+            _ => None,
+        };
+        config.apply_env_from(env).unwrap();
+        assert_eq!(config.mode, Some(Mode::Single));
+        assert_eq!(config.agent.as_deref(), Some("hr"));
+        assert_eq!(config.intent_detection, Some(false));
+        assert_eq!(config.fallback.as_deref(), Some("general"));
+        let bad = config.apply_env_from(|n| (n == "CONCIERGE_MODE").then(|| "both".to_string()));
+        assert!(bad.unwrap_err().to_string().contains("neither"));
+    }
+
+    #[test]
     fn model_references_are_checked_at_startup() {
         assert!(build_model(&s("gpt-4o", None, None)).is_err());
         assert!(build_model(&s("openai:", None, None)).is_err());
