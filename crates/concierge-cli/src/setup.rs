@@ -21,6 +21,7 @@ pub fn resolve(cli: &Cli) -> Result<Resolved> {
         None => (PathBuf::from("concierge.toml"), false),
     };
     let mut config = Config::load(&path, required)?;
+    config.apply_env()?;
     let db = cli
         .db
         .clone()
@@ -97,7 +98,7 @@ pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> 
     for (reference, price) in &config.prices {
         builder = builder.price(reference.clone(), *price);
     }
-    builder.agents(agents).build().await
+    config.apply_hub(builder).agents(agents).build().await
 }
 
 /// The output of `session`'s run if this process resumed it when it opened

@@ -14,6 +14,10 @@ fn concierge(dir: &Path, args: &[&str]) -> Output {
         .env_remove("CONCIERGE_MODEL")
         .env_remove("CONCIERGE_BASE_URL")
         .env_remove("CONCIERGE_DB")
+        .env_remove("CONCIERGE_MODE")
+        .env_remove("CONCIERGE_AGENT")
+        .env_remove("CONCIERGE_INTENT_DETECTION")
+        .env_remove("CONCIERGE_FALLBACK")
         .args(args)
         .output()
         .unwrap()
@@ -108,8 +112,9 @@ fn bad_input_gets_a_clear_error() {
         "{}",
         stderr(&out)
     );
-    let out = concierge(dir.path(), &["run", "--session", "new", "x"]);
-    assert!(stderr(&out).contains("pass --agent"), "{}", stderr(&out));
+    // With one agent, a new session that names none starts with it.
+    let out = concierge(dir.path(), &["run", "--session", "new", "calculate 2 + 2"]);
+    assert_eq!(stdout(&out).trim(), "2 + 2 = 4", "{}", stderr(&out));
     let out = concierge(dir.path(), &["--model", "gpt4", "agents"]);
     assert!(stderr(&out).contains("provider:name"), "{}", stderr(&out));
     let out = concierge(dir.path(), &["--model", "openai:gpt-4o", "agents"]);
@@ -142,6 +147,62 @@ fn config_file_sets_the_database_and_agent_files() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(stdout(&out).trim(), "Hello to you too!");
     assert!(dir.path().join("data/from-config.db").exists());
+}
+
+fn two_file_agents(dir: &Path) {
+    std::fs::create_dir(dir.join("agents")).unwrap();
+    std::fs::write(dir.join("concierge.toml"), "agents_dir = \"agents\"\n").unwrap();
+    std::fs::write(
+        dir.join("agents/travel.toml"),
+        "id = \"travel\"\nname = \"Travel\"\ndescription = \"Books flights\"\n\n[intents]\nkeywords = [\"flight\", \"trip\"]\n\n[[rules.routes]]\nkeywords = [\"flight\"]\nreply = \"Travel here: {message}\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("agents/hr.toml"),
+        "id = \"hr\"\nname = \"HR\"\ndescription = \"Time off\"\nstarter_prompt = \"Need a day off?\"\n\n[intents]\nkeywords = [\"pto\", \"time off\"]\n\n[[rules.routes]]\nkeywords = [\"pto\", \"time off\"]\nreply = \"HR here: {message}\"\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn run_without_agent_starts_at_the_hub_which_routes_to_file_agents() {
+    let dir = tempfile::tempdir().unwrap();
+    two_file_agents(dir.path());
+    let out = concierge(dir.path(), &["run", "--session", "S", "book a flight to London"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "Travel here: book a flight to London");
+    // Travel cannot place this one: the hub routes it to HR.
+    let out = concierge(dir.path(), &["run", "--session", "S", "how much PTO do I have"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "HR here: how much PTO do I have");
+    // "What can you do?" is the catalogue, as text.
+    let out = concierge(dir.path(), &["run", "--session", "T", "what can you do?"]);
+    let text = stdout(&out);
+    assert!(text.contains("HR — Time off (\"Need a day off?\")"), "{text}");
+    // --agent still pins a session.
+    let out = concierge(
+        dir.path(),
+        &["run", "--agent", "calculator", "--session", "c", "calculate 5 + 3"],
+    );
+    assert_eq!(stdout(&out).trim(), "5 + 3 = 8", "{}", stderr(&out));
+}
+
+#[test]
+fn single_mode_from_the_environment_needs_no_file_edit() {
+    let dir = tempfile::tempdir().unwrap();
+    two_file_agents(dir.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_concierge"))
+        .current_dir(dir.path())
+        .env_remove("CONCIERGE_MODEL")
+        .env_remove("CONCIERGE_BASE_URL")
+        .env_remove("CONCIERGE_DB")
+        .env("CONCIERGE_MODE", "single")
+        .env("CONCIERGE_AGENT", "hr")
+        .args(["run", "--session", "E", "time off please"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).trim(), "HR here: time off please");
 }
 
 /// A fault-injection server: takes one request, signals, never answers.
@@ -540,12 +601,9 @@ fn error_lines(out: &Output) -> Vec<String> {
 #[test]
 fn errors_speak_of_flags_and_are_printed_once() {
     let dir = tempfile::tempdir().unwrap();
-    let out = concierge(dir.path(), &["run", "--session", "new", "x"]);
+    let out = concierge(dir.path(), &["run", "--agent", "ghost", "--session", "new", "x"]);
     assert!(!out.status.success());
-    assert_eq!(
-        error_lines(&out),
-        ["error: session new does not exist yet: pass --agent AGENT to start it (`concierge agents` lists them)"]
-    );
+    assert_eq!(error_lines(&out).len(), 1, "{:?}", error_lines(&out));
     let out = concierge(dir.path(), &["history", "missing"]);
     assert!(!out.status.success());
     let lines = error_lines(&out);

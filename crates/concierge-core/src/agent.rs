@@ -62,6 +62,14 @@ pub struct AgentSpec {
     /// always searches first, say); later calls choose freely.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_tool: Option<ToolId>,
+    /// What people say when they want this agent: the hub scores these
+    /// against their messages to route the conversation here.
+    #[serde(default, skip_serializing_if = "Intents::is_empty")]
+    pub intents: Intents,
+    /// Tools whose success completes the agent's goal: the conversation then
+    /// returns to the hub (the model may also call the built-in `goal_complete`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub finish_on: Vec<ToolId>,
 }
 
 impl AgentSpec {
@@ -85,6 +93,8 @@ impl AgentSpec {
             model: None,
             temperature: None,
             first_tool: None,
+            intents: Intents::default(),
+            finish_on: Vec::new(),
         }
     }
 
@@ -175,9 +185,76 @@ impl AgentSpec {
         self
     }
 
+    /// Sets the intents the hub routes by.
+    pub fn intents(mut self, intents: Intents) -> Self {
+        self.intents = intents;
+        self
+    }
+
+    /// Declares that a successful call of `tool` completes the agent's goal.
+    pub fn finish_on(mut self, tool: impl Into<ToolId>) -> Self {
+        self.finish_on.push(tool.into());
+        self
+    }
+
     /// Sets the sampling temperature.
     pub fn temperature(mut self, temperature: f32) -> Self {
         self.temperature = Some(temperature);
+        self
+    }
+}
+
+/// How people ask for an agent (seed 000's intent table): the hub scores
+/// each agent's intents against a message to decide where it goes.
+///
+/// A keyword or phrase counts when its words occur in the message as whole
+/// words (a trailing `s` allowed); a pattern is a case-insensitive regular
+/// expression; an example phrase counts by the share of its words the
+/// message shares.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intents {
+    /// Words or short phrases, e.g. `flight`, `time off`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keywords: Vec<String>,
+    /// Regular expressions (case-insensitive), e.g. `book.*flight`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
+    /// Whole example requests, e.g. `I need to book time off`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub examples: Vec<String>,
+}
+
+impl Intents {
+    /// No intents.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether nothing is declared.
+    pub fn is_empty(&self) -> bool {
+        self.keywords.is_empty() && self.patterns.is_empty() && self.examples.is_empty()
+    }
+
+    /// Adds keywords or phrases.
+    pub fn keywords<I, S>(mut self, words: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.keywords.extend(words.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds a regular expression.
+    pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
+        self.patterns.push(pattern.into());
+        self
+    }
+
+    /// Adds an example request.
+    pub fn example(mut self, text: impl Into<String>) -> Self {
+        self.examples.push(text.into());
         self
     }
 }
@@ -288,7 +365,10 @@ impl Route {
             keywords: Vec::new(),
             pattern: None,
             answer: None,
-            action: RouteAction::Handoff { handoff: agent.into() },
+            action: RouteAction::Handoff {
+                handoff: agent.into(),
+                context: Map::new(),
+            },
         }
     }
 
@@ -300,6 +380,14 @@ impl Route {
             answer: None,
             action: RouteAction::Reply { reply: text.into() },
         }
+    }
+
+    /// Adds a key and value to the context a handoff route carries.
+    pub fn context(mut self, key: impl Into<String>, value: impl Into<Value>) -> Self {
+        if let RouteAction::Handoff { context, .. } = &mut self.action {
+            context.insert(key.into(), value.into());
+        }
+        self
     }
 
     /// Sets the pattern.
@@ -341,6 +429,10 @@ pub enum RouteAction {
     Handoff {
         /// The agent.
         handoff: AgentId,
+        /// Information written to the blackboard the next agent sees (string
+        /// values may contain placeholders).
+        #[serde(default, skip_serializing_if = "Map::is_empty")]
+        context: Map<String, Value>,
     },
     /// Answer with fixed text.
     Reply {

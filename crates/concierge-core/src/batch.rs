@@ -9,6 +9,8 @@
 //! [`Parked`], a finished batch is a [`Completed`]; none of them can be
 //! built (or deserialized) in a state that contradicts its name.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::id::{AgentId, CallId, RunId};
@@ -63,6 +65,9 @@ pub(crate) struct Handoff {
     pub(crate) target: AgentId,
     /// Why, as the planner put it.
     pub(crate) reason: String,
+    /// Information for the next agent's blackboard.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) context: BTreeMap<String, serde_json::Value>,
 }
 
 impl Handoff {
@@ -453,6 +458,7 @@ mod tests {
         let handoff = Handoff {
             target: "billing".into(),
             reason: "invoices".into(),
+            context: BTreeMap::new(),
         };
         assert_eq!(handoff.answer(), ToolOutcome::Ok(json!("Transferred to billing.")));
         b.hand_off(handoff.clone());

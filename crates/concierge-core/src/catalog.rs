@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::agent::{AgentSpec, RouteAction};
 use crate::error::write_list;
 use crate::handoff::{HANDOFF_PREFIX, handoff_def, is_handoff_tool};
+use crate::hub::{HUB_AGENT, Mode, Router, change_goal_def, goal_complete_def, hub_spec, list_agents_def};
 use crate::id::{AgentId, ToolId, check_name};
 use crate::planner::{CompiledRules, Planner};
 use crate::tool::{ToolDef, ToolSpec};
@@ -21,6 +22,19 @@ pub struct Catalog {
     tools: BTreeMap<ToolId, ToolSpec>,
     toolsets: BTreeMap<String, Vec<ToolId>>,
     planners: BTreeMap<AgentId, Arc<dyn Planner + Send + Sync>>,
+    settings: HubSettings,
+    hub: Option<AgentId>,
+    router: Router,
+}
+
+/// How the catalog offers its agents: seed 000's mode, intent detection and
+/// fallback switches.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct HubSettings {
+    mode: Mode,
+    intent_detection: Option<bool>,
+    fallback: Option<AgentId>,
+    single_agent: Option<AgentId>,
 }
 
 impl fmt::Debug for Catalog {
@@ -76,7 +90,65 @@ impl Catalog {
             tools: self.tools.values().cloned().collect(),
             toolsets: self.toolsets.clone(),
             planners: self.planners.clone(),
+            settings: self.settings.clone(),
         }
+        .without_hub(self.hub.as_ref())
+    }
+
+    /// The built-in hub agent, when the catalog has one (multi mode, two or more agents).
+    pub fn hub(&self) -> Option<&AgentId> {
+        self.hub.as_ref()
+    }
+
+    /// Whether `agent` is the built-in hub.
+    pub fn is_hub(&self, agent: &AgentId) -> bool {
+        self.hub.as_ref() == Some(agent)
+    }
+
+    /// The mode the catalog was built in.
+    pub fn mode(&self) -> Mode {
+        self.settings.mode
+    }
+
+    /// The agent that takes greetings and small talk, if configured.
+    pub fn fallback(&self) -> Option<&AgentId> {
+        self.router.fallback.as_ref()
+    }
+
+    /// Whether the hub scores intents (off: it always shows the catalogue).
+    pub fn intent_detection(&self) -> bool {
+        self.router.intent_detection
+    }
+
+    /// The agent a new session starts with when the caller names none: the
+    /// hub in multi mode; in single mode the configured agent, else the only
+    /// one. `None` when that is ambiguous.
+    pub fn default_agent(&self) -> Option<AgentId> {
+        if let Some(hub) = &self.hub {
+            return Some(hub.clone());
+        }
+        if let Some(single) = &self.settings.single_agent {
+            return Some(single.clone());
+        }
+        match self.agents.keys().collect::<Vec<_>>().as_slice() {
+            [one] => Some((*one).clone()),
+            _ => None,
+        }
+    }
+
+    /// The agents the hub offers, in declaration order (the hub excluded).
+    pub fn offered_agents(&self) -> Vec<&AgentSpec> {
+        self.router
+            .agent_ids()
+            .iter()
+            .filter_map(|id| self.agents.get(id))
+            .map(|a| &a.spec)
+            .collect()
+    }
+
+    /// The hub's routing tables.
+    pub(crate) fn router(&self) -> &Router {
+        &self.router
     }
 
     /// An agent.
@@ -130,9 +202,43 @@ pub struct CatalogBuilder {
     tools: Vec<ToolSpec>,
     toolsets: BTreeMap<String, Vec<ToolId>>,
     planners: BTreeMap<AgentId, Arc<dyn Planner + Send + Sync>>,
+    settings: HubSettings,
 }
 
 impl CatalogBuilder {
+    /// Multi mode (the default: a hub when there are two or more agents) or
+    /// single mode (one agent, no hub).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.settings.mode = mode;
+        self
+    }
+
+    /// The agent single mode uses (and a new session starts with).
+    pub fn single_agent(mut self, agent: impl Into<AgentId>) -> Self {
+        self.settings.single_agent = Some(agent.into());
+        self
+    }
+
+    /// Turns the hub's intent detection on (the default) or off (the hub
+    /// then always shows the catalogue).
+    pub fn intent_detection(mut self, on: bool) -> Self {
+        self.settings.intent_detection = Some(on);
+        self
+    }
+
+    /// The agent that takes greetings and small talk instead of the catalogue.
+    pub fn fallback(mut self, agent: impl Into<AgentId>) -> Self {
+        self.settings.fallback = Some(agent.into());
+        self
+    }
+
+    fn without_hub(mut self, hub: Option<&AgentId>) -> Self {
+        if let Some(hub) = hub {
+            self.agents.retain(|a| &a.id != hub);
+        }
+        self
+    }
+
     /// Adds a tool (in no toolset).
     pub fn tool(mut self, spec: ToolSpec) -> Self {
         self.tools.push(spec);
@@ -192,6 +298,25 @@ impl CatalogBuilder {
             }
         }
         let agent_ids: BTreeSet<AgentId> = self.agents.iter().map(|a| a.id.clone()).collect();
+        let with_hub = self.settings.mode == Mode::Multi && self.agents.len() >= 2;
+        let hub_id = AgentId::from(HUB_AGENT);
+        if with_hub && agent_ids.contains(&hub_id) {
+            return Err(CatalogError::InvalidRule {
+                agent: hub_id,
+                reason: "the id \"hub\" is reserved for the built-in hub in multi mode; rename the agent".into(),
+            });
+        }
+        for named in [&self.settings.fallback, &self.settings.single_agent]
+            .into_iter()
+            .flatten()
+        {
+            if !agent_ids.contains(named) {
+                return Err(CatalogError::UnknownAgent {
+                    agent: named.clone(),
+                    available: agent_ids.iter().cloned().collect(),
+                });
+            }
+        }
         let mut agents = BTreeMap::new();
         for spec in &self.agents {
             check_name("agent", spec.id.as_str()).map_err(CatalogError::InvalidName)?;
@@ -209,11 +334,42 @@ impl CatalogBuilder {
                 });
             }
         }
+        let specs: Vec<&AgentSpec> = self.agents.iter().collect();
+        let router = Router::new(
+            &specs,
+            self.settings.intent_detection.unwrap_or(true),
+            self.settings.fallback.clone(),
+        )
+        .map_err(|(agent, reason)| CatalogError::InvalidRule { agent, reason })?;
+        let hub = if with_hub {
+            for resolved in agents.values_mut() {
+                let mut defs = resolved.defs.to_vec();
+                defs.push(list_agents_def());
+                defs.push(goal_complete_def());
+                resolved.defs = defs.into();
+            }
+            let spec = hub_spec(&specs, self.settings.fallback.as_ref());
+            agents.insert(
+                hub_id.clone(),
+                ResolvedAgent {
+                    spec,
+                    tools: Vec::new(),
+                    defs: vec![change_goal_def(&router.agent_ids())].into(),
+                    rules: None,
+                },
+            );
+            Some(hub_id)
+        } else {
+            None
+        };
         Ok(Catalog {
             agents,
             tools,
             toolsets: self.toolsets,
             planners: self.planners,
+            settings: self.settings,
+            hub,
+            router,
         })
     }
 }
@@ -285,6 +441,14 @@ fn resolve_agent(
             });
         }
     }
+    for tool in &spec.finish_on {
+        if !resolved.contains(tool) && !may_come_later(tool) {
+            return Err(CatalogError::InvalidRule {
+                agent: spec.id.clone(),
+                reason: format!("finish_on names {tool}, which is not one of the agent's tools"),
+            });
+        }
+    }
     let rules = match &spec.rules {
         Some(rules) => {
             for route in &rules.routes {
@@ -295,7 +459,7 @@ fn resolve_agent(
                             reason: format!("a route calls {tool}, which is not one of the agent's tools"),
                         });
                     }
-                    RouteAction::Handoff { handoff } if !spec.handoffs.contains(handoff) => {
+                    RouteAction::Handoff { handoff, .. } if !spec.handoffs.contains(handoff) => {
                         return Err(CatalogError::InvalidRule {
                             agent: spec.id.clone(),
                             reason: format!("a route hands off to {handoff}, which is not in the agent's handoffs"),
@@ -488,7 +652,32 @@ mod tests {
         let calc = catalog.agent(&"calc".into()).unwrap();
         assert_eq!(calc.tools, vec![ToolId::from("add"), ToolId::from("sub")]);
         let names: Vec<&str> = calc.defs.iter().map(|d| d.name.as_str()).collect();
-        assert_eq!(names, ["add", "sub", "transfer_to_help"]);
+        assert_eq!(
+            names,
+            ["add", "sub", "transfer_to_help", "list_agents", "goal_complete"]
+        );
+        let hub = catalog.agent(&"hub".into()).unwrap();
+        let names: Vec<&str> = hub.defs.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["change_goal"],
+            "the hub's model moves the conversation with change_goal"
+        );
+        assert_eq!(catalog.default_agent(), Some("hub".into()));
+        let single = catalog.to_builder().mode(crate::Mode::Single).build().unwrap();
+        assert!(single.hub().is_none());
+        let names: Vec<&str> = single
+            .agent(&"calc".into())
+            .unwrap()
+            .defs
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        assert_eq!(
+            names,
+            ["add", "sub", "transfer_to_help"],
+            "single mode offers neither list_agents nor change_goal"
+        );
         assert_eq!(calc.handoff_target("transfer_to_help"), Some(&AgentId::from("help")));
         assert_eq!(calc.handoff_target("transfer_to_calc"), None);
         assert_eq!(catalog.tools_for(&"calc".into()).len(), 2);

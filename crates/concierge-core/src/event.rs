@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::hub::RouteSource;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
 use crate::model::Usage;
@@ -76,6 +77,20 @@ pub enum EventKind {
         to: AgentId,
         /// Why.
         reason: String,
+    },
+    /// The hub decided where a message goes (seed 000's smart intent
+    /// detection): to an agent, or to the person as a choice or the catalogue.
+    AgentRouted {
+        /// The agent that takes the message (none when the person is asked).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        to: Option<AgentId>,
+        /// The agents offered to the person, for a choice or the catalogue.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        candidates: Vec<AgentId>,
+        /// The winning score (1 for a person's or the model's choice).
+        score: f32,
+        /// What decided.
+        source: RouteSource,
     },
     /// The model was asked (the `call`-th time in this run).
     ModelRequested {
@@ -248,6 +263,7 @@ impl EventKind {
             EventKind::RunStarted { .. } => "run_started",
             EventKind::PhaseChanged { .. } => "phase_changed",
             EventKind::AgentChanged { .. } => "agent_changed",
+            EventKind::AgentRouted { .. } => "agent_routed",
             EventKind::ModelRequested { .. } => "model_requested",
             EventKind::ModelDelta { .. } => "model_delta",
             EventKind::ToolRequested { .. } => "tool_requested",

@@ -184,7 +184,15 @@ impl Gate<'_> {
             .and_then(Value::as_str)
             .unwrap_or("handoff")
             .to_string();
-        Verdict::Handoff(Handoff { target, reason })
+        let context = match call.arguments.get("context") {
+            Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            _ => Default::default(),
+        };
+        Verdict::Handoff(Handoff {
+            target,
+            reason,
+            context,
+        })
     }
 
     fn unknown(&self, call: &ToolCall) -> Verdict {
@@ -338,7 +346,8 @@ mod tests {
             verdict,
             Verdict::Handoff(Handoff {
                 target: "billing".into(),
-                reason: "an invoice".into()
+                reason: "an invoice".into(),
+                context: Default::default(),
             })
         );
         assert!(!verdict.counts());

@@ -40,7 +40,11 @@ fn handoff_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "reason": {"type": "string", "description": "Why the conversation is handed over."}
+            "reason": {"type": "string", "description": "Why the conversation is handed over."},
+            "context": {
+                "type": "object",
+                "description": "Facts the next agent needs (key and value), written to its blackboard so nothing is asked twice."
+            }
         }
     })
 }

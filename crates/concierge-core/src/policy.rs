@@ -119,6 +119,9 @@ pub enum Cap {
     ConsecutiveToolFailures,
     /// `time_budget_ms`.
     TimeBudget,
+    /// The conversation went back to an agent it had left in the same run
+    /// with no tool progress in between (A → B → A).
+    HandoffLoop,
 }
 
 impl fmt::Display for Cap {
@@ -128,6 +131,7 @@ impl fmt::Display for Cap {
             Cap::ToolCalls => "the tool call limit",
             Cap::ConsecutiveToolFailures => "the limit of consecutive tool failures",
             Cap::TimeBudget => "the time budget",
+            Cap::HandoffLoop => "a handoff loop",
         })
     }
 }

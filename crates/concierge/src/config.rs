@@ -6,6 +6,10 @@
 //! base_url = "http://127.0.0.1:8080/v1"   # the default model's provider base URL
 //! agents_dir = "agents"                   # one agent per file (an agent may name its own model)
 //! log_prompts = false                     # prompt text in traces (off by default)
+//! mode = "multi"                          # multi (the hub finds the agent) or single; env CONCIERGE_MODE
+//! agent = "calculator"                    # the agent single mode uses; env CONCIERGE_AGENT
+//! intent_detection = true                 # the hub routes by intents (off: it shows the catalogue); env CONCIERGE_INTENT_DETECTION=on|off
+//! fallback = "general"                    # the agent for greetings and small talk; env CONCIERGE_FALLBACK
 //!
 //! [providers.openai]                      # settings per provider
 //! api_key_env = "OPENAI_API_KEY"
@@ -29,7 +33,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use concierge_core::AgentSpec;
+use concierge_core::{AgentSpec, Mode};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -65,6 +69,16 @@ pub struct Config {
     /// Whether traces carry prompt text (off by default).
     #[serde(default)]
     pub log_prompts: bool,
+    /// `multi` (the default: a new session starts at the hub, which finds
+    /// the agent) or `single` (one agent). `CONCIERGE_MODE` wins.
+    pub mode: Option<Mode>,
+    /// The agent single mode uses. `CONCIERGE_AGENT` wins.
+    pub agent: Option<String>,
+    /// Whether the hub routes by the agents' intents (default true; off, it
+    /// always shows the catalogue). `CONCIERGE_INTENT_DETECTION` wins.
+    pub intent_detection: Option<bool>,
+    /// The agent that takes greetings and small talk. `CONCIERGE_FALLBACK` wins.
+    pub fallback: Option<String>,
     /// Settings per provider (`openai`, `anthropic`).
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
@@ -139,6 +153,59 @@ impl Config {
             server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
         }
         Ok(config)
+    }
+
+    /// Applies the environment's hub switches over the file's:
+    /// `CONCIERGE_MODE=single|multi`, `CONCIERGE_AGENT=<id>`,
+    /// `CONCIERGE_INTENT_DETECTION=on|off`, `CONCIERGE_FALLBACK=<id>`.
+    pub fn apply_env(&mut self) -> Result<()> {
+        self.apply_env_from(|name| std::env::var(name).ok())
+    }
+
+    /// [`Config::apply_env`] over any source of variables (for tests).
+    pub fn apply_env_from(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<()> {
+        let set = |name: &str| var(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        if let Some(mode) = set("CONCIERGE_MODE") {
+            self.mode = Some(
+                mode.parse()
+                    .map_err(|e: String| Error::InvalidConfig(format!("CONCIERGE_MODE: {e}")))?,
+            );
+        }
+        if let Some(agent) = set("CONCIERGE_AGENT") {
+            self.agent = Some(agent);
+        }
+        if let Some(value) = set("CONCIERGE_INTENT_DETECTION") {
+            self.intent_detection = Some(match value.to_ascii_lowercase().as_str() {
+                "on" | "true" | "1" | "yes" => true,
+                "off" | "false" | "0" | "no" => false,
+                other => {
+                    return Err(Error::InvalidConfig(format!(
+                        "CONCIERGE_INTENT_DETECTION is {other:?}; use on or off"
+                    )));
+                }
+            });
+        }
+        if let Some(agent) = set("CONCIERGE_FALLBACK") {
+            self.fallback = Some(agent);
+        }
+        Ok(())
+    }
+
+    /// Applies the hub switches (mode, agent, intent detection, fallback) to a runtime builder.
+    pub fn apply_hub(&self, mut builder: crate::RuntimeBuilder) -> crate::RuntimeBuilder {
+        if let Some(mode) = self.mode {
+            builder = builder.mode(mode);
+        }
+        if let Some(agent) = &self.agent {
+            builder = builder.single_agent(agent.as_str());
+        }
+        if let Some(on) = self.intent_detection {
+            builder = builder.intent_detection(on);
+        }
+        if let Some(agent) = &self.fallback {
+            builder = builder.fallback(agent.as_str());
+        }
+        builder
     }
 
     /// The settings to build `reference` with: its provider's section, with
@@ -388,6 +455,27 @@ mod tests {
             api_key: key.map(Into::into),
             ..ModelSettings::new(r)
         }
+    }
+
+    #[test]
+    fn hub_switches_come_from_the_file_and_the_environment_wins() {
+        let mut config: Config =
+            toml::from_str("mode = \"multi\"\nagent = \"a\"\nintent_detection = true\nfallback = \"general\"\n")
+                .unwrap();
+        assert_eq!(config.mode, Some(Mode::Multi));
+        let env = |name: &str| match name {
+            "CONCIERGE_MODE" => Some("single".to_string()),
+            "CONCIERGE_AGENT" => Some("hr".to_string()),
+            "CONCIERGE_INTENT_DETECTION" => Some("off".to_string()),
+            _ => None,
+        };
+        config.apply_env_from(env).unwrap();
+        assert_eq!(config.mode, Some(Mode::Single));
+        assert_eq!(config.agent.as_deref(), Some("hr"));
+        assert_eq!(config.intent_detection, Some(false));
+        assert_eq!(config.fallback.as_deref(), Some("general"));
+        let bad = config.apply_env_from(|n| (n == "CONCIERGE_MODE").then(|| "both".to_string()));
+        assert!(bad.unwrap_err().to_string().contains("neither"));
     }
 
     #[test]

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use concierge::model::{ModelError, ModelErrorKind, RetryPolicy, ScriptedModel};
 use concierge::{
-    AgentSpec, Cap, Decision, Error, EventKind, Message, ModelReply, PolicyDelta, RunOptions, RunStatus, Runtime,
-    StepError, ToolContext, ToolErrorKind, ToolOutcome, tool,
+    AgentSpec, Cap, Decision, Error, EventKind, Intents, Message, Mode, ModelReply, PolicyDelta, Route, RouteSource,
+    Rules, RunOptions, RunStatus, Runtime, StepError, ToolContext, ToolErrorKind, ToolOutcome, tool,
 };
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -388,8 +388,18 @@ async fn typed_errors_for_bad_calls() {
     assert!(matches!(ghost, Error::AgentNotFound { .. }));
     assert!(ghost.to_string().contains("helper"));
     assert!(matches!(rt.session("nope").await, Err(Error::SessionNotFound(_))));
+    // With no default agent (single mode, two agents, none chosen), a new
+    // session that names no agent does not exist.
+    let two = Runtime::builder()
+        .agent(AgentSpec::new("a"))
+        .agent(AgentSpec::new("b"))
+        .mode(Mode::Single)
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
     assert!(matches!(
-        rt.send("x", session("nope")).await,
+        two.send("x", session("nope")).await,
         Err(Error::SessionNotFound(_))
     ));
     let bad_catalog = Runtime::builder()
@@ -840,4 +850,132 @@ async fn a_tool_reads_who_asks_and_the_blackboard_from_its_context() {
     assert_eq!(execution.outcome, ToolOutcome::Ok(json!("ana (argument ana) in blue")));
     let session = rt.session("w").await.unwrap();
     assert_eq!(session.blackboard().available["user_id"], json!("ana"));
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Destination {
+    to: String,
+}
+
+/// Finds flights.
+#[tool(read_only)]
+async fn search_flights(args: Destination) -> Result<serde_json::Value, String> {
+    Ok(json!({"to": args.to, "count": 2}))
+}
+
+/// Counts PTO days.
+#[tool(read_only)]
+async fn pto_days(_args: Empty) -> Result<serde_json::Value, String> {
+    Ok(json!({"days": 12}))
+}
+
+fn hub_agents() -> Vec<AgentSpec> {
+    vec![
+        AgentSpec::new("travel")
+            .name("Travel")
+            .description("Books flights.")
+            .tool("search_flights")
+            .intents(Intents::new().keywords(["flight", "vacation"]))
+            .rules(
+                Rules::new()
+                    .route(Route::tool("search_flights", json!({"to": "{to}"})).pattern(r"(?i)to (?P<to>\w+)"))
+                    .answer("{result.count} flights to {result.to}"),
+            ),
+        AgentSpec::new("hr")
+            .name("HR")
+            .description("Time off.")
+            .tool("pto_days")
+            .intents(Intents::new().keywords(["pto", "vacation"]))
+            .rules(
+                Rules::new()
+                    .route(Route::tool("pto_days", json!({})).keywords(["pto", "vacation"]))
+                    .answer("You have {result.days} days."),
+            ),
+    ]
+}
+
+async fn hub_runtime(model: Option<ScriptedModel>) -> Runtime {
+    let mut builder = Runtime::builder()
+        .tool(SearchFlights)
+        .tool(PtoDays)
+        .agents(hub_agents())
+        .in_memory();
+    if let Some(model) = model {
+        builder = builder.model(model);
+    }
+    builder.build().await.unwrap()
+}
+
+#[tokio::test]
+async fn a_new_session_naming_no_agent_starts_at_the_hub_which_routes_by_rules() {
+    let rt = hub_runtime(None).await;
+    assert_eq!(rt.default_agent(), Some("hub".into()));
+    let out = rt.send("book a flight to London", session("h1")).await.unwrap();
+    assert_eq!(out.agent, "travel");
+    assert_eq!(out.reply.as_deref(), Some("2 flights to London"));
+    let mut events = rt.subscribe("h1", 1);
+    let mut routed = Vec::new();
+    while let Some(Ok(event)) = events.next().await {
+        match event.kind {
+            EventKind::AgentRouted { to, source, .. } => routed.push((to, source)),
+            EventKind::RunFinished { .. } => break,
+            _ => {}
+        }
+    }
+    assert_eq!(routed, [(Some("travel".into()), RouteSource::Rules)]);
+    // "vacation" is a choice; the answer runs "vacation" in HR.
+    let out = rt.send("vacation", session("h2")).await.unwrap();
+    assert_eq!(out.status, RunStatus::NeedsInput);
+    assert!(out.reply.as_deref().unwrap().starts_with("Travel or HR?"));
+    let out = rt.send("HR", session("h2")).await.unwrap();
+    assert_eq!(out.agent, "hr");
+    assert_eq!(out.reply.as_deref(), Some("You have 12 days."));
+    // The client of the hub works like any agent's.
+    let out = rt
+        .client("hub")
+        .unwrap()
+        .run("what can you do?", session("h3"))
+        .await
+        .unwrap();
+    assert!(out.reply.unwrap().contains("1. Travel — Books flights."));
+}
+
+#[tokio::test]
+async fn the_hub_asks_the_model_when_no_rule_is_confident() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("change_goal", r#"{"agent": "hr"}"#))
+        .reply(ModelReply::text("You have plenty of days."));
+    let rt = hub_runtime(Some(model.clone())).await;
+    let out = rt.send("I am exhausted and need a break", session("m1")).await.unwrap();
+    assert_eq!(out.agent, "hr");
+    assert_eq!(out.reply.as_deref(), Some("You have plenty of days."));
+    let requests = model.requests();
+    assert_eq!(requests[0].agent, "hub");
+    assert_eq!(requests[1].agent, "hr");
+    let names: Vec<&str> = requests[1].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        names.contains(&"list_agents") && names.contains(&"goal_complete"),
+        "{names:?}"
+    );
+}
+
+#[tokio::test]
+async fn single_mode_has_no_hub_and_offers_no_hub_tools() {
+    let model = ScriptedModel::new().reply(ModelReply::text("hi"));
+    let rt = Runtime::builder()
+        .tool(SearchFlights)
+        .tool(PtoDays)
+        .agents(hub_agents())
+        .mode(Mode::Single)
+        .single_agent("travel")
+        .model(model.clone())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(rt.default_agent(), Some("travel".into()));
+    let out = rt.send("hello", session("s1")).await.unwrap();
+    assert_eq!(out.agent, "travel");
+    let names: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.to_string()).collect();
+    assert_eq!(names, ["search_flights"]);
 }

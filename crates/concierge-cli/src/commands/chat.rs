@@ -17,9 +17,10 @@ use crate::{render, setup};
 /// `concierge chat`.
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// The agent to start with.
-    #[arg(long, default_value = "calculator")]
-    pub agent: String,
+    /// Pin the session to this agent [default: the hub, which finds the
+    /// agent for each message; with one agent, that agent].
+    #[arg(long)]
+    pub agent: Option<String>,
     /// The session [default: a new one]. An existing session continues where it was.
     #[arg(long)]
     pub session: Option<String>,
@@ -60,6 +61,9 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                     agent = clean(to.as_str());
                     println!("  (now talking to {agent})");
                 }
+                EventKind::AgentRouted {
+                    to: Some(to), source, ..
+                } => println!("  (routed to {} by {source})", clean(to.as_str())),
                 EventKind::ModelRequested { .. } => speaking = false,
                 EventKind::ToolRequested { tool, arguments, .. } => {
                     println!("  -> {}({})", clean(tool.as_str()), shorten(&arguments.to_string()));
@@ -114,14 +118,19 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         );
     }
     let existing = rt.session(session.clone()).await.ok();
-    let mut first_agent = match &existing {
-        Some(_) => None,
-        None => Some(rt.client(args.agent.as_str())?),
+    let mut first_agent = match (&existing, &args.agent) {
+        (None, Some(agent)) => Some(rt.client(agent.as_str())?),
+        _ => None,
     };
-    let current = existing
-        .as_ref()
-        .map(|s| s.agent().clone())
-        .unwrap_or_else(|| args.agent.as_str().into());
+    let current = match (&existing, &args.agent, rt.default_agent()) {
+        (Some(s), _, _) => s.agent().clone(),
+        (None, Some(agent), _) => agent.as_str().into(),
+        (None, None, Some(default)) => default,
+        (None, None, None) => {
+            eprintln!("error: there is no default agent: pass --agent AGENT (`concierge agents` lists them)");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     if let Some(spec) = rt.agent(current.clone()) {
         println!(
             "{} — {}",

@@ -11,7 +11,9 @@ use crate::{render, setup};
 /// `concierge run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The agent (required for a new session; an existing one continues with its current agent).
+    /// Pin the session to this agent. Without it a new session starts at the
+    /// hub, which finds the agent for each message; an existing one continues
+    /// with its current agent.
     #[arg(long)]
     pub agent: Option<String>,
     /// The session.
@@ -68,7 +70,7 @@ pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
             Ok(output) => output,
             Err(Error::SessionNotFound(id)) => {
                 eprintln!(
-                    "error: session {} does not exist yet: pass --agent AGENT to start it (`concierge agents` lists them)",
+                    "error: session {} does not exist yet and there is no default agent: pass --agent AGENT to start it (`concierge agents` lists them)",
                     render::clean(id.as_str())
                 );
                 return Ok(ExitCode::FAILURE);

@@ -56,6 +56,17 @@ impl CompiledRules {
     }
 }
 
+impl CompiledRules {
+    /// Whether a route matches `text` (otherwise the rules fall back).
+    pub(crate) fn places(&self, text: &str) -> bool {
+        let lower = text.to_lowercase();
+        self.routes.iter().any(|route| {
+            (route.keywords.is_empty() || route.keywords.iter().any(|k| lower.contains(k.as_str())))
+                && route.pattern.as_ref().is_none_or(|re| re.is_match(text))
+        })
+    }
+}
+
 /// Routes the person's text with an agent's rules; after tools ran, answers
 /// from their results with the rules' templates.
 #[derive(Clone, Copy, Debug)]
@@ -99,11 +110,14 @@ impl<'a> RulesPlanner<'a> {
                         arguments: substitute(&Value::Object(arguments.clone()), &lookup),
                     }],
                 },
-                RouteAction::Handoff { handoff } => Plan::CallTools {
+                RouteAction::Handoff { handoff, context } => Plan::CallTools {
                     text: String::new(),
                     calls: vec![PlannedCall {
                         name: handoff_tool_name(handoff).to_string(),
-                        arguments: json!({ "reason": format!("the request matched {handoff}'s route") }),
+                        arguments: json!({
+                            "reason": format!("the request matched {handoff}'s route"),
+                            "context": substitute(&Value::Object(context.clone()), &lookup),
+                        }),
                     }],
                 },
                 RouteAction::Reply { reply } => Plan::Answer(render(reply, &lookup)),

@@ -10,12 +10,13 @@
 
 use std::fmt;
 
+use super::routing::is_builtin;
 use super::{Conversation, Outbox};
 use crate::batch::Batch;
-use crate::blackboard::Goal;
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
+use crate::hub::{tokens, wants_menu};
 use crate::id::RunId;
 use crate::input::StartRun;
 use crate::message::Message;
@@ -242,6 +243,11 @@ impl<'a> Driver<'a> {
         consult(self.conv, &self.run, self.catalog, f).map_err(Fault::new)
     }
 
+    /// The run's planner's next plan.
+    pub(super) fn consult_planner(&self) -> Result<Plan, Fault> {
+        self.consult(|planner, view| planner.next(view))
+    }
+
     fn summary(&self) -> String {
         self.consult(|_, view| summarize_results(view)).unwrap_or_default()
     }
@@ -252,20 +258,26 @@ impl<'a> Driver<'a> {
     /// goal, the time budget's wake-up, then the first plan.
     pub(super) fn start(&mut self, start: StartRun) -> Flow {
         let agent = start.agent.clone().unwrap_or_else(|| self.conv.agent.clone());
-        let required = match self.catalog.agent(&agent) {
-            Some(resolved) => resolved.spec.required_information.clone(),
-            None => return Err(Fault::new(format!("agent {agent} is not in the catalog"))),
-        };
+        let agent_for_event = agent.clone();
+        if self.catalog.agent(&agent).is_none() {
+            return Err(Fault::new(format!("agent {agent} is not in the catalog")));
+        }
+        if let Some(named) = &start.agent {
+            self.conv.pinned = !self.catalog.is_hub(named);
+        }
+        self.conv.trail.clear();
+        self.conv.trail_log = self.conv.blackboard.log.len();
+        self.conv.returned_from = None;
+        self.conv.goal_done = false;
         if agent != self.conv.agent {
-            let from = std::mem::replace(&mut self.conv.agent, agent.clone());
-            self.emit(EventKind::AgentChanged {
-                from,
-                to: agent.clone(),
-                reason: "the caller asked for this agent".into(),
-            });
+            self.move_agent(
+                agent.clone(),
+                "the caller asked for this agent".into(),
+                Default::default(),
+            );
         }
         self.emit(EventKind::RunStarted {
-            agent,
+            agent: agent_for_event,
             planner: start.planner,
             turn_id: start.turn_id,
             labels: start.labels,
@@ -278,13 +290,16 @@ impl<'a> Driver<'a> {
             }
             self.say(message);
         }
+        let text = goal.clone().unwrap_or_default();
+        self.set_goal(goal.unwrap_or_default());
         let board = &mut self.conv.blackboard;
-        board.goal = Some(Goal {
-            description: goal.unwrap_or_default(),
-            required,
-        });
         board.available.extend(start.context);
         board.iterations = 0;
+        if self.routes() && !self.catalog.is_hub(&self.conv.agent) && wants_menu(&tokens(&text)) {
+            if let Some(hub) = self.catalog.hub().cloned() {
+                self.move_agent(hub, "the person asked for the menu".into(), Default::default());
+            }
+        }
         if let Some(at) = self.run.deadline() {
             self.out.effects.push(Effect::WakeAt {
                 run_id: self.run.id().clone(),
@@ -306,12 +321,19 @@ impl<'a> Driver<'a> {
                 return self.synthesize();
             }
         }
+        if self.catalog.is_hub(&self.conv.agent) {
+            return self.hub_plan();
+        }
+        if let Some(flow) = self.offer_to_hub() {
+            return flow;
+        }
         let plan = self.consult(|planner, view| planner.next(view))?;
         self.apply(plan)
     }
 
-    fn apply(&mut self, plan: Plan) -> Flow {
+    pub(super) fn apply(&mut self, plan: Plan) -> Flow {
         match plan {
+            Plan::CallTools { text, calls } if calls.iter().any(|c| is_builtin(&c.name)) => self.builtins(text, calls),
             Plan::CallModel(request) => self.ask_model(request, ModelPurpose::Plan),
             Plan::CallTools { text, calls } if calls.is_empty() => self.answer(text),
             Plan::CallTools { text, calls } => self.select_tools(text, calls),
@@ -365,7 +387,22 @@ impl<'a> Driver<'a> {
         };
         let agent = self.conv.agent.clone();
         self.say(Message::assistant(agent, text.clone()));
-        self.close(RunStatus::Completed, Some(text))
+        // A run stopped by a cap with nothing done needs the person.
+        let status = if self.run.cap().is_some() && !self.progressed() {
+            RunStatus::NeedsInput
+        } else {
+            RunStatus::Completed
+        };
+        self.close(status, Some(text))
+    }
+
+    /// Whether a tool call of this run succeeded.
+    pub(super) fn progressed(&self) -> bool {
+        let log = &self.conv.blackboard.log;
+        log.get(self.run.log_start()..)
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e.success())
     }
 
     // ----- the model -----
@@ -449,11 +486,20 @@ impl<'a> Driver<'a> {
             self.move_to(Phase::Error)?;
         }
         self.move_to(Phase::Completion)?;
+        let answered = self.conv.agent.clone();
+        if status == RunStatus::Completed && self.goal_finished() {
+            if let Some(hub) = self.catalog.hub().cloned() {
+                self.move_agent(hub, format!("{answered}'s goal is complete"), Default::default());
+            }
+            // A finished goal has nothing to come back to.
+            self.conv.boards.remove(&answered);
+        }
         self.emit(EventKind::RunFinished {
             status,
             reply: reply.clone(),
         });
-        let output = output(self.conv, &self.run, status, reply, None);
+        let mut output = output(self.conv, &self.run, status, reply, None);
+        output.agent = answered;
         self.conv.blackboard.confidence = output.confidence;
         self.conv.last_output = Some(output.clone());
         self.out.effects.push(Effect::Finish(output));

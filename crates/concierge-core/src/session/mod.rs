@@ -8,7 +8,10 @@
 //! that finishes the run says so in what it returns ([`Next`]).
 
 mod driver;
+mod routing;
 mod tools;
+
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,6 +22,7 @@ use crate::confirmation::{Answer, check_arguments, interpret_answer};
 use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
+use crate::hub::Offer;
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Decision, Input, StartRun};
 use crate::message::{Message, ToolCall};
@@ -72,6 +76,32 @@ struct Conversation {
     runs: u64,
     #[serde(default)]
     ended: bool,
+    /// Whether the caller pinned the session to its agent (no hub routing).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pinned: bool,
+    /// Known information of agents whose goal is unfinished, restored when
+    /// the conversation comes back to them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    boards: BTreeMap<AgentId, BTreeMap<String, Value>>,
+    /// What the hub last offered the person to choose from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    offer: Option<Offer>,
+    /// The run's handoffs since its last tool progress: the agents left, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    trail: Vec<AgentId>,
+    /// The log length when the trail last restarted.
+    #[serde(default)]
+    trail_log: usize,
+    /// The agent that gave the run's message back to the hub (`list_agents`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    returned_from: Option<AgentId>,
+    /// Whether the current agent's goal was declared complete in this run.
+    #[serde(default, skip_serializing_if = "is_false")]
+    goal_done: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// What one step produced so far, and the time of its input.
@@ -129,6 +159,13 @@ impl Session {
                 usage: Usage::default(),
                 runs: 0,
                 ended: false,
+                pinned: false,
+                boards: BTreeMap::new(),
+                offer: None,
+                trail: Vec::new(),
+                trail_log: 0,
+                returned_from: None,
+                goal_done: false,
             },
             run: None,
         }
@@ -152,6 +189,18 @@ impl Session {
     /// The blackboard.
     pub fn blackboard(&self) -> &Blackboard {
         &self.conversation.blackboard
+    }
+
+    /// Whether the caller pinned the session to one agent (`--agent`): the
+    /// hub then never routes it elsewhere.
+    pub fn is_pinned(&self) -> bool {
+        self.conversation.pinned
+    }
+
+    /// The known information saved for `agent`, whose goal is unfinished;
+    /// it comes back when the conversation returns to the agent.
+    pub fn saved_information(&self, agent: &AgentId) -> Option<&BTreeMap<String, Value>> {
+        self.conversation.boards.get(agent)
     }
 
     /// The run in progress, if any.
@@ -475,8 +524,9 @@ impl Session {
         };
         let usable = match start.planner {
             PlannerMode::Model => true,
-            PlannerMode::Rules => resolved.has_rules(),
-            PlannerMode::Custom => catalog.custom_planner(agent).is_some(),
+            // The hub routes by rules of its own.
+            PlannerMode::Rules => resolved.has_rules() || catalog.is_hub(agent),
+            PlannerMode::Custom => catalog.custom_planner(agent).is_some() || catalog.is_hub(agent),
         };
         if !usable {
             return Err(StepError::NoPlanner { agent: agent.clone() });
@@ -510,3 +560,6 @@ fn run_handler(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod hub_tests;

@@ -56,6 +56,8 @@ fn catalog() -> Catalog {
                 .tool("lookup")
                 .rules(Rules::new().route(Route::reply("helper here: {message}").keywords(["help"]))),
         )
+        // These tests are about one agent's runs; the hub's are in `hub_tests`.
+        .mode(crate::Mode::Single)
         .build()
         .unwrap()
 }
@@ -456,7 +458,11 @@ fn consecutive_failures_cap() {
     assert_eq!(caps(&effects), [Cap::ConsecutiveToolFailures]);
     let out = finished(&h.reply(&effects, ModelReply::text("The backend is down.")));
     assert_eq!(out.cap, Some(Cap::ConsecutiveToolFailures));
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        out.status,
+        RunStatus::NeedsInput,
+        "a cap with nothing done needs the person"
+    );
 }
 
 #[test]

@@ -384,12 +384,9 @@ impl Driver<'_> {
         let (results, handoff) = completed.into_results();
         self.append_results(results);
         if let Some(handoff) = handoff {
-            let from = std::mem::replace(&mut self.conv.agent, handoff.target.clone());
-            self.emit(EventKind::AgentChanged {
-                from,
-                to: handoff.target,
-                reason: handoff.reason,
-            });
+            if !self.switch_agent(handoff.target.clone(), handoff.reason, handoff.context) {
+                return self.handoff_loop(handoff.target);
+            }
         }
         if failures_capped {
             self.reach(Cap::ConsecutiveToolFailures);

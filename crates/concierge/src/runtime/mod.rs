@@ -5,8 +5,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, PendingConfirmation, Planner,
-    PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, PendingConfirmation,
+    Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -53,12 +53,21 @@ pub struct RuntimeBuilder {
     max_message_bytes: usize,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
     confirmations: Vec<(ToolId, String)>,
+    hub: HubChoice,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 256 * 1024;
+/// The builder's hub switches (seed 000's mode, agent, intent detection, fallback).
+#[derive(Clone, Debug, Default)]
+struct HubChoice {
+    mode: Option<Mode>,
+    single_agent: Option<AgentId>,
+    intent_detection: Option<bool>,
+    fallback: Option<AgentId>,
+}
 
 impl Default for RuntimeBuilder {
     fn default() -> Self {
@@ -77,6 +86,7 @@ impl Default for RuntimeBuilder {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             planners: Vec::new(),
             confirmations: Vec::new(),
+            hub: HubChoice::default(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
         }
@@ -84,6 +94,33 @@ impl Default for RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
+    /// Multi mode (the default: with two or more agents a new session starts
+    /// at the built-in hub, which finds the agent for each message) or single
+    /// mode (one agent; no hub, `list_agents` or `change_goal`).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.hub.mode = Some(mode);
+        self
+    }
+
+    /// The agent single mode uses and new sessions start with.
+    pub fn single_agent(mut self, agent: impl Into<AgentId>) -> Self {
+        self.hub.single_agent = Some(agent.into());
+        self
+    }
+
+    /// Turns the hub's intent detection on (the default) or off (the hub
+    /// then always shows the catalogue of agents).
+    pub fn intent_detection(mut self, on: bool) -> Self {
+        self.hub.intent_detection = Some(on);
+        self
+    }
+
+    /// The agent that takes greetings and small talk instead of the catalogue.
+    pub fn fallback(mut self, agent: impl Into<AgentId>) -> Self {
+        self.hub.fallback = Some(agent.into());
+        self
+    }
+
     /// Adds an agent.
     pub fn agent(mut self, spec: AgentSpec) -> Self {
         self.agents.push(spec);
@@ -304,6 +341,18 @@ impl RuntimeBuilder {
         #[cfg(feature = "mcp")]
         let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers)?;
         let mut catalog = Catalog::builder();
+        if let Some(mode) = self.hub.mode {
+            catalog = catalog.mode(mode);
+        }
+        if let Some(agent) = self.hub.single_agent {
+            catalog = catalog.single_agent(agent);
+        }
+        if let Some(on) = self.hub.intent_detection {
+            catalog = catalog.intent_detection(on);
+        }
+        if let Some(agent) = self.hub.fallback {
+            catalog = catalog.fallback(agent);
+        }
         for (name, specs) in registry.toolsets() {
             catalog = catalog.toolset(name, specs);
         }
@@ -531,8 +580,18 @@ impl Runtime {
             metadata: options.metadata,
             at: crate::engine::now(),
         };
-        let setup = self.setup(&self.catalog(), options.policy.as_ref());
-        let started = engine.start(session.clone(), start, setup).await?;
+        let catalog = self.catalog();
+        let setup = self.setup(&catalog, options.policy.as_ref());
+        let started = match engine.start(session.clone(), start.clone(), setup.clone()).await {
+            // A new session that names no agent starts with the default one
+            // (the hub in multi mode).
+            Err(Error::SessionNotFound(_)) if start.agent.is_none() && catalog.default_agent().is_some() => {
+                let mut start = start;
+                start.agent = catalog.default_agent();
+                engine.start(session.clone(), start, setup).await?
+            }
+            other => other?,
+        };
         Ok(RunHandle::new(
             self.clone(),
             session,
@@ -542,12 +601,15 @@ impl Runtime {
         ))
     }
 
-    /// Starts a turn in an existing session, with its current agent.
+    /// Starts a turn in a session with its current agent; a new session
+    /// starts with the default agent (the hub in multi mode, see
+    /// [`Runtime::default_agent`]).
     pub async fn start(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunHandle> {
         self.start_run(None, messages.into_messages(), options).await
     }
 
-    /// Runs a turn in an existing session with its current agent, and waits for it.
+    /// Runs a turn in a session with its current agent (a new one starts
+    /// with the default agent), and waits for it.
     pub async fn send(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunOutput> {
         self.start_run(None, messages.into_messages(), options)
             .await?
@@ -657,6 +719,13 @@ impl Runtime {
     /// The engine (to call it directly, e.g. from another front door).
     pub fn engine(&self) -> &Arc<dyn Engine> {
         &self.inner.engine
+    }
+
+    /// The agent a new session that names none starts with: the built-in
+    /// hub in multi mode (two or more agents), else the single-mode agent or
+    /// the only one.
+    pub fn default_agent(&self) -> Option<AgentId> {
+        self.catalog().default_agent()
     }
 
     /// Every agent.
