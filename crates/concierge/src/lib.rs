@@ -51,6 +51,7 @@ pub mod client;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod fuzzy;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
