@@ -137,7 +137,11 @@ fn word_similarity(a: &str, b: &str) -> f64 {
     // A word that starts another ("cert" for "certificate", "bug" for
     // "bugs") is a strong hint.
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    let prefix = if short.chars().count() >= 3 && long.starts_with(short) { 0.85 } else { 0.0 };
+    let prefix = if short.chars().count() >= 3 && long.starts_with(short) {
+        0.85
+    } else {
+        0.0
+    };
     let best = similarity.max(prefix);
     if best < 0.6 { 0.0 } else { best }
 }
@@ -191,10 +195,16 @@ pub fn rank(query: &str, candidates: impl IntoIterator<Item = Candidate>) -> Vec
 pub fn classify(query: &str, candidates: impl IntoIterator<Item = Candidate>, thresholds: &Thresholds) -> Match {
     let ranked = rank(query, candidates);
     let Some(best) = ranked.first() else {
-        return Match::NotFound { suggestions: Vec::new() };
+        return Match::NotFound {
+            suggestions: Vec::new(),
+        };
     };
     if best.score < thresholds.low {
-        let suggestions = ranked.into_iter().filter(|s| s.score > 0).take(thresholds.suggestions).collect();
+        let suggestions = ranked
+            .into_iter()
+            .filter(|s| s.score > 0)
+            .take(thresholds.suggestions)
+            .collect();
         return Match::NotFound { suggestions };
     }
     if best.score >= thresholds.high {
@@ -284,9 +294,15 @@ mod tests {
 
     #[test]
     fn two_close_strong_candidates_are_a_choice() {
-        let both = vec![Candidate::new("a", "Fix login bug"), Candidate::new("b", "Fix login bugs")];
+        let both = vec![
+            Candidate::new("a", "Fix login bug"),
+            Candidate::new("b", "Fix login bugs"),
+        ];
         let choice = classify("login bug", both, &Thresholds::default());
-        assert!(matches!(&choice, Match::Choice { candidates } if candidates.len() == 2), "{choice:?}");
+        assert!(
+            matches!(&choice, Match::Choice { candidates } if candidates.len() == 2),
+            "{choice:?}"
+        );
     }
 
     #[test]
@@ -296,14 +312,24 @@ mod tests {
             panic!("expected not found, got {none:?}");
         };
         assert!(suggestions.len() <= 3);
-        let some = classify("review the code", tasks(), &Thresholds { high: 99, low: 95, ..Thresholds::default() });
+        let some = classify(
+            "review the code",
+            tasks(),
+            &Thresholds {
+                high: 99,
+                low: 95,
+                ..Thresholds::default()
+            },
+        );
         let Match::NotFound { suggestions } = some else {
             panic!("expected not found, got {some:?}");
         };
         assert_eq!(suggestions[0].id, "2", "{suggestions:?}");
         assert_eq!(
             classify("anything", Vec::new(), &Thresholds::default()),
-            Match::NotFound { suggestions: Vec::new() }
+            Match::NotFound {
+                suggestions: Vec::new()
+            }
         );
     }
 
