@@ -141,9 +141,19 @@ pub fn parse_sections(text: &str) -> Vec<Section> {
         }
     }
     for section in &mut sections {
-        section.body = section.body.trim().to_string();
+        section.body = reflow(&section.body);
     }
     sections
+}
+
+/// Joins the lines of each paragraph with spaces (Markdown wraps lines; a
+/// reply should not), paragraphs separated by a blank line.
+fn reflow(text: &str) -> String {
+    text.split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 fn topic_words(question: &str) -> String {
@@ -206,7 +216,7 @@ mod tests {
     use super::*;
 
     const TEXT: &str = "# Help\nintro\n## How do I create a task?\nSay \"create a task to ...\".\n\n\
-                        ## How do I mark a task as done?\nSay \"mark the login bug as done\".\n\
+                        ## How do I mark a task as done?\nSay \"mark the login bug\nas done\".\n\
                         ## What makes a task stale?\nNo change in 7 days.\n";
 
     #[test]
@@ -215,6 +225,7 @@ mod tests {
         assert_eq!(sections.len(), 3);
         assert_eq!(sections[0].heading, "How do I create a task?");
         assert_eq!(sections[0].body, "Say \"create a task to ...\".");
+        assert_eq!(sections[1].body, "Say \"mark the login bug as done\".", "wrapped lines are joined");
     }
 
     #[test]
