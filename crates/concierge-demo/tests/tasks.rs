@@ -293,8 +293,14 @@ async fn rules_qa_answers_from_the_knowledge_file() {
     let out = fx.run("qa", "s1", "how do I mark a task as done?").await;
     assert_eq!(out.status, RunStatus::Completed);
     let reply = out.reply.unwrap();
-    assert!(reply.starts_with("Say \"mark the login bug as done\" or \"complete task 3\"."), "{reply}");
-    assert!(reply.ends_with("Nothing changes until you approve."), "the whole section: {reply}");
+    assert!(
+        reply.starts_with("Say \"mark the login bug as done\" or \"complete task 3\"."),
+        "{reply}"
+    );
+    assert!(
+        reply.ends_with("Nothing changes until you approve."),
+        "the whole section: {reply}"
+    );
     let stale = fx.run("qa", "s2", "what makes a task stale?").await.reply.unwrap();
     assert!(stale.starts_with("A task is stale when"), "{stale}");
     let unknown = fx

@@ -186,7 +186,7 @@ pub fn rank(query: &str, candidates: impl IntoIterator<Item = Candidate>) -> Vec
             label: c.label,
         })
         .collect();
-    scored.sort_by(|a, b| b.score.cmp(&a.score));
+    scored.sort_by_key(|s| std::cmp::Reverse(s.score));
     scored
 }
 

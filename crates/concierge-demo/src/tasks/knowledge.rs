@@ -176,7 +176,7 @@ pub fn answer_from(sections: &[Section], question: &str) -> KnowledgeAnswer {
             (all.max(heading), heading, s)
         })
         .collect();
-    scored.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    scored.sort_by_key(|s| std::cmp::Reverse((s.0, s.1)));
     let topics = || {
         sections
             .iter()
@@ -225,7 +225,10 @@ mod tests {
         assert_eq!(sections.len(), 3);
         assert_eq!(sections[0].heading, "How do I create a task?");
         assert_eq!(sections[0].body, "Say \"create a task to ...\".");
-        assert_eq!(sections[1].body, "Say \"mark the login bug as done\".", "wrapped lines are joined");
+        assert_eq!(
+            sections[1].body, "Say \"mark the login bug as done\".",
+            "wrapped lines are joined"
+        );
     }
 
     #[test]

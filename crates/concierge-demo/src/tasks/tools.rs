@@ -632,7 +632,7 @@ task_tool!(
         let overdue = count(&|t| t.is_overdue(today));
         let open_high = count(&|t| t.status != Status::Done && t.priority == Priority::High);
         let total = tasks.len();
-        let percent = if total == 0 { 0 } else { done * 100 / total };
+        let percent = (done * 100).checked_div(total).unwrap_or(0);
         Ok(json!({
             "total": total,
             "todo": todo,
@@ -756,5 +756,92 @@ impl Tool for SearchKnowledge {
             })
             .await
         }
+    }
+}
+
+// ---------------------------------------------------------------- confirmations
+
+/// The confirmation each changing tool shows the person, over its argument
+/// names (issue 11 part 4's `#[tool(confirm = "...")]` templates). Today the
+/// engine shows the call's arguments; when tool specs carry a confirmation
+/// template, set each spec's template from this table in [`task_tool!`].
+pub const CONFIRMATIONS: &[(&str, &str)] = &[
+    (
+        CreateTask::NAME,
+        "I'll create a task '{title}' due {due}, priority {priority}. Proceed?",
+    ),
+    (
+        UpdateTask::NAME,
+        "I'll change task #{id}: {title} {priority} {due} {status}. Proceed?",
+    ),
+    (CompleteTask::NAME, "I'll mark {task} as done. Proceed?"),
+    (DeleteTask::NAME, "I'll delete {task} for good. Proceed?"),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confirmations_name_only_their_tools_arguments() {
+        let store = Arc::new(TaskStore::open("unused.db"));
+        let specs = [
+            Tool::spec(&CreateTask::new(Arc::clone(&store))),
+            Tool::spec(&UpdateTask::new(Arc::clone(&store))),
+            Tool::spec(&CompleteTask::new(Arc::clone(&store))),
+            Tool::spec(&DeleteTask::new(store)),
+        ];
+        for (name, template) in CONFIRMATIONS {
+            let spec = specs.iter().find(|s| s.name.as_str() == *name).unwrap();
+            assert!(spec.annotations.requires_confirmation, "{name}");
+            let properties = spec.input_schema["properties"].as_object().unwrap();
+            for placeholder in template
+                .split('{')
+                .skip(1)
+                .filter_map(|p| p.split_once('}'))
+                .map(|p| p.0)
+            {
+                assert!(properties.contains_key(placeholder), "{name}: {{{placeholder}}}");
+            }
+        }
+    }
+
+    #[test]
+    fn task_numbers_and_titles() {
+        assert_eq!(task_number("#3"), Some(3));
+        assert_eq!(task_number("task 12"), Some(12));
+        assert_eq!(task_number(" 7 "), Some(7));
+        assert_eq!(task_number("the login bug"), None);
+        assert_eq!(sentence_case("fix the login bug."), "Fix the login bug");
+        assert_eq!(
+            description(&[" Lists tasks,", " done ones too.", "", " Second."]),
+            "Lists tasks, done ones too.\n\nSecond."
+        );
+    }
+
+    #[test]
+    fn work_order_puts_overdue_then_priority_then_due_date() {
+        let today = NaiveDate::from_ymd_opt(2025, 3, 5).unwrap();
+        let at = today.and_hms_opt(9, 0, 0).unwrap();
+        let task = |id, priority, due: Option<u32>, status| Task {
+            id,
+            title: format!("t{id}"),
+            description: String::new(),
+            status,
+            priority,
+            due: due.map(|d| NaiveDate::from_ymd_opt(2025, 3, d).unwrap()),
+            assignee: None,
+            created_at: at,
+            updated_at: at,
+        };
+        let tasks = vec![
+            task(1, Priority::Low, None, Status::Todo),
+            task(2, Priority::High, Some(20), Status::Todo),
+            task(3, Priority::Low, Some(1), Status::Todo),
+            task(4, Priority::High, Some(9), Status::InProgress),
+            task(5, Priority::High, Some(2), Status::Done),
+        ];
+        let ids: Vec<i64> = work_order(&tasks, today).iter().map(|t| t.id).collect();
+        assert_eq!(ids, [3, 4, 2, 1]);
     }
 }
