@@ -13,12 +13,14 @@
 //! ```
 
 pub mod calculator;
+pub mod tasks;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 
-/// Every demo toolset.
+/// Every demo toolset: the calculator's, and the task manager's (its
+/// agents are files in `examples/tasks/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
-    vec![calculator::toolset()]
+    vec![calculator::toolset(), tasks::toolset()]
 }
 
 /// Every demo agent.

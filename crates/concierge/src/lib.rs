@@ -50,6 +50,7 @@ extern crate self as concierge;
 pub mod config;
 pub mod engine;
 pub mod error;
+pub mod fuzzy;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod model;
