@@ -15,6 +15,7 @@ use concierge_core::{AgentId, PlannerMode, RunPolicy, StartRun};
 pub struct RunSetup {
     planners: HashMap<AgentId, PlannerMode>,
     policies: HashMap<AgentId, RunPolicy>,
+    first_agent: Option<AgentId>,
 }
 
 impl RunSetup {
@@ -33,6 +34,18 @@ impl RunSetup {
     pub fn policy(mut self, agent: impl Into<AgentId>, policy: RunPolicy) -> Self {
         self.policies.insert(agent.into(), policy);
         self
+    }
+
+    /// A new session whose first run names no agent starts with `agent`
+    /// (the hub, in multi mode).
+    pub fn first_agent(mut self, agent: Option<AgentId>) -> Self {
+        self.first_agent = agent;
+        self
+    }
+
+    /// The agent a new session starts with when its first run names none.
+    pub fn first_agent_of(&self) -> Option<&AgentId> {
+        self.first_agent.as_ref()
     }
 
     /// Fills the start's planner and policy for the agent that takes it:

@@ -581,17 +581,11 @@ impl Runtime {
             at: crate::engine::now(),
         };
         let catalog = self.catalog();
-        let setup = self.setup(&catalog, options.policy.as_ref());
-        let started = match engine.start(session.clone(), start.clone(), setup.clone()).await {
-            // A new session that names no agent starts with the default one
-            // (the hub in multi mode).
-            Err(Error::SessionNotFound(_)) if start.agent.is_none() && catalog.default_agent().is_some() => {
-                let mut start = start;
-                start.agent = catalog.default_agent();
-                engine.start(session.clone(), start, setup).await?
-            }
-            other => other?,
-        };
+        // A new session that names no agent starts with the default one (the hub in multi mode).
+        let setup = self
+            .setup(&catalog, options.policy.as_ref())
+            .first_agent(catalog.default_agent());
+        let started = engine.start(session.clone(), start, setup).await?;
         Ok(RunHandle::new(
             self.clone(),
             session,

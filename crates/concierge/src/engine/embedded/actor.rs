@@ -453,15 +453,18 @@ impl Actor {
     }
 
     async fn start(&mut self, mut start: StartRun, setup: RunSetup) -> Result<Started> {
-        let claim_agent = start.agent.clone().unwrap_or_else(|| "unknown".into());
+        let first_agent = start.agent.clone().or_else(|| setup.first_agent_of().cloned());
+        let claim_agent = first_agent.clone().unwrap_or_else(|| "unknown".into());
         self.own(&claim_agent).await?;
         self.resume_if_loaded_idle();
         self.check_stalled()?;
         let created = self.session.is_none();
         if created {
-            let Some(agent) = start.agent.clone() else {
+            let Some(agent) = first_agent else {
                 return Err(Error::SessionNotFound(self.id.clone()));
             };
+            // The journal's first input names the agent, so a replay can begin.
+            start.agent = Some(agent.clone());
             self.session = Some(Session::new(self.id.clone(), agent));
         }
         let (current, first_seq) = match &self.session {
