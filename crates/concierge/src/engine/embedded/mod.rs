@@ -356,6 +356,9 @@ async fn background(shared: Weak<Shared>, mut newest: i64) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
+        // Channels nobody listens to, of sessions no actor holds, go.
+        let held: HashSet<SessionId> = shared.actors().keys().cloned().collect();
+        lock(&shared.lives).retain(|id, live| live.listeners() > 0 || held.contains(id));
         let watched: Vec<(SessionId, Arc<Live>)> = lock(&shared.lives)
             .iter()
             .map(|(id, live)| (id.clone(), live.clone()))
@@ -530,8 +533,14 @@ impl Engine for EmbeddedEngine {
     }
 
     fn subscribe(&self, session: SessionId, after: EventId) -> BoxStream<'static, Result<Event>> {
-        let live = lock(&self.shared.lives).entry(session.clone()).or_default().clone();
-        let state = Subscription::new(self.shared.clone(), session, live, after);
+        // Subscribed under the map's lock, so the channel cannot be dropped as unheard in between.
+        let (live, kept, rx) = {
+            let mut lives = lock(&self.shared.lives);
+            let live = lives.entry(session.clone()).or_default().clone();
+            let (kept, rx) = live.subscribe(after);
+            (live, kept, rx)
+        };
+        let state = Subscription::new(self.shared.clone(), session, live, after, kept, rx);
         futures::stream::unfold(state, Subscription::next).boxed()
     }
 

@@ -26,10 +26,17 @@ pub(crate) struct Subscription {
 }
 
 impl Subscription {
-    /// Subscribes now (so nothing published from here on is missed, and the
-    /// model streams to this subscriber); the journal is read at the first poll.
-    pub(crate) fn new(shared: Arc<Shared>, session: SessionId, live: Arc<Live>, after: EventId) -> Self {
-        let (kept, rx) = live.subscribe(after);
+    /// A subscription from the kept events and a receiver taken together (so
+    /// nothing published from then on is missed, and the model streams to
+    /// this subscriber); the journal is read at the first poll.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        session: SessionId,
+        live: Arc<Live>,
+        after: EventId,
+        kept: Vec<Event>,
+        rx: broadcast::Receiver<Event>,
+    ) -> Self {
         Self {
             shared,
             session,
