@@ -515,11 +515,17 @@ impl Runtime {
     /// refuses the run if it has none, saying that a model must be
     /// configured). Policies: the agent's, with this process's overrides and
     /// the run's own delta.
-    fn setup(&self, catalog: &Catalog, delta: Option<&PolicyDelta>) -> RunSetup {
-        let overrides = self.inner.overrides.read().map(|o| o.clone()).unwrap_or_default();
+    fn setup(&self, catalog: &Catalog, delta: Option<&PolicyDelta>, named: Option<&AgentId>) -> RunSetup {
+        let overrides = self.inner.overrides.read().unwrap_or_else(std::sync::PoisonError::into_inner);
         let models = self.inner.executor.models();
         let mut setup = RunSetup::new();
-        for resolved in catalog.agents() {
+        // A run that names its agent needs only that agent's entry; otherwise
+        // the session's current agent decides, which only the engine knows.
+        let agents: Vec<&concierge_core::ResolvedAgent> = match named.and_then(|a| catalog.agent(a)) {
+            Some(resolved) => vec![resolved],
+            None => catalog.agents().collect(),
+        };
+        for resolved in agents {
             let agent = &resolved.spec.id;
             let planner = if catalog.custom_planner(agent).is_some() {
                 PlannerMode::Custom
@@ -583,7 +589,7 @@ impl Runtime {
         let catalog = self.catalog();
         // A new session that names no agent starts with the default one (the hub in multi mode).
         let setup = self
-            .setup(&catalog, options.policy.as_ref())
+            .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())
             .first_agent(catalog.default_agent());
         let started = engine.start(session.clone(), start, setup).await?;
         Ok(RunHandle::new(
