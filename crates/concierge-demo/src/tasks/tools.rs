@@ -558,10 +558,19 @@ task_tool!(
         let tasks = store.tasks().map_err(failed)?;
         let ranked = fuzzy::rank(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())));
         let best: Vec<&Scored> = ranked.iter().filter(|s| s.score >= Thresholds::default().low).take(5).collect();
+        let mut chosen = Value::Null;
         let message = match fuzzy::classify(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())), &Thresholds::default()) {
-            Match::Found(found) => format!("I found task #{} {}.", found.id, found),
+            Match::Found(found) => {
+                chosen = json!({
+                    "id": found.id.parse::<i64>().unwrap_or_default(),
+                    "title": found.label,
+                    "score": found.score,
+                    "label": found.to_string(),
+                });
+                format!("I found task #{} {}.", found.id, found)
+            }
             Match::Choice { candidates } => format!(
-                "Several tasks could match: {}.",
+                "Several tasks could match: {}. Which one do you mean? Say it with its number.",
                 candidates.iter().map(|c| format!("#{} {}", c.id, c)).collect::<Vec<_>>().join("; ")
             ),
             Match::NotFound { suggestions } if suggestions.is_empty() => format!("No task matches '{}'.", args.query),
@@ -580,7 +589,19 @@ task_tool!(
                 v
             }))
             .collect();
-        Ok(json!({ "matches": matches, "message": message }))
+        // The next closest titles, offered when the person says the match is not the one.
+        let others: Vec<String> = ranked
+            .iter()
+            .filter(|s| s.score > 0 && chosen["id"].as_i64().is_none_or(|id| s.id != id.to_string()))
+            .take(Thresholds::default().suggestions)
+            .map(|s| format!("#{} {}", s.id, s))
+            .collect();
+        let others = if others.is_empty() {
+            "No other task comes close.".to_string()
+        } else {
+            format!("Other tasks that could be meant: {}.", others.join("; "))
+        };
+        Ok(json!({ "match": chosen, "matches": matches, "others": others, "message": message }))
     }
 );
 
