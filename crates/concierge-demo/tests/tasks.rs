@@ -547,12 +547,10 @@ async fn model_qa_answers_from_the_knowledge_file() {
     assert!(result["message"].as_str().unwrap().contains("cannot be undone"));
 }
 
-// ------------------------------------------------------------------ after the hub lands
+// ------------------------------------------------------------------ through the hub
 //
-// These need issue 11's hub (a session that names no agent, intent routing,
-// handoffs with context) and plain "yes"/"no" answers to a pending
-// confirmation. They use today's API (`Runtime::send` on a session with no
-// agent named, answers as plain messages) and state the exact behaviour.
+// Sessions that name no agent: the hub routes by the agents' intents, the
+// person answers confirmations with plain words, agents hand over with context.
 
 async fn say(fx: &Fixture, session: &str, text: &str) -> RunOutput {
     fx.rt.send(text, RunOptions::new().session_id(session)).await.unwrap()
@@ -564,12 +562,27 @@ async fn hub_mark_the_login_bug_as_done_then_yes() {
     let out = say(&fx, "h1", "mark the login bug as done").await;
     assert_eq!(out.agent.as_str(), "task");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    // The question names the match and its score before the person approves.
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(
+        pending.message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
+    assert_eq!(fx.task(1).status, Status::Todo);
     let out = say(&fx, "h1", "yes").await;
+    assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(
         out.reply.as_deref(),
         Some("Marked task #1 'Fix login bug' (95% match) as done.")
     );
     assert_eq!(fx.task(1).status, Status::Done);
+    let done: Vec<i64> = fx
+        .tasks()
+        .iter()
+        .filter(|t| t.status == Status::Done)
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(done, [1, 6], "only the login bug changed");
 }
 
 #[tokio::test]
@@ -578,33 +591,74 @@ async fn hub_task_creation_with_yes() {
     let out = say(&fx, "h1", "create a task to review code by Friday").await;
     assert_eq!(out.agent.as_str(), "task");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll create a task 'review code' due Friday. Proceed?"
+    );
     assert_eq!(fx.tasks().len(), 8);
     let out = say(&fx, "h1", "yes").await;
     assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Created task #9 'Review code' (medium priority, due 2025-03-07).")
+    );
     let task = fx.task(9);
     assert_eq!((task.title.as_str(), task.due), ("Review code", Some(day(3, 7))));
+    assert_eq!((task.priority, task.status), (Priority::Medium, Status::Todo));
+    assert_eq!(fx.tasks().len(), 9);
 }
 
 #[tokio::test]
 async fn hub_what_should_i_work_on_and_create_a_task_for_it() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "What should I work on? And create a task for it").await;
-    // Tracking recommends the overdue login bug and hands to task with it as context.
+    // Tracking recommends the overdue login bug and hands to task with it as
+    // context; task offers a follow-up for it, not a task titled "it".
     assert_eq!(out.agent.as_str(), "task");
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.tool_executions[0].tool.as_str(), "recommend_task");
     let pending = out.pending_confirmation.as_ref().unwrap();
     assert_eq!(pending.tool.as_str(), "create_task");
-    assert!(pending.arguments["title"].as_str().unwrap().contains("Fix login bug"));
+    assert_eq!(pending.arguments, json!({"title": "Follow up on Fix login bug"}));
+    assert_eq!(
+        pending.message,
+        "I'll create a task 'Follow up on Fix login bug'. Proceed?"
+    );
     let session = fx.rt.session("h1").await.unwrap();
     assert!(
-        format!("{session:?}").contains("Fix login bug"),
+        format!("{session:?}").contains("recommended_task"),
         "the handoff's context is on the blackboard"
     );
-    // "Yes, high priority, due Friday" approves with those edits.
+    assert_eq!(fx.tasks().len(), 8);
+    // "Yes, high priority, due Friday": the changed call is shown back (seed
+    // 004: "shows confirmation, waits for confirmation, creates task").
     let out = say(&fx, "h1", "Yes, high priority, due Friday").await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(pending.arguments["priority"], "high");
+    assert!(
+        pending
+            .message
+            .starts_with("I'll create a task 'Follow up on Fix login bug' due "),
+        "{}",
+        pending.message
+    );
+    assert!(
+        pending.message.ends_with(", priority high. Proceed?"),
+        "{}",
+        pending.message
+    );
+    assert_eq!(fx.tasks().len(), 8, "nothing is created before the final yes");
+    let out = say(&fx, "h1", "yes").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Created task #9 'Follow up on Fix login bug' (high priority, due 2025-03-07).")
+    );
     let task = fx.task(9);
+    assert_eq!(task.title, "Follow up on Fix login bug");
     assert_eq!((task.priority, task.due), (Priority::High, Some(day(3, 7))));
+    assert_eq!(fx.tasks().len(), 9);
 }
 
 #[tokio::test]
@@ -615,10 +669,18 @@ async fn hub_a_question_to_qa_and_back() {
     assert!(out.reply.unwrap().starts_with("Say \"delete task 4\""));
     let out = say(&fx, "h1", "delete task 4").await;
     assert_eq!(out.agent.as_str(), "task");
-    assert_eq!(out.pending_confirmation.as_ref().unwrap().tool.as_str(), "delete_task");
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(pending.tool.as_str(), "delete_task");
+    assert_eq!(pending.message, "I'll delete #4 for good. Proceed?");
+    assert!(fx.store.task(4).unwrap().is_some());
     let out = say(&fx, "h1", "yes").await;
     assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Deleted task #4 'Update the onboarding guide'.")
+    );
     assert!(fx.store.task(4).unwrap().is_none());
+    assert_eq!(fx.tasks().len(), 7);
 }
 
 #[tokio::test]
@@ -627,6 +689,8 @@ async fn hub_small_talk_goes_to_general() {
     let out = say(&fx, "h1", "good morning!").await;
     assert_eq!(out.agent.as_str(), "general");
     assert!(out.reply.unwrap().starts_with("Hello!"));
+    assert_eq!(fx.tasks().len(), 8);
+    assert_eq!(fx.store.applied_count().unwrap(), 0, "small talk changes nothing");
 }
 
 #[tokio::test]
@@ -635,6 +699,26 @@ async fn hub_no_after_a_fuzzy_match_offers_the_next_candidates() {
     say(&fx, "h1", "mark the login bug as done").await;
     let out = say(&fx, "h1", "no").await;
     let reply = out.reply.unwrap();
-    assert!(reply.contains("Fix logout button alignment"), "{reply}");
+    assert!(
+        reply.starts_with("OK, I left it as it is. Other tasks that could be meant: #5 'Fix logout button alignment'"),
+        "{reply}"
+    );
+    assert!(
+        reply.ends_with("To mark one done, say complete and its number."),
+        "{reply}"
+    );
     assert_eq!(fx.task(1).status, Status::Todo);
+    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    // The person picks the next candidate by its number.
+    let out = say(&fx, "h1", "complete #5").await;
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().tool.as_str(),
+        "complete_task"
+    );
+    let out = say(&fx, "h1", "yes").await;
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Marked task #5 'Fix logout button alignment' as done.")
+    );
+    assert_eq!((fx.task(1).status, fx.task(5).status), (Status::Todo, Status::Done));
 }

@@ -85,6 +85,15 @@ impl<'a> RulesPlanner<'a> {
     /// The first route that matches `text`, with its placeholder values
     /// (the regex's named groups and `message`).
     fn matching(&self, text: &str) -> Option<(&CompiledRoute, Map<String, Value>)> {
+        self.matching_where(text, |_, _| true)
+    }
+
+    /// The first route that matches `text` and passes `accept`.
+    fn matching_where(
+        &self,
+        text: &str,
+        accept: impl Fn(&CompiledRoute, &Map<String, Value>) -> bool,
+    ) -> Option<(&CompiledRoute, Map<String, Value>)> {
         let lower = text.to_lowercase();
         for route in &self.rules.routes {
             if !route.keywords.is_empty() && !route.keywords.iter().any(|k| lower.contains(k.as_str())) {
@@ -102,14 +111,33 @@ impl<'a> RulesPlanner<'a> {
                 }
             }
             values.insert("message".to_string(), Value::String(text.to_string()));
-            return Some((route, values));
+            if accept(route, &values) {
+                return Some((route, values));
+            }
         }
         None
     }
 
+    /// Plans the first route that matches `text`. Placeholders are the
+    /// route's named groups, `{message}`, then what the blackboard knows (a
+    /// handoff's context, a tool's `provides`); a tool route whose arguments
+    /// name a value that none of them has is passed over, so a call never
+    /// carries a `{placeholder}` as its value.
     fn route(&self, view: &PlanView<'_>, text: &str) -> Plan {
-        if let Some((route, values)) = self.matching(text) {
-            let lookup = |name: &str| -> Option<String> { values.get(name).map(render_value) };
+        let known = |values: &Map<String, Value>, name: &str| -> Option<String> {
+            values
+                .get(name)
+                .or_else(|| view.blackboard.available.get(name).filter(|v| !v.is_null()))
+                .map(render_value)
+        };
+        let complete = |route: &CompiledRoute, values: &Map<String, Value>| match &route.action {
+            RouteAction::Tool { arguments, .. } => placeholders_in(&Value::Object(arguments.clone()))
+                .iter()
+                .all(|name| known(values, name).is_some()),
+            _ => true,
+        };
+        if let Some((route, values)) = self.matching_where(text, complete) {
+            let lookup = |name: &str| known(&values, name);
             return match &route.action {
                 RouteAction::Tool { tool, arguments } => Plan::CallTools {
                     text: String::new(),
