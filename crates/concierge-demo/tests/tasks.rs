@@ -722,3 +722,55 @@ async fn hub_no_after_a_fuzzy_match_offers_the_next_candidates() {
     );
     assert_eq!((fx.task(1).status, fx.task(5).status), (Status::Todo, Status::Done));
 }
+
+#[tokio::test]
+async fn hub_model_creates_a_task_after_a_plain_yes() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "create_task",
+            r#"{"title": "Review code", "due": "Friday", "priority": "high"}"#,
+        ))
+        .reply(ModelReply::text("Created 'Review code', due Friday."));
+    let fx = fixture(Some(model.clone())).await;
+    let out = say(&fx, "m1", "create a task to review code by Friday, high priority").await;
+    assert_eq!(out.agent.as_str(), "task", "the hub routed by the task agent's intents");
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll create a task 'Review code' due Friday, priority high. Proceed?"
+    );
+    assert_eq!(fx.tasks().len(), 8);
+    let out = say(&fx, "m1", "yes").await;
+    assert_eq!(out.reply.as_deref(), Some("Created 'Review code', due Friday."));
+    let task = fx.task(9);
+    assert_eq!(
+        (task.title.as_str(), task.due, task.priority),
+        ("Review code", Some(day(3, 7)), Priority::High)
+    );
+    assert_eq!(model.requests().len(), 2, "the routing needed no model call");
+}
+
+#[tokio::test]
+async fn hub_model_finds_the_login_bug_then_completes_it_after_yes() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("search_tasks", r#"{"query": "login bug"}"#))
+        .reply(ModelReply::tool_call(
+            "complete_task",
+            r##"{"task": "#1", "found": "'Fix login bug' (95% match)"}"##,
+        ))
+        .reply(ModelReply::text("Marked 'Fix login bug' as done."));
+    let fx = fixture(Some(model.clone())).await;
+    let out = say(&fx, "m1", "mark the login bug as done").await;
+    assert_eq!(out.agent.as_str(), "task");
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
+    assert_eq!(fx.task(1).status, Status::Todo);
+    let out = say(&fx, "m1", "yes").await;
+    assert_eq!(out.reply.as_deref(), Some("Marked 'Fix login bug' as done."));
+    assert_eq!(fx.task(1).status, Status::Done);
+    let done = fx.tasks().iter().filter(|t| t.status == Status::Done).count();
+    assert_eq!(done, 2, "the login bug and the offsite planned before");
+}
