@@ -83,8 +83,8 @@ fn placeholders(text: &str) -> Vec<&str> {
     let mut rest = text;
     while let Some(i) = rest.find('{') {
         let tail = &rest[i..];
-        if tail.starts_with("{{") {
-            rest = &tail[2..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            rest = after;
             continue;
         }
         match tail.find('}') {
