@@ -234,6 +234,10 @@ impl<'a> RulesPlanner<'a> {
         let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
             return Plan::Answer(summarize_results(view));
         };
+        // The person said no: not an error to report back to them.
+        if matches!(outcome, ToolOutcome::Error(e) if e.kind == ToolErrorKind::Declined) {
+            return Plan::Answer("OK, I did not do that.".to_string());
+        }
         // The answer of the route that calls this tool, else the rules' own.
         let route_answer = self.rules.routes.iter().find_map(|r| match &r.action {
             RouteAction::Tool { tool: t, .. } if t == tool => r.answer.as_deref(),

@@ -1366,6 +1366,7 @@ fn a_route_with_a_second_step_asks_about_the_found_task_and_answers_a_decline() 
                 .pattern(r"(?i)mark (?P<task>.+) as done")
                 .then(then),
         )
+        .route(Route::tool("complete_task", json!({"task": "#{id}"})).pattern(r"complete #(?P<id>\d+)"))
         .answer("{result.message}");
     let catalog = Catalog::builder()
         .tool(search)
@@ -1418,4 +1419,10 @@ fn a_route_with_a_second_step_asks_about_the_found_task_and_answers_a_decline() 
     let out = finished(&step);
     assert_eq!(out.reply.as_deref(), Some("Several tasks could match."));
     assert_eq!(out.status, RunStatus::Completed);
+
+    // A plain no to a one-step route: said as a decision, not an error.
+    let step = h.start("complete #5", PlannerMode::Rules);
+    assert!(parked(&step).pending_confirmation.is_some());
+    let step = h.say("no");
+    assert_eq!(finished(&step).reply.as_deref(), Some("OK, I did not do that."));
 }
