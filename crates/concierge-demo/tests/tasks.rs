@@ -667,6 +667,10 @@ async fn hub_a_question_to_qa_and_back() {
     let out = say(&fx, "h1", "how do I delete a task?").await;
     assert_eq!(out.agent.as_str(), "qa");
     assert!(out.reply.unwrap().starts_with("Say \"delete task 4\""));
+    // The answer finished qa's goal: the conversation is back at the hub.
+    let sessions = fx.rt.sessions().await.unwrap();
+    let h1 = sessions.iter().find(|s| s.id.as_str() == "h1").unwrap();
+    assert_eq!(h1.agent.as_str(), "hub");
     let out = say(&fx, "h1", "delete task 4").await;
     assert_eq!(out.agent.as_str(), "task");
     let pending = out.pending_confirmation.as_ref().unwrap();
