@@ -583,6 +583,11 @@ async fn hub_mark_the_login_bug_as_done_then_yes() {
         .map(|t| t.id)
         .collect();
     assert_eq!(done, [1, 6], "only the login bug changed");
+    // Done tasks are not offered for completion again.
+    let out = say(&fx, "h1", "mark the login bug as done").await;
+    assert!(out.pending_confirmation.is_none(), "{out:?}");
+    let reply = out.reply.unwrap();
+    assert!(reply.starts_with("No task matches 'the login bug'"), "{reply}");
 }
 
 #[tokio::test]

@@ -546,6 +546,9 @@ task_tool!(
 pub struct SearchTasksArgs {
     /// Words from the task's title ("login bug").
     pub query: String,
+    /// Only tasks not done yet (to find one to complete).
+    #[serde(default)]
+    pub open: bool,
 }
 
 task_tool!(
@@ -555,7 +558,10 @@ task_tool!(
     SearchTasks, "search_tasks", SearchTasksArgs, read_only(),
     |store, args, cx| {
         let today = store.today();
-        let tasks = store.tasks().map_err(failed)?;
+        let mut tasks = store.tasks().map_err(failed)?;
+        if args.open {
+            tasks.retain(|t| t.status != Status::Done);
+        }
         let ranked = fuzzy::rank(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())));
         let best: Vec<&Scored> = ranked.iter().filter(|s| s.score >= Thresholds::default().low).take(5).collect();
         let mut chosen = Value::Null;
