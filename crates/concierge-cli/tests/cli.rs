@@ -735,3 +735,72 @@ fn a_parked_call_is_answered_with_a_plain_yes_from_the_command_line() {
     assert!(stdout(&out).contains("5 + 3 = 8"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("2 + 2 = 4"), "{}", stdout(&out));
 }
+
+#[test]
+fn calculator_is_found_by_the_hub_without_an_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    two_file_agents(dir.path());
+    for (question, answer) in [
+        ("calculate 5 + 3", "5 + 3 = 8"),
+        ("what is 17 plus 25?", "17 + 25 = 42"),
+        ("square root of 16", "sqrt(16) = 4"),
+        ("divide 10 by 4", "10 / 4 = 2.5"),
+        ("6 times 7", "6 * 7 = 42"),
+    ] {
+        let session = format!("calc-{question}");
+        let out = concierge(dir.path(), &["run", "--session", &session, "--json", question]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["agent"], "calculator", "{question}: {json}");
+        assert_eq!(json["reply"], answer, "{question}: {json}");
+    }
+    // The other agents keep their messages.
+    let out = concierge(dir.path(), &["run", "--session", "t", "book a flight on 2026-11-27"]);
+    assert_eq!(stdout(&out).trim(), "Travel here: book a flight on 2026-11-27");
+}
+
+/// A copy of `examples/tasks/` (its database files land in the copy).
+fn tasks_example(dir: &Path) {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
+    std::fs::create_dir(dir.join("agents")).unwrap();
+    for file in ["concierge.toml", "knowledge.md"] {
+        std::fs::copy(example.join(file), dir.join(file)).unwrap();
+    }
+    for entry in std::fs::read_dir(example.join("agents")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.join("agents").join(path.file_name().unwrap())).unwrap();
+    }
+}
+
+#[test]
+fn the_tasks_example_through_the_hub_as_the_readme_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    tasks_example(dir.path());
+    let run = |args: &[&str]| {
+        let out = concierge(dir.path(), args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let text = run(&["run", "--session", "s1", "create a task to fix the printer"]);
+    assert!(
+        text.contains("I'll create a task 'fix the printer'. Proceed?"),
+        "{text}"
+    );
+    assert!(!text.contains('{'), "no raw JSON: {text}");
+    let text = run(&["run", "--session", "s1", "yes"]);
+    assert_eq!(text.trim(), "Created task #9 'Fix the printer' (medium priority).");
+
+    let text = run(&["run", "--session", "s1", "mark the login bug as done"]);
+    assert!(text.contains("'Fix login bug' ("), "the match and its score: {text}");
+    let text = run(&["run", "--session", "s1", "yes"]);
+    assert!(text.starts_with("Marked task #1 'Fix login bug' ("), "{text}");
+
+    let text = run(&["run", "--session", "s2", "good morning!"]);
+    assert!(text.starts_with("Hello!"), "{text}");
+    let text = run(&["run", "--session", "s3", "calculate 5 + 3"]);
+    assert_eq!(text.trim(), "5 + 3 = 8");
+    assert!(
+        dir.path().join("tasks.db").exists(),
+        "the tasks live next to the engine's database"
+    );
+}

@@ -336,9 +336,53 @@ pub struct Route {
     /// The answer after this route's tool succeeded (the rules' `answer` otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
+    /// A second call after this route's tool succeeded (seed 004: find the
+    /// task, then change it), for tool routes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then: Option<Then>,
     /// What to do.
     #[serde(flatten)]
     pub action: RouteAction,
+}
+
+/// The second step of a tool route: a call whose arguments come from the
+/// first call's result (`{result.field}`), the route's named groups and
+/// `{message}`. It is made only when every placeholder in its arguments has
+/// a value (a search that found no single match answers with its own
+/// result instead), so a change that needs approval is shown to the person
+/// already naming what the first call found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Then {
+    /// The tool to call.
+    pub tool: ToolId,
+    /// Its arguments (string values may contain placeholders).
+    #[serde(default)]
+    pub arguments: Map<String, Value>,
+    /// The answer when the person declines the second call, over the first
+    /// call's result (e.g. "OK, I left it. Other matches: {result.others}").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<String>,
+}
+
+impl Then {
+    /// A second call to `tool` with `arguments` (a JSON object; strings may hold placeholders).
+    pub fn new(tool: impl Into<ToolId>, arguments: Value) -> Self {
+        Self {
+            tool: tool.into(),
+            arguments: match arguments {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            },
+            declined: None,
+        }
+    }
+
+    /// Sets the answer when the person declines the second call.
+    pub fn declined(mut self, template: impl Into<String>) -> Self {
+        self.declined = Some(template.into());
+        self
+    }
 }
 
 impl Route {
@@ -352,6 +396,7 @@ impl Route {
             keywords: Vec::new(),
             pattern: None,
             answer: None,
+            then: None,
             action: RouteAction::Tool {
                 tool: tool.into(),
                 arguments,
@@ -365,6 +410,7 @@ impl Route {
             keywords: Vec::new(),
             pattern: None,
             answer: None,
+            then: None,
             action: RouteAction::Handoff {
                 handoff: agent.into(),
                 context: Map::new(),
@@ -378,6 +424,7 @@ impl Route {
             keywords: Vec::new(),
             pattern: None,
             answer: None,
+            then: None,
             action: RouteAction::Reply { reply: text.into() },
         }
     }
@@ -393,6 +440,12 @@ impl Route {
     /// Sets the pattern.
     pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());
+        self
+    }
+
+    /// Sets the second call made after this route's tool succeeded.
+    pub fn then(mut self, then: Then) -> Self {
+        self.then = Some(then);
         self
     }
 

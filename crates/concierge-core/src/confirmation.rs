@@ -52,8 +52,60 @@ pub fn confirmation_message(spec: &ToolSpec, arguments: &Value) -> String {
 }
 
 /// Fills `{argument}` placeholders from `arguments` (`{{` and `}}` are
-/// literal braces; a missing argument reads "not set").
+/// literal braces; a missing argument reads "not set"). A part in square
+/// brackets holding placeholders is optional: `[ due {due}]` shows
+/// " due Friday" when `due` is given and nothing when it is not (brackets
+/// around text without placeholders stay as written).
 pub fn fill_template(template: &str, arguments: &Value) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('[') {
+        let Some(close) = rest[open..].find(']').map(|c| open + c) else {
+            break;
+        };
+        let inner = &rest[open + 1..close];
+        let names = placeholders(inner);
+        out.push_str(&fill_placeholders(&rest[..open], arguments));
+        if names.is_empty() {
+            out.push_str(&fill_placeholders(&rest[open..=close], arguments));
+        } else if names.iter().all(|name| lookup(arguments, name).is_some()) {
+            out.push_str(&fill_placeholders(inner, arguments));
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(&fill_placeholders(rest, arguments));
+    out
+}
+
+/// The placeholder names in `text` (`{{` escapes left out).
+fn placeholders(text: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(i) = rest.find('{') {
+        let tail = &rest[i..];
+        if let Some(after) = tail.strip_prefix("{{") {
+            rest = after;
+            continue;
+        }
+        match tail.find('}') {
+            Some(end) => {
+                let name = tail[1..end].trim();
+                if is_placeholder(name) {
+                    names.push(name);
+                }
+                rest = &tail[end + 1..];
+            }
+            None => break,
+        }
+    }
+    names
+}
+
+fn is_placeholder(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+}
+
+fn fill_placeholders(template: &str, arguments: &Value) -> String {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(i) = rest.find(['{', '}']) {
@@ -67,7 +119,7 @@ pub fn fill_template(template: &str, arguments: &Value) -> String {
         if tail.starts_with('{') {
             if let Some(end) = tail.find('}') {
                 let name = tail[1..end].trim();
-                if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.') {
+                if is_placeholder(name) {
                     out.push_str(&lookup(arguments, name).map_or_else(|| "not set".to_string(), readable));
                     rest = &tail[end + 1..];
                     continue;
@@ -628,6 +680,11 @@ mod tests {
         assert_eq!(
             fill_template("{title} {{literal}} {missing} {not a name}", &args),
             "Fix login bug {literal} not set {not a name}"
+        );
+        let optional = "I'll create '{title}'[ due {due}][, assigned to {assignee}] [sic]. Proceed?";
+        assert_eq!(
+            fill_template(optional, &args),
+            "I'll create 'Fix login bug' due Friday [sic]. Proceed?"
         );
     }
 

@@ -75,7 +75,7 @@ mod session;
 mod time;
 mod tool;
 
-pub use agent::{AgentSpec, ExampleTurn, Intents, Route, RouteAction, Rules};
+pub use agent::{AgentSpec, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};

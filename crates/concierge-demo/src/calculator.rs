@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use concierge::{AgentSpec, Route, Rules, Toolset, tool};
+use concierge::{AgentSpec, Intents, Route, Rules, Toolset, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -186,6 +186,32 @@ fn unary_route(operation: &str, words: &str) -> Route {
         .pattern(format!(r"(?i)\b(?:{words})\s*(?:of\s*)?\(?\s*{a}{END}"))
 }
 
+/// How the hub recognises arithmetic: the operation words, a sum written
+/// out (`5 + 3`, `10 / 4`), and "what is N ...".
+pub fn intents() -> Intents {
+    Intents::new()
+        .keywords([
+            "calculate",
+            "compute",
+            "plus",
+            "minus",
+            "times",
+            "multiply",
+            "divide",
+            "divided by",
+            "square root",
+            "sqrt",
+            "absolute value",
+        ])
+        // A minus or an x needs spaces around it, so dates (2026-11-27) and
+        // sizes (3x4) are not sums.
+        .pattern(r"(?i)\d(?:\s*(?:[+*/×÷−]|plus|minus|times|divided\s+by|multiplied\s+by|over)\s*|\s+[-x]\s+)-?\d")
+        .pattern(r"(?i)^\s*what(?:\x27s|\s+is)\s+(?:the\s+)?(?:-?\d|square\s+root|sqrt|absolute)")
+        .example("calculate 5 + 3")
+        .example("what is 17 plus 25?")
+        .example("square root of 16")
+}
+
 /// The calculator agent: seed 001's example. With a model it plans with the
 /// model; without one, its rules map text such as `calculate 5 + 3` to the tool.
 pub fn agent() -> AgentSpec {
@@ -217,6 +243,7 @@ pub fn agent() -> AgentSpec {
         .starter_prompt("Hi! I can do arithmetic for you. Try: calculate 5 + 3")
         .example("what is 17 plus 25?", "17 + 25 = 42")
         .tool("calculator")
+        .intents(intents())
         .rules(rules)
         .temperature(0.0)
 }

@@ -70,16 +70,20 @@ impl Fixture {
 async fn fixture(model: Option<ScriptedModel>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::load(&example().join("concierge.toml"), true).unwrap();
-    let agents_dir = config.agents_dir.expect("the example names its agents directory");
+    let agents_dir = config
+        .agents_dir
+        .clone()
+        .expect("the example names its agents directory");
     let agents = load_agents(&agents_dir).unwrap().agents;
     let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
     assert_eq!(ids, ["general", "qa", "task", "tracking"]);
     let store = TaskStore::open(dir.path().join("tasks.db")).at(now());
     let knowledge = Knowledge::open(example().join("knowledge.md"));
-    let mut builder = Runtime::builder()
+    let builder = Runtime::builder()
         .sqlite(dir.path().join("concierge.db"))
         .toolset(toolset_with(store.clone(), knowledge))
         .agents(agents);
+    let mut builder = config.apply_hub(builder);
     if let Some(model) = model {
         builder = builder.model(model);
     }
@@ -131,7 +135,7 @@ async fn rules_a_declined_creation_creates_nothing() {
     let out = fx.run("task", "s1", "add a task to water the plants").await;
     let pending = out.pending_confirmation.clone().unwrap();
     let declined = fx.rt.answer(&pending, "s1", false).await.unwrap();
-    assert!(declined.reply.unwrap().starts_with("I could not do that"));
+    assert_eq!(declined.reply.as_deref(), Some("OK, I did not do that."));
     assert_eq!(fx.tasks().len(), 8);
 }
 
@@ -140,9 +144,18 @@ async fn rules_mark_the_login_bug_as_done_by_fuzzy_match() {
     let fx = fixture(None).await;
     let out = fx.run("task", "s1", "mark the login bug as done").await;
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    // The search ran first (it changes nothing); the change names its match.
+    assert_eq!(out.tool_executions[0].tool.as_str(), "search_tasks");
     let pending = out.pending_confirmation.as_ref().unwrap();
     assert_eq!(pending.tool.as_str(), "complete_task");
-    assert_eq!(pending.arguments, json!({"task": "the login bug"}));
+    assert_eq!(
+        pending.arguments,
+        json!({"task": "#1", "found": "'Fix login bug' (95% match)"})
+    );
+    assert_eq!(
+        pending.message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
     assert_eq!(fx.task(1).status, Status::Todo);
 
     let done = fx.approve("s1", &out).await;
@@ -159,28 +172,24 @@ async fn rules_mark_the_login_bug_as_done_by_fuzzy_match() {
 async fn rules_an_ambiguous_title_changes_nothing_and_lists_the_candidates() {
     let fx = fixture(None).await;
     let out = fx.run("task", "s1", "complete the fix").await;
-    let answered = fx.approve("s1", &out).await;
-    let reply = answered.reply.unwrap();
-    assert!(reply.starts_with("More than one task could be 'the fix'"), "{reply}");
+    assert_eq!(out.status, RunStatus::Completed, "nothing to approve: {out:?}");
+    assert!(out.pending_confirmation.is_none());
+    let reply = out.reply.unwrap();
+    assert!(reply.starts_with("Several tasks could match"), "{reply}");
     assert!(
         reply.contains("#1 'Fix login bug'") && reply.contains("#5 'Fix logout button alignment'"),
         "{reply}"
     );
-    let result = match &answered.tool_executions[0].outcome {
-        ToolOutcome::Ok(v) => v.clone(),
-        other => panic!("{other:?}"),
-    };
-    assert_eq!(result["outcome"], "choose");
-    assert_eq!(result["candidates"].as_array().unwrap().len(), 2);
+    assert!(reply.ends_with("Say it with its number."), "{reply}");
     assert!(fx.tasks().iter().all(|t| t.status != Status::Done || t.id == 6));
-    assert_eq!(
-        fx.store.applied_count().unwrap(),
-        0,
-        "a refusal is not recorded as applied"
-    );
+    assert_eq!(fx.store.applied_count().unwrap(), 0);
 
     // The person picks one by its number.
     let out = fx.run("task", "s1", "complete #5").await;
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll mark #5 as done. Proceed?"
+    );
     let done = fx.approve("s1", &out).await;
     assert_eq!(
         done.reply.as_deref(),
@@ -193,10 +202,10 @@ async fn rules_an_ambiguous_title_changes_nothing_and_lists_the_candidates() {
 async fn rules_an_unknown_title_suggests_the_closest() {
     let fx = fixture(None).await;
     let out = fx.run("task", "s1", "complete the printer toner order").await;
-    let answered = fx.approve("s1", &out).await;
-    let reply = answered.reply.unwrap();
+    assert!(out.pending_confirmation.is_none(), "{out:?}");
+    let reply = out.reply.unwrap();
     assert!(
-        reply.starts_with("I found no task matching 'the printer toner order'"),
+        reply.starts_with("No task matches 'the printer toner order'. The closest: #3"),
         "{reply}"
     );
     assert_eq!(fx.store.applied_count().unwrap(), 0);
@@ -538,100 +547,239 @@ async fn model_qa_answers_from_the_knowledge_file() {
     assert!(result["message"].as_str().unwrap().contains("cannot be undone"));
 }
 
-// ------------------------------------------------------------------ after the hub lands
+// ------------------------------------------------------------------ through the hub
 //
-// These need issue 11's hub (a session that names no agent, intent routing,
-// handoffs with context) and plain "yes"/"no" answers to a pending
-// confirmation. They use today's API (`Runtime::send` on a session with no
-// agent named, answers as plain messages) and state the exact behaviour.
+// Sessions that name no agent: the hub routes by the agents' intents, the
+// person answers confirmations with plain words, agents hand over with context.
 
 async fn say(fx: &Fixture, session: &str, text: &str) -> RunOutput {
     fx.rt.send(text, RunOptions::new().session_id(session)).await.unwrap()
 }
 
 #[tokio::test]
-#[ignore = "needs the hub (issue 11 part 1) and plain yes answers (part 4)"]
 async fn hub_mark_the_login_bug_as_done_then_yes() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "mark the login bug as done").await;
     assert_eq!(out.agent.as_str(), "task");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    // The question names the match and its score before the person approves.
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(
+        pending.message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
+    assert_eq!(fx.task(1).status, Status::Todo);
     let out = say(&fx, "h1", "yes").await;
+    assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(
         out.reply.as_deref(),
         Some("Marked task #1 'Fix login bug' (95% match) as done.")
     );
     assert_eq!(fx.task(1).status, Status::Done);
+    let done: Vec<i64> = fx
+        .tasks()
+        .iter()
+        .filter(|t| t.status == Status::Done)
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(done, [1, 6], "only the login bug changed");
+    // Done tasks are not offered for completion again.
+    let out = say(&fx, "h1", "mark the login bug as done").await;
+    assert!(out.pending_confirmation.is_none(), "{out:?}");
+    let reply = out.reply.unwrap();
+    assert!(reply.starts_with("No task matches 'the login bug'"), "{reply}");
 }
 
 #[tokio::test]
-#[ignore = "needs the hub (issue 11 part 1) and plain yes answers (part 4)"]
 async fn hub_task_creation_with_yes() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "create a task to review code by Friday").await;
     assert_eq!(out.agent.as_str(), "task");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll create a task 'review code' due Friday. Proceed?"
+    );
     assert_eq!(fx.tasks().len(), 8);
     let out = say(&fx, "h1", "yes").await;
     assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Created task #9 'Review code' (medium priority, due 2025-03-07).")
+    );
     let task = fx.task(9);
     assert_eq!((task.title.as_str(), task.due), ("Review code", Some(day(3, 7))));
+    assert_eq!((task.priority, task.status), (Priority::Medium, Status::Todo));
+    assert_eq!(fx.tasks().len(), 9);
 }
 
 #[tokio::test]
-#[ignore = "needs the hub (issue 11 part 1), handoffs with context (part 2) and edited approvals (part 4)"]
 async fn hub_what_should_i_work_on_and_create_a_task_for_it() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "What should I work on? And create a task for it").await;
-    // Tracking recommends the overdue login bug and hands to task with it as context.
+    // Tracking recommends the overdue login bug and hands to task with it as
+    // context; task offers a follow-up for it, not a task titled "it".
     assert_eq!(out.agent.as_str(), "task");
-    assert_eq!(out.status, RunStatus::AwaitingConfirmation);
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(out.tool_executions[0].tool.as_str(), "recommend_task");
     let pending = out.pending_confirmation.as_ref().unwrap();
     assert_eq!(pending.tool.as_str(), "create_task");
-    assert!(pending.arguments["title"].as_str().unwrap().contains("Fix login bug"));
+    assert_eq!(pending.arguments, json!({"title": "Follow up on Fix login bug"}));
+    assert_eq!(
+        pending.message,
+        "I'll create a task 'Follow up on Fix login bug'. Proceed?"
+    );
     let session = fx.rt.session("h1").await.unwrap();
     assert!(
-        format!("{session:?}").contains("Fix login bug"),
+        format!("{session:?}").contains("recommended_task"),
         "the handoff's context is on the blackboard"
     );
-    // "Yes, high priority, due Friday" approves with those edits.
+    assert_eq!(fx.tasks().len(), 8);
+    // "Yes, high priority, due Friday": the changed call is shown back (seed
+    // 004: "shows confirmation, waits for confirmation, creates task").
     let out = say(&fx, "h1", "Yes, high priority, due Friday").await;
-    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(pending.arguments["priority"], "high");
+    assert!(
+        pending
+            .message
+            .starts_with("I'll create a task 'Follow up on Fix login bug' due "),
+        "{}",
+        pending.message
+    );
+    assert!(
+        pending.message.ends_with(", priority high. Proceed?"),
+        "{}",
+        pending.message
+    );
+    assert_eq!(fx.tasks().len(), 8, "nothing is created before the final yes");
+    let out = say(&fx, "h1", "yes").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Created task #9 'Follow up on Fix login bug' (high priority, due 2025-03-07).")
+    );
     let task = fx.task(9);
+    assert_eq!(task.title, "Follow up on Fix login bug");
     assert_eq!((task.priority, task.due), (Priority::High, Some(day(3, 7))));
+    assert_eq!(fx.tasks().len(), 9);
 }
 
 #[tokio::test]
-#[ignore = "needs the hub (issue 11 part 1)"]
 async fn hub_a_question_to_qa_and_back() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "how do I delete a task?").await;
     assert_eq!(out.agent.as_str(), "qa");
     assert!(out.reply.unwrap().starts_with("Say \"delete task 4\""));
+    // The answer finished qa's goal: the conversation is back at the hub.
+    let sessions = fx.rt.sessions().await.unwrap();
+    let h1 = sessions.iter().find(|s| s.id.as_str() == "h1").unwrap();
+    assert_eq!(h1.agent.as_str(), "hub");
     let out = say(&fx, "h1", "delete task 4").await;
     assert_eq!(out.agent.as_str(), "task");
-    assert_eq!(out.pending_confirmation.as_ref().unwrap().tool.as_str(), "delete_task");
+    let pending = out.pending_confirmation.as_ref().unwrap();
+    assert_eq!(pending.tool.as_str(), "delete_task");
+    assert_eq!(pending.message, "I'll delete #4 for good. Proceed?");
+    assert!(fx.store.task(4).unwrap().is_some());
     let out = say(&fx, "h1", "yes").await;
     assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Deleted task #4 'Update the onboarding guide'.")
+    );
     assert!(fx.store.task(4).unwrap().is_none());
+    assert_eq!(fx.tasks().len(), 7);
 }
 
 #[tokio::test]
-#[ignore = "needs the hub's fallback agent (issue 11 part 1)"]
 async fn hub_small_talk_goes_to_general() {
     let fx = fixture(None).await;
     let out = say(&fx, "h1", "good morning!").await;
     assert_eq!(out.agent.as_str(), "general");
     assert!(out.reply.unwrap().starts_with("Hello!"));
+    assert_eq!(fx.tasks().len(), 8);
+    assert_eq!(fx.store.applied_count().unwrap(), 0, "small talk changes nothing");
 }
 
 #[tokio::test]
-#[ignore = "needs plain no answers offering the next fuzzy candidates (issue 11 part 4)"]
 async fn hub_no_after_a_fuzzy_match_offers_the_next_candidates() {
     let fx = fixture(None).await;
     say(&fx, "h1", "mark the login bug as done").await;
     let out = say(&fx, "h1", "no").await;
     let reply = out.reply.unwrap();
-    assert!(reply.contains("Fix logout button alignment"), "{reply}");
+    assert!(
+        reply.starts_with("OK, I left it as it is. Other tasks that could be meant: #5 'Fix logout button alignment'"),
+        "{reply}"
+    );
+    assert!(
+        reply.ends_with("To mark one done, say complete and its number."),
+        "{reply}"
+    );
     assert_eq!(fx.task(1).status, Status::Todo);
+    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    // The person picks the next candidate by its number.
+    let out = say(&fx, "h1", "complete #5").await;
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().tool.as_str(),
+        "complete_task"
+    );
+    let out = say(&fx, "h1", "yes").await;
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Marked task #5 'Fix logout button alignment' as done.")
+    );
+    assert_eq!((fx.task(1).status, fx.task(5).status), (Status::Todo, Status::Done));
+}
+
+#[tokio::test]
+async fn hub_model_creates_a_task_after_a_plain_yes() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "create_task",
+            r#"{"title": "Review code", "due": "Friday", "priority": "high"}"#,
+        ))
+        .reply(ModelReply::text("Created 'Review code', due Friday."));
+    let fx = fixture(Some(model.clone())).await;
+    let out = say(&fx, "m1", "create a task to review code by Friday, high priority").await;
+    assert_eq!(out.agent.as_str(), "task", "the hub routed by the task agent's intents");
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll create a task 'Review code' due Friday, priority high. Proceed?"
+    );
+    assert_eq!(fx.tasks().len(), 8);
+    let out = say(&fx, "m1", "yes").await;
+    assert_eq!(out.reply.as_deref(), Some("Created 'Review code', due Friday."));
+    let task = fx.task(9);
+    assert_eq!(
+        (task.title.as_str(), task.due, task.priority),
+        ("Review code", Some(day(3, 7)), Priority::High)
+    );
+    assert_eq!(model.requests().len(), 2, "the routing needed no model call");
+}
+
+#[tokio::test]
+async fn hub_model_finds_the_login_bug_then_completes_it_after_yes() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("search_tasks", r#"{"query": "login bug"}"#))
+        .reply(ModelReply::tool_call(
+            "complete_task",
+            r##"{"task": "#1", "found": "'Fix login bug' (95% match)"}"##,
+        ))
+        .reply(ModelReply::text("Marked 'Fix login bug' as done."));
+    let fx = fixture(Some(model.clone())).await;
+    let out = say(&fx, "m1", "mark the login bug as done").await;
+    assert_eq!(out.agent.as_str(), "task");
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert_eq!(
+        out.pending_confirmation.as_ref().unwrap().message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
+    assert_eq!(fx.task(1).status, Status::Todo);
+    let out = say(&fx, "m1", "yes").await;
+    assert_eq!(out.reply.as_deref(), Some("Marked 'Fix login bug' as done."));
+    assert_eq!(fx.task(1).status, Status::Done);
+    let done = fx.tasks().iter().filter(|t| t.status == Status::Done).count();
+    assert_eq!(done, 2, "the login bug and the offsite planned before");
 }

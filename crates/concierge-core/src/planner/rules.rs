@@ -4,12 +4,12 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::{Plan, PlanView, PlannedCall, Planner};
-use crate::agent::{RouteAction, Rules};
+use crate::agent::{RouteAction, Rules, Then};
 use crate::handoff::{HANDOFF_PREFIX, handoff_tool_name};
 use crate::message::Message;
 use crate::model::ModelReply;
 use crate::policy::Cap;
-use crate::tool::ToolOutcome;
+use crate::tool::{ToolErrorKind, ToolOutcome};
 
 /// Rules with their patterns compiled (done once, when the catalog is built).
 #[derive(Clone, Debug)]
@@ -25,6 +25,7 @@ struct CompiledRoute {
     keywords: Vec<String>,
     pattern: Option<Regex>,
     answer: Option<String>,
+    then: Option<Then>,
     action: RouteAction,
 }
 
@@ -44,6 +45,7 @@ impl CompiledRules {
                 keywords: route.keywords.iter().map(|k| k.to_lowercase()).collect(),
                 pattern,
                 answer: route.answer.clone(),
+                then: route.then.clone(),
                 action: route.action.clone(),
             });
         }
@@ -80,28 +82,62 @@ impl<'a> RulesPlanner<'a> {
         Self { rules }
     }
 
-    fn route(&self, view: &PlanView<'_>, text: &str) -> Plan {
+    /// The first route that matches `text`, with its placeholder values
+    /// (the regex's named groups and `message`).
+    fn matching(&self, text: &str) -> Option<(&CompiledRoute, Map<String, Value>)> {
+        self.matching_where(text, |_, _| true)
+    }
+
+    /// The first route that matches `text` and passes `accept`.
+    fn matching_where(
+        &self,
+        text: &str,
+        accept: impl Fn(&CompiledRoute, &Map<String, Value>) -> bool,
+    ) -> Option<(&CompiledRoute, Map<String, Value>)> {
         let lower = text.to_lowercase();
         for route in &self.rules.routes {
             if !route.keywords.is_empty() && !route.keywords.iter().any(|k| lower.contains(k.as_str())) {
                 continue;
             }
-            let captures = match &route.pattern {
-                Some(re) => match re.captures(text) {
-                    Some(c) => Some(c),
-                    None => continue,
-                },
-                None => None,
-            };
-            let lookup = |name: &str| -> Option<String> {
-                if name == "message" {
-                    return Some(text.to_string());
+            let mut values = Map::new();
+            if let Some(re) = &route.pattern {
+                let Some(captures) = re.captures(text) else {
+                    continue;
+                };
+                for name in re.capture_names().flatten() {
+                    if let Some(m) = captures.name(name) {
+                        values.insert(name.to_string(), Value::String(m.as_str().to_string()));
+                    }
                 }
-                captures
-                    .as_ref()
-                    .and_then(|c| c.name(name))
-                    .map(|m| m.as_str().to_string())
-            };
+            }
+            values.insert("message".to_string(), Value::String(text.to_string()));
+            if accept(route, &values) {
+                return Some((route, values));
+            }
+        }
+        None
+    }
+
+    /// Plans the first route that matches `text`. Placeholders are the
+    /// route's named groups, `{message}`, then what the blackboard knows (a
+    /// handoff's context, a tool's `provides`); a tool route whose arguments
+    /// name a value that none of them has is passed over, so a call never
+    /// carries a `{placeholder}` as its value.
+    fn route(&self, view: &PlanView<'_>, text: &str) -> Plan {
+        let known = |values: &Map<String, Value>, name: &str| -> Option<String> {
+            values
+                .get(name)
+                .or_else(|| view.blackboard.available.get(name).filter(|v| !v.is_null()))
+                .map(render_value)
+        };
+        let complete = |route: &CompiledRoute, values: &Map<String, Value>| match &route.action {
+            RouteAction::Tool { arguments, .. } => placeholders_in(&Value::Object(arguments.clone()))
+                .iter()
+                .all(|name| known(values, name).is_some()),
+            _ => true,
+        };
+        if let Some((route, values)) = self.matching_where(text, complete) {
+            let lookup = |name: &str| known(&values, name);
             return match &route.action {
                 RouteAction::Tool { tool, arguments } => Plan::CallTools {
                     text: String::new(),
@@ -137,10 +173,71 @@ impl<'a> RulesPlanner<'a> {
         Plan::Clarify(fallback)
     }
 
+    /// The matching route's second step, when its first call succeeded:
+    /// the second call (first result only, every placeholder filled), or
+    /// the `declined` answer when the person declined it.
+    fn then_step(&self, results: &[&Message], text: &str) -> Option<Plan> {
+        let (route, values) = self.matching(text)?;
+        let then = route.then.as_ref()?;
+        let RouteAction::Tool { tool: first_tool, .. } = &route.action else {
+            return None;
+        };
+        let Some(Message::Tool {
+            tool,
+            outcome: ToolOutcome::Ok(first),
+            ..
+        }) = results.first()
+        else {
+            return None;
+        };
+        if tool != first_tool {
+            return None;
+        }
+        let lookup = |name: &str| -> Option<String> {
+            match name.strip_prefix("result.") {
+                Some(path) => field(first, path).map(render_value),
+                None if name == "result" => Some(render_value(first)),
+                None => values.get(name).map(render_value),
+            }
+        };
+        match results {
+            [_] => {
+                let arguments = Value::Object(then.arguments.clone());
+                let all_known = placeholders_in(&arguments).iter().all(|name| lookup(name).is_some());
+                all_known.then(|| Plan::CallTools {
+                    text: String::new(),
+                    calls: vec![PlannedCall {
+                        name: then.tool.to_string(),
+                        arguments: substitute(&arguments, &lookup),
+                    }],
+                })
+            }
+            [
+                _,
+                ..,
+                Message::Tool {
+                    tool,
+                    outcome: ToolOutcome::Error(e),
+                    ..
+                },
+            ] if tool == &then.tool && e.kind == ToolErrorKind::Declined => {
+                then.declined.as_deref().map(|t| Plan::Answer(render(t, &lookup)))
+            }
+            _ => None,
+        }
+    }
+
     fn answer(&self, view: &PlanView<'_>, results: &[&Message], text: &str) -> Plan {
+        if let Some(plan) = self.then_step(results, text) {
+            return plan;
+        }
         let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
             return Plan::Answer(summarize_results(view));
         };
+        // The person said no: not an error to report back to them.
+        if matches!(outcome, ToolOutcome::Error(e) if e.kind == ToolErrorKind::Declined) {
+            return Plan::Answer("OK, I did not do that.".to_string());
+        }
         // The answer of the route that calls this tool, else the rules' own.
         let route_answer = self.rules.routes.iter().find_map(|r| match &r.action {
             RouteAction::Tool { tool: t, .. } if t == tool => r.answer.as_deref(),
@@ -159,14 +256,7 @@ impl<'a> RulesPlanner<'a> {
                 ("message", _) => Some(text.to_string()),
                 ("error", ToolOutcome::Error(e)) => Some(e.message.clone()),
                 ("result", ToolOutcome::Ok(v)) => Some(render_value(v)),
-                (path, ToolOutcome::Ok(v)) => {
-                    let field = path.strip_prefix("result.")?;
-                    let mut cur = v;
-                    for part in field.split('.') {
-                        cur = cur.get(part)?;
-                    }
-                    Some(render_value(cur))
-                }
+                (path, ToolOutcome::Ok(v)) => field(v, path.strip_prefix("result.")?).map(render_value),
                 _ => None,
             }
         };
@@ -268,6 +358,41 @@ pub fn render(template: &str, lookup: &dyn Fn(&str) -> Option<String>) -> String
     }
     out.push_str(rest);
     out
+}
+
+/// The value at a dotted `path` in `value` (`match.id`; array items by
+/// index, `candidates.0.title`); null counts as missing.
+fn field<'v>(value: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.')
+        .try_fold(value, |cur, part| match cur {
+            Value::Array(items) => part.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => cur.get(part),
+        })
+        .filter(|v| !v.is_null())
+}
+
+/// The placeholder names in the string values of `value`.
+fn placeholders_in(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(s) => {
+            let mut names = Vec::new();
+            let mut rest = s.as_str();
+            while let Some(open) = rest.find('{') {
+                let after = &rest[open + 1..];
+                match after.find('}') {
+                    Some(close) if is_placeholder(&after[..close]) => {
+                        names.push(after[..close].to_string());
+                        rest = &after[close + 1..];
+                    }
+                    _ => rest = after,
+                }
+            }
+            names
+        }
+        Value::Array(items) => items.iter().flat_map(placeholders_in).collect(),
+        Value::Object(map) => map.values().flat_map(placeholders_in).collect(),
+        _ => Vec::new(),
+    }
 }
 
 fn is_placeholder(name: &str) -> bool {

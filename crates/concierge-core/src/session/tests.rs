@@ -1336,3 +1336,93 @@ fn required_values_reach_tools_from_the_blackboard_so_rules_chain_tools() {
     };
     assert_eq!(user, &None, "the second run did not say who asked");
 }
+
+#[test]
+fn a_route_with_a_second_step_asks_about_the_found_task_and_answers_a_decline() {
+    let confirm = ToolAnnotations {
+        requires_confirmation: true,
+        ..ToolAnnotations::default()
+    };
+    let search = ToolSpec::new(
+        "search_tasks",
+        "Finds tasks.",
+        json!({"type": "object", "properties": {"query": {"type": "string"}}}),
+    );
+    let complete = ToolSpec::new(
+        "complete_task",
+        "Marks a task done.",
+        json!({"type": "object", "properties": {"task": {"type": "string"}, "found": {"type": "string"}}}),
+    )
+    .annotations(confirm)
+    .confirm("I'll mark {task}[, {found},] as done. Proceed?");
+    let then = crate::Then::new(
+        "complete_task",
+        json!({"task": "#{result.match.id}", "found": "{result.match.label}"}),
+    )
+    .declined("OK, I left {result.match.label} as it is. Other matches: {result.others}");
+    let rules = Rules::new()
+        .route(
+            Route::tool("search_tasks", json!({"query": "{task}"}))
+                .pattern(r"(?i)mark (?P<task>.+) as done")
+                .then(then),
+        )
+        .route(Route::tool("complete_task", json!({"task": "#{id}"})).pattern(r"complete #(?P<id>\d+)"))
+        .answer("{result.message}");
+    let catalog = Catalog::builder()
+        .tool(search)
+        .tool(complete)
+        .agent(
+            AgentSpec::new("tasks")
+                .tool("search_tasks")
+                .tool("complete_task")
+                .rules(rules),
+        )
+        .build()
+        .unwrap();
+    let found = json!({
+        "match": {"id": 1, "label": "'Fix login bug' (95% match)"},
+        "others": "#5 'Fix logout button' (60% match)",
+        "message": "I found task #1 'Fix login bug' (95% match)."
+    });
+
+    // Found: the parked change names the match before the person answers.
+    let mut h = Harness::with_catalog(catalog.clone());
+    h.session = Session::new("s1", "tasks");
+    let step = h.start("mark the login bug as done", PlannerMode::Rules);
+    let calls = tool_calls(&step);
+    assert_eq!(calls[0].0.arguments, json!({"query": "the login bug"}));
+    let step = h.finish_tool(&calls[0].0.id.clone(), ok(found.clone()));
+    let pending = parked(&step).pending_confirmation.unwrap();
+    assert_eq!(
+        pending.arguments,
+        json!({"task": "#1", "found": "'Fix login bug' (95% match)"})
+    );
+    assert_eq!(
+        pending.message,
+        "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+    );
+    let step = h.say("no");
+    assert_eq!(
+        finished(&step).reply.as_deref(),
+        Some("OK, I left 'Fix login bug' (95% match) as it is. Other matches: #5 'Fix logout button' (60% match)")
+    );
+
+    // No single match: no second call, the search's answer.
+    let mut h = Harness::with_catalog(catalog);
+    h.session = Session::new("s1", "tasks");
+    let step = h.start("mark the fix as done", PlannerMode::Rules);
+    let calls = tool_calls(&step);
+    let step = h.finish_tool(
+        &calls[0].0.id.clone(),
+        ok(json!({"message": "Several tasks could match.", "others": ""})),
+    );
+    let out = finished(&step);
+    assert_eq!(out.reply.as_deref(), Some("Several tasks could match."));
+    assert_eq!(out.status, RunStatus::Completed);
+
+    // A plain no to a one-step route: said as a decision, not an error.
+    let step = h.start("complete #5", PlannerMode::Rules);
+    assert!(parked(&step).pending_confirmation.is_some());
+    let step = h.say("no");
+    assert_eq!(finished(&step).reply.as_deref(), Some("OK, I did not do that."));
+}

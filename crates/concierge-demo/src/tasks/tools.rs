@@ -94,9 +94,13 @@ macro_rules! task_tool {
             type Args = $args;
 
             fn spec(&self) -> ToolSpec {
-                ToolSpec::new($name, description(&[$($doc),*]), concierge::tool::schema_for::<$args>())
+                let spec = ToolSpec::new($name, description(&[$($doc),*]), concierge::tool::schema_for::<$args>())
                     .category("tasks")
-                    .annotations($annotations)
+                    .annotations($annotations);
+                match confirmation($name) {
+                    Some(template) => spec.confirm(template),
+                    None => spec,
+                }
             }
 
             fn call(
@@ -337,6 +341,11 @@ task_tool!(
 pub struct TaskRefArgs {
     /// The task's number (3, #3 or "task 3") or its title, whole or in part ("login bug").
     pub task: String,
+    /// How the task was found, when a search chose it by its title (e.g.
+    /// "'Fix login bug' (95% match)"): the person sees it in the question
+    /// and the answer.
+    #[serde(default)]
+    pub found: Option<String>,
 }
 
 /// A task number written `3`, `#3` or `task 3`.
@@ -404,10 +413,13 @@ fn resolve<'t>(reference: &str, tasks: &'t [Task], verb: &str) -> Result<(&'t Ta
     }
 }
 
-fn matched(task: &Task, score: &Option<Scored>) -> String {
-    match score {
-        Some(s) => format!("#{} {}", task.id, s),
-        None => format!("#{} '{}'", task.id, task.title),
+/// The task as the person knows it: its number and title, with the match
+/// score when a title chose it (now, or in the search `found` names).
+fn matched(task: &Task, score: &Option<Scored>, found: Option<&str>) -> String {
+    match (score, found.map(str::trim).filter(|f| f.contains(&task.title))) {
+        (Some(s), _) => format!("#{} {}", task.id, s),
+        (None, Some(found)) => format!("#{} {}", task.id, found),
+        (None, None) => format!("#{} '{}'", task.id, task.title),
     }
 }
 
@@ -425,7 +437,7 @@ task_tool!(
                     Ok(found) => found,
                     Err(answer) => return Ok(Applied::Unchanged(answer)),
                 };
-                let name = matched(task, &score);
+                let name = matched(task, &score, args.found.as_deref());
                 if task.status == Status::Done {
                     return Ok(Applied::Unchanged(json!({
                         "outcome": "already_done",
@@ -473,7 +485,7 @@ task_tool!(
                     "outcome": "deleted",
                     "id": task.id,
                     "title": task.title,
-                    "message": format!("Deleted task {}.", matched(task, &score)),
+                    "message": format!("Deleted task {}.", matched(task, &score, args.found.as_deref())),
                 })))
             })
             .map_err(failed)?;
@@ -534,6 +546,9 @@ task_tool!(
 pub struct SearchTasksArgs {
     /// Words from the task's title ("login bug").
     pub query: String,
+    /// Only tasks not done yet (to find one to complete).
+    #[serde(default)]
+    pub open: bool,
 }
 
 task_tool!(
@@ -543,13 +558,25 @@ task_tool!(
     SearchTasks, "search_tasks", SearchTasksArgs, read_only(),
     |store, args, cx| {
         let today = store.today();
-        let tasks = store.tasks().map_err(failed)?;
+        let mut tasks = store.tasks().map_err(failed)?;
+        if args.open {
+            tasks.retain(|t| t.status != Status::Done);
+        }
         let ranked = fuzzy::rank(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())));
         let best: Vec<&Scored> = ranked.iter().filter(|s| s.score >= Thresholds::default().low).take(5).collect();
+        let mut chosen = Value::Null;
         let message = match fuzzy::classify(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())), &Thresholds::default()) {
-            Match::Found(found) => format!("I found task #{} {}.", found.id, found),
+            Match::Found(found) => {
+                chosen = json!({
+                    "id": found.id.parse::<i64>().unwrap_or_default(),
+                    "title": found.label,
+                    "score": found.score,
+                    "label": found.to_string(),
+                });
+                format!("I found task #{} {}.", found.id, found)
+            }
             Match::Choice { candidates } => format!(
-                "Several tasks could match: {}.",
+                "Several tasks could match: {}. Which one do you mean? Say it with its number.",
                 candidates.iter().map(|c| format!("#{} {}", c.id, c)).collect::<Vec<_>>().join("; ")
             ),
             Match::NotFound { suggestions } if suggestions.is_empty() => format!("No task matches '{}'.", args.query),
@@ -568,7 +595,19 @@ task_tool!(
                 v
             }))
             .collect();
-        Ok(json!({ "matches": matches, "message": message }))
+        // The next closest titles, offered when the person says the match is not the one.
+        let others: Vec<String> = ranked
+            .iter()
+            .filter(|s| s.score > 0 && chosen["id"].as_i64().is_none_or(|id| s.id != id.to_string()))
+            .take(Thresholds::default().suggestions)
+            .map(|s| format!("#{} {}", s.id, s))
+            .collect();
+        let others = if others.is_empty() {
+            "No other task comes close.".to_string()
+        } else {
+            format!("Other tasks that could be meant: {}.", others.join("; "))
+        };
+        Ok(json!({ "match": chosen, "matches": matches, "others": others, "message": message }))
     }
 );
 
@@ -761,22 +800,27 @@ impl Tool for SearchKnowledge {
 
 // ---------------------------------------------------------------- confirmations
 
-/// The confirmation each changing tool shows the person, over its argument
-/// names (issue 11 part 4's `#[tool(confirm = "...")]` templates). Today the
-/// engine shows the call's arguments; when tool specs carry a confirmation
-/// template, set each spec's template from this table in [`task_tool!`].
+/// The question each changing tool asks the person before it runs, over its
+/// argument names; a part in square brackets shows only when its arguments
+/// are given ("I'll create a task 'Fix login bug' due Friday, priority high.
+/// Proceed?").
 pub const CONFIRMATIONS: &[(&str, &str)] = &[
     (
         CreateTask::NAME,
-        "I'll create a task '{title}' due {due}, priority {priority}. Proceed?",
+        "I'll create a task '{title}'[ due {due}][, priority {priority}][, assigned to {assignee}][ ({description})]. Proceed?",
     ),
     (
         UpdateTask::NAME,
-        "I'll change task #{id}: {title} {priority} {due} {status}. Proceed?",
+        "I'll change task #{id}:[ title '{title}'][ priority {priority}][ due {due}][ status {status}][ description '{description}']. Proceed?",
     ),
-    (CompleteTask::NAME, "I'll mark {task} as done. Proceed?"),
-    (DeleteTask::NAME, "I'll delete {task} for good. Proceed?"),
+    (CompleteTask::NAME, "I'll mark {task}[, {found},] as done. Proceed?"),
+    (DeleteTask::NAME, "I'll delete {task}[, {found},] for good. Proceed?"),
 ];
+
+/// The confirmation template of the tool named `name`, if it changes anything.
+pub fn confirmation(name: &str) -> Option<&'static str> {
+    CONFIRMATIONS.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
 
 #[cfg(test)]
 mod tests {
@@ -803,7 +847,33 @@ mod tests {
             {
                 assert!(properties.contains_key(placeholder), "{name}: {{{placeholder}}}");
             }
+            assert_eq!(spec.confirm.as_deref(), Some(*template), "{name}");
         }
+        let create = &specs[0];
+        let ask = |spec: &ToolSpec, args: Value| concierge::core::confirmation_message(spec, &args);
+        assert_eq!(
+            ask(
+                create,
+                json!({"title": "Fix login bug", "due": "2026-11-27", "priority": "high"})
+            ),
+            "I'll create a task 'Fix login bug' due 2026-11-27, priority high. Proceed?"
+        );
+        assert_eq!(
+            ask(create, json!({"title": "Water the plants"})),
+            "I'll create a task 'Water the plants'. Proceed?"
+        );
+        assert_eq!(
+            ask(&specs[1], json!({"id": 4, "priority": "high"})),
+            "I'll change task #4: priority high. Proceed?"
+        );
+        assert_eq!(
+            ask(&specs[2], json!({"task": "#1", "found": "'Fix login bug' (95% match)"})),
+            "I'll mark #1, 'Fix login bug' (95% match), as done. Proceed?"
+        );
+        assert_eq!(
+            ask(&specs[3], json!({"task": "task 4"})),
+            "I'll delete task 4 for good. Proceed?"
+        );
     }
 
     #[test]
