@@ -516,7 +516,11 @@ impl Runtime {
     /// configured). Policies: the agent's, with this process's overrides and
     /// the run's own delta.
     fn setup(&self, catalog: &Catalog, delta: Option<&PolicyDelta>, named: Option<&AgentId>) -> RunSetup {
-        let overrides = self.inner.overrides.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let overrides = self
+            .inner
+            .overrides
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let models = self.inner.executor.models();
         let mut setup = RunSetup::new();
         // A run that names its agent needs only that agent's entry; otherwise
