@@ -104,7 +104,7 @@ impl AgentSpec {
         self
     }
 
-    /// Sets the category.
+    /// Sets the free-form category (e.g. `travel`).
     pub fn category(mut self, category: impl Into<String>) -> Self {
         self.category = Some(category.into());
         self
@@ -161,7 +161,7 @@ impl AgentSpec {
         self
     }
 
-    /// Sets the run policy.
+    /// Sets the caps and confirmation policy for this agent's runs.
     pub fn policy(mut self, policy: RunPolicy) -> Self {
         self.policy = policy;
         self
@@ -173,7 +173,7 @@ impl AgentSpec {
         self
     }
 
-    /// Sets the model.
+    /// Sets the model this agent uses (e.g. `openai:gpt-4o-mini`).
     pub fn model(mut self, model: impl Into<String>) -> Self {
         self.model = Some(model.into());
         self
@@ -226,7 +226,7 @@ pub struct Intents {
 }
 
 impl Intents {
-    /// No intents.
+    /// Intents with no keywords, patterns or examples.
     pub fn new() -> Self {
         Self::default()
     }
@@ -291,7 +291,7 @@ pub struct Rules {
 }
 
 impl Rules {
-    /// Empty rules.
+    /// Rules with no routes.
     pub fn new() -> Self {
         Self::default()
     }
@@ -340,7 +340,7 @@ pub struct Route {
     /// task, then change it), for tool routes only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub then: Option<Then>,
-    /// What to do.
+    /// What the route does when it matches: call a tool, hand off, or reply.
     #[serde(flatten)]
     pub action: RouteAction,
 }
@@ -437,7 +437,7 @@ impl Route {
         self
     }
 
-    /// Sets the pattern.
+    /// Sets the regular expression; its named groups become placeholders.
     pub fn pattern(mut self, pattern: impl Into<String>) -> Self {
         self.pattern = Some(pattern.into());
         self
@@ -455,7 +455,7 @@ impl Route {
         self
     }
 
-    /// Adds keywords.
+    /// Adds words that select the route.
     pub fn keywords<I, S>(mut self, words: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -472,7 +472,7 @@ impl Route {
 pub enum RouteAction {
     /// Call a tool.
     Tool {
-        /// The tool.
+        /// The tool to call.
         tool: ToolId,
         /// Its arguments (string values may contain placeholders).
         #[serde(default)]
@@ -480,7 +480,7 @@ pub enum RouteAction {
     },
     /// Hand the conversation to another agent.
     Handoff {
-        /// The agent.
+        /// The agent to hand the conversation to.
         handoff: AgentId,
         /// Information written to the blackboard the next agent sees (string
         /// values may contain placeholders).

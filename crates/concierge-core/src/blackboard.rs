@@ -85,9 +85,9 @@ pub struct Goal {
 pub struct ToolExecution {
     /// The run that made the call.
     pub run_id: RunId,
-    /// The call.
+    /// The call's id, as in its `tool_requested` event.
     pub call_id: CallId,
-    /// The tool.
+    /// The tool that was called.
     pub tool: ToolId,
     /// The arguments as the model or planner gave them.
     pub arguments: Value,

@@ -78,7 +78,7 @@ impl ResolvedAgent {
 }
 
 impl Catalog {
-    /// Starts a catalog.
+    /// Starts an empty catalog builder.
     pub fn builder() -> CatalogBuilder {
         CatalogBuilder::default()
     }
@@ -151,7 +151,7 @@ impl Catalog {
         &self.router
     }
 
-    /// An agent.
+    /// The agent with this id, if the catalog has it.
     pub fn agent(&self, id: &AgentId) -> Option<&ResolvedAgent> {
         self.agents.get(id)
     }
@@ -161,17 +161,17 @@ impl Catalog {
         self.agents.values()
     }
 
-    /// Every agent id.
+    /// Every agent id, in sorted order.
     pub fn agent_ids(&self) -> Vec<AgentId> {
         self.agents.keys().cloned().collect()
     }
 
-    /// A tool.
+    /// The tool with this name, if the catalog has it.
     pub fn tool(&self, id: &ToolId) -> Option<&ToolSpec> {
         self.tools.get(id)
     }
 
-    /// Every tool.
+    /// Every tool, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.values()
     }
@@ -267,7 +267,7 @@ impl CatalogBuilder {
         self
     }
 
-    /// Adds an agent.
+    /// Adds an agent; [`build`](Self::build) checks the names it uses.
     pub fn agent(mut self, spec: AgentSpec) -> Self {
         self.agents.push(spec);
         self
@@ -490,31 +490,31 @@ fn resolve_agent(
 pub enum CatalogError {
     /// Two tools share a name.
     DuplicateTool {
-        /// The name.
+        /// The name used twice.
         tool: ToolId,
     },
     /// Two agents share an id.
     DuplicateAgent {
-        /// The id.
+        /// The id used twice.
         agent: AgentId,
     },
     /// A name breaks the grammar.
     InvalidName(String),
     /// A tool name uses the reserved `transfer_to_` prefix.
     ReservedToolName {
-        /// The name.
+        /// The offending tool name.
         tool: ToolId,
     },
     /// A tool's schema is unusable.
     InvalidSchema {
-        /// The tool.
+        /// The tool whose schema is unusable.
         tool: ToolId,
-        /// Why.
+        /// What is wrong with the schema.
         reason: String,
     },
     /// An agent names a tool that does not exist.
     UnknownTool {
-        /// The agent.
+        /// The agent that names the tool.
         agent: AgentId,
         /// The missing tool.
         tool: ToolId,
@@ -523,7 +523,7 @@ pub enum CatalogError {
     },
     /// An agent names a toolset that does not exist.
     UnknownToolset {
-        /// The agent.
+        /// The agent that names the toolset.
         agent: AgentId,
         /// The missing toolset.
         toolset: String,
@@ -532,7 +532,7 @@ pub enum CatalogError {
     },
     /// An agent hands off to an agent that does not exist.
     UnknownHandoff {
-        /// The agent.
+        /// The agent with the handoff.
         agent: AgentId,
         /// The missing target.
         target: AgentId,
@@ -548,9 +548,9 @@ pub enum CatalogError {
     },
     /// An agent's rules are unusable.
     InvalidRule {
-        /// The agent.
+        /// The agent whose rules are unusable.
         agent: AgentId,
-        /// Why.
+        /// What is wrong with the rules (a bad regular expression, say).
         reason: String,
     },
 }

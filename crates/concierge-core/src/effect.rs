@@ -21,18 +21,18 @@ pub enum Effect {
     /// Ask the model; answer with [`Input::ModelReplied`](crate::Input::ModelReplied)
     /// or [`Input::ModelFailed`](crate::Input::ModelFailed) quoting `call`.
     CallModel {
-        /// The run.
+        /// The run that asks.
         run_id: RunId,
         /// The model call number within the run.
         call: u32,
-        /// The request.
+        /// The system prompt, history and tools to send to the model.
         request: ModelRequest,
     },
     /// Run a tool; answer with [`Input::ToolFinished`](crate::Input::ToolFinished).
     CallTool {
-        /// The run.
+        /// The run that makes the call.
         run_id: RunId,
-        /// The call.
+        /// The call to run: its id, tool and arguments.
         call: ToolCall,
         /// Deduplication key for side-effecting tools.
         key: IdempotencyKey,
@@ -50,9 +50,9 @@ pub enum Effect {
     Finish(RunOutput),
     /// Send an [`Input::Tick`](crate::Input::Tick) at this time (a time budget ends then).
     WakeAt {
-        /// The run.
+        /// The run whose time budget ends.
         run_id: RunId,
-        /// When.
+        /// When to send the tick, in milliseconds since the Unix epoch.
         at: Timestamp,
     },
 }

@@ -15,18 +15,18 @@ pub enum StepError {
     RunInProgress {
         /// The run in progress.
         run_id: RunId,
-        /// Its phase.
+        /// The phase that run is in.
         phase: Phase,
     },
     /// The input names a run that is not in progress (it may have finished).
     NoSuchRun {
-        /// The run named.
+        /// The run id the input named.
         run_id: RunId,
     },
     /// The input does not fit what the run is waiting for (a late or duplicate
     /// result, for instance); it can be dropped.
     Unexpected {
-        /// The input.
+        /// The input's name, as [`Input::name`](crate::Input::name) gives it.
         input: &'static str,
         /// What the run waits for.
         expected: String,
@@ -42,7 +42,7 @@ pub enum StepError {
     NoUserMessage,
     /// The run cannot plan: rules were asked for but the agent has none.
     NoPlanner {
-        /// The agent.
+        /// The agent that has no rules.
         agent: AgentId,
     },
     /// The run is not waiting for a confirmation.

@@ -32,12 +32,12 @@ pub struct Event {
     pub delta: u32,
     /// When (the time of the input that caused it).
     pub at: Timestamp,
-    /// The session.
+    /// The session the event belongs to.
     pub session: SessionId,
     /// The run, when the event belongs to one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run: Option<RunId>,
-    /// What happened.
+    /// What happened, with its details (flattened into the event's JSON).
     #[serde(flatten)]
     pub kind: EventKind,
 }
@@ -50,7 +50,7 @@ pub enum EventKind {
     RunStarted {
         /// The agent that takes the run.
         agent: AgentId,
-        /// How it plans.
+        /// Whether the run plans with the model, the agent's rules, or a custom planner.
         planner: PlannerMode,
         /// The caller's turn id.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,18 +64,18 @@ pub enum EventKind {
     },
     /// The run moved to another phase.
     PhaseChanged {
-        /// From.
+        /// The phase the run left.
         from: Phase,
-        /// To.
+        /// The phase the run entered.
         to: Phase,
     },
     /// The conversation moved to another agent.
     AgentChanged {
-        /// From.
+        /// The agent that had the conversation.
         from: AgentId,
-        /// To.
+        /// The agent that has it now.
         to: AgentId,
-        /// Why.
+        /// Why it moved, in words (a handoff's reason, or e.g. "the person chooses an agent").
         reason: String,
     },
     /// The hub decided where a message goes (seed 000's smart intent
@@ -89,7 +89,7 @@ pub enum EventKind {
         candidates: Vec<AgentId>,
         /// The winning score (1 for a person's or the model's choice).
         score: f32,
-        /// What decided.
+        /// What made the choice: intents, earlier messages, the model, the person, or the fallback.
         source: RouteSource,
     },
     /// The model was asked (the `call`-th time in this run).
@@ -99,23 +99,23 @@ pub enum EventKind {
     },
     /// Streamed text from the model (live only).
     ModelDelta {
-        /// The new text.
+        /// The text streamed since the previous delta (not the reply so far).
         text: String,
     },
     /// A tool call was requested.
     ToolRequested {
-        /// The call.
+        /// The call's id, quoted by its later `tool_finished` event.
         call_id: CallId,
-        /// The tool.
+        /// The tool to run.
         tool: ToolId,
-        /// The arguments.
+        /// The arguments as the model or planner gave them.
         arguments: Value,
     },
     /// A cacheable tool's earlier result was reused instead of calling it again.
     ToolReused {
         /// The call that was answered from the log.
         call_id: CallId,
-        /// The tool.
+        /// The tool whose earlier result was reused.
         tool: ToolId,
         /// The call whose result was reused.
         from: CallId,
@@ -127,44 +127,44 @@ pub enum EventKind {
     },
     /// The person answered a confirmation.
     ConfirmationResolved {
-        /// The call.
+        /// The parked call that was answered.
         call_id: CallId,
         /// Whether it was approved.
         approved: bool,
     },
     /// A tool call finished.
     ToolFinished {
-        /// The call.
+        /// The call that finished, as in its `tool_requested` event.
         call_id: CallId,
-        /// The tool.
+        /// The tool that ran.
         tool: ToolId,
         /// Whether it succeeded.
         ok: bool,
-        /// How long it took.
+        /// How long the tool ran, in milliseconds.
         duration_ms: u64,
         /// The result or the error.
         outcome: ToolOutcome,
     },
     /// A message was added to the history.
     Message {
-        /// The message.
+        /// The message as appended to the session's history.
         message: Message,
     },
     /// Tokens used by a model call.
     Usage {
-        /// This call.
+        /// Tokens and cost of this model call alone.
         usage: Usage,
-        /// The run so far.
+        /// Tokens and cost of the run so far, this call included.
         run_total: Usage,
     },
     /// A run limit was reached; the run moves to synthesis.
     CapReached {
-        /// Which limit.
+        /// The limit that was reached.
         cap: Cap,
     },
     /// The run finished (or parked).
     RunFinished {
-        /// How it ended.
+        /// How the run ended, or `awaiting_confirmation` when it parked.
         status: RunStatus,
         /// The answer, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,12 +172,12 @@ pub enum EventKind {
     },
     /// Something failed.
     Error {
-        /// What.
+        /// What failed, in words (the run then finishes as failed).
         message: String,
     },
     /// The session was ended; it accepts no more input.
     SessionEnded {
-        /// Why.
+        /// Why the session was ended, as the `end` input gave it.
         reason: String,
     },
 }

@@ -59,14 +59,14 @@ pub(crate) enum Verdict {
     Handoff(Handoff),
     /// Do not run it; the planner sees this error.
     Refuse {
-        /// The error.
+        /// The error the planner sees instead of a result.
         error: ToolError,
         /// The cap the refusal reaches, if any.
         cap: Option<Cap>,
     },
     /// Answer it with an earlier call's result.
     Reuse {
-        /// The result.
+        /// The earlier call's result.
         outcome: ToolOutcome,
         /// The call it came from.
         from: CallId,

@@ -22,51 +22,51 @@ pub enum Input {
     StartRun(StartRun),
     /// The model answered.
     ModelReplied {
-        /// The run.
+        /// The run whose model call this answers.
         run_id: RunId,
         /// Which model call of the run this answers.
         call: u32,
-        /// The answer.
+        /// The model's text, tool calls, usage and finish reason.
         reply: ModelReply,
-        /// When.
+        /// When the reply arrived, in milliseconds since the Unix epoch (engines supply it; the core reads no clock).
         at: Timestamp,
     },
     /// The model could not be reached or kept failing after retries.
     ModelFailed {
-        /// The run.
+        /// The run whose model call failed.
         run_id: RunId,
-        /// Which model call.
+        /// Which model call of the run failed (the `call` of the `call_model` effect).
         call: u32,
-        /// Why.
+        /// The last error from the provider or transport, in words.
         error: String,
-        /// When.
+        /// When the engine gave up on the call.
         at: Timestamp,
     },
     /// A tool call finished.
     ToolFinished {
-        /// The run.
+        /// The run that made the call.
         run_id: RunId,
-        /// The call.
+        /// The id of the finished call, as in the `call_tool` effect.
         call_id: CallId,
-        /// Its outcome.
+        /// What the tool returned, or the error it failed with.
         outcome: ToolOutcome,
-        /// How long it took.
+        /// How long the tool ran, in milliseconds.
         duration_ms: u64,
-        /// When.
+        /// When the call finished.
         at: Timestamp,
     },
     /// The person answered a confirmation.
     Confirm(Confirmation),
     /// End the session (cancels a run in progress).
     End {
-        /// Why.
+        /// Why the session is ended, in words (repeated in the `session_ended` event).
         reason: String,
-        /// When.
+        /// When the session was ended.
         at: Timestamp,
     },
     /// Time passes (lets the core notice a time budget running out).
     Tick {
-        /// Now.
+        /// The current time, checked against the running run's time budget.
         at: Timestamp,
     },
 }
@@ -137,7 +137,7 @@ pub struct StartRun {
     /// The caller's metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, Value>,
-    /// When.
+    /// When the input was accepted, in milliseconds since the Unix epoch (engines supply it; the core reads no clock).
     pub at: Timestamp,
 }
 
@@ -160,7 +160,7 @@ impl StartRun {
         }
     }
 
-    /// Sets the agent.
+    /// Sets the agent to talk to (instead of the session's current agent).
     pub fn agent(mut self, agent: impl Into<AgentId>) -> Self {
         self.agent = Some(agent.into());
         self
@@ -182,15 +182,15 @@ impl StartRun {
 /// An answer to a parked tool call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Confirmation {
-    /// The run.
+    /// The run parked on the call.
     pub run_id: RunId,
     /// The call being answered.
     pub call_id: CallId,
     /// The fingerprint of the arguments the person saw.
     pub fingerprint: String,
-    /// Approve or decline.
+    /// Approve, deny, amend, or reject the arguments as invalid.
     pub decision: Decision,
-    /// When.
+    /// When the person answered.
     pub at: Timestamp,
 }
 

@@ -12,12 +12,12 @@ use crate::tool::ToolOutcome;
 pub enum Message {
     /// Extra instructions supplied by the caller.
     System {
-        /// The text.
+        /// The instructions, as the caller wrote them.
         content: String,
     },
     /// What the person said.
     User {
-        /// The text.
+        /// What the person wrote.
         content: String,
     },
     /// What an agent said, and the tools it asked for.
@@ -45,14 +45,14 @@ pub enum Message {
 }
 
 impl Message {
-    /// A user message.
+    /// A user message with this text.
     pub fn user(content: impl Into<String>) -> Self {
         Message::User {
             content: content.into(),
         }
     }
 
-    /// A system message.
+    /// A system message with these instructions.
     pub fn system(content: impl Into<String>) -> Self {
         Message::System {
             content: content.into(),

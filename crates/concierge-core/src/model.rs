@@ -24,7 +24,7 @@ pub struct ModelRequest {
     pub tools: Arc<[ToolDef]>,
     /// Whether and which tool the model must call.
     pub tool_choice: ToolChoice,
-    /// Sampling temperature.
+    /// Sampling temperature; `None` leaves the provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
 }
@@ -101,9 +101,9 @@ pub struct ModelToolCall {
 /// Token counts and what they cost.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Tokens in the prompt sent to the model.
     pub input_tokens: u64,
-    /// Completion tokens.
+    /// Tokens in the model's reply.
     pub output_tokens: u64,
     /// Cost in US dollars; `None` when a model's price is not known (never
     /// shown as zero: unknown is not free).

@@ -13,9 +13,9 @@ use crate::run::Run;
 /// The result of a run (seed 001's example output, and more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOutput {
-    /// The session.
+    /// The session the run belongs to.
     pub session_id: SessionId,
-    /// The run.
+    /// The run's id (the caller's, or the session's `r<n>`).
     pub run_id: RunId,
     /// The agent that answered (after any handoff).
     pub agent: AgentId,
@@ -74,13 +74,13 @@ impl RunOutput {
 
 /// How a run ends or parks, as the session knows it.
 pub(crate) struct Outcome {
-    /// The session.
+    /// The session the run belongs to.
     pub(crate) session_id: SessionId,
     /// The agent in charge at the end.
     pub(crate) agent: AgentId,
-    /// The status.
+    /// How the run ended or parked.
     pub(crate) status: RunStatus,
-    /// The answer or question.
+    /// The answer, the question for the person, or `None`.
     pub(crate) reply: Option<String>,
     /// The parked call, for a park.
     pub(crate) pending_confirmation: Option<PendingConfirmation>,
@@ -127,13 +127,13 @@ pub enum RunStatus {
 /// A tool call parked for the person's approval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PendingConfirmation {
-    /// The run.
+    /// The parked run.
     pub run_id: RunId,
-    /// The call.
+    /// The parked call; a confirmation must name it.
     pub call_id: CallId,
-    /// The tool.
+    /// The tool the call would run.
     pub tool: ToolId,
-    /// The exact arguments.
+    /// The exact arguments the tool runs with if approved.
     pub arguments: Value,
     /// Their fingerprint; an approval must quote it.
     pub fingerprint: String,

@@ -43,7 +43,7 @@ pub(crate) enum Waiting {
     },
     /// The results of the batch's running calls.
     Tools {
-        /// The batch.
+        /// The batch whose running calls it waits for.
         batch: InFlight,
     },
     /// The person's answer to the parked call.
@@ -177,11 +177,11 @@ struct Clock {
 
 /// How a run starts.
 pub(crate) struct NewRun {
-    /// Its id.
+    /// The run's id.
     pub(crate) id: RunId,
     /// The catalog version it plans with.
     pub(crate) catalog_version: Option<String>,
-    /// Its planner.
+    /// How the run plans.
     pub(crate) planner: PlannerMode,
     /// Its effective policy.
     pub(crate) policy: RunPolicy,

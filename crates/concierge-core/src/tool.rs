@@ -36,7 +36,7 @@ pub struct ToolSpec {
     pub category: Option<String>,
     /// The JSON Schema of the arguments object.
     pub input_schema: Value,
-    /// Behavioural hints.
+    /// Behavioural hints (read-only, destructive, idempotent, needs confirmation).
     #[serde(default)]
     pub annotations: ToolAnnotations,
     /// Blackboard keys that must be available before the tool may run.
@@ -74,13 +74,13 @@ impl ToolSpec {
         self
     }
 
-    /// Sets the category.
+    /// Sets the free-form category (e.g. `finance`).
     pub fn category(mut self, category: impl Into<String>) -> Self {
         self.category = Some(category.into());
         self
     }
 
-    /// Sets the annotations.
+    /// Sets the behavioural hints.
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
         self
@@ -111,9 +111,9 @@ impl ToolSpec {
 /// A tool as a model sees it: a function name, a description, a parameters schema.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolDef {
-    /// Function name.
+    /// The tool's name, as the model calls it.
     pub name: ToolId,
-    /// Function description.
+    /// What the tool does, in words for the model.
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: Value,

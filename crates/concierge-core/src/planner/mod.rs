@@ -47,7 +47,7 @@ pub struct PlanView<'a> {
     pub tools: &'a Arc<[ToolDef]>,
     /// The conversation so far.
     pub history: &'a [Message],
-    /// What is known.
+    /// Shared knowledge: the goal, what is known so far, and every tool execution.
     pub blackboard: &'a Blackboard,
 }
 
@@ -70,7 +70,7 @@ pub enum Plan {
     CallTools {
         /// Text that accompanies the calls.
         text: String,
-        /// The calls.
+        /// The tool calls to make.
         calls: Vec<PlannedCall>,
     },
     /// The run's answer.

@@ -186,7 +186,7 @@ impl Session {
         &self.conversation.history
     }
 
-    /// The blackboard.
+    /// Shared knowledge: the goal, what is known so far, and every tool execution.
     pub fn blackboard(&self) -> &Blackboard {
         &self.conversation.blackboard
     }
