@@ -107,7 +107,7 @@ pub struct ToolConfig {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// Base URL.
+    /// The provider's base URL (e.g. a proxy or a local server's `/v1`).
     pub base_url: Option<String>,
     /// The key itself (prefer `api_key_env`).
     pub api_key: Option<String>,
@@ -266,9 +266,9 @@ fn rebase(base: &Path, path: PathBuf) -> PathBuf {
 pub struct ModelSettings {
     /// `provider:name`.
     pub reference: String,
-    /// Base URL override.
+    /// The provider's base URL, instead of its default.
     pub base_url: Option<String>,
-    /// The key.
+    /// The API key, if the provider needs one.
     pub api_key: Option<String>,
     /// How long one attempt may take (default 120 s).
     pub timeout: Option<Duration>,
@@ -278,7 +278,7 @@ pub struct ModelSettings {
     pub total_timeout: Option<Duration>,
     /// The largest request body sent, in bytes (default 8 MiB).
     pub max_request_bytes: Option<usize>,
-    /// Extra headers.
+    /// Extra HTTP headers sent on every request.
     pub headers: Vec<(String, String)>,
     /// `max_tokens` (Anthropic).
     pub max_tokens: Option<u32>,

@@ -47,7 +47,7 @@ pub enum Error {
     /// The database file belongs to another program (or is not a database).
     #[error("{path} is not a concierge database ({found}); nothing was written to it: choose another file (--db PATH)")]
     ForeignDatabase {
-        /// The file.
+        /// The database file's path.
         path: String,
         /// What was found in it.
         found: String,
@@ -55,9 +55,9 @@ pub enum Error {
     /// Another live process drives the session and did not let it go in time.
     #[error("session {session} is in use by {owner}; try again when it is done, or end that process")]
     SessionBusy {
-        /// The session.
+        /// The busy session.
         session: SessionId,
-        /// Who drives it.
+        /// The process that drives it, as recorded in the database.
         owner: String,
     },
     /// The runtime was opened read-only (it inspects sessions, it runs nothing).
@@ -66,7 +66,7 @@ pub enum Error {
     /// A session's journal cannot be replayed in this process.
     #[error("session {session} cannot be loaded here: input {index} ({input}) {reason}")]
     Replay {
-        /// The session.
+        /// The session that cannot be loaded.
         session: SessionId,
         /// The input's position in the session.
         index: u64,

@@ -32,7 +32,7 @@ pub struct ModelCall<'a> {
 /// One tool call, as hooks see it.
 #[derive(Clone, Copy, Debug)]
 pub struct ToolCallInfo<'a> {
-    /// Who called.
+    /// The session, run, call and agent behind the call.
     pub context: &'a ToolContext,
     /// The tool called.
     pub tool: &'a ToolId,

@@ -64,7 +64,7 @@ impl RunStop {
         Self(Box::pin(future))
     }
 
-    /// Waits for the output.
+    /// Waits until the run finishes or parks, and returns its output.
     pub async fn output(self) -> Result<RunOutput> {
         self.0.await
     }
@@ -77,7 +77,7 @@ pub struct Started {
     pub run_id: RunId,
     /// The seq of the run's first event.
     pub first_seq: u64,
-    /// Where it will stop.
+    /// Resolves with the run's output once it finishes or parks for a confirmation.
     pub stop: RunStop,
 }
 
@@ -86,11 +86,11 @@ pub struct Started {
 pub struct SessionSummary {
     /// The session's id.
     pub id: SessionId,
-    /// Its current agent.
+    /// The agent that has the conversation now.
     pub agent: AgentId,
     /// Whether it has a run under way (in this process or another).
     pub live: bool,
-    /// When it last changed.
+    /// When its last input was accepted, in milliseconds since the Unix epoch.
     pub updated_at: Timestamp,
 }
 

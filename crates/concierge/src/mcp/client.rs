@@ -226,7 +226,7 @@ impl McpClient {
         &self.name
     }
 
-    /// Its configuration.
+    /// The configuration the server was started from.
     pub fn config(&self) -> &McpServerConfig {
         &self.config
     }

@@ -29,13 +29,13 @@ pub struct McpServerConfig {
     /// The program to run (stdio transport).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
-    /// Its arguments.
+    /// Arguments passed to `command`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Extra environment variables.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
-    /// Its working directory.
+    /// The directory `command` runs in; the current one when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
     /// The endpoint (streamable-HTTP transport).

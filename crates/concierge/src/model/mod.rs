@@ -159,17 +159,17 @@ pub enum ModelErrorKind {
     },
     /// HTTP 5xx.
     Server {
-        /// The status.
+        /// The HTTP status code (500–599).
         status: u16,
     },
     /// HTTP 401 or 403: the key is missing, wrong or not allowed.
     Auth {
-        /// The status.
+        /// The HTTP status code (401 or 403).
         status: u16,
     },
     /// Another 4xx: the request was refused.
     BadRequest {
-        /// The status.
+        /// The HTTP status code (400–499, other than 401, 403 and 429).
         status: u16,
     },
     /// The answer could not be understood.

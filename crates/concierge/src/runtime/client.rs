@@ -50,7 +50,7 @@ impl AgentClient {
         Self { runtime, agent }
     }
 
-    /// The agent.
+    /// The agent this client starts runs with.
     pub fn agent(&self) -> &AgentId {
         &self.agent
     }
@@ -97,12 +97,12 @@ impl RunHandle {
         }
     }
 
-    /// The run.
+    /// The id of the started run.
     pub fn run_id(&self) -> &RunId {
         &self.run_id
     }
 
-    /// The session.
+    /// The session the run belongs to.
     pub fn session_id(&self) -> &SessionId {
         &self.session_id
     }

@@ -260,7 +260,7 @@ impl RuntimeBuilder {
         self
     }
 
-    /// Model retry policy.
+    /// Sets how failed model calls are retried.
     pub fn retry(mut self, policy: RetryPolicy) -> Self {
         self.retry = policy;
         self

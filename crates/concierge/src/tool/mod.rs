@@ -27,11 +27,11 @@ pub use validate::ArgumentValidator;
 /// (side-effecting tools should deduplicate on [`ToolContext::idempotency_key`]).
 #[derive(Clone, Debug)]
 pub struct ToolContext {
-    /// The session.
+    /// The session the call serves.
     pub session_id: SessionId,
-    /// The run.
+    /// The run that made the call.
     pub run_id: RunId,
-    /// The call.
+    /// The call's id, unique within the session.
     pub call_id: CallId,
     /// The agent that asked.
     pub agent: AgentId,

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// A process as recorded in the database.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Process {
-    /// Its pid.
+    /// The process id, meaningful only within `space`.
     pub pid: u32,
     /// The kernel boot and pid namespace it runs in (pids compare only within one).
     pub space: String,

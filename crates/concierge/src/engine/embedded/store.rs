@@ -88,7 +88,7 @@ pub enum Claim {
 /// A session leaving this process.
 #[derive(Clone, Debug)]
 pub struct Release {
-    /// Where its chain ends.
+    /// The position after the session's last journal entry.
     pub cursor: Cursor,
     /// The index of its last input.
     pub index: u64,
