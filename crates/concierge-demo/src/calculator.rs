@@ -36,7 +36,7 @@ pub struct CalculatorArgs {
 /// The calculator's result.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Calculation {
-    /// The number.
+    /// The value of the operation.
     pub result: f64,
     /// The calculation written out, e.g. `5 + 3 = 8`.
     pub formula: String,

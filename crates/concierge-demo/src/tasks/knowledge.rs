@@ -55,7 +55,7 @@ const QUESTION_WORDS: &[&str] = &[
     "The help file {path} could not be read ({message}). Run from the example's folder or set {KNOWLEDGE_ENV} to the file."
 )]
 pub struct KnowledgeError {
-    /// The file.
+    /// The path of the help file.
     pub path: String,
     /// What went wrong.
     pub message: String,
@@ -106,7 +106,7 @@ impl Knowledge {
         Self::open(path)
     }
 
-    /// The file.
+    /// The path of the help file the sections came from.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -156,7 +156,7 @@ pub enum StoreError {
         "The task database at {path} could not be used: {message}. Check that the file is writable, or set {DB_ENV} to another path."
     )]
     Database {
-        /// The file.
+        /// The path of the task database.
         path: String,
         /// What SQLite said.
         message: String,
@@ -164,7 +164,7 @@ pub enum StoreError {
     /// A row held something this version does not know.
     #[error("The task database at {path} holds a task this version cannot read ({message}).")]
     Corrupt {
-        /// The file.
+        /// The path of the task database.
         path: String,
         /// What was wrong.
         message: String,
@@ -212,7 +212,7 @@ impl TaskStore {
         self
     }
 
-    /// The file.
+    /// The path of the database this store uses.
     pub fn path(&self) -> &Path {
         &self.path
     }
