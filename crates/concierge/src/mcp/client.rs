@@ -127,13 +127,22 @@ impl CancelOnDrop {
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
-        if let Ok(mut calls) = self.calls.lock() {
-            calls.remove(&self.token);
-        }
-        let Some(id) = self.id.take() else { return };
         let Ok(handle) = tokio::runtime::Handle::try_current() else {
+            if let Ok(mut calls) = self.calls.lock() {
+                calls.remove(&self.token);
+            }
             return;
         };
+        // The call's last progress notifications may be handled after its
+        // answer: keep naming its tool for a moment before forgetting it.
+        let (calls, token) = (self.calls.clone(), self.token.clone());
+        handle.spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+            if let Ok(mut calls) = calls.lock() {
+                calls.remove(&token);
+            }
+        });
+        let Some(id) = self.id.take() else { return };
         let peer = self.peer.clone();
         handle.spawn(async move {
             let notification = CancelledNotification::new(CancelledNotificationParam::new(
