@@ -188,20 +188,32 @@ impl Actor {
     /// Lets the session go: records where it ends, whether it still has a run
     /// for another process to resume, and that this process no longer owns it.
     fn release(&mut self) {
-        if !self.owned {
-            return;
-        }
-        self.owned = false;
         let unfinished = self
             .session
             .as_ref()
             .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
+        self.release_as(unfinished);
+    }
+
+    /// Lets the session go, saying whether another process should resume it.
+    fn release_as(&mut self, unfinished: bool) {
+        if !self.owned {
+            return;
+        }
+        self.owned = false;
         self.shared.store.release(Release {
             cursor: self.cursor,
             index: self.index.saturating_sub(1),
             unfinished,
             state: self.session.clone(),
         });
+    }
+
+    /// Records a claim the store granted.
+    fn took(&mut self, session_no: i64) {
+        self.owned = true;
+        self.first_since_claim = true;
+        self.cursor = Cursor { session_no, head: 0 };
     }
 
     /// Leaves memory if nothing is queued; returns a command that arrived meanwhile.
@@ -293,9 +305,7 @@ impl Actor {
         loop {
             match self.shared.store.claim(&self.id, agent).await? {
                 Claim::Owned { session_no } => {
-                    self.owned = true;
-                    self.first_since_claim = true;
-                    self.cursor = Cursor { session_no, head: 0 };
+                    self.took(session_no);
                     if let Err(error) = self.load().await {
                         self.release();
                         return Err(error);
@@ -340,14 +350,6 @@ impl Actor {
         Ok(())
     }
 
-    /// Reads the session as stored (for a session this process does not own).
-    async fn read(&self) -> Result<Option<Session>> {
-        let Some(loaded) = self.shared.store.load(&self.id, LoadFrom::Snapshot).await? else {
-            return Ok(None);
-        };
-        Ok(replay(&self.id, loaded, &self.shared.parts.catalogs, None)?.session)
-    }
-
     /// Issues the effects a loaded run still waits for, if this process can
     /// perform them all; otherwise the run waits, untouched, for one that can.
     fn resume(&mut self) {
@@ -387,11 +389,7 @@ impl Actor {
             return None;
         }
         match self.shared.store.claim(&self.id, &"unknown".into()).await {
-            Ok(Claim::Owned { session_no }) => {
-                self.owned = true;
-                self.first_since_claim = true;
-                self.cursor = Cursor { session_no, head: 0 };
-            }
+            Ok(Claim::Owned { session_no }) => self.took(session_no),
             Ok(Claim::Busy(_)) => return None,
             Err(error) => {
                 tracing::warn!(session = %self.id, %error, "cannot take over the session");
@@ -402,7 +400,7 @@ impl Actor {
             tracing::error!(session = %self.id, %error, "an unfinished run cannot be resumed here; it is left for a process that can");
             self.shared.stall(&self.id);
             self.session = None;
-            self.release_unfinished();
+            self.release_as(true);
             return None;
         }
         self.resume();
@@ -411,20 +409,6 @@ impl Actor {
             return None;
         }
         self.stop_of_active()
-    }
-
-    /// Releases a session whose state could not be rebuilt, leaving its run for another process.
-    fn release_unfinished(&mut self) {
-        if !self.owned {
-            return;
-        }
-        self.owned = false;
-        self.shared.store.release(Release {
-            cursor: self.cursor,
-            index: self.index.saturating_sub(1),
-            unfinished: true,
-            state: None,
-        });
     }
 
     fn stop_of_active(&mut self) -> Option<RunStop> {
@@ -449,7 +433,7 @@ impl Actor {
         if self.owned {
             return Ok(self.session.clone());
         }
-        self.read().await
+        self.shared.read(&self.id).await
     }
 
     async fn start(&mut self, mut start: StartRun, setup: RunSetup) -> Result<Started> {

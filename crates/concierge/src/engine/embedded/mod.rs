@@ -357,8 +357,10 @@ async fn background(shared: Weak<Shared>, mut newest: i64) {
             return;
         };
         // Channels nobody listens to, of sessions no actor holds, go.
-        let held: HashSet<SessionId> = shared.actors().keys().cloned().collect();
-        lock(&shared.lives).retain(|id, live| live.listeners() > 0 || held.contains(id));
+        if !lock(&shared.lives).is_empty() {
+            let held: HashSet<SessionId> = shared.actors().keys().cloned().collect();
+            lock(&shared.lives).retain(|id, live| live.listeners() > 0 || held.contains(id));
+        }
         let watched: Vec<(SessionId, Arc<Live>)> = lock(&shared.lives)
             .iter()
             .map(|(id, live)| (id.clone(), live.clone()))
