@@ -396,6 +396,7 @@ impl TestServer {
             Tool::new("hang", "Never answers; notices when cancelled.", object()).with_annotations(read_only()),
             Tool::new("big", "Rows as structured content, and a summary.", object()).with_annotations(read_only()),
             Tool::new("bigger", "Rows as structured content only.", object()).with_annotations(read_only()),
+            Tool::new("huge", "An answer of 20 000 bytes and more.", object()).with_annotations(read_only()),
         ];
         if *self.grown.lock().unwrap() {
             tools.push(Tool::new("extra", "Appeared later.", schema(json!({"type": "object"}))));
@@ -469,6 +470,7 @@ impl ServerHandler for TestServer {
                 result.structured_content = Some(json!({"rows": rows}));
                 result
             }
+            "huge" => CallToolResult::success(vec![ContentBlock::text("x".repeat(20_000))]),
             other => return Err(ErrorData::invalid_params(format!("unknown tool {other}"), None)),
         };
         Ok(result.into())
@@ -495,10 +497,19 @@ async fn helper_using(server: &str, config: McpServerConfig, model: ScriptedMode
 }
 
 async fn serve_http(server: TestServer, addr: SocketAddr) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    serve_http_with(server, addr, StreamableHttpServerConfig::default()).await
+}
+
+/// [`serve_http`] with the server's transport configured by `config`.
+async fn serve_http_with(
+    server: TestServer,
+    addr: SocketAddr,
+    config: StreamableHttpServerConfig,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
     let service = StreamableHttpService::new(
         move || Ok(server.clone()),
         Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
+        config,
     );
     let app = axum::Router::new().nest_service("/mcp", service);
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
@@ -723,6 +734,46 @@ async fn http_structured_content_counts_against_the_result_limit() {
     assert!(cut["note"].as_str().unwrap().contains("over the 16 KiB limit"), "{cut}");
     assert!(cut["beginning"].as_str().unwrap().starts_with("{\"rows\":[{"), "{cut}");
     rt.shutdown().await;
+}
+
+/// Over HTTP, an answer over the server's message limit fails its call at
+/// once as too large (not on a timeout), and the connection serves the next
+/// call: answered as an SSE event (the default) or as a JSON body.
+#[tokio::test]
+async fn http_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout() {
+    let json = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true);
+    for (how, server_config) in [("sse", StreamableHttpServerConfig::default()), ("json", json)] {
+        let (addr, _task) = serve_http_with(TestServer::default(), "127.0.0.1:0".parse().unwrap(), server_config).await;
+        let config = McpServerConfig::http(format!("http://{addr}/mcp")).max_message_bytes(8192);
+        let model = script(vec![("huge", json!({})), ("add", json!({"a": 1, "b": 2}))]);
+        let rt = helper_using("remote", config, model).await;
+        let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
+        let ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+            panic!("{how}: huge should fail: {:?}", out.tool_executions[0].outcome);
+        };
+        assert_eq!(error.kind, ToolErrorKind::Failed, "{how}: {}", error.message);
+        assert!(
+            error.message.contains("too large")
+                && error.message.contains("8192 bytes")
+                && error.message.contains("may have run"),
+            "{how}: {}",
+            error.message
+        );
+        // An event is cut off at the limit; a JSON body is read whole, so its size is known.
+        let size_known = error.message.contains("bytes or more, over the limit");
+        assert_eq!(size_known, how == "json", "{how}: {}", error.message);
+        assert_eq!(outcomes(&out)[1], Ok(json!("3")), "{how}: the connection is still good");
+        // The same client, called directly, still answers.
+        let client = rt.mcp_client("remote").unwrap();
+        let mut args = rmcp::model::JsonObject::new();
+        args.insert("a".into(), json!(2));
+        args.insert("b".into(), json!(2));
+        let answer = client.call("add", args, &IdempotencyKey::given("k")).await;
+        assert_eq!(answer, Ok(json!("4")), "{how}");
+        rt.shutdown().await;
+    }
 }
 
 // ----- stdio: a small Python server for what good servers never do -----

@@ -180,6 +180,11 @@ async fn a_panicking_tool_is_a_tool_error_and_the_run_goes_on() {
 async fn confirmation_parks_the_run_and_only_the_exact_call_is_approved() {
     let model = ScriptedModel::new()
         .reply(ModelReply::tool_call("pay", r#"{"amount": "10"}"#))
+        // The model reads "hello" (the rules cannot) and finds no answer in it.
+        .reply(ModelReply::tool_call(
+            "answer_confirmation",
+            r#"{"decision": "unclear"}"#,
+        ))
         .reply(ModelReply::text("Paid."));
     let rt = runtime(model).await;
     let parked = rt.client("helper").unwrap().run("pay 10", session("s")).await.unwrap();

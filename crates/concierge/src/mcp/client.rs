@@ -21,7 +21,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
 use super::McpServerConfig;
-use super::framing::{self, MAX_MESSAGE_BYTES};
+use super::framing;
+use super::http::GuardedHttp;
 use super::result::outcome;
 
 /// Lines of a server's stderr kept for error messages.
@@ -362,7 +363,12 @@ impl McpClient {
                 });
                 // Its output reaches rmcp through the size guard.
                 let (output, guarded) = tokio::io::duplex(64 * 1024);
-                tokio::spawn(framing::forward(self.name.clone(), stdout, guarded, MAX_MESSAGE_BYTES));
+                tokio::spawn(framing::forward(
+                    self.name.clone(),
+                    stdout,
+                    guarded,
+                    self.config.message_limit(),
+                ));
                 match tokio::time::timeout(timeout, handler.serve((output, stdin))).await {
                     Ok(Ok(service)) => Connection {
                         service,
@@ -403,7 +409,12 @@ impl McpClient {
                 let mut backoff = ExponentialBackoff::default();
                 backoff.max_times = Some(2);
                 config.retry_config = Arc::new(backoff);
-                let transport = StreamableHttpClientTransport::from_config(config);
+                // Its answers reach rmcp through the size guard.
+                let limit = self.config.message_limit();
+                config.max_sse_event_size = limit;
+                let client = GuardedHttp::new(&self.name, limit)
+                    .map_err(|e| self.error(format!("cannot make an HTTP client for {url}: {e}")))?;
+                let transport = StreamableHttpClientTransport::with_client(client, config);
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => Connection {
                         service,
@@ -555,11 +566,16 @@ impl McpClient {
                 self.name
             ))),
             Err(ServiceError::McpError(error)) => {
-                if let Some(bytes) = framing::too_large_size(error.data.as_ref()) {
+                if let Some(too_large) = framing::too_large(error.data.as_ref()) {
+                    let limit = too_large.limit;
+                    let size = match too_large.bytes {
+                        Some(bytes) => format!("{bytes} bytes or more, over the limit of {limit} bytes"),
+                        None => format!("more than the limit of {limit} bytes"),
+                    };
                     return Err(ToolError::failed(format!(
-                        "the result of {tool} was too large: the MCP server {} answered with {bytes} bytes or more, \
-                         over the limit of {MAX_MESSAGE_BYTES} bytes for one message. The tool may have run \
-                         (its effects may have happened); ask for less, e.g. a page or a summary",
+                        "the result of {tool} was too large: the MCP server {} answered with {size} for one \
+                         message. The tool may have run (its effects may have happened); ask for less, e.g. a \
+                         page or a summary",
                         self.name
                     )));
                 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::MAX_MESSAGE_BYTES;
 use crate::error::{Error, Result};
 
 /// An MCP server, as configured in `concierge.toml` or an agent file:
@@ -60,6 +61,11 @@ pub struct McpServerConfig {
     /// destructive, as the MCP specification says) asks a person first.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
+    /// The largest message the server may send, in bytes (default and most
+    /// [`MAX_MESSAGE_BYTES`], 16 MiB); a call answered with more fails at
+    /// once as too large.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<usize>,
 }
 
 impl McpServerConfig {
@@ -116,6 +122,20 @@ impl McpServerConfig {
         self
     }
 
+    /// Lowers the largest message the server may send, in bytes (at most
+    /// [`MAX_MESSAGE_BYTES`]).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = Some(bytes);
+        self
+    }
+
+    /// The largest message the server may send, in bytes.
+    pub fn message_limit(&self) -> usize {
+        self.max_message_bytes
+            .unwrap_or(MAX_MESSAGE_BYTES)
+            .clamp(1, MAX_MESSAGE_BYTES)
+    }
+
     /// The per-call timeout.
     pub fn call_timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_secs.unwrap_or(30))
@@ -123,6 +143,14 @@ impl McpServerConfig {
 
     /// Checks that exactly one transport is set and the URL parses.
     pub fn check(&self, name: &str) -> Result<()> {
+        if let Some(bytes) = self.max_message_bytes {
+            if bytes == 0 || bytes > MAX_MESSAGE_BYTES {
+                return Err(Error::InvalidConfig(format!(
+                    "MCP server {name}: max_message_bytes is {bytes}; it must be between 1 and {MAX_MESSAGE_BYTES} \
+                     (16 MiB, the most the MCP client reads in one message)"
+                )));
+            }
+        }
         match (&self.command, &self.url) {
             (Some(_), None) => Ok(()),
             (None, Some(url)) => {
@@ -189,5 +217,10 @@ mod tests {
             "servers are not trusted by default"
         );
         assert!(toml::from_str::<McpServerConfig>("comand = \"x\"").is_err());
+        assert_eq!(parsed.message_limit(), MAX_MESSAGE_BYTES);
+        let small = McpServerConfig::http("http://127.0.0.1:1/mcp").max_message_bytes(4096);
+        assert_eq!(small.message_limit(), 4096);
+        let huge = McpServerConfig::http("http://127.0.0.1:1/mcp").max_message_bytes(MAX_MESSAGE_BYTES + 1);
+        assert!(huge.check("a").unwrap_err().to_string().contains("max_message_bytes"));
     }
 }

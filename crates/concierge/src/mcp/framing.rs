@@ -20,23 +20,43 @@ pub(crate) const TOO_LARGE_MARKER: &str = "concierge.message_too_large";
 /// Bytes of an oversized line kept at each end to find its request id.
 const KEEP: usize = 512;
 
-/// The error answer standing for a message of `bytes` bytes to request `id`.
-pub(crate) fn too_large_answer(id: &Value, bytes: usize, limit: usize) -> Value {
+/// The error answer standing for a message to request `id` over `limit`
+/// bytes: `bytes` long, or longer, when its size is known (over stdio), of
+/// a size nobody counted otherwise (over HTTP the transport stops reading
+/// at the limit).
+pub(crate) fn too_large_answer(id: &Value, bytes: Option<usize>, limit: usize) -> Value {
+    let message = match bytes {
+        Some(bytes) => format!("the answer was {bytes} bytes or more, over the limit of {limit} bytes for one message"),
+        None => format!("the answer was over the limit of {limit} bytes for one message"),
+    };
     json!({
         "jsonrpc": "2.0",
         "id": id,
         "error": {
             "code": TOO_LARGE_CODE,
-            "message": format!("the answer was {bytes} bytes or more, over the limit of {limit} bytes for one message"),
+            "message": message,
             "data": {"kind": TOO_LARGE_MARKER, "bytes": bytes, "limit": limit},
         }
     })
 }
 
-/// The size in the `data` of an answer made by [`too_large_answer`].
-pub(crate) fn too_large_size(data: Option<&Value>) -> Option<u64> {
+/// How large an answer replaced by [`too_large_answer`] was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TooLarge {
+    /// Its size (or a lower bound of it), when it was counted.
+    pub(crate) bytes: Option<u64>,
+    /// The limit it went over.
+    pub(crate) limit: u64,
+}
+
+/// What the `data` of an answer made by [`too_large_answer`] says (none for
+/// any other error).
+pub(crate) fn too_large(data: Option<&Value>) -> Option<TooLarge> {
     let data = data?;
-    (data["kind"] == TOO_LARGE_MARKER).then(|| data["bytes"].as_u64().unwrap_or(0))
+    (data["kind"] == TOO_LARGE_MARKER).then(|| TooLarge {
+        bytes: data["bytes"].as_u64(),
+        limit: data["limit"].as_u64().unwrap_or(MAX_MESSAGE_BYTES as u64),
+    })
 }
 
 /// Copies `from` to `to` line by line; a line longer than `limit` is
@@ -89,7 +109,7 @@ pub(crate) async fn forward(
             Some(size) => match request_id(&line).or_else(|| request_id_at_end(&tail)) {
                 Some(id) => {
                     tracing::warn!(server, bytes = size, limit, "MCP answer too large; the call fails");
-                    let mut answer = too_large_answer(&id, size, limit).to_string().into_bytes();
+                    let mut answer = too_large_answer(&id, Some(size), limit).to_string().into_bytes();
                     answer.push(b'\n');
                     to.write_all(&answer).await
                 }
@@ -241,7 +261,8 @@ mod tests {
         assert_eq!(lines[0]["id"], 1);
         assert_eq!(lines[1]["id"], 2);
         assert_eq!(lines[1]["error"]["code"], TOO_LARGE_CODE);
-        assert!(too_large_size(lines[1]["error"].get("data")).unwrap() > 300);
+        let info = too_large(lines[1]["error"].get("data")).unwrap();
+        assert!(info.bytes.unwrap() > 300 && info.limit == 100, "{info:?}");
         assert_eq!(lines[2]["id"], 3);
     }
 }

@@ -12,6 +12,7 @@
 mod client;
 mod config;
 mod framing;
+mod http;
 mod result;
 mod tool;
 

@@ -12,6 +12,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+mod answer;
 mod children;
 mod client;
 #[cfg(feature = "mcp")]
@@ -621,6 +622,20 @@ impl Runtime {
             at: crate::engine::now(),
         };
         let catalog = self.catalog();
+        // An answer to a parked call that the rules cannot read goes to the model first.
+        if let Some(handle) = self
+            .answer_with_model(
+                &engine,
+                &session,
+                start.agent.as_ref(),
+                &start.messages,
+                &catalog,
+                start.at,
+            )
+            .await
+        {
+            return Ok(handle);
+        }
         // A new session that names no agent starts with the default one (the hub in multi mode).
         let setup = self
             .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())

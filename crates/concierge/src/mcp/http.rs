@@ -1,0 +1,224 @@
+//! The HTTP client of a streamable-HTTP MCP server: rmcp's reqwest client,
+//! except for an answer over the message size limit. rmcp stops reading such
+//! an answer and closes its stream without answering the request, so the
+//! call would fail with a vague error or wait for its timeout although the
+//! tool ran; here it becomes an error answer to the same request, which the
+//! call reports as a result too large (as [`super::framing`] does over stdio).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+};
+use serde_json::Value;
+use sse_stream::Sse;
+
+use super::framing::too_large_answer;
+
+/// Redirects followed for one request, at most.
+const MAX_REDIRECTS: usize = 10;
+
+/// The events of one SSE response.
+type Events = BoxStream<'static, Result<Sse, SseError>>;
+
+/// rmcp's reqwest client for one server, with answers over `limit` bytes
+/// turned into error answers.
+#[derive(Clone, Debug)]
+pub(crate) struct GuardedHttp {
+    client: reqwest::Client,
+    server: Arc<str>,
+    limit: usize,
+}
+
+impl GuardedHttp {
+    /// A client for the server `server`, reading messages of at most `limit`
+    /// bytes. Like rmcp's own: no idle connections kept (a half-read answer
+    /// would stall the next request), and only redirects to the same origin
+    /// that keep the request's method and body are followed.
+    pub(crate) fn new(server: &str, limit: usize) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .redirect(reqwest::redirect::Policy::custom(|attempt| {
+                let keeps_body = matches!(
+                    attempt.status(),
+                    reqwest::StatusCode::TEMPORARY_REDIRECT | reqwest::StatusCode::PERMANENT_REDIRECT
+                );
+                let same_origin = attempt
+                    .previous()
+                    .first()
+                    .is_some_and(|first| first.origin() == attempt.url().origin());
+                if !(keeps_body && same_origin) {
+                    attempt.stop()
+                } else if attempt.previous().len() > MAX_REDIRECTS {
+                    attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+                } else {
+                    attempt.follow()
+                }
+            }))
+            .build()?;
+        Ok(Self {
+            client,
+            server: server.into(),
+            limit,
+        })
+    }
+
+    /// Passes `events` on, an event over the limit replaced by an error
+    /// answer to request `id` (the stream ends there: rmcp stops reading it).
+    fn guard(&self, events: Events, id: Value, limit: usize) -> Events {
+        let server = self.server.clone();
+        events
+            .map(move |event| match event {
+                Err(error) if is_event_too_large(&error) => {
+                    tracing::warn!(server = %server, limit, "MCP answer too large; the call fails");
+                    Ok(Sse {
+                        data: Some(too_large_answer(&id, None, limit).to_string()),
+                        ..Sse::default()
+                    })
+                }
+                other => other,
+            })
+            .boxed()
+    }
+
+    /// The error answer to request `id` for an answer of `bytes` bytes (when
+    /// counted) over `limit`.
+    fn too_large(&self, id: &Value, bytes: Option<usize>, limit: usize) -> Option<ServerJsonRpcMessage> {
+        tracing::warn!(server = %self.server, bytes, limit, "MCP answer too large; the call fails");
+        serde_json::from_value(too_large_answer(id, bytes, limit)).ok()
+    }
+}
+
+/// Whether `error` is rmcp's report of an event over its size limit (its
+/// wording; the MCP tests hold it to it).
+fn is_event_too_large(error: &SseError) -> bool {
+    matches!(error, SseError::Body(inner) if inner.to_string().contains("exceeded the maximum size"))
+}
+
+/// The serialized size of `message`, counted without writing it out.
+fn serialized_size(message: &ServerJsonRpcMessage) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, message);
+    count.0
+}
+
+impl StreamableHttpClient for GuardedHttp {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        self.post_message_with_max_sse_event_size(uri, message, session_id, auth_header, custom_headers, self.limit)
+            .await
+    }
+
+    async fn post_message_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<StreamableHttpPostResponse, StreamableHttpError<Self::Error>> {
+        let id = match &message {
+            ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
+            _ => None,
+        };
+        let limit = max_sse_event_size.min(self.limit);
+        let response = self
+            .client
+            .post_message_with_max_sse_event_size(uri, message, session_id, auth_header, custom_headers, limit)
+            .await;
+        // Only an answer to a request can stand in for what was too large.
+        let Some(id) = id else { return response };
+        match response {
+            Ok(StreamableHttpPostResponse::Sse(events, session)) => {
+                Ok(StreamableHttpPostResponse::Sse(self.guard(events, id, limit), session))
+            }
+            Ok(StreamableHttpPostResponse::Json(answer, session)) => {
+                let bytes = serialized_size(&answer);
+                match (bytes > limit)
+                    .then(|| self.too_large(&id, Some(bytes), limit))
+                    .flatten()
+                {
+                    Some(error) => Ok(StreamableHttpPostResponse::Json(error, session)),
+                    None => Ok(StreamableHttpPostResponse::Json(answer, session)),
+                }
+            }
+            Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => match self.too_large(&id, None, max_size) {
+                Some(error) => Ok(StreamableHttpPostResponse::Json(error, None)),
+                None => Err(StreamableHttpError::ResponseBodyTooLarge { max_size }),
+            },
+            other => other,
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), StreamableHttpError<Self::Error>> {
+        self.client
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        self.get_stream_with_max_sse_event_size(uri, session_id, last_event_id, auth_header, custom_headers, self.limit)
+            .await
+    }
+
+    // A stream opened with GET (the server's own, or a request's resumed
+    // after a break) is not guarded: an event over the limit ends it, and a
+    // request whose resumed stream it was fails as closed before its answer.
+    async fn get_stream_with_max_sse_event_size(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        max_sse_event_size: usize,
+    ) -> Result<Events, StreamableHttpError<Self::Error>> {
+        self.client
+            .get_stream_with_max_sse_event_size(
+                uri,
+                session_id,
+                last_event_id,
+                auth_header,
+                custom_headers,
+                max_sse_event_size.min(self.limit),
+            )
+            .await
+    }
+}
