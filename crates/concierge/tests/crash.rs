@@ -56,9 +56,12 @@ impl Model for Deterministic {
             .iter()
             .filter(|m| matches!(m, Message::Tool { .. }))
             .count();
-        let reply = match results {
-            0 => ModelReply::tool_call("record_effect", r#"{"label": "first"}"#),
-            1 => ModelReply::tool_call("record_effect", r#"{"label": "second"}"#),
+        let reply = match (request.agent.as_str(), results) {
+            // The router hands the work to the worker agent, called as a tool.
+            ("router", 0) => ModelReply::tool_call("worker", r#"{"request": "record two effects"}"#),
+            ("router", _) => ModelReply::text("router: done: first, second"),
+            (_, 0) => ModelReply::tool_call("record_effect", r#"{"label": "first"}"#),
+            (_, 1) => ModelReply::tool_call("record_effect", r#"{"label": "second"}"#),
             _ => ModelReply::text("done: first, second"),
         };
         let block = crash_point() == format!("model:{n}");
@@ -108,6 +111,12 @@ async fn record_effect(args: EffectArgs, cx: ToolContext) -> Result<serde_json::
 #[ignore = "child process entry for the crash tests"]
 async fn crash_child() {
     let db = std::env::var("CRASH_DB").expect("CRASH_DB");
+    let tree = std::env::var("CRASH_TREE").is_ok();
+    let (agent, reply) = if tree {
+        ("router", "router: done: first, second")
+    } else {
+        ("worker", "done: first, second")
+    };
     let rt = Runtime::builder()
         .tool(RecordEffect)
         .agent(
@@ -115,6 +124,7 @@ async fn crash_child() {
                 .instructions("Record two effects.")
                 .tool("record_effect"),
         )
+        .agent(AgentSpec::new("router").agent_tool(concierge::AgentTool::new("worker")))
         .model(Deterministic {
             calls: AtomicUsize::new(0),
         })
@@ -123,10 +133,10 @@ async fn crash_child() {
         .await
         .unwrap();
     let output = if std::env::var("CRASH_MODE").as_deref() == Ok("resume") {
-        assert_eq!(
-            rt.recovered(),
-            [SESSION.into()] as [concierge::SessionId; 1],
-            "the run in flight is resumed"
+        assert!(
+            rt.recovered().contains(&SESSION.into()),
+            "the run in flight is resumed: {:?}",
+            rt.recovered()
         );
         // A liveness guard, not a timing assertion: a run that is not resumed
         // would otherwise wait forever.
@@ -136,19 +146,27 @@ async fn crash_child() {
             .unwrap()
             .expect("a run was in flight")
     } else {
-        rt.client("worker")
+        rt.client(agent)
             .unwrap()
             .run("record two effects", RunOptions::new().session_id(SESSION).run_id(RUN))
             .await
             .unwrap()
     };
-    assert_eq!(output.reply.as_deref(), Some("done: first, second"));
+    assert_eq!(output.reply.as_deref(), Some(reply));
     let history = rt.history(SESSION).await.unwrap();
     println!("HISTORY {}", serde_json::to_string(&history).unwrap());
 }
 
 fn spawn(db: &Path, effects: &Path, crash_at: &str, mode: &str) -> (Child, BufReader<ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
+    spawn_with(db, effects, crash_at, mode, false)
+}
+
+fn spawn_with(db: &Path, effects: &Path, crash_at: &str, mode: &str, tree: bool) -> (Child, BufReader<ChildStdout>) {
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    if tree {
+        command.env("CRASH_TREE", "1");
+    }
+    let mut child = command
         .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env("CRASH_DB", db)
         .env("CRASH_EFFECTS", effects)
@@ -247,4 +265,39 @@ fn killed_during_a_tool_call_the_effect_is_not_repeated() {
     let (history, effects) = killed_then_resumed("tool", "tool");
     assert_eq!(history, expected);
     effects_once(&effects);
+}
+
+#[test]
+fn killed_while_a_child_run_calls_a_tool_the_parent_finishes_and_the_effect_is_not_repeated() {
+    // A router calls the worker agent as a tool; the worker's second tool
+    // call performs its effect, then the process dies.
+    let d = dirs();
+    let (mut child, mut out) = spawn_with(&d.db, &d.effects, "tool", "run", true);
+    read_until(&mut out, "READY tool");
+    child.kill().unwrap(); // SIGKILL
+    assert!(!child.wait().unwrap().success());
+    let (mut child, mut out) = spawn_with(&d.db, &d.effects, "", "resume", true);
+    let history = history_of(&mut out);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        history.len(),
+        4,
+        "user, call of the worker, its answer, the router's reply: {history:?}"
+    );
+    assert_eq!(
+        history[3].text(),
+        "router: done: first, second",
+        "the answer is complete"
+    );
+    let effects = std::fs::read_to_string(&d.effects).unwrap();
+    let child_session = format!("{SESSION}.call_1");
+    let lines: Vec<&str> = effects.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            format!("{child_session}/r1/call_1\tfirst"),
+            format!("{child_session}/r1/call_2\tsecond")
+        ],
+        "the child's effects, each exactly once"
+    );
 }
