@@ -169,33 +169,54 @@ async fn rules_mark_the_login_bug_as_done_by_fuzzy_match() {
 }
 
 #[tokio::test]
-async fn rules_an_ambiguous_title_changes_nothing_and_lists_the_candidates() {
+async fn rules_an_ambiguous_title_asks_which_one_and_the_second_picks_it() {
     let fx = fixture(None).await;
     let out = fx.run("task", "s1", "complete the fix").await;
-    assert_eq!(out.status, RunStatus::Completed, "nothing to approve: {out:?}");
+    assert_eq!(out.status, RunStatus::AwaitingChoice, "nothing to approve yet: {out:?}");
     assert!(out.pending_confirmation.is_none());
-    let reply = out.reply.unwrap();
-    assert!(reply.starts_with("Several tasks could match"), "{reply}");
+    let reply = out.reply.clone().unwrap();
     assert!(
-        reply.contains("#1 'Fix login bug'") && reply.contains("#5 'Fix logout button alignment'"),
+        reply.starts_with("Several tasks could match. Which one do you mean?\n1. #1 'Fix login bug'"),
         "{reply}"
     );
-    assert!(reply.ends_with("Say it with its number."), "{reply}");
+    assert!(reply.contains("\n2. #5 'Fix logout button alignment'"), "{reply}");
     assert!(fx.tasks().iter().all(|t| t.status != Status::Done || t.id == 6));
     assert_eq!(fx.store.applied_count().unwrap(), 0);
 
-    // The person picks one by its number.
-    let out = fx.run("task", "s1", "complete #5").await;
-    assert_eq!(
-        out.pending_confirmation.as_ref().unwrap().message,
-        "I'll mark #5 as done. Proceed?"
+    // "The second" picks #5; the change is then asked about, naming it.
+    let out = fx.run("task", "s1", "the second").await;
+    let asked = out
+        .pending_confirmation
+        .as_ref()
+        .map(|p| p.message.clone())
+        .unwrap_or_default();
+    assert!(
+        asked.starts_with("I'll mark #5, 'Fix logout button alignment' (")
+            && asked.ends_with("% match), as done. Proceed?"),
+        "{out:?}"
     );
     let done = fx.approve("s1", &out).await;
-    assert_eq!(
-        done.reply.as_deref(),
-        Some("Marked task #5 'Fix logout button alignment' as done.")
+    let reply = done.reply.unwrap_or_default();
+    assert!(
+        reply.starts_with("Marked task #5 'Fix logout button alignment'"),
+        "{reply}"
     );
     assert_eq!(fx.task(5).status, Status::Done);
+    assert_ne!(fx.task(1).status, Status::Done, "the first candidate is untouched");
+
+    // A number picks too.
+    let fx = fixture(None).await;
+    let out = fx.run("task", "s2", "complete the fix").await;
+    assert_eq!(out.status, RunStatus::AwaitingChoice);
+    let out = fx.run("task", "s2", "1").await;
+    assert!(
+        out.pending_confirmation
+            .as_ref()
+            .unwrap()
+            .message
+            .starts_with("I'll mark #1, 'Fix login bug'"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test]

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use chrono::{Days, NaiveDate};
 use concierge::fuzzy::{self, Candidate, Match, Scored, Thresholds};
-use concierge::{Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
+use concierge::{Choice, Reply, Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -382,18 +382,15 @@ fn resolve<'t>(reference: &str, tasks: &'t [Task], verb: &str) -> Result<(&'t Ta
                 ),
             }
         }
-        Match::Choice { candidates } => {
-            let options: Vec<String> = candidates.iter().map(|c| format!("#{} {}", c.id, c)).collect();
-            Err(json!({
-                "outcome": "choose",
-                "candidates": candidates.iter().map(scored_json).collect::<Vec<_>>(),
-                "message": format!(
-                    "More than one task could be '{reference}': {}. Which one should I {verb}? Say it with its number, e.g. \"{verb} #{}\".",
-                    options.join("; "),
-                    candidates.first().map(|c| c.id.as_str()).unwrap_or("1"),
-                ),
-            }))
-        }
+        // Several could be meant: the person picks one ("2", "the second"),
+        // and the call runs again with its number.
+        Match::Choice { candidates } => Err(candidates
+            .iter()
+            .fold(
+                Choice::new(format!("More than one task could be '{reference}'. Which one should I {verb}?"), "task"),
+                |choice, c| choice.option(format!("#{}", c.id), format!("#{} {}", c.id, c)),
+            )
+            .to_value()),
         Match::NotFound { suggestions } => {
             let message = if suggestions.is_empty() {
                 format!("I found no task matching '{reference}'.")
@@ -549,6 +546,10 @@ pub struct SearchTasksArgs {
     /// Only tasks not done yet (to find one to complete).
     #[serde(default)]
     pub open: bool,
+    /// The task's number, once the person picked one of several matches
+    /// (filled in from their answer; leave it out otherwise).
+    #[serde(default)]
+    pub id: Option<i64>,
 }
 
 task_tool!(
@@ -565,7 +566,25 @@ task_tool!(
         let ranked = fuzzy::rank(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())));
         let best: Vec<&Scored> = ranked.iter().filter(|s| s.score >= Thresholds::default().low).take(5).collect();
         let mut chosen = Value::Null;
-        let message = match fuzzy::classify(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())), &Thresholds::default()) {
+        let classified = match args.id.and_then(|id| tasks.iter().find(|t| t.id == id)) {
+            // The person picked this one.
+            Some(task) => Match::Found(Scored {
+                id: task.id.to_string(),
+                label: task.title.clone(),
+                score: ranked.iter().find(|s| s.id == task.id.to_string()).map_or(100, |s| s.score),
+            }),
+            None => fuzzy::classify(&args.query, tasks.iter().map(|t| Candidate::new(t.id.to_string(), t.title.clone())), &Thresholds::default()),
+        };
+        let message = match classified {
+            // Several could be meant: the person picks one, and the search
+            // runs again with its number.
+            Match::Choice { candidates } => {
+                let choice = candidates.iter().fold(
+                    Choice::new("Several tasks could match. Which one do you mean?", "id"),
+                    |choice, c| choice.option(c.id.parse::<i64>().unwrap_or_default(), format!("#{} {}", c.id, c)),
+                );
+                return Reply::<Value>::Choose(choice).into_value();
+            }
             Match::Found(found) => {
                 chosen = json!({
                     "id": found.id.parse::<i64>().unwrap_or_default(),
@@ -575,10 +594,6 @@ task_tool!(
                 });
                 format!("I found task #{} {}.", found.id, found)
             }
-            Match::Choice { candidates } => format!(
-                "Several tasks could match: {}. Which one do you mean? Say it with its number.",
-                candidates.iter().map(|c| format!("#{} {}", c.id, c)).collect::<Vec<_>>().join("; ")
-            ),
             Match::NotFound { suggestions } if suggestions.is_empty() => format!("No task matches '{}'.", args.query),
             Match::NotFound { suggestions } => format!(
                 "No task matches '{}'. The closest: {}.",
