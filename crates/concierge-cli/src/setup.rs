@@ -94,6 +94,9 @@ pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> 
         if let Some(question) = &settings.confirm {
             builder = builder.confirm_tool(tool.as_str(), question.clone());
         }
+        for resource in &settings.writes {
+            builder = builder.tool_writes(tool.as_str(), resource.clone());
+        }
     }
     for (reference, price) in &config.prices {
         builder = builder.price(reference.clone(), *price);

@@ -15,7 +15,8 @@
 //! `T: Serialize`. The doc comment is the description. Attributes: `name`,
 //! `category`, `description`, the flags `read_only`, `destructive`,
 //! `idempotent`, `requires_confirmation`, `cacheable`, the lists
-//! `requires` and `provides` (blackboard keys), and `confirm = "..."`: the
+//! `requires` and `provides` (blackboard keys), `writes` (what calls
+//! write: calls of one batch that write the same thing run in turn), and `confirm = "..."`: the
 //! question the person answers before a call runs, with `{argument}`
 //! placeholders ("I'll create a task '{title}' due {due}. Proceed?"); it
 //! implies `requires_confirmation`.
@@ -46,6 +47,7 @@ struct Options {
     cacheable: bool,
     requires: Vec<LitStr>,
     provides: Vec<LitStr>,
+    writes: Vec<LitStr>,
     confirm: Option<LitStr>,
 }
 
@@ -97,6 +99,9 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         } else if meta.path.is_ident("provides") {
             options.provides = strings(&meta.value()?.parse()?)?;
             Ok(())
+        } else if meta.path.is_ident("writes") {
+            options.writes = strings(&meta.value()?.parse()?)?;
+            Ok(())
         } else if meta.path.is_ident("confirm") {
             let template: LitStr = meta.value()?.parse()?;
             if template.value().trim().is_empty() {
@@ -112,7 +117,7 @@ pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
         } else {
             Err(meta.error(
                 "unknown #[tool] option; expected name, category, description, read_only, destructive, \
-                 idempotent, requires_confirmation, cacheable, requires, provides or confirm",
+                 idempotent, requires_confirmation, cacheable, requires, provides, writes or confirm",
             ))
         }
     });
@@ -243,6 +248,7 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
     );
     let requires = &options.requires;
     let provides = &options.provides;
+    let writes = &options.writes;
     let confirm = match &options.confirm {
         Some(template) => quote!(::core::option::Option::Some(::std::string::String::from(#template))),
         None => quote!(::core::option::Option::None),
@@ -324,6 +330,7 @@ fn expand(options: Options, function: ItemFn) -> syn::Result<proc_macro2::TokenS
                 };
                 spec.requires = ::std::vec![#(::std::string::String::from(#requires)),*];
                 spec.provides = ::std::vec![#(::std::string::String::from(#provides)),*];
+                spec.writes = ::std::vec![#(::std::string::String::from(#writes)),*];
                 spec.confirm = #confirm;
                 spec
             }

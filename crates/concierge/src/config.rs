@@ -101,6 +101,10 @@ pub struct ToolConfig {
     /// Ask the person before every call, with this question; `{argument}`
     /// placeholders are filled from the call ("Delete {path}?").
     pub confirm: Option<String>,
+    /// What the tool's calls write (table names, say): calls of one batch
+    /// that write the same thing run one after another.
+    #[serde(default)]
+    pub writes: Vec<String>,
 }
 
 /// One provider's connection settings.

@@ -331,3 +331,37 @@ async fn a_prompt_template_and_a_prompt_builder_write_the_childs_message() {
         Some("Logged the note for contact 2: NOTE ABOUT MIKE: HELLO.")
     );
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Amount {
+    /// How much.
+    amount: i64,
+}
+
+/// Books an amount in the ledger.
+#[concierge::tool(writes = ["ledger"])]
+async fn book(args: Amount) -> Result<i64, String> {
+    Ok(args.amount)
+}
+
+#[tokio::test]
+async fn what_a_tool_writes_is_declared_in_rust_or_by_configuration() {
+    let log = Log::default();
+    let rt = Runtime::builder()
+        .tool(Book)
+        .tool(LogNote(log.clone()))
+        .tool_writes("log_note", "ledger")
+        .agent(AgentSpec::new("clerk").tool("book").tool("log_note"))
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let tools = rt.tools_for("clerk").unwrap();
+    let writes = |name: &str| tools.iter().find(|t| t.name == name).unwrap().writes.clone();
+    assert_eq!(writes("book"), ["ledger"]);
+    assert_eq!(writes("log_note"), ["notes", "ledger"]);
+    assert!(
+        tools[0].conflicts_with(&tools[1]),
+        "both write the ledger: their calls run in turn"
+    );
+}

@@ -387,7 +387,10 @@ fn resolve<'t>(reference: &str, tasks: &'t [Task], verb: &str) -> Result<(&'t Ta
         Match::Choice { candidates } => Err(candidates
             .iter()
             .fold(
-                Choice::new(format!("More than one task could be '{reference}'. Which one should I {verb}?"), "task"),
+                Choice::new(
+                    format!("More than one task could be '{reference}'. Which one should I {verb}?"),
+                    "task",
+                ),
                 |choice, c| choice.option(format!("#{}", c.id), format!("#{} {}", c.id, c)),
             )
             .to_value()),

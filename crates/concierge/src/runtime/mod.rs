@@ -56,6 +56,7 @@ pub struct RuntimeBuilder {
     max_message_bytes: usize,
     planners: Vec<(AgentId, Arc<dyn Planner + Send + Sync>)>,
     confirmations: Vec<(ToolId, String)>,
+    writes: Vec<(ToolId, String)>,
     hub: HubChoice,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
@@ -90,6 +91,7 @@ impl Default for RuntimeBuilder {
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             planners: Vec::new(),
             confirmations: Vec::new(),
+            writes: Vec::new(),
             hub: HubChoice::default(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
@@ -142,6 +144,14 @@ impl RuntimeBuilder {
     /// the file {path}?"); works for MCP tools too (by their name here).
     pub fn confirm_tool(mut self, tool: impl Into<ToolId>, question: impl Into<String>) -> Self {
         self.confirmations.push((tool.into(), question.into()));
+        self
+    }
+
+    /// Declares that calls of `tool` write `resource` (a table, say): calls
+    /// of one batch that write the same thing run one after another, in
+    /// call order; works for MCP tools too (by their name here).
+    pub fn tool_writes(mut self, tool: impl Into<ToolId>, resource: impl Into<String>) -> Self {
+        self.writes.push((tool.into(), resource.into()));
         self
     }
 
@@ -352,6 +362,9 @@ impl RuntimeBuilder {
         let mut registry = ToolRegistry::new();
         registry.set_timeout(self.tool_timeout);
         registry.set_max_result_bytes(self.max_tool_result_bytes);
+        for (tool, resource) in self.writes {
+            registry.set_writes(tool, resource);
+        }
         for (tool, question) in self.confirmations {
             registry.set_confirmation(tool, question);
         }

@@ -31,6 +31,7 @@ pub struct ToolRegistry {
     max_result_bytes: usize,
     /// Questions configured for tools by name: such a tool always asks first.
     questions: HashMap<ToolId, String>,
+    writes: HashMap<ToolId, Vec<String>>,
 }
 
 /// The largest result a tool may return, by default (as JSON).
@@ -43,6 +44,7 @@ impl Default for ToolRegistry {
             timeout: Duration::from_secs(60),
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             questions: HashMap::new(),
+            writes: HashMap::new(),
         }
     }
 }
@@ -54,11 +56,20 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
-fn entry(handler: Arc<dyn DynTool>, questions: &HashMap<ToolId, String>) -> Result<(ToolId, Arc<Entry>)> {
+fn entry(
+    handler: Arc<dyn DynTool>,
+    questions: &HashMap<ToolId, String>,
+    writes: &HashMap<ToolId, Vec<String>>,
+) -> Result<(ToolId, Arc<Entry>)> {
     let mut spec = handler.spec();
     if let Some(question) = questions.get(&spec.name) {
         spec.confirm = Some(question.clone());
         spec.annotations.requires_confirmation = true;
+    }
+    for resource in writes.get(&spec.name).into_iter().flatten() {
+        if !spec.writes.contains(resource) {
+            spec.writes.push(resource.clone());
+        }
     }
     let validator = ArgumentValidator::new(&spec.input_schema)
         .map_err(|e| Error::InvalidConfig(format!("tool {} has an unusable input schema: {e}", spec.name)))?;
@@ -105,9 +116,16 @@ impl ToolRegistry {
         self.questions.insert(tool.into(), question.into());
     }
 
+    /// Declares that calls of `tool` (added from now on, native or
+    /// discovered over MCP) write `resource`: calls of one batch that write
+    /// the same thing run one after another.
+    pub fn set_writes(&mut self, tool: impl Into<ToolId>, resource: impl Into<String>) {
+        self.writes.entry(tool.into()).or_default().push(resource.into());
+    }
+
     /// Adds a tool to a toolset; its schema is compiled now.
     pub fn add(&mut self, toolset: &str, handler: Arc<dyn DynTool>) -> Result<()> {
-        let (name, entry) = entry(handler, &self.questions)?;
+        let (name, entry) = entry(handler, &self.questions, &self.writes)?;
         let tables = self.tables.get_mut().map_err(|_| poisoned())?;
         if tables.entries.contains_key(&name) {
             return Err(Error::InvalidConfig(format!("two tools are named {name}; rename one")));
@@ -133,7 +151,7 @@ impl ToolRegistry {
     pub fn set_toolset(&self, toolset: &str, handlers: Vec<Arc<dyn DynTool>>) -> Result<Vec<ToolSpec>> {
         let mut fresh = Vec::with_capacity(handlers.len());
         for handler in handlers {
-            fresh.push(entry(handler, &self.questions)?);
+            fresh.push(entry(handler, &self.questions, &self.writes)?);
         }
         let mut tables = self.tables.write().map_err(|_| poisoned())?;
         let old = tables.toolsets.get(toolset).cloned().unwrap_or_default();
