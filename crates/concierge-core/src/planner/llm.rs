@@ -39,6 +39,14 @@ impl LlmPlanner {
                 "\n\nIf the request is another agent's job, call its transfer_to_<agent> tool; the conversation moves to it.",
             );
         }
+        if !agent.agent_tools.is_empty() {
+            // Seed 002's router: specialists are tools, the person sees one answer.
+            prompt.push_str(
+                "\n\nSome of your tools are specialists: call every one the request needs, several at once for a \
+                 statement with several parts. Then answer in one message that follows the order of the person's \
+                 statement. Never name the specialists or tools, and never say you are transferring or handing over.",
+            );
+        }
         let board = view.blackboard;
         if !board.available.is_empty() {
             prompt.push_str("\n\nKnown information:");
