@@ -174,12 +174,8 @@ pub fn parse_date_in(text: &str, today: NaiveDate, tense: Tense) -> Result<Naive
         ["yesterday"] => before(1),
         ["next", "week"] => after(7),
         ["last", "week"] => before(7),
-        ["in", n, unit] => count(n)
-            .and_then(|n| days_in(n, unit))
-            .and_then(after),
-        [n, unit, "ago"] => count(n)
-            .and_then(|n| days_in(n, unit))
-            .and_then(before),
+        ["in", n, unit] => count(n).and_then(|n| days_in(n, unit)).and_then(after),
+        [n, unit, "ago"] => count(n).and_then(|n| days_in(n, unit)).and_then(before),
         ["next", day] => weekday(day).and_then(|d| next_weekday(today, d, true)),
         ["last", day] => weekday(day).and_then(|d| last_weekday(today, d, true)),
         [day] | ["this", day] => weekday(day).and_then(|d| match tense {
@@ -260,10 +256,19 @@ mod tests {
         assert_eq!(parse_date("28 October", wed()), Ok(d(10, 28)));
         assert_eq!(parse_date("the 28th of October", wed()).ok(), None);
         assert_eq!(parse_date("28th of October", wed()), Ok(d(10, 28)));
-        assert_eq!(parse_date("on March 1st", wed()), Ok(NaiveDate::from_ymd_opt(2026, 3, 1).unwrap()));
+        assert_eq!(
+            parse_date("on March 1st", wed()),
+            Ok(NaiveDate::from_ymd_opt(2026, 3, 1).unwrap())
+        );
         assert_eq!(parse_past_date("March 1st", wed()), Ok(d(3, 1)));
-        assert_eq!(parse_past_date("Oct 28", wed()), Ok(NaiveDate::from_ymd_opt(2024, 10, 28).unwrap()));
-        assert_eq!(parse_date("Oct 28, 2026", wed()), Ok(NaiveDate::from_ymd_opt(2026, 10, 28).unwrap()));
+        assert_eq!(
+            parse_past_date("Oct 28", wed()),
+            Ok(NaiveDate::from_ymd_opt(2024, 10, 28).unwrap())
+        );
+        assert_eq!(
+            parse_date("Oct 28, 2026", wed()),
+            Ok(NaiveDate::from_ymd_opt(2026, 10, 28).unwrap())
+        );
         assert!(parse_date("Feb 30", wed()).is_err());
     }
 

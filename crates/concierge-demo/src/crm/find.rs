@@ -282,8 +282,15 @@ mod tests {
         assert_eq!(one(find_contact(&crm, None, Some("Sarah from Acme"))), "Sarah Lee");
         assert_eq!(one(find_contact(&crm, None, Some("john smith"))), "John Smith");
         assert_eq!(one(find_contact(&crm, None, Some("John at Globex"))), "John Park");
-        assert_eq!(one(find_contact(&crm, None, Some("john.park@globex.example"))), "John Park");
-        assert_eq!(one(find_contact(&crm, None, Some("Mkie Brennan"))), "Mike Brennan", "a typo");
+        assert_eq!(
+            one(find_contact(&crm, None, Some("john.park@globex.example"))),
+            "John Park"
+        );
+        assert_eq!(
+            one(find_contact(&crm, None, Some("Mkie Brennan"))),
+            "Mike Brennan",
+            "a typo"
+        );
         // The number wins over the name.
         assert_eq!(one(find_contact(&crm, Some(2), Some("John"))), "John Park");
     }
@@ -330,8 +337,14 @@ mod tests {
         assert_eq!(current_member(&crm, Some("maya")).unwrap().unwrap().name, "Maya Patel");
         assert_eq!(current_member(&crm, None).unwrap(), None);
         let e = current_member(&crm, Some("zed")).unwrap_err();
-        assert!(e.contains("'zed' is not on the team") && e.contains("Maya Patel (maya)"), "{e}");
+        assert!(
+            e.contains("'zed' is not on the team") && e.contains("Maya Patel (maya)"),
+            "{e}"
+        );
         assert_eq!(find_company(&crm, "acme").unwrap().name, "Acme");
-        assert_eq!(find_company(&crm, "Globex Corp").map(|c| c.name.as_str()), Some("Globex"));
+        assert_eq!(
+            find_company(&crm, "Globex Corp").map(|c| c.name.as_str()),
+            Some("Globex")
+        );
     }
 }

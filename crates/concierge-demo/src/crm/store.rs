@@ -318,7 +318,9 @@ pub enum StoreError {
         message: String,
     },
     /// A row held something this version does not know.
-    #[error("The CRM database at {path} holds a row this version cannot read ({message}). Delete the file to start over with the demo data.")]
+    #[error(
+        "The CRM database at {path} holds a row this version cannot read ({message}). Delete the file to start over with the demo data."
+    )]
     Corrupt {
         /// The path of the CRM database.
         path: String,
@@ -550,6 +552,11 @@ type RawContact = (
     String,
 );
 
+/// An interaction row: id, contact, kind, summary, day, logged by, created.
+type RawInteraction = (i64, i64, String, String, String, Option<i64>, String);
+/// A reminder row: id, contact, text, due, done, owner, created.
+type RawReminder = (i64, i64, String, String, bool, Option<i64>, String);
+
 /// The rows as SQLite gives them, before dates and kinds are read.
 #[derive(Default)]
 struct RawCrm {
@@ -557,9 +564,9 @@ struct RawCrm {
     companies: Vec<Company>,
     contacts: Vec<RawContact>,
     labels: Vec<(i64, String)>,
-    interactions: Vec<(i64, i64, String, String, String, Option<i64>, String)>,
+    interactions: Vec<RawInteraction>,
     notes: Vec<(i64, i64, String, String, Option<i64>, String)>,
-    reminders: Vec<(i64, i64, String, String, bool, Option<i64>, String)>,
+    reminders: Vec<RawReminder>,
 }
 
 fn load_raw(conn: &Connection) -> rusqlite::Result<RawCrm> {
@@ -617,19 +624,37 @@ fn load_raw(conn: &Connection) -> rusqlite::Result<RawCrm> {
         "SELECT id, contact_id, kind, summary, occurred_on, logged_by, created_at FROM interactions ORDER BY id",
     )?;
     for row in stmt.query_map([], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+        ))
     })? {
         raw.interactions.push(row?);
     }
     let mut stmt =
         conn.prepare("SELECT id, contact_id, content, noted_on, written_by, created_at FROM notes ORDER BY id")?;
-    for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))? {
+    for row in stmt.query_map([], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
+    })? {
         raw.notes.push(row?);
     }
-    let mut stmt = conn
-        .prepare("SELECT id, contact_id, text, due_on, done, owner_id, created_at FROM reminders ORDER BY id")?;
+    let mut stmt =
+        conn.prepare("SELECT id, contact_id, text, due_on, done, owner_id, created_at FROM reminders ORDER BY id")?;
     for row in stmt.query_map([], |r| {
-        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?))
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+            r.get(6)?,
+        ))
     })? {
         raw.reminders.push(row?);
     }
@@ -748,14 +773,78 @@ type SeedContact = (
 
 /// The contacts; their numbers follow this order (John Smith is #1).
 const CONTACTS: &[SeedContact] = &[
-    ("John Smith", "john.smith@acme.example", "+1 555 0101", "Head of Procurement", 1, 1, &["customer"]),
-    ("John Park", "john.park@globex.example", "+1 555 0102", "CTO", 2, 2, &["prospect"]),
-    ("Mike Brennan", "mike@initech.example", "+1 555 0103", "Engineering Manager", 3, 1, &["prospect"]),
-    ("Sarah Lee", "sarah.lee@acme.example", "+1 555 0104", "Director of Sales", 1, 1, &["customer", "vip"]),
-    ("Jane Cooper", "jane@hooli.example", "+1 555 0105", "COO", 4, 2, &["partner"]),
-    ("Tom Becker", "tom.becker@globex.example", "+1 555 0106", "Buyer", 2, 3, &["customer"]),
-    ("Nina Alvarez", "nina@initech.example", "+1 555 0107", "CFO", 3, 1, &["customer"]),
-    ("Raj Mehta", "raj@hooli.example", "+1 555 0108", "Product Lead", 4, 3, &["prospect"]),
+    (
+        "John Smith",
+        "john.smith@acme.example",
+        "+1 555 0101",
+        "Head of Procurement",
+        1,
+        1,
+        &["customer"],
+    ),
+    (
+        "John Park",
+        "john.park@globex.example",
+        "+1 555 0102",
+        "CTO",
+        2,
+        2,
+        &["prospect"],
+    ),
+    (
+        "Mike Brennan",
+        "mike@initech.example",
+        "+1 555 0103",
+        "Engineering Manager",
+        3,
+        1,
+        &["prospect"],
+    ),
+    (
+        "Sarah Lee",
+        "sarah.lee@acme.example",
+        "+1 555 0104",
+        "Director of Sales",
+        1,
+        1,
+        &["customer", "vip"],
+    ),
+    (
+        "Jane Cooper",
+        "jane@hooli.example",
+        "+1 555 0105",
+        "COO",
+        4,
+        2,
+        &["partner"],
+    ),
+    (
+        "Tom Becker",
+        "tom.becker@globex.example",
+        "+1 555 0106",
+        "Buyer",
+        2,
+        3,
+        &["customer"],
+    ),
+    (
+        "Nina Alvarez",
+        "nina@initech.example",
+        "+1 555 0107",
+        "CFO",
+        3,
+        1,
+        &["customer"],
+    ),
+    (
+        "Raj Mehta",
+        "raj@hooli.example",
+        "+1 555 0108",
+        "Product Lead",
+        4,
+        3,
+        &["prospect"],
+    ),
 ];
 
 /// Past interactions: contact number, kind, summary, days before the seeding day, logged by.
@@ -796,7 +885,10 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
         day.unwrap_or(today)
     };
     for (name, email) in TEAM {
-        tx.execute("INSERT INTO team_members (name, email) VALUES (?1, ?2)", params![name, email])?;
+        tx.execute(
+            "INSERT INTO team_members (name, email) VALUES (?1, ?2)",
+            params![name, email],
+        )?;
     }
     for (name, domain, industry) in COMPANIES {
         tx.execute(
@@ -845,7 +937,10 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
             params![contact, text, stored_date(shift(*due)), owner, created],
         )?;
     }
-    tx.execute("INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)", [stored_date(today)])?;
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)",
+        [stored_date(today)],
+    )?;
     Ok(())
 }
 

@@ -269,9 +269,15 @@ fn matches_search(contact: &Contact, search: &str) -> bool {
     let needle = search.trim().to_lowercase();
     name_fits(contact, search)
         || contact.name.to_lowercase().contains(&needle)
-        || contact.email.as_deref().is_some_and(|e| e.to_lowercase().contains(&needle))
+        || contact
+            .email
+            .as_deref()
+            .is_some_and(|e| e.to_lowercase().contains(&needle))
         || contact.company.as_deref().is_some_and(|c| c.to_lowercase() == needle)
-        || contact.title.as_deref().is_some_and(|t| t.to_lowercase().contains(&needle))
+        || contact
+            .title
+            .as_deref()
+            .is_some_and(|t| t.to_lowercase().contains(&needle))
 }
 
 crm_tool!(
@@ -856,7 +862,7 @@ crm_tool!(
                 format!("- {} Reminder ({state}): {}", day(r.due_on, today), r.text),
             ));
         }
-        entries.sort_by(|a, b| b.0.cmp(&a.0));
+        entries.sort_by_key(|e| std::cmp::Reverse(e.0));
         entries.truncate(args.limit.unwrap_or(10).max(1) as usize);
         let message = if entries.is_empty() {
             format!("Nothing logged for {} yet.", contact.label())
