@@ -626,7 +626,12 @@ crm_tool!(
                 if let Some(first) = lowered.get(..1) {
                     lowered = format!("{}{}", first.to_lowercase(), lowered.get(1..).unwrap_or_default());
                 }
-                let about = if lowered.contains(&contact.name) {
+                let lower_text = lowered.to_lowercase();
+                let named = contact
+                    .name
+                    .split_whitespace()
+                    .any(|w| lower_text.split(|c: char| !c.is_alphanumeric()).any(|t| t == w.to_lowercase()));
+                let about = if named {
                     lowered
                 } else {
                     format!("{lowered} ({})", contact.name)
