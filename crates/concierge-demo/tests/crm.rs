@@ -1,6 +1,6 @@
 //! Seed 002's CRM (`examples/crm/`): its agents loaded from the example's
 //! files, its tools over a SQLite file in a temp dir, run through the
-//! runtime on rules. Every flow is checked in the CRM's rows afterwards.
+//! runtime on rules and with a scripted model. Every flow is checked in the CRM's rows afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{NaiveDate, NaiveDateTime};
 use concierge::config::{Config, load_agents};
-use concierge::{RunOptions, RunOutput, RunStatus, Runtime};
+use concierge::model::ScriptedModel;
+use concierge::{ModelReply, RunOptions, RunOutput, RunStatus, Runtime};
 use concierge_demo::crm::store::{Crm, InteractionKind};
 use concierge_demo::crm::{CrmStore, toolset_with};
 use tempfile::TempDir;
@@ -60,6 +61,10 @@ impl Fixture {
 /// The runtime as `concierge` builds it in `examples/crm/`: the example's
 /// agent files, the CRM toolset (on a temp dir), both databases in the temp dir.
 async fn fixture() -> Fixture {
+    fixture_with(None).await
+}
+
+async fn fixture_with(model: Option<ScriptedModel>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::load(&example().join("concierge.toml"), true).unwrap();
     let agents_dir = config
@@ -74,7 +79,10 @@ async fn fixture() -> Fixture {
         .sqlite(dir.path().join("concierge.db"))
         .toolset(toolset_with(store.clone()))
         .agents(agents);
-    let builder = config.apply_hub(builder);
+    let mut builder = config.apply_hub(builder);
+    if let Some(model) = model {
+        builder = builder.model(model);
+    }
     Fixture {
         rt: builder.build().await.unwrap(),
         store,
@@ -227,4 +235,121 @@ async fn query_shows_my_overdue_contacts_and_writes_nothing() {
     assert!(reply.contains("John Smith") && reply.contains("Sarah Lee"), "{reply}");
     assert_eq!(fx.crm(), before);
     assert_eq!(fx.store.applied_count().unwrap(), 0);
+}
+
+// ------------------------------------------------------------------ specialists with a model
+
+#[tokio::test]
+async fn model_logs_the_call_the_person_described() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "add_interaction_to_contact",
+            r#"{"contact": "Mike", "type": "call", "content": "the proposal", "interaction_date": "yesterday"}"#,
+        ))
+        .reply(ModelReply::text("Logged the call with Mike."));
+    let fx = fixture_with(Some(model)).await;
+    let reply = fx
+        .reply("interaction", "s1", "Had a call with Mike yesterday about the proposal")
+        .await;
+    assert_eq!(reply, "Logged the call with Mike.");
+    let logged = fx.crm().interactions.last().unwrap().clone();
+    assert_eq!(
+        (logged.contact_id, logged.occurred_on, logged.summary.as_str()),
+        (3, day(3, 4), "the proposal")
+    );
+}
+
+#[tokio::test]
+async fn model_asks_which_john_with_the_tools_options() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "add_interaction_to_contact",
+            r#"{"contact": "John", "type": "call", "content": "the renewal"}"#,
+        ))
+        .reply(ModelReply::text(
+            "Which John do you mean?\n1) John Smith (Acme)\n2) John Park (Globex)",
+        ));
+    let fx = fixture_with(Some(model)).await;
+    let before = fx.crm();
+    let out = fx
+        .run("interaction", "s1", "Log a call with John about the renewal")
+        .await;
+    let result = &out.tool_executions[0];
+    assert_eq!(result.tool.as_str(), "add_interaction_to_contact");
+    match &result.outcome {
+        concierge::ToolOutcome::Ok(v) => {
+            assert_eq!(v["outcome"], "choose");
+            assert_eq!(v["options"][1]["label"], "John Park (Globex, john.park@globex.example)");
+        }
+        other => panic!("the call failed: {other:?}"),
+    }
+    assert_eq!(fx.crm(), before, "nothing logged before the person chose");
+}
+
+#[tokio::test]
+async fn model_queries_my_overdue_contacts_for_the_runs_user() {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "search_contacts",
+            r#"{"overdue": true, "team_member": "me"}"#,
+        ))
+        .reply(ModelReply::text(
+            "You have two overdue contacts: Mike Brennan and Nina Alvarez.",
+        ));
+    let fx = fixture_with(Some(model)).await;
+    let before = fx.crm();
+    let out = fx.run("query", "s1", "Show my overdue contacts").await;
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("You have two overdue contacts: Mike Brennan and Nina Alvarez.")
+    );
+    let names: Vec<String> = match &out.tool_executions[0].outcome {
+        concierge::ToolOutcome::Ok(v) => v["contacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("the search failed: {other:?}"),
+    };
+    assert_eq!(names, ["Mike Brennan", "Nina Alvarez"]);
+    assert_eq!(fx.crm(), before);
+}
+
+/// The README's "more things the rules understand", each through its agent.
+#[tokio::test]
+async fn the_readmes_other_phrasings_work_on_rules() {
+    let fx = fixture().await;
+    for (agent, text, start) in [
+        (
+            "interaction",
+            "emailed Tom 2 days ago",
+            "Logged the email with Tom Becker on Mar 3.",
+        ),
+        (
+            "reminder",
+            "set a reminder for Raj in 2 weeks",
+            "Reminder set for Mar 19: follow up with Raj Mehta.",
+        ),
+        (
+            "update",
+            "change Tom's phone to +1 555 0199",
+            "Updated Tom Becker's phone to +1 555 0199.",
+        ),
+        ("query", "find John", "2 contacts matching 'John':"),
+        (
+            "query",
+            "Nina's history",
+            "Nina Alvarez (Initech, nina@initech.example):",
+        ),
+        ("query", "show labels", "Labels: customer (4)"),
+        (
+            "query",
+            "who do I need to follow up with this week?",
+            "1 contact of yours:\n- John Smith",
+        ),
+    ] {
+        let reply = fx.reply(agent, text, text).await;
+        assert!(reply.starts_with(start), "{text}: {reply}");
+    }
 }
