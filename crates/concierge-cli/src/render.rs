@@ -78,6 +78,7 @@ pub fn one_line(output: &RunOutput) -> String {
     match output.status {
         RunStatus::Completed | RunStatus::NeedsInput => clean(output.reply.as_deref().unwrap_or_default()),
         RunStatus::AwaitingConfirmation => "waiting for a confirmation".into(),
+        RunStatus::AwaitingChoice => "waiting for a choice".into(),
         RunStatus::Failed => format!("failed: {}", clean(output.error.as_deref().unwrap_or_default())),
         RunStatus::Cancelled => "cancelled".into(),
     }
@@ -128,6 +129,14 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
         }
         RunStatus::AwaitingConfirmation => {
             println!("{}", confirmation_help(output));
+            true
+        }
+        RunStatus::AwaitingChoice => {
+            println!(
+                "{}\n  answer: concierge run --session {} 2   (a number, or the option's name)",
+                clean(output.reply.as_deref().unwrap_or_default()),
+                clean(output.session_id.as_str())
+            );
             true
         }
         RunStatus::Failed => {

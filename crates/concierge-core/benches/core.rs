@@ -68,6 +68,7 @@ fn llm_turn(run: &str, call: &str) -> Vec<Input> {
             call_id: call.into(),
             outcome: result(),
             duration_ms: 0,
+            usage: None,
             at: Timestamp(3),
         },
         Input::ModelReplied {
@@ -105,6 +106,7 @@ fn step_full_turn_rules(bencher: Bencher) {
                 call_id: "call_1".into(),
                 outcome: result(),
                 duration_ms: 0,
+                usage: None,
                 at: Timestamp(2),
             };
             divan::black_box(session.step(finished, &catalog).unwrap());

@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::delegate::AgentTool;
 use crate::id::{AgentId, ToolId};
 use crate::policy::RunPolicy;
 
@@ -70,6 +71,20 @@ pub struct AgentSpec {
     /// returns to the hub (the model may also call the built-in `goal_complete`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish_on: Vec<ToolId>,
+    /// Other agents this agent calls like tools: each call runs a child run
+    /// of that agent, and its reply is the call's result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_tools: Vec<AgentTool>,
+    /// The agent only reads: the catalog refuses to build it with a tool
+    /// that is not read-only, and a run of it refuses any such call (tools
+    /// discovered later included).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
+    /// What this agent's work writes (table names, say), for other agents
+    /// that call it as a tool: such calls that write the same thing run one
+    /// after another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
 }
 
 impl AgentSpec {
@@ -95,7 +110,28 @@ impl AgentSpec {
             first_tool: None,
             intents: Intents::default(),
             finish_on: Vec::new(),
+            agent_tools: Vec::new(),
+            read_only: false,
+            writes: Vec::new(),
         }
+    }
+
+    /// Adds another agent as a tool of this one.
+    pub fn agent_tool(mut self, tool: AgentTool) -> Self {
+        self.agent_tools.push(tool);
+        self
+    }
+
+    /// Makes the agent read-only (see [`AgentSpec::read_only`]).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self
+    }
+
+    /// Declares something this agent's work writes (see [`AgentSpec::writes`]).
+    pub fn writes(mut self, resource: impl Into<String>) -> Self {
+        self.writes.push(resource.into());
+        self
     }
 
     /// Sets the display name.
@@ -276,9 +312,15 @@ pub struct ExampleTurn {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Rules {
-    /// Routes, tried in order; the first that matches wins.
+    /// Routes, tried in order; the first that matches wins (unless `every_match`).
     #[serde(default)]
     pub routes: Vec<Route>,
+    /// Every tool route that matches makes its call, in the order the
+    /// matches occur in the message, all in one batch: how one statement
+    /// with several parts ("had lunch with Sarah, remind me to call her")
+    /// becomes several calls. The answer then joins each call's answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub every_match: bool,
     /// The answer after a tool succeeded (default: `{tool}: {result}` per result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
@@ -317,6 +359,12 @@ impl Rules {
     /// Sets the fallback text.
     pub fn fallback(mut self, text: impl Into<String>) -> Self {
         self.fallback = Some(text.into());
+        self
+    }
+
+    /// Makes every matching tool route call its tool (see [`Rules::every_match`]).
+    pub fn every_match(mut self) -> Self {
+        self.every_match = true;
         self
     }
 }

@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::choice::PendingChoice;
+use crate::delegate::{Forward, Question};
 use crate::id::{AgentId, CallId, RunId};
 use crate::message::ToolCall;
 use crate::output::PendingConfirmation;
@@ -35,6 +37,18 @@ pub(crate) struct Slot {
     pub(crate) fingerprint: String,
     /// Where it stands.
     pub(crate) state: SlotState,
+    /// How many times the call was issued again after the person chose an
+    /// option (its idempotency key changes with each).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) attempt: u32,
+    /// The person's answer to the question a child asked, passed on when
+    /// the call is issued again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<Forward>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Where one call of a batch stands.
@@ -43,8 +57,16 @@ pub(crate) struct Slot {
 pub(crate) enum SlotState {
     /// The engine is running it.
     Running,
+    /// It waits for an earlier call of the batch that writes the same thing.
+    Queued,
     /// It waits for the person's approval before it runs.
     AwaitingApproval,
+    /// It asked the person something (a choice, or a child's question) and
+    /// waits for the answer.
+    Asking {
+        /// What it asked.
+        question: Question,
+    },
     /// It has its outcome (it ran, or the core answered it).
     Done {
         /// The outcome, as it will be appended to the history.
@@ -55,6 +77,15 @@ pub(crate) enum SlotState {
 impl SlotState {
     fn is_open(&self) -> bool {
         !matches!(self, SlotState::Done { .. })
+    }
+
+    /// Whether the slot waits for the person (approval or an answer).
+    fn waits_for_person(&self) -> bool {
+        matches!(self, SlotState::AwaitingApproval | SlotState::Asking { .. })
+    }
+
+    fn waits_for_person_in(slot: &Slot) -> bool {
+        slot.state.waits_for_person()
     }
 }
 
@@ -95,6 +126,8 @@ impl Batch {
             call,
             fingerprint,
             state,
+            attempt: 0,
+            answer: None,
         });
     }
 
@@ -121,11 +154,52 @@ impl Batch {
             .map(|s| &s.call)
     }
 
+    /// The slots of the calls the engine is running.
+    pub(crate) fn running_slots(&self) -> impl Iterator<Item = &Slot> {
+        self.slots.iter().filter(|s| s.state == SlotState::Running)
+    }
+
     /// The slot of the running call `call_id`.
     pub(crate) fn running_slot(&self, call_id: &CallId) -> Option<usize> {
         self.slots
             .iter()
             .position(|s| &s.call.id == call_id && s.state == SlotState::Running)
+    }
+
+    /// The slot of the running call `call_id`, for a question it asks.
+    pub(crate) fn ask(&mut self, index: usize, question: Question) -> bool {
+        match self.slots.get_mut(index) {
+            Some(slot) if slot.state == SlotState::Running => {
+                slot.state = SlotState::Asking { question };
+                slot.answer = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Starts the queued calls whose conflicting calls (per `conflict`) have
+    /// all finished, in call order; returns their slots.
+    pub(crate) fn start_queued(&mut self, conflict: impl Fn(&ToolCall, &ToolCall) -> bool) -> Vec<usize> {
+        let mut started = Vec::new();
+        for i in 0..self.slots.len() {
+            if self.slots[i].state != SlotState::Queued {
+                continue;
+            }
+            let blocked = self.slots[..i]
+                .iter()
+                .any(|earlier| earlier.state.is_open() && conflict(&earlier.call, &self.slots[i].call));
+            if !blocked {
+                self.slots[i].state = SlotState::Running;
+                started.push(i);
+            }
+        }
+        started
+    }
+
+    /// The slot at `index`.
+    pub(crate) fn slot(&self, index: usize) -> Option<&Slot> {
+        self.slots.get(index)
     }
 
     /// The slots without an outcome yet (running or awaiting approval).
@@ -152,7 +226,7 @@ impl Batch {
             .into_iter()
             .filter_map(|slot| match slot.state {
                 SlotState::Done { outcome } => Some((slot.call, outcome)),
-                SlotState::Running | SlotState::AwaitingApproval => None,
+                SlotState::Running | SlotState::Queued | SlotState::AwaitingApproval | SlotState::Asking { .. } => None,
             })
             .collect()
     }
@@ -164,7 +238,7 @@ impl Batch {
         if self.slots.iter().any(|s| s.state == SlotState::Running) {
             return Progress::InFlight(InFlight { batch: self });
         }
-        match self.slots.iter().position(|s| s.state == SlotState::AwaitingApproval) {
+        match self.slots.iter().position(SlotState::waits_for_person_in) {
             Some(slot) => Progress::Parked(Parked {
                 batch: self,
                 slot,
@@ -233,12 +307,16 @@ impl TryFrom<ParkedParts> for Parked {
     type Error = &'static str;
 
     fn try_from(parts: ParkedParts) -> Result<Self, Self::Error> {
-        let ok = parts.batch.slots.iter().all(|s| s.state != SlotState::Running)
+        let ok = parts
+            .batch
+            .slots
+            .iter()
+            .all(|s| !matches!(s.state, SlotState::Running | SlotState::Queued))
             && parts
                 .batch
                 .slots
                 .get(parts.slot)
-                .is_some_and(|s| s.state == SlotState::AwaitingApproval);
+                .is_some_and(|s| s.state.waits_for_person());
         if ok {
             Ok(Parked {
                 batch: parts.batch,
@@ -246,7 +324,7 @@ impl TryFrom<ParkedParts> for Parked {
                 message: parts.message,
             })
         } else {
-            Err("a parked batch must stop on a call awaiting approval, with nothing running")
+            Err("a parked batch must stop on a call that waits for the person, with nothing running")
         }
     }
 }
@@ -277,17 +355,81 @@ impl Parked {
         &self.slot().fingerprint
     }
 
-    /// The parked call as the person sees it.
-    pub(crate) fn pending(&self, run_id: &RunId) -> PendingConfirmation {
-        let slot = self.slot();
-        PendingConfirmation {
-            run_id: run_id.clone(),
-            call_id: slot.call.id.clone(),
-            tool: slot.call.name.clone(),
-            arguments: slot.call.arguments.clone(),
-            fingerprint: slot.fingerprint.clone(),
-            message: self.message.clone(),
+    /// What the parked call asks, when it asked something (a choice, a
+    /// child's question) rather than waiting for approval.
+    pub(crate) fn question(&self) -> Option<&Question> {
+        match &self.slot().state {
+            SlotState::Asking { question } => Some(question),
+            _ => None,
         }
+    }
+
+    /// The call the person approves or declines, as they see it: the
+    /// parked call itself, or the child's call it waits on. `None` when the
+    /// park is on a choice.
+    pub(crate) fn pending(&self, run_id: &RunId) -> Option<PendingConfirmation> {
+        let slot = self.slot();
+        match &slot.state {
+            SlotState::Asking {
+                question: Question::ChildConfirmation { pending, session },
+            } => Some(PendingConfirmation {
+                session: Some(session.clone()),
+                ..pending.clone()
+            }),
+            SlotState::Asking { .. } => None,
+            _ => Some(PendingConfirmation {
+                run_id: run_id.clone(),
+                call_id: slot.call.id.clone(),
+                tool: slot.call.name.clone(),
+                arguments: slot.call.arguments.clone(),
+                fingerprint: slot.fingerprint.clone(),
+                message: self.message.clone(),
+                session: None,
+            }),
+        }
+    }
+
+    /// The choice the person is asked to make, when the park is on one.
+    pub(crate) fn pending_choice(&self, run_id: &RunId) -> Option<PendingChoice> {
+        let slot = self.slot();
+        match &slot.state {
+            SlotState::Asking {
+                question: Question::Choice { choice },
+            } => Some(PendingChoice {
+                run_id: run_id.clone(),
+                call_id: slot.call.id.clone(),
+                choice: choice.clone(),
+                session: None,
+            }),
+            SlotState::Asking {
+                question: Question::ChildChoice { pending, session },
+            } => Some(PendingChoice {
+                session: Some(session.clone()),
+                ..pending.clone()
+            }),
+            _ => None,
+        }
+    }
+
+    /// The call runs again with `arguments` (the person chose an option):
+    /// the batch in flight and the call to run.
+    pub(crate) fn rerun(mut self, arguments: serde_json::Value, fingerprint: String) -> (InFlight, usize) {
+        let slot = &mut self.batch.slots[self.slot];
+        slot.call.arguments = arguments;
+        slot.fingerprint = fingerprint;
+        slot.attempt += 1;
+        slot.state = SlotState::Running;
+        slot.answer = None;
+        (InFlight { batch: self.batch }, self.slot)
+    }
+
+    /// The person answered a child's question: the call is issued again,
+    /// carrying the answer for the child.
+    pub(crate) fn pass_on(mut self, answer: Forward) -> (InFlight, usize) {
+        let slot = &mut self.batch.slots[self.slot];
+        slot.state = SlotState::Running;
+        slot.answer = Some(answer);
+        (InFlight { batch: self.batch }, self.slot)
     }
 
     /// Sets the question the person is asked about the parked call.
@@ -303,12 +445,10 @@ impl Parked {
         slot.fingerprint = fingerprint;
     }
 
-    /// The person approved: the call runs. Returns the batch in flight and the call to run.
-    pub(crate) fn approve(mut self) -> (InFlight, ToolCall) {
-        let slot = &mut self.batch.slots[self.slot];
-        slot.state = SlotState::Running;
-        let call = slot.call.clone();
-        (InFlight { batch: self.batch }, call)
+    /// The person approved: the call runs. Returns the batch in flight and the call's slot.
+    pub(crate) fn approve(mut self) -> (InFlight, usize) {
+        self.batch.slots[self.slot].state = SlotState::Running;
+        (InFlight { batch: self.batch }, self.slot)
     }
 
     /// The person declined: the batch and the slot, for the caller to settle
@@ -400,7 +540,7 @@ mod tests {
         };
         assert_eq!(parked.call().id, "call_1");
         assert_eq!(parked.fingerprint(), "fp0");
-        let pending = parked.pending(&"r1".into());
+        let pending = parked.pending(&"r1".into()).unwrap();
         assert_eq!((pending.run_id.as_str(), pending.call_id.as_str()), ("r1", "call_1"));
     }
 
@@ -411,7 +551,7 @@ mod tests {
             panic!("expected a park")
         };
         let (in_flight, approved) = parked.approve();
-        assert_eq!(approved.id, "call_1");
+        assert_eq!(approved, 0);
         assert_eq!(in_flight.batch().running_slot(&"call_1".into()), Some(0));
 
         let mut b = in_flight.into_batch();

@@ -130,8 +130,8 @@ impl Catalog {
         if let Some(single) = &self.settings.single_agent {
             return Some(single.clone());
         }
-        match self.agents.keys().collect::<Vec<_>>().as_slice() {
-            [one] => Some((*one).clone()),
+        match self.router.agent_ids().as_slice() {
+            [one] => Some(one.clone()),
             _ => None,
         }
     }
@@ -280,7 +280,13 @@ impl CatalogBuilder {
     }
 
     /// Resolves every name.
-    pub fn build(self) -> Result<Catalog, CatalogError> {
+    pub fn build(mut self) -> Result<Catalog, CatalogError> {
+        // An agent without a display name is shown by its id.
+        for agent in &mut self.agents {
+            if agent.name.trim().is_empty() {
+                agent.name = agent.id.to_string();
+            }
+        }
         let mut tools = BTreeMap::new();
         for spec in self.tools {
             check_name("tool", spec.name.as_str()).map_err(CatalogError::InvalidName)?;
@@ -298,7 +304,15 @@ impl CatalogBuilder {
             }
         }
         let agent_ids: BTreeSet<AgentId> = self.agents.iter().map(|a| a.id.clone()).collect();
-        let with_hub = self.settings.mode == Mode::Multi && self.agents.len() >= 2;
+        // Agents that others call as tools are reached through them: the hub
+        // does not offer them.
+        let called: BTreeSet<&AgentId> = self
+            .agents
+            .iter()
+            .flat_map(|a| a.agent_tools.iter().map(|t| &t.agent))
+            .collect();
+        let offered = self.agents.iter().filter(|a| !called.contains(&a.id)).count();
+        let with_hub = self.settings.mode == Mode::Multi && offered >= 2;
         let hub_id = AgentId::from(HUB_AGENT);
         if with_hub && agent_ids.contains(&hub_id) {
             return Err(CatalogError::InvalidRule {
@@ -317,8 +331,40 @@ impl CatalogBuilder {
                 });
             }
         }
-        let mut agents = BTreeMap::new();
+        // Agents called as tools: each declaration becomes a tool.
+        let mut with_agent_tools = Vec::with_capacity(self.agents.len());
         for spec in &self.agents {
+            let mut spec = spec.clone();
+            for declared in &spec.agent_tools {
+                let target = self.agents.iter().find(|a| a.id == declared.agent);
+                if target.is_none() {
+                    return Err(CatalogError::UnknownAgent {
+                        agent: declared.agent.clone(),
+                        available: agent_ids.iter().cloned().collect(),
+                    });
+                }
+                if declared.agent == spec.id {
+                    return Err(CatalogError::InvalidRule {
+                        agent: spec.id.clone(),
+                        reason: "an agent cannot call itself as a tool".into(),
+                    });
+                }
+                let tool = declared.spec(target);
+                check_name("tool", tool.name.as_str()).map_err(CatalogError::InvalidName)?;
+                if let Some(existing) = tools.get(&tool.name) {
+                    if existing != &tool {
+                        return Err(CatalogError::DuplicateTool { tool: tool.name });
+                    }
+                }
+                if !spec.tools.contains(&tool.name) {
+                    spec.tools.push(tool.name.clone());
+                }
+                tools.insert(tool.name.clone(), tool);
+            }
+            with_agent_tools.push(spec);
+        }
+        let mut agents = BTreeMap::new();
+        for spec in &with_agent_tools {
             check_name("agent", spec.id.as_str()).map_err(CatalogError::InvalidName)?;
             if agents.contains_key(&spec.id) {
                 return Err(CatalogError::DuplicateAgent { agent: spec.id.clone() });
@@ -334,7 +380,7 @@ impl CatalogBuilder {
                 });
             }
         }
-        let specs: Vec<&AgentSpec> = self.agents.iter().collect();
+        let specs: Vec<&AgentSpec> = self.agents.iter().filter(|a| !called.contains(&a.id)).collect();
         let router = Router::new(
             &specs,
             self.settings.intent_detection.unwrap_or(true),
@@ -383,11 +429,17 @@ fn resolve_agent(
 ) -> Result<ResolvedAgent, CatalogError> {
     let mut resolved: Vec<ToolId> = Vec::new();
     for name in &spec.tools {
-        if !tools.contains_key(name) {
+        let Some(tool) = tools.get(name) else {
             return Err(CatalogError::UnknownTool {
                 agent: spec.id.clone(),
                 tool: name.clone(),
                 available: tools.keys().cloned().collect(),
+            });
+        };
+        if spec.read_only && !tool.annotations.read_only {
+            return Err(CatalogError::NotReadOnly {
+                agent: spec.id.clone(),
+                tool: name.clone(),
             });
         }
         if !resolved.contains(name) {
@@ -403,7 +455,10 @@ fn resolve_agent(
             });
         };
         for name in members {
-            if !resolved.contains(name) {
+            // A read-only agent gets only the toolset's read-only tools (and
+            // its runs refuse any other, should one be called).
+            let left_out = spec.read_only && tools.get(name).is_some_and(|t| !t.annotations.read_only);
+            if !left_out && !resolved.contains(name) {
                 resolved.push(name.clone());
             }
         }
@@ -546,6 +601,13 @@ pub enum CatalogError {
         /// The agents that exist.
         available: Vec<AgentId>,
     },
+    /// A read-only agent names a tool that may change things.
+    NotReadOnly {
+        /// The read-only agent.
+        agent: AgentId,
+        /// The tool that is not read-only.
+        tool: ToolId,
+    },
     /// An agent's rules are unusable.
     InvalidRule {
         /// The agent whose rules are unusable.
@@ -596,6 +658,10 @@ impl fmt::Display for CatalogError {
                 write_list(f, available)
             }
             CatalogError::InvalidRule { agent, reason } => write!(f, "agent {agent}: {reason}"),
+            CatalogError::NotReadOnly { agent, tool } => write!(
+                f,
+                "agent {agent} is read-only, but its tool {tool} may change things; remove the tool, mark it read-only, or drop read_only from the agent"
+            ),
         }
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::delegate::AgentCall;
 use crate::event::Event;
 use crate::id::{IdempotencyKey, RunId};
 use crate::message::ToolCall;
@@ -43,7 +44,15 @@ pub enum Effect {
         /// made (what the tool's context lets it read).
         #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
         blackboard: BTreeMap<String, Value>,
+        /// When the person's message that started the run was accepted
+        /// (what "yesterday" or "next Tuesday" in it are relative to).
+        asked_at: Timestamp,
     },
+    /// Run an agent tool's call as a child run (see [`AgentCall`]); answer
+    /// with [`Input::ToolFinished`](crate::Input::ToolFinished) (the child's
+    /// reply) or [`Input::ToolAsked`](crate::Input::ToolAsked) (the child
+    /// waits for the person).
+    CallAgent(Box<AgentCall>),
     /// The run is parked until the person answers the pending confirmation.
     AwaitUser(RunOutput),
     /// The run is over.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::choice::PendingChoice;
 use crate::hub::RouteSource;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
@@ -145,6 +146,31 @@ pub enum EventKind {
         /// The result or the error.
         outcome: ToolOutcome,
     },
+    /// An agent tool's call started a child run of another agent; the
+    /// child's events carry its session id.
+    ChildStarted {
+        /// The parent's call the child answers.
+        call_id: CallId,
+        /// The agent that runs in the child.
+        agent: AgentId,
+        /// The child session.
+        child: SessionId,
+    },
+    /// A call asks the person to choose (seed 002's numbered question); the
+    /// run waits for the answer.
+    ChoiceRequested {
+        /// The call that asks (it runs again with the chosen option).
+        pending: PendingChoice,
+    },
+    /// The person answered a choice.
+    ChoiceResolved {
+        /// The call that asked.
+        call_id: CallId,
+        /// The chosen option's id, or none when the answer matched no option
+        /// (the planner then sees the options and the answer).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chosen: Option<Value>,
+    },
     /// A message was added to the history.
     Message {
         /// The message as appended to the session's history.
@@ -271,6 +297,9 @@ impl EventKind {
             EventKind::AwaitingConfirmation { .. } => "awaiting_confirmation",
             EventKind::ConfirmationResolved { .. } => "confirmation_resolved",
             EventKind::ToolFinished { .. } => "tool_finished",
+            EventKind::ChildStarted { .. } => "child_started",
+            EventKind::ChoiceRequested { .. } => "choice_requested",
+            EventKind::ChoiceResolved { .. } => "choice_resolved",
             EventKind::Message { .. } => "message",
             EventKind::Usage { .. } => "usage",
             EventKind::CapReached { .. } => "cap_reached",

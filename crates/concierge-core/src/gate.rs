@@ -50,6 +50,13 @@ pub(crate) struct Gate<'a> {
     pub(crate) tool_calls: u32,
     /// Whether an earlier call of the batch hands off.
     pub(crate) handing_off: bool,
+    /// How deep the session is (0 for a top-level one, 1 for a child...).
+    pub(crate) depth: u32,
+    /// Agent calls the run has made so far (counting the batch's earlier ones).
+    pub(crate) agent_calls: u32,
+    /// How many agent calls the run may make (its policy's, or what is left
+    /// of its parent's if that is less).
+    pub(crate) agent_budget: u32,
 }
 
 /// The gate's verdict on one call.
@@ -140,6 +147,41 @@ impl Gate<'_> {
         let Some(spec) = spec else {
             return self.unknown(call);
         };
+        if self.agent.spec.read_only && !spec.annotations.read_only {
+            return refuse(
+                ToolErrorKind::NotAllowed,
+                format!(
+                    "not run: agent {} only reads, and {} may change things; answer with what the read-only tools give",
+                    self.agent.spec.id, spec.name
+                ),
+            );
+        }
+        if spec.agent.is_some() {
+            if self.depth >= self.policy.max_depth {
+                return Verdict::Refuse {
+                    error: ToolError::new(
+                        ToolErrorKind::LimitReached,
+                        format!(
+                            "not run: agents may call agents only {} levels deep, and this call would go deeper",
+                            self.policy.max_depth
+                        ),
+                    ),
+                    cap: Some(Cap::Depth),
+                };
+            }
+            if self.agent_calls >= self.agent_budget {
+                return Verdict::Refuse {
+                    error: ToolError::new(
+                        ToolErrorKind::LimitReached,
+                        format!(
+                            "not run: the run reached its limit of {} agent calls",
+                            self.agent_budget
+                        ),
+                    ),
+                    cap: Some(Cap::AgentCalls),
+                };
+            }
+        }
         if let Some(refusal) = self.missing_information(spec) {
             return refusal;
         }
@@ -324,6 +366,9 @@ mod tests {
                 policy: &self.policy,
                 tool_calls: self.tool_calls,
                 handing_off: self.handing_off,
+                depth: 0,
+                agent_calls: 0,
+                agent_budget: self.policy.max_agent_calls,
             };
             let call = call(name, arguments);
             let fingerprint = crate::canonical::fingerprint(&call.arguments);

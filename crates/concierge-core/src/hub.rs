@@ -442,7 +442,7 @@ fn affirmative(words: &[String]) -> bool {
 }
 
 /// An ordinal ("the second", "2", "last") among `n` choices, as an index.
-fn ordinal(words: &[String], n: usize) -> Option<usize> {
+pub(crate) fn ordinal(words: &[String], n: usize) -> Option<usize> {
     const WORDS: &[&str] = &[
         "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
     ];

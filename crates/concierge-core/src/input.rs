@@ -5,9 +5,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::delegate::{Parent, Question};
 use crate::id::{AgentId, CallId, RunId, TurnId};
 use crate::message::Message;
-use crate::model::ModelReply;
+use crate::model::{ModelReply, Usage};
 use crate::planner::PlannerMode;
 use crate::policy::RunPolicy;
 use crate::time::Timestamp;
@@ -52,7 +53,27 @@ pub enum Input {
         outcome: ToolOutcome,
         /// How long the tool ran, in milliseconds.
         duration_ms: u64,
+        /// Tokens a child run spent answering an agent tool's call: they
+        /// count in the parent run's totals.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
         /// When the call finished.
+        at: Timestamp,
+    },
+    /// A call asks the person something instead of returning a result: a
+    /// tool's choice, or the question a child run waits on. The run parks
+    /// on it once the rest of its batch is done.
+    ToolAsked {
+        /// The run that made the call.
+        run_id: RunId,
+        /// The call that asks.
+        call_id: CallId,
+        /// What it asks.
+        question: Question,
+        /// Tokens a child run spent so far (see `tool_finished`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// When the question came.
         at: Timestamp,
     },
     /// The person answered a confirmation.
@@ -80,6 +101,7 @@ impl Input {
             Input::ModelReplied { at, .. }
             | Input::ModelFailed { at, .. }
             | Input::ToolFinished { at, .. }
+            | Input::ToolAsked { at, .. }
             | Input::End { at, .. }
             | Input::Tick { at } => *at,
         }
@@ -92,6 +114,7 @@ impl Input {
             Input::ModelReplied { .. } => "model_replied",
             Input::ModelFailed { .. } => "model_failed",
             Input::ToolFinished { .. } => "tool_finished",
+            Input::ToolAsked { .. } => "tool_asked",
             Input::Confirm(_) => "confirm",
             Input::End { .. } => "end",
             Input::Tick { .. } => "tick",
@@ -125,6 +148,10 @@ pub struct StartRun {
     /// put on the blackboard as `user_id` and shown to the run's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// For a child session's first run: the call of the parent session it
+    /// answers (its depth and budget of agent calls come from there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Parent>,
     /// Information to put on the blackboard before planning.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub context: BTreeMap<String, Value>,
@@ -152,6 +179,7 @@ impl StartRun {
             planner,
             policy: None,
             user: None,
+            parent: None,
             context: BTreeMap::new(),
             turn_id: None,
             labels: BTreeMap::new(),

@@ -41,6 +41,7 @@
 //!         call_id: call.id.clone(),
 //!         outcome: ToolOutcome::Ok(json!(5)),
 //!         duration_ms: 1,
+//!         usage: None,
 //!         at: Timestamp(1),
 //!     },
 //!     &catalog,
@@ -55,7 +56,9 @@ mod batch;
 mod blackboard;
 mod canonical;
 mod catalog;
+mod choice;
 mod confirmation;
+mod delegate;
 mod effect;
 mod error;
 mod event;
@@ -79,7 +82,9 @@ pub use agent::{AgentSpec, ExampleTurn, Intents, Route, RouteAction, Rules, Then
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
+pub use choice::{CHOICE_KEY, Choice, ChoiceOption, PendingChoice};
 pub use confirmation::{Answer, check_arguments, confirmation_message, fill_template, interpret_answer};
+pub use delegate::{AgentCall, AgentTool, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId};

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::blackboard::ToolExecution;
+use crate::choice::PendingChoice;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
 use crate::model::Usage;
 use crate::policy::Cap;
@@ -41,6 +42,9 @@ pub struct RunOutput {
     /// The call waiting for approval, when the run is parked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_confirmation: Option<PendingConfirmation>,
+    /// The choice the person is asked to make, when the run waits for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_choice: Option<PendingChoice>,
 }
 
 impl RunOutput {
@@ -68,6 +72,7 @@ impl RunOutput {
             cap: run.cap(),
             error: run.error().map(str::to_string),
             pending_confirmation: outcome.pending_confirmation,
+            pending_choice: outcome.pending_choice,
         }
     }
 }
@@ -84,6 +89,8 @@ pub(crate) struct Outcome {
     pub(crate) reply: Option<String>,
     /// The parked call, for a park.
     pub(crate) pending_confirmation: Option<PendingConfirmation>,
+    /// The pending choice, for a park on a choice.
+    pub(crate) pending_choice: Option<PendingChoice>,
 }
 
 /// Seed 001's confidence: 0.9 for an answer with every tool call successful,
@@ -93,7 +100,7 @@ pub(crate) struct Outcome {
 pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: Option<Cap>) -> f32 {
     let base: f32 = match status {
         RunStatus::Completed => 0.9,
-        RunStatus::NeedsInput | RunStatus::AwaitingConfirmation => 0.5,
+        RunStatus::NeedsInput | RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => 0.5,
         RunStatus::Failed | RunStatus::Cancelled => return 0.0,
     };
     let ratio = if executions.is_empty() {
@@ -118,6 +125,8 @@ pub enum RunStatus {
     NeedsInput,
     /// The run is parked until the person approves or declines a call.
     AwaitingConfirmation,
+    /// The run is parked until the person picks one of a choice's options.
+    AwaitingChoice,
     /// The run failed (the model could not be reached, say).
     Failed,
     /// The session was ended during the run.
@@ -141,6 +150,11 @@ pub struct PendingConfirmation {
     /// template filled in, or the arguments listed by their titles.
     #[serde(default)]
     pub message: String,
+    /// The child session the call is parked in, when a child run (an agent
+    /// called as a tool) asks through this session; a confirmation sent to
+    /// this session with the call id and fingerprint is passed on there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
 }
 
 #[cfg(test)]
@@ -211,6 +225,7 @@ mod tests {
                 status: RunStatus::Completed,
                 reply: Some("done".into()),
                 pending_confirmation: None,
+                pending_choice: None,
             },
             &run,
             &log,

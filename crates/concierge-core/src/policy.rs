@@ -20,6 +20,12 @@ pub struct RunPolicy {
     pub time_budget_ms: Option<u64>,
     /// Which tool calls need the person's approval.
     pub confirmation: ConfirmationPolicy,
+    /// How deep agents may call agents: a run at this depth (a top-level
+    /// session is at 0) makes no agent call.
+    pub max_depth: u32,
+    /// How many agent calls one run may make; a child's runs get what is
+    /// left of its parent's, so the cap holds across the tree.
+    pub max_agent_calls: u32,
 }
 
 impl Default for RunPolicy {
@@ -30,6 +36,8 @@ impl Default for RunPolicy {
             max_consecutive_tool_failures: 3,
             time_budget_ms: None,
             confirmation: ConfirmationPolicy::Annotated,
+            max_depth: 3,
+            max_agent_calls: 8,
         }
     }
 }
@@ -52,6 +60,12 @@ impl RunPolicy {
         if let Some(v) = delta.confirmation {
             self.confirmation = v;
         }
+        if let Some(v) = delta.max_depth {
+            self.max_depth = v;
+        }
+        if let Some(v) = delta.max_agent_calls {
+            self.max_agent_calls = v;
+        }
         self
     }
 }
@@ -70,6 +84,10 @@ pub struct PolicyDelta {
     pub time_budget_ms: Option<Option<u64>>,
     /// Replaces `confirmation`.
     pub confirmation: Option<ConfirmationPolicy>,
+    /// Replaces `max_depth`.
+    pub max_depth: Option<u32>,
+    /// Replaces `max_agent_calls`.
+    pub max_agent_calls: Option<u32>,
 }
 
 impl PolicyDelta {
@@ -89,6 +107,12 @@ impl PolicyDelta {
         }
         if other.confirmation.is_some() {
             self.confirmation = other.confirmation;
+        }
+        if other.max_depth.is_some() {
+            self.max_depth = other.max_depth;
+        }
+        if other.max_agent_calls.is_some() {
+            self.max_agent_calls = other.max_agent_calls;
         }
         self
     }
@@ -122,6 +146,10 @@ pub enum Cap {
     /// The conversation went back to an agent it had left in the same run
     /// with no tool progress in between (A → B → A).
     HandoffLoop,
+    /// `max_depth`: an agent call would go deeper than agents may call agents.
+    Depth,
+    /// `max_agent_calls`: the run (or its tree) made all the agent calls it may.
+    AgentCalls,
 }
 
 impl fmt::Display for Cap {
@@ -132,6 +160,8 @@ impl fmt::Display for Cap {
             Cap::ConsecutiveToolFailures => "the limit of consecutive tool failures",
             Cap::TimeBudget => "the time budget",
             Cap::HandoffLoop => "a handoff loop",
+            Cap::Depth => "the limit on how deep agents may call agents",
+            Cap::AgentCalls => "the limit of agent calls",
         })
     }
 }

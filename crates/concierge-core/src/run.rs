@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
+use crate::choice::PendingChoice;
 use crate::error::StepError;
 use crate::event::EventKind;
 use crate::id::{CallId, RunId};
@@ -46,7 +47,8 @@ pub(crate) enum Waiting {
         /// The batch whose running calls it waits for.
         batch: InFlight,
     },
-    /// The person's answer to the parked call.
+    /// The person: their approval of the parked call, or their answer to
+    /// what it asked (a choice, a child's question).
     Confirmation {
         /// The batch and its parked slot.
         parked: Parked,
@@ -79,10 +81,18 @@ impl Waiting {
         !matches!(self, Waiting::Confirmation { .. })
     }
 
-    /// The parked call, when the run waits for a confirmation.
+    /// The call the person is asked to approve, when the run waits for that.
     pub(crate) fn pending(&self, run_id: &RunId) -> Option<PendingConfirmation> {
         match self {
-            Waiting::Confirmation { parked } => Some(parked.pending(run_id)),
+            Waiting::Confirmation { parked } => parked.pending(run_id),
+            Waiting::Model { .. } | Waiting::Tools { .. } => None,
+        }
+    }
+
+    /// The choice the person is asked to make, when the run waits for that.
+    pub(crate) fn pending_choice(&self, run_id: &RunId) -> Option<PendingChoice> {
+        match self {
+            Waiting::Confirmation { parked } => parked.pending_choice(run_id),
             Waiting::Model { .. } | Waiting::Tools { .. } => None,
         }
     }
@@ -115,19 +125,18 @@ impl RunState {
     /// Checks that a confirmation answers the parked call, with the
     /// fingerprint of its exact arguments.
     pub(crate) fn expect_confirmation(&self, confirmation: &Confirmation) -> Result<(), StepError> {
-        let Waiting::Confirmation { parked } = &self.waiting else {
+        let Some(pending) = self.waiting.pending(self.run.id()) else {
             return Err(StepError::NotAwaitingConfirmation);
         };
-        let call = parked.call();
-        if call.id != confirmation.call_id {
+        if pending.call_id != confirmation.call_id {
             return Err(StepError::ConfirmationMismatch {
-                expected_call: call.id.clone(),
+                expected_call: pending.call_id,
                 reason: format!("it names call {}", confirmation.call_id),
             });
         }
-        if parked.fingerprint() != confirmation.fingerprint {
+        if pending.fingerprint != confirmation.fingerprint {
             return Err(StepError::ConfirmationMismatch {
-                expected_call: call.id.clone(),
+                expected_call: pending.call_id,
                 reason: "its fingerprint does not match the parked arguments".into(),
             });
         }
@@ -163,6 +172,9 @@ pub(crate) struct Run {
     error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     user: Option<String>,
+    /// Agent calls made so far (counted against `max_agent_calls`).
+    #[serde(default)]
+    agent_calls: u32,
 }
 
 /// The run's time: when it started and how long it was parked for the person.
@@ -214,7 +226,23 @@ impl Run {
             cap: None,
             error: None,
             user: None,
+            agent_calls: 0,
         }
+    }
+
+    /// When the person's message that started the run was accepted.
+    pub(crate) fn asked_at(&self) -> Timestamp {
+        self.clock.started_at
+    }
+
+    /// Agent calls made so far.
+    pub(crate) fn agent_calls(&self) -> u32 {
+        self.agent_calls
+    }
+
+    /// Counts one agent call.
+    pub(crate) fn count_agent_call(&mut self) {
+        self.agent_calls += 1;
     }
 
     /// Who asked for the run, if the caller said.
@@ -528,8 +556,8 @@ mod tests {
         let Waiting::Confirmation { parked } = waiting else {
             unreachable!()
         };
-        let (batch, call) = parked.approve();
-        assert_eq!(call.id, "call_2");
+        let (batch, slot) = parked.approve();
+        assert_eq!(batch.batch().slot(slot).map(|s| s.call.id.as_str()), Some("call_2"));
         let waiting = Waiting::Tools { batch };
         assert!(waiting.counts_time());
         assert_eq!(waiting.describe(), "its running tool calls");

@@ -50,6 +50,18 @@ pub struct ToolSpec {
     /// without one, the question lists the arguments by their schema titles.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confirm: Option<String>,
+    /// What the tool's calls write (table names, say): calls of one batch
+    /// that write the same thing run one after another, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    /// The agent the tool runs as a child run, for an agent tool (see
+    /// [`AgentTool`](crate::AgentTool)).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<crate::id::AgentId>,
+    /// For an agent tool: the template of the child's message, filled from
+    /// the call's arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
 }
 
 impl ToolSpec {
@@ -64,7 +76,22 @@ impl ToolSpec {
             requires: Vec::new(),
             provides: Vec::new(),
             confirm: None,
+            writes: Vec::new(),
+            agent: None,
+            prompt: None,
         }
+    }
+
+    /// Declares something the tool's calls write: calls of one batch that
+    /// write the same thing run one after another.
+    pub fn writes(mut self, resource: impl Into<String>) -> Self {
+        self.writes.push(resource.into());
+        self
+    }
+
+    /// Whether two calls of these tools must not run at the same time.
+    pub fn conflicts_with(&self, other: &ToolSpec) -> bool {
+        self.writes.iter().any(|w| other.writes.contains(w))
     }
 
     /// Sets the confirmation template: the question the person answers before
@@ -219,6 +246,9 @@ pub enum ToolErrorKind {
     LimitReached,
     /// The run ended before the call finished.
     Cancelled,
+    /// The agent may not make this call (a read-only agent and a tool that
+    /// changes things).
+    NotAllowed,
 }
 
 impl ToolErrorKind {
@@ -235,6 +265,7 @@ impl ToolErrorKind {
             ToolErrorKind::Declined => "declined",
             ToolErrorKind::LimitReached => "limit_reached",
             ToolErrorKind::Cancelled => "cancelled",
+            ToolErrorKind::NotAllowed => "not_allowed",
         }
     }
 }

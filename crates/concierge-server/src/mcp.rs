@@ -146,15 +146,14 @@ impl ConciergeMcp {
         };
         let text = match out.status {
             RunStatus::Completed | RunStatus::NeedsInput => out.reply.clone().unwrap_or_default(),
-            RunStatus::AwaitingConfirmation => format!(
-                "The agent is waiting for a person to approve {} with {}.",
-                out.pending_confirmation
-                    .as_ref()
-                    .map_or("a call".into(), |p| p.tool.to_string()),
-                out.pending_confirmation
-                    .as_ref()
-                    .map_or(Value::Null, |p| p.arguments.clone())
-            ),
+            RunStatus::AwaitingConfirmation => match &out.pending_confirmation {
+                Some(pending) if !pending.message.is_empty() => {
+                    format!("The agent is waiting for a person to answer: {}", pending.message)
+                }
+                Some(pending) => format!("The agent is waiting for a person to approve {}.", pending.tool),
+                None => "The agent is waiting for a person to approve a call.".into(),
+            },
+            RunStatus::AwaitingChoice => out.reply.clone().unwrap_or_default(),
             RunStatus::Failed | RunStatus::Cancelled => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
                     out.error.unwrap_or_else(|| "the run did not finish".into()),

@@ -60,10 +60,11 @@ pub mod tool;
 
 pub use concierge_core as core;
 pub use concierge_core::{
-    AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, HUB_AGENT,
-    IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode,
-    PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError,
-    ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
+    AgentId, AgentSpec, AgentTool, CallId, Cap, Catalog, Choice, ChoiceOption, ConfirmationPolicy, Decision, Event,
+    EventId, EventKind, HUB_AGENT, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingChoice,
+    PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy,
+    RunStatus, Session, SessionId, StepError, Timestamp, ToolAnnotations, ToolCall, ToolError, ToolErrorKind,
+    ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};
@@ -72,7 +73,7 @@ pub use model::{Model, ModelError};
 pub use options::RunOptions;
 pub use runtime::{AgentClient, IntoMessages, RunHandle};
 pub use runtime::{Runtime, RuntimeBuilder};
-pub use tool::{DynTool, Tool, ToolContext, Toolset};
+pub use tool::{DynTool, Reply, Tool, ToolContext, Toolset};
 
 #[doc(hidden)]
 pub mod __private {

@@ -100,6 +100,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         key,
         user,
         blackboard,
+        asked_at,
     }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
     else {
         panic!("expected a tool call, got {:?}", step.effects)
@@ -117,6 +118,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         idempotency_key: key.clone(),
         user: user.clone(),
         blackboard: std::sync::Arc::new(blackboard.clone()),
+        asked_at: *asked_at,
     };
     let outcome = match Calculator.call(args, cx).await {
         Ok(value) => ToolOutcome::Ok(value),
@@ -129,6 +131,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
                 call_id: call.id.clone(),
                 outcome,
                 duration_ms: 1,
+                usage: None,
                 at: Timestamp(2),
             },
             &catalog,

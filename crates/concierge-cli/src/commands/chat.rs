@@ -46,12 +46,43 @@ fn shorten(text: &str) -> String {
 
 /// Prints the session's events as they happen; `printed` tracks the last seq shown.
 fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Sender<u64>, streamed: Arc<AtomicBool>) {
-    let mut events = rt.subscribe(session, from);
+    let mut events = rt.subscribe(session.clone(), from);
     tokio::spawn(async move {
         let mut speaking = false;
         let mut agent = String::new();
+        let mut children: std::collections::HashMap<SessionId, String> = Default::default();
         while let Some(event) = events.next().await {
             let Ok(event) = event else { continue };
+            if event.session != session {
+                // An agent called as a tool: its calls, indented under the call.
+                let who = children.get(&event.session).cloned().unwrap_or_default();
+                match &event.kind {
+                    EventKind::ToolRequested { tool, arguments, .. } => {
+                        println!(
+                            "    [{who}] -> {}({})",
+                            clean(tool.as_str()),
+                            shorten(&arguments.to_string())
+                        );
+                    }
+                    EventKind::ToolFinished { tool, outcome, .. } => match outcome {
+                        ToolOutcome::Ok(v) => {
+                            println!("    [{who}] <- {}: {}", clean(tool.as_str()), shorten(&v.to_string()))
+                        }
+                        ToolOutcome::Error(e) => {
+                            println!(
+                                "    [{who}] <- {} {}",
+                                clean(tool.as_str()),
+                                shorten(&render::tool_error(e))
+                            );
+                        }
+                    },
+                    _ => {}
+                }
+                continue;
+            }
+            if let EventKind::ChildStarted { agent, child, .. } = &event.kind {
+                children.insert(child.clone(), clean(agent.as_str()));
+            }
             match &event.kind {
                 EventKind::RunStarted { agent: who, .. } => {
                     agent = clean(who.as_str());
@@ -185,6 +216,14 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
                     "{}: {}",
                     clean(output.agent.as_str()),
                     render::confirmation_question(&output)
+                );
+            }
+            // The next line answers it: a number, or the option's name.
+            RunStatus::AwaitingChoice => {
+                println!(
+                    "{}: {}",
+                    clean(output.agent.as_str()),
+                    clean(output.reply.as_deref().unwrap_or_default())
                 );
             }
             RunStatus::Completed | RunStatus::NeedsInput => {

@@ -18,6 +18,7 @@ pub struct CompiledRules {
     answer: Option<String>,
     error_answer: Option<String>,
     fallback: Option<String>,
+    every_match: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -54,6 +55,7 @@ impl CompiledRules {
             answer: rules.answer.clone(),
             error_answer: rules.error_answer.clone(),
             fallback: rules.fallback.clone(),
+            every_match: rules.every_match,
         })
     }
 }
@@ -118,6 +120,53 @@ impl<'a> RulesPlanner<'a> {
         None
     }
 
+    /// Every tool route that matches `text` and passes `accept`, in the
+    /// order the matches start in the text.
+    fn matching_all(
+        &self,
+        text: &str,
+        accept: impl Fn(&CompiledRoute, &Map<String, Value>) -> bool,
+    ) -> Vec<(&CompiledRoute, Map<String, Value>)> {
+        let lower = text.to_lowercase();
+        let mut found: Vec<(usize, &CompiledRoute, Map<String, Value>)> = Vec::new();
+        for route in &self.rules.routes {
+            if !matches!(route.action, RouteAction::Tool { .. }) {
+                continue;
+            }
+            let mut keyword_at = 0;
+            if !route.keywords.is_empty() {
+                match route.keywords.iter().filter_map(|k| lower.find(k.as_str())).min() {
+                    Some(at) => keyword_at = at,
+                    None => continue,
+                }
+            }
+            // A pattern may match several parts of the statement: each is a call.
+            let matches: Vec<(usize, Map<String, Value>)> = match &route.pattern {
+                Some(re) => re
+                    .captures_iter(text)
+                    .map(|captures| {
+                        let mut values = Map::new();
+                        for name in re.capture_names().flatten() {
+                            if let Some(m) = captures.name(name) {
+                                values.insert(name.to_string(), Value::String(m.as_str().to_string()));
+                            }
+                        }
+                        (captures.get(0).map_or(0, |m| m.start()), values)
+                    })
+                    .collect(),
+                None => vec![(keyword_at, Map::new())],
+            };
+            for (start, mut values) in matches {
+                values.insert("message".to_string(), Value::String(text.to_string()));
+                if accept(route, &values) {
+                    found.push((start, route, values));
+                }
+            }
+        }
+        found.sort_by_key(|(start, ..)| *start);
+        found.into_iter().map(|(_, route, values)| (route, values)).collect()
+    }
+
     /// Plans the first route that matches `text`. Placeholders are the
     /// route's named groups, `{message}`, then what the blackboard knows (a
     /// handoff's context, a tool's `provides`); a tool route whose arguments
@@ -136,6 +185,25 @@ impl<'a> RulesPlanner<'a> {
                 .all(|name| known(values, name).is_some()),
             _ => true,
         };
+        if self.rules.every_match {
+            let calls: Vec<PlannedCall> = self
+                .matching_all(text, complete)
+                .into_iter()
+                .filter_map(|(route, values)| match &route.action {
+                    RouteAction::Tool { tool, arguments } => Some(PlannedCall {
+                        name: tool.to_string(),
+                        arguments: substitute(&Value::Object(arguments.clone()), &|name: &str| known(&values, name)),
+                    }),
+                    _ => None,
+                })
+                .collect();
+            if !calls.is_empty() {
+                return Plan::CallTools {
+                    text: String::new(),
+                    calls,
+                };
+            }
+        }
         if let Some((route, values)) = self.matching_where(text, complete) {
             let lookup = |name: &str| known(&values, name);
             return match &route.action {
@@ -230,6 +298,17 @@ impl<'a> RulesPlanner<'a> {
     fn answer(&self, view: &PlanView<'_>, results: &[&Message], text: &str) -> Plan {
         if let Some(plan) = self.then_step(results, text) {
             return plan;
+        }
+        if self.rules.every_match && results.len() > 1 {
+            // One answer per call, in call order (the order of the statement).
+            let parts: Vec<String> = results
+                .iter()
+                .filter_map(|m| match self.answer(view, std::slice::from_ref(m), text) {
+                    Plan::Answer(part) => Some(part.trim().to_string()).filter(|p| !p.is_empty()),
+                    _ => None,
+                })
+                .collect();
+            return Plan::Answer(parts.join(" "));
         }
         let Some(Message::Tool { tool, outcome, .. }) = results.last() else {
             return Plan::Answer(summarize_results(view));

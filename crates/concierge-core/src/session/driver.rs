@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::routing::is_builtin;
 use super::{Conversation, Outbox};
-use crate::batch::Batch;
+use crate::batch::{Batch, Parked};
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
@@ -159,9 +159,31 @@ pub(super) fn output(
             status,
             reply,
             pending_confirmation,
+            pending_choice: None,
         },
         run,
         &conv.blackboard.log,
+    )
+}
+
+/// The output of `run` parked on `parked`: the call to approve, or the
+/// choice to make (its question and options are the reply, after `reply`).
+pub(super) fn park_output(conv: &Conversation, run: &Run, parked: &Parked, reply: Option<String>) -> RunOutput {
+    if let Some(choice) = parked.pending_choice(run.id()) {
+        let text = match reply {
+            Some(reply) => format!("{reply}\n\n{}", choice.choice.text()),
+            None => choice.choice.text(),
+        };
+        let mut output = output(conv, run, RunStatus::AwaitingChoice, Some(text), None);
+        output.pending_choice = Some(choice);
+        return output;
+    }
+    output(
+        conv,
+        run,
+        RunStatus::AwaitingConfirmation,
+        reply,
+        parked.pending(run.id()),
     )
 }
 
@@ -230,6 +252,18 @@ impl<'a> Driver<'a> {
                 Ok(held)
             }
             Err(error) => Err(Fault::transition(error, Some(held.into()))),
+        }
+    }
+
+    /// Tokens a child run spent for one of this run's calls count in this
+    /// run's totals (and the session's).
+    pub(super) fn add_child_usage(&mut self, usage: Option<crate::model::Usage>) {
+        if let Some(usage) =
+            usage.filter(|u| u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd.is_some_and(|c| c > 0.0))
+        {
+            let run_total = self.run.add_usage(usage);
+            self.conv.usage.add(usage);
+            self.emit(EventKind::Usage { usage, run_total });
         }
     }
 

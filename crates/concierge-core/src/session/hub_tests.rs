@@ -109,6 +109,7 @@ impl Hub {
             call_id: call.id,
             outcome: ToolOutcome::Ok(value),
             duration_ms: 1,
+            usage: None,
             at: Timestamp(self.now),
         })
     }

@@ -16,18 +16,23 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::batch::Slot;
 use crate::blackboard::Blackboard;
 use crate::catalog::Catalog;
+use crate::choice::PendingChoice;
 use crate::confirmation::{Answer, check_arguments, interpret_answer};
+use crate::delegate::{
+    AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session, default_prompt, render_prompt,
+};
 use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::hub::Offer;
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Decision, Input, StartRun};
-use crate::message::{Message, ToolCall};
+use crate::message::Message;
 use crate::model::Usage;
-use crate::output::{PendingConfirmation, RunOutput, RunStatus};
+use crate::output::{PendingConfirmation, RunOutput};
 use crate::phase::Phase;
 use crate::planner::Plan;
 use crate::planner::PlannerMode;
@@ -98,6 +103,9 @@ struct Conversation {
     /// Whether the current agent's goal was declared complete in this run.
     #[serde(default, skip_serializing_if = "is_false")]
     goal_done: bool,
+    /// For a child session: the parent's call it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<Parent>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -131,15 +139,59 @@ impl Conversation {
         self.emit(out, run, EventKind::Message { message });
     }
 
-    /// The effect that runs `call` of `run`, with what the tool may read:
-    /// who asked and the blackboard's information.
-    fn call_effect(&self, run: &Run, call: &ToolCall) -> Effect {
+    /// How deep the session is: 0 for a top-level one, 1 for a child...
+    fn depth(&self) -> u32 {
+        self.parent.as_ref().map_or(0, |p| p.depth)
+    }
+
+    /// How many agent calls `run` may make: its policy's, or what is left
+    /// of the parent's budget if that is less.
+    fn agent_budget(&self, run: &Run) -> u32 {
+        let own = run.policy().max_agent_calls;
+        self.parent.as_ref().map_or(own, |p| own.min(p.agent_calls))
+    }
+
+    /// The effect that runs the call in `slot` of `run`: a tool call, with
+    /// what the tool may read (who asked, the blackboard's information), or
+    /// for an agent tool a child run.
+    fn call_effect(&self, catalog: &Catalog, run: &Run, slot: &Slot) -> Effect {
+        let call = &slot.call;
+        let mut key = IdempotencyKey::derive(&self.id, run.id(), &call.id);
+        if slot.attempt > 0 {
+            // The call runs again with the person's choice: a new attempt.
+            key = IdempotencyKey::given(format!("{}#{}", key.as_str(), slot.attempt));
+        }
+        if let Some(spec) = catalog.tool(&call.name).filter(|s| s.agent.is_some()) {
+            let prompt = match &spec.prompt {
+                Some(template) => render_prompt(template, &call.arguments),
+                None => default_prompt(&call.arguments),
+            };
+            let agent = spec.agent.clone().unwrap_or_else(|| AgentId::new(call.name.as_str()));
+            return Effect::CallAgent(Box::new(AgentCall {
+                run_id: run.id().clone(),
+                call: call.clone(),
+                agent,
+                session: child_session(&self.id, &call.id),
+                prompt,
+                user: run.user().map(str::to_string),
+                parent: Parent {
+                    session: self.id.clone(),
+                    run: run.id().clone(),
+                    call_id: call.id.clone(),
+                    depth: self.depth() + 1,
+                    agent_calls: self.agent_budget(run).saturating_sub(run.agent_calls()),
+                },
+                key,
+                answer: slot.answer.clone(),
+            }));
+        }
         Effect::CallTool {
             run_id: run.id().clone(),
             call: call.clone(),
-            key: IdempotencyKey::derive(&self.id, run.id(), &call.id),
+            key,
             user: run.user().map(str::to_string),
             blackboard: self.blackboard.available.clone(),
+            asked_at: run.asked_at(),
         }
     }
 }
@@ -166,6 +218,7 @@ impl Session {
                 trail_log: 0,
                 returned_from: None,
                 goal_done: false,
+                parent: None,
             },
             run: None,
         }
@@ -220,10 +273,34 @@ impl Session {
         self.run.as_ref().map(|r| r.run.phase())
     }
 
-    /// The call parked for approval, if any.
+    /// The call parked for approval, if any (a child's call, asked through
+    /// this session, names the child session).
     pub fn pending_confirmation(&self) -> Option<PendingConfirmation> {
         let state = self.run.as_ref()?;
         state.waiting.pending(state.run.id())
+    }
+
+    /// Whether the run in progress waits for the person (to approve a call,
+    /// or to answer what a call asked).
+    pub fn waits_for_person(&self) -> bool {
+        matches!(
+            &self.run,
+            Some(RunState {
+                waiting: Waiting::Confirmation { .. },
+                ..
+            })
+        )
+    }
+
+    /// The choice the person is asked to make, if any.
+    pub fn pending_choice(&self) -> Option<PendingChoice> {
+        let state = self.run.as_ref()?;
+        state.waiting.pending_choice(state.run.id())
+    }
+
+    /// For a child session (an agent called as a tool): the parent's call it answers.
+    pub fn parent(&self) -> Option<&Parent> {
+        self.conversation.parent.as_ref()
     }
 
     /// The output of the last run that finished or parked.
@@ -287,11 +364,31 @@ impl Session {
                 call_id,
                 outcome,
                 duration_ms,
+                usage,
                 ..
             } => {
                 let slot = self.active(&run_id)?.expect_tool(&call_id)?;
                 self.drive(&mut out, catalog, |d, waiting| match waiting {
-                    Waiting::Tools { batch } => d.tool_finished(batch.into_batch(), slot, outcome, duration_ms),
+                    Waiting::Tools { batch } => {
+                        d.add_child_usage(usage);
+                        d.tool_finished(batch.into_batch(), slot, outcome, duration_ms)
+                    }
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+            Input::ToolAsked {
+                run_id,
+                call_id,
+                question,
+                usage,
+                ..
+            } => {
+                let slot = self.active(&run_id)?.expect_tool(&call_id)?;
+                self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Tools { batch } => {
+                        d.add_child_usage(usage);
+                        d.tool_asked(batch.into_batch(), slot, question)
+                    }
                     other => Err(Fault::mismatch(other)),
                 });
             }
@@ -343,6 +440,9 @@ impl Session {
             // Who is asking is the caller's to say, not the context's.
             start.context.insert(USER_KEY.into(), Value::String(user.clone()));
         }
+        if self.conversation.parent.is_none() {
+            self.conversation.parent = start.parent.clone();
+        }
         let mut run = self.conversation.new_run(&start, catalog);
         run.set_user(start.user.clone());
         self.run = run_handler(&mut self.conversation, run, catalog, out, |driver| driver.start(start));
@@ -372,18 +472,12 @@ impl Session {
                 }
             }
             Waiting::Tools { batch } => {
-                for call in batch.batch().running_calls() {
-                    effects.push(conversation.call_effect(run, call));
+                for slot in batch.batch().running_slots() {
+                    effects.push(conversation.call_effect(catalog, run, slot));
                 }
             }
             Waiting::Confirmation { parked } => {
-                effects.push(Effect::AwaitUser(driver::output(
-                    conversation,
-                    run,
-                    RunStatus::AwaitingConfirmation,
-                    None,
-                    Some(parked.pending(run.id())),
-                )));
+                effects.push(Effect::AwaitUser(driver::park_output(conversation, run, parked, None)));
             }
         }
         if let Some(at) = run.deadline() {
@@ -397,11 +491,11 @@ impl Session {
 
     // ----- a message while a call waits for approval -----
 
-    /// Whether `start` is a message for the parked call: the run waits for a
-    /// confirmation and the message is for the same agent.
+    /// Whether `start` is a message for the parked call: the run waits for
+    /// the person (a confirmation, a choice) and the message is for the same agent.
     fn answers_confirmation(&self, start: &StartRun) -> bool {
         !self.conversation.ended
-            && self.pending_confirmation().is_some()
+            && self.waits_for_person()
             && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
             && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
     }
@@ -427,6 +521,38 @@ impl Session {
                 _ => None,
             })
             .unwrap_or_default();
+        match parked.question() {
+            Some(Question::ChildConfirmation { pending, .. }) => {
+                let forward = Forward {
+                    call_id: pending.call_id.clone(),
+                    answer: ForwardedAnswer::Text { text: text.to_string() },
+                };
+                return self.drive(out, catalog, |d, waiting| match waiting {
+                    Waiting::Confirmation { parked } => d.pass_on(parked, forward),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+            Some(Question::ChildChoice { pending, .. }) => {
+                let forward = Forward {
+                    call_id: pending.call_id.clone(),
+                    answer: ForwardedAnswer::Text { text: text.to_string() },
+                };
+                return self.drive(out, catalog, |d, waiting| match waiting {
+                    Waiting::Confirmation { parked } => d.pass_on(parked, forward),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+            Some(Question::Choice { choice }) => {
+                let picked = choice.resolve(text);
+                let text = text.to_string();
+                return self.drive(out, catalog, |d, waiting| match (waiting, picked) {
+                    (Waiting::Confirmation { parked }, Some(index)) => d.choose(parked, index),
+                    (Waiting::Confirmation { parked }, None) => d.choice_unmatched(parked, &text),
+                    (other, _) => Err(Fault::mismatch(other)),
+                });
+            }
+            None => {}
+        }
         let call = parked.call();
         let fallback;
         let spec = match catalog.tool(&call.name) {
@@ -481,6 +607,10 @@ impl Session {
         else {
             return Err(StepError::NotAwaitingConfirmation);
         };
+        if parked.question().is_some() {
+            // A child's call: the child checks the change.
+            return Ok(());
+        }
         let Some(spec) = catalog.tool(&parked.call().name) else {
             return Ok(());
         };
@@ -563,3 +693,6 @@ mod tests;
 
 #[cfg(test)]
 mod hub_tests;
+
+#[cfg(test)]
+mod delegate_tests;

@@ -163,6 +163,7 @@ impl Harness {
             call_id: call_id.clone(),
             outcome,
             duration_ms: 3,
+            usage: None,
             at,
         })
     }
@@ -515,6 +516,7 @@ fn time_budget_abandons_running_tools_and_synthesizes() {
         call_id: call.id.clone(),
         outcome: ok(json!(2)),
         duration_ms: 5_000,
+        usage: None,
         at: Timestamp(wake.0 + 10),
     });
     assert!(matches!(late, Err(StepError::Unexpected { .. })));
@@ -838,6 +840,7 @@ fn inputs_that_do_not_fit_the_phase_are_rejected_without_change() {
         call_id: "call_1".into(),
         outcome: ok(json!(1)),
         duration_ms: 1,
+        usage: None,
         at: Timestamp(2_000),
     });
     assert!(matches!(r, Err(StepError::Unexpected { .. })));
@@ -1048,7 +1051,7 @@ fn a_snapshot_whose_wait_contradicts_itself_is_refused() {
     value["run"]["waiting"]["parked"]["slot"] = json!(5);
     let error = serde_json::from_value::<Session>(value).unwrap_err().to_string();
     assert!(
-        error.contains("a parked batch must stop on a call awaiting approval"),
+        error.contains("a parked batch must stop on a call that waits for the person"),
         "{error}"
     );
 }

@@ -2,19 +2,20 @@
 //! runs, parks on calls that need approval, and completes, after which the
 //! run plans again (or synthesizes, after a cap).
 
-use super::driver::{Driver, Fault, Flow, Next, output};
+use super::driver::{Driver, Fault, Flow, Next, park_output};
 use crate::batch::{Batch, Completed, Parked, Progress, SlotState};
 use crate::blackboard::ToolExecution;
 use crate::canonical::fingerprint;
+use crate::catalog::Catalog;
 use crate::catalog::ResolvedAgent;
 use crate::confirmation::confirmation_message;
+use crate::delegate::{Forward, ForwardedAnswer, Question};
 use crate::effect::Effect;
 use crate::event::EventKind;
 use crate::gate::{Gate, Verdict, fill_from_blackboard};
 use crate::id::CallId;
 use crate::input::{Confirmation, Decision};
 use crate::message::{Message, ToolCall};
-use crate::output::RunStatus;
 use crate::phase::Phase;
 use crate::planner::PlannedCall;
 use crate::policy::Cap;
@@ -49,6 +50,15 @@ fn describe_changes(before: &serde_json::Value, after: &serde_json::Value) -> St
         "Nothing changed.".into()
     } else {
         format!("Changed {}.", parts.join(", "))
+    }
+}
+
+/// Whether two calls must not run at the same time: their tools write the
+/// same thing.
+fn conflicts(catalog: &Catalog, a: &ToolCall, b: &ToolCall) -> bool {
+    match (catalog.tool(&a.name), catalog.tool(&b.name)) {
+        (Some(a), Some(b)) => a.conflicts_with(b),
+        _ => false,
     }
 }
 
@@ -110,17 +120,38 @@ impl Driver<'_> {
             self.record(answer.call, answer.fingerprint, answer.outcome, 0, answer.reused_from);
         }
         let anything_to_run = batch.slots().iter().any(|s| s.state != SlotState::AwaitingApproval);
-        let running: Vec<ToolCall> = batch.running_calls().cloned().collect();
         let batch = if anything_to_run {
             self.move_holding(Phase::ToolExecution, batch)?
         } else {
             batch
         };
-        for call in &running {
-            let effect = self.conv.call_effect(&self.run, call);
-            self.out.effects.push(effect);
+        let running: Vec<usize> = (0..batch.slots().len())
+            .filter(|&i| batch.slots()[i].state == SlotState::Running)
+            .collect();
+        for index in running {
+            self.issue(&batch, index);
         }
         self.advance(batch)
+    }
+
+    /// Issues the effect of the batch's running slot `index`: a tool call,
+    /// or a child run for an agent tool (announced by `child_started` the
+    /// first time).
+    fn issue(&mut self, batch: &Batch, index: usize) {
+        let Some(slot) = batch.slot(index) else {
+            return;
+        };
+        let effect = self.conv.call_effect(self.catalog, &self.run, slot);
+        if let Effect::CallAgent(call) = &effect {
+            if call.answer.is_none() && slot.attempt == 0 {
+                self.emit(EventKind::ChildStarted {
+                    call_id: call.call.id.clone(),
+                    agent: call.agent.clone(),
+                    child: call.session.clone(),
+                });
+            }
+        }
+        self.out.effects.push(effect);
     }
 
     /// Puts each call through the gate. Returns the batch, the calls the
@@ -139,10 +170,16 @@ impl Driver<'_> {
                 policy: self.run.policy(),
                 tool_calls: self.run.tool_calls(),
                 handing_off: batch.hands_off(),
+                depth: self.conv.depth(),
+                agent_calls: self.run.agent_calls(),
+                agent_budget: self.conv.agent_budget(&self.run),
             }
             .check(&call, &fp);
             if verdict.counts() {
                 self.run.count_tool_call();
+                if self.catalog.tool(&call.name).is_some_and(|s| s.agent.is_some()) {
+                    self.run.count_agent_call();
+                }
             }
             let mut answer = |call: &ToolCall, outcome: ToolOutcome, reused_from: Option<CallId>| {
                 answered.push(Answered {
@@ -166,6 +203,15 @@ impl Driver<'_> {
                     answer(&call, ToolOutcome::Error(error), None)
                 }
                 Verdict::Reuse { outcome, from } => answer(&call, outcome, Some(from)),
+                // A call that writes what an earlier call of the batch writes waits for it.
+                Verdict::Run
+                    if batch.slots().iter().any(|earlier| {
+                        matches!(earlier.state, SlotState::Running | SlotState::Queued)
+                            && conflicts(self.catalog, &earlier.call, &call)
+                    }) =>
+                {
+                    SlotState::Queued
+                }
                 Verdict::Run => SlotState::Running,
                 Verdict::AwaitApproval => SlotState::AwaitingApproval,
             };
@@ -258,7 +304,11 @@ impl Driver<'_> {
 
     /// Waits while calls run; once none does, analyses, then parks on a call
     /// awaiting approval or completes the batch.
-    pub(super) fn advance(&mut self, batch: Batch) -> Flow {
+    pub(super) fn advance(&mut self, mut batch: Batch) -> Flow {
+        let catalog = self.catalog;
+        for index in batch.start_queued(|a, b| conflicts(catalog, a, b)) {
+            self.issue(&batch, index);
+        }
         let batch = if batch.running_calls().next().is_none() && self.run.phase() == Phase::ToolExecution {
             self.move_holding(Phase::Analysis, batch)?
         } else {
@@ -282,29 +332,121 @@ impl Driver<'_> {
     /// message that did not answer): the question in words, the
     /// `awaiting_confirmation` event, the output with `reply` before it.
     fn ask(&mut self, mut parked: Parked, reply: Option<String>) -> Flow {
-        let call = parked.call();
-        let message = match self.catalog.tool(&call.name) {
-            Some(spec) => confirmation_message(spec, &call.arguments),
-            None => confirmation_message(
-                &crate::tool::ToolSpec::new(call.name.clone(), "", serde_json::json!({"type": "object"})),
-                &call.arguments,
-            ),
-        };
-        parked.set_message(message);
-        let pending = parked.pending(self.run.id());
-        self.emit(EventKind::AwaitingConfirmation {
-            pending: pending.clone(),
-        });
-        let output = output(
-            self.conv,
-            &self.run,
-            RunStatus::AwaitingConfirmation,
-            reply,
-            Some(pending),
-        );
+        if parked.question().is_none() {
+            let call = parked.call();
+            let message = match self.catalog.tool(&call.name) {
+                Some(spec) => confirmation_message(spec, &call.arguments),
+                None => confirmation_message(
+                    &crate::tool::ToolSpec::new(call.name.clone(), "", serde_json::json!({"type": "object"})),
+                    &call.arguments,
+                ),
+            };
+            parked.set_message(message);
+        }
+        if let Some(pending) = parked.pending_choice(self.run.id()) {
+            self.emit(EventKind::ChoiceRequested { pending });
+        } else if let Some(pending) = parked.pending(self.run.id()) {
+            self.emit(EventKind::AwaitingConfirmation { pending });
+        }
+        let output = park_output(self.conv, &self.run, &parked, reply);
         self.conv.last_output = Some(output.clone());
         self.out.effects.push(Effect::AwaitUser(output));
         Ok(Next::Wait(Waiting::Confirmation { parked }))
+    }
+
+    /// A running call asked the person something (a choice, a child's
+    /// question): it waits for the answer; the run parks on it once the
+    /// rest of the batch is done.
+    pub(super) fn tool_asked(&mut self, mut batch: Batch, slot: usize, question: Question) -> Flow {
+        if let Question::Choice { choice } = &question {
+            if choice.options.is_empty() {
+                let error = ToolError::failed("the tool asked the person to choose, but offered no options");
+                self.settle(&mut batch, slot, ToolOutcome::Error(error), 0);
+                return self.advance(batch);
+            }
+        }
+        batch.ask(slot, question);
+        self.advance(batch)
+    }
+
+    /// The person answered a question a child run asked: the call is issued
+    /// again, carrying the answer to the child.
+    pub(super) fn pass_on(&mut self, parked: Parked, answer: Forward) -> Flow {
+        self.run.resume(self.out.at);
+        let (batch, index) = parked.pass_on(answer);
+        let batch = self.move_holding(Phase::ToolExecution, batch)?;
+        self.issue(batch.batch(), index);
+        Ok(Next::Wait(Waiting::Tools { batch }))
+    }
+
+    /// The person picked option `index` of the parked call's choice: the
+    /// option's id goes into the call's arguments and the call runs again.
+    pub(super) fn choose(&mut self, parked: Parked, index: usize) -> Flow {
+        let Some(Question::Choice { choice }) = parked.question().cloned() else {
+            return Err(Fault::new("the run was not waiting for a choice"));
+        };
+        let Some(option) = choice.options.get(index) else {
+            return Err(Fault::new("the chosen option does not exist"));
+        };
+        let call_id = parked.call().id.clone();
+        let mut arguments = parked.call().arguments.clone();
+        if let Some(map) = arguments.as_object_mut() {
+            map.insert(choice.argument.clone(), option.id.clone());
+        }
+        self.emit(EventKind::ChoiceResolved {
+            call_id: call_id.clone(),
+            chosen: Some(option.id.clone()),
+        });
+        self.rewrite_call(&call_id, &arguments);
+        self.run.resume(self.out.at);
+        let fp = fingerprint(&arguments);
+        let (batch, index) = parked.rerun(arguments, fp);
+        let batch = self.move_holding(Phase::ToolExecution, batch)?;
+        self.issue(batch.batch(), index);
+        Ok(Next::Wait(Waiting::Tools { batch }))
+    }
+
+    /// The person's answer matched no option: the call ends with what was
+    /// asked and answered, for the planner to act on.
+    pub(super) fn choice_unmatched(&mut self, parked: Parked, text: &str) -> Flow {
+        let Some(Question::Choice { choice }) = parked.question().cloned() else {
+            return Err(Fault::new("the run was not waiting for a choice"));
+        };
+        let options: Vec<String> = choice
+            .options
+            .iter()
+            .enumerate()
+            .map(|(i, o)| format!("{}. {}", i + 1, o.label))
+            .collect();
+        let message = format!(
+            "the person was asked \"{}\" (options: {}) and answered \"{}\", which matches none of the options",
+            choice.question.trim(),
+            options.join("; "),
+            text.trim()
+        );
+        self.emit(EventKind::ChoiceResolved {
+            call_id: parked.call().id.clone(),
+            chosen: None,
+        });
+        self.run.resume(self.out.at);
+        let (mut batch, slot) = parked.decline();
+        let outcome = ToolOutcome::Error(ToolError::new(ToolErrorKind::MissingInformation, message));
+        self.settle(&mut batch, slot, outcome, 0);
+        let batch = self.move_holding(Phase::Analysis, batch)?;
+        self.advance(batch)
+    }
+
+    /// Gives the call `call_id` in the history new arguments (so the
+    /// planner sees what runs).
+    fn rewrite_call(&mut self, call_id: &CallId, arguments: &serde_json::Value) {
+        for message in self.conv.history.iter_mut().rev() {
+            if let Message::Assistant { tool_calls, .. } = message {
+                if let Some(call) = tool_calls.iter_mut().find(|c| &c.id == call_id) {
+                    call.arguments = arguments.clone();
+                    return;
+                }
+            }
+        }
     }
 
     /// The person wrote something that does not answer the parked call: it
@@ -315,6 +457,21 @@ impl Driver<'_> {
 
     /// The person answered the parked call.
     pub(super) fn confirmed(&mut self, parked: Parked, confirmation: Confirmation) -> Flow {
+        if let Some(Question::ChildConfirmation { pending, .. }) = parked.question() {
+            // The child's call: the decision is passed on to the child.
+            let forward = Forward {
+                call_id: pending.call_id.clone(),
+                answer: ForwardedAnswer::Decision {
+                    fingerprint: confirmation.fingerprint,
+                    decision: confirmation.decision.clone(),
+                },
+            };
+            self.emit(EventKind::ConfirmationResolved {
+                call_id: confirmation.call_id,
+                approved: matches!(confirmation.decision, Decision::Approve | Decision::Amend { .. }),
+            });
+            return self.pass_on(parked, forward);
+        }
         let decision = match confirmation.decision {
             Decision::Amend { arguments } => {
                 let fp = fingerprint(&arguments);
@@ -332,10 +489,9 @@ impl Driver<'_> {
         });
         match decision {
             Decision::Approve | Decision::Amend { .. } => {
-                let (batch, call) = parked.approve();
+                let (batch, index) = parked.approve();
                 let batch = self.move_holding(Phase::ToolExecution, batch)?;
-                let effect = self.conv.call_effect(&self.run, &call);
-                self.out.effects.push(effect);
+                self.issue(batch.batch(), index);
                 Ok(Next::Wait(Waiting::Tools { batch }))
             }
             Decision::Deny { reason } => {
@@ -364,14 +520,7 @@ impl Driver<'_> {
     fn amend(&mut self, mut parked: Parked, arguments: serde_json::Value, fp: String) -> Flow {
         let call_id = parked.call().id.clone();
         let before = parked.call().arguments.clone();
-        for message in self.conv.history.iter_mut().rev() {
-            if let Message::Assistant { tool_calls, .. } = message {
-                if let Some(call) = tool_calls.iter_mut().find(|c| c.id == call_id) {
-                    call.arguments = arguments.clone();
-                    break;
-                }
-            }
-        }
+        self.rewrite_call(&call_id, &arguments);
         let changes = describe_changes(&before, &arguments);
         parked.amend(arguments, fp);
         self.ask(parked, Some(changes))

@@ -7,7 +7,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use concierge_core::{Effect, Input, ModelReply, ModelRequest, RunId, SessionId, ToolCall, ToolId, ToolOutcome, Usage};
+use concierge_core::{
+    AgentCall, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, SessionId, ToolCall, ToolId,
+    ToolOutcome, Usage,
+};
 use tracing::Instrument;
 
 use crate::engine::now;
@@ -144,6 +147,10 @@ pub enum Unavailable {
     },
 }
 
+/// Builds a child run's message from an agent tool's arguments (see
+/// [`Executor::prompt_builder`]).
+pub type PromptBuilder = Arc<dyn Fn(&serde_json::Value) -> String + Send + Sync>;
+
 /// Performs model and tool calls for any engine.
 #[derive(Clone)]
 pub struct Executor {
@@ -151,6 +158,7 @@ pub struct Executor {
     tools: Arc<ToolRegistry>,
     retry: Option<RetryPolicy>,
     hooks: Arc<dyn ExecHooks>,
+    prompts: std::collections::HashMap<ToolId, PromptBuilder>,
 }
 
 impl std::fmt::Debug for Executor {
@@ -172,7 +180,23 @@ impl Executor {
             tools,
             retry: Some(RetryPolicy::default()),
             hooks: Arc::new(TracingHooks::default()),
+            prompts: std::collections::HashMap::new(),
         }
+    }
+
+    /// Builds the child's message of the agent tool `tool` with `builder`
+    /// (over the call's arguments), instead of the tool's template.
+    pub fn prompt_builder(mut self, tool: impl Into<ToolId>, builder: PromptBuilder) -> Self {
+        self.prompts.insert(tool.into(), builder);
+        self
+    }
+
+    /// `call` with its message built by the tool's prompt builder, if it has one.
+    pub fn agent_call(&self, mut call: AgentCall) -> AgentCall {
+        if let Some(builder) = self.prompts.get(&call.call.name) {
+            call.prompt = builder(&call.call.arguments);
+        }
+        call
     }
 
     /// Retries failed model calls by `policy`.
@@ -305,11 +329,23 @@ impl Executor {
             &outcome,
             started.elapsed(),
         );
+        if let ToolOutcome::Ok(value) = &outcome {
+            if let Some(choice) = Choice::from_value(value) {
+                return Input::ToolAsked {
+                    run_id,
+                    call_id: call.id.clone(),
+                    question: Question::Choice { choice },
+                    usage: None,
+                    at: now(),
+                };
+            }
+        }
         Input::ToolFinished {
             run_id,
             call_id: call.id.clone(),
             outcome,
             duration_ms,
+            usage: None,
             at: now(),
         }
     }

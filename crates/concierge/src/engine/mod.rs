@@ -11,6 +11,7 @@
 //! This module imports nothing from the runtime or the configuration.
 
 mod catalogs;
+mod children;
 mod embedded;
 mod exec;
 mod setup;
@@ -26,10 +27,11 @@ use futures::stream::BoxStream;
 use serde::Serialize;
 
 pub use catalogs::{CatalogVersion, Catalogs, VersionError};
+pub use children::call_agent;
 pub use embedded::Embedded;
 #[doc(hidden)]
 pub use embedded::bench;
-pub use exec::{ExecHooks, Executor, ModelCall, ToolCallInfo, TracingHooks, Unavailable};
+pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, ToolCallInfo, TracingHooks, Unavailable};
 pub use setup::RunSetup;
 
 use crate::error::{Error, Result};
@@ -181,6 +183,9 @@ pub struct EngineParts {
     pub catalogs: Arc<Catalogs>,
     /// Model and tool calls.
     pub executor: Arc<Executor>,
+    /// How the runs the engine starts by itself (agents called as tools)
+    /// plan: per agent, as the runtime decides for runs it starts.
+    pub setup: RunSetup,
 }
 
 /// Opens an engine once the runtime has resolved its parts.

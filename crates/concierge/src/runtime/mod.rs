@@ -12,6 +12,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
+mod children;
 mod client;
 #[cfg(feature = "mcp")]
 mod mcp;
@@ -19,8 +20,8 @@ mod mcp;
 pub use client::{AgentClient, IntoMessages, RunHandle};
 
 use crate::engine::{
-    Catalogs, Embedded, Engine, EngineParts, ExecHooks, Executor, JournalStats, NoEngine, OpenEngine, RunSetup,
-    RunStop, SessionSummary, TracingHooks,
+    Catalogs, Embedded, Engine, EngineParts, ExecHooks, Executor, JournalStats, NoEngine, OpenEngine, PromptBuilder,
+    RunSetup, RunStop, SessionSummary, TracingHooks,
 };
 use crate::error::{Error, Result};
 use crate::model::{Model, Models, Price, RetryPolicy};
@@ -47,6 +48,7 @@ pub struct RuntimeBuilder {
     embedded: Embedded,
     retry: RetryPolicy,
     hooks: Option<Arc<dyn ExecHooks>>,
+    prompts: Vec<(concierge_core::ToolId, PromptBuilder)>,
     log_prompts: bool,
     tool_timeout: Duration,
     max_tool_result_bytes: usize,
@@ -80,6 +82,7 @@ impl Default for RuntimeBuilder {
             embedded: Embedded::default(),
             retry: RetryPolicy::default(),
             hooks: None,
+            prompts: Vec::new(),
             log_prompts: false,
             tool_timeout: Duration::from_secs(60),
             max_tool_result_bytes: crate::tool::DEFAULT_MAX_RESULT_BYTES,
@@ -306,6 +309,28 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Builds the child's message of an agent tool (see [`AgentTool`](concierge_core::AgentTool))
+    /// with a closure over the call's arguments, instead of the tool's
+    /// `prompt` template: for messages a template cannot write.
+    ///
+    /// ```
+    /// # use concierge::{AgentSpec, AgentTool, Runtime};
+    /// let builder = Runtime::builder()
+    ///     .agent(AgentSpec::new("notes").description("Keeps notes."))
+    ///     .agent(AgentSpec::new("router").agent_tool(AgentTool::new("notes")))
+    ///     .agent_prompt("notes", |args: &serde_json::Value| {
+    ///         format!("Note this down: {}", args["request"].as_str().unwrap_or_default())
+    ///     });
+    /// ```
+    pub fn agent_prompt(
+        mut self,
+        tool: impl Into<concierge_core::ToolId>,
+        builder: impl Fn(&Value) -> String + Send + Sync + 'static,
+    ) -> Self {
+        self.prompts.push((tool.into(), Arc::new(builder)));
+        self
+    }
+
     /// Adds an MCP server; agents use its tools as the toolset `name`. It
     /// starts when a run of such an agent starts; its tools are listed then.
     #[cfg(feature = "mcp")]
@@ -380,14 +405,25 @@ impl RuntimeBuilder {
                 log_prompts: self.log_prompts,
             })
         });
-        let executor = Arc::new(
-            Executor::new(self.models, Arc::new(registry))
-                .retry(self.retry)
-                .hooks(hooks),
-        );
+        let mut executor = Executor::new(self.models, Arc::new(registry))
+            .retry(self.retry)
+            .hooks(hooks);
+        for (tool, builder) in self.prompts {
+            executor = executor.prompt_builder(tool, builder);
+        }
+        let executor = Arc::new(executor);
+        let current = catalogs.current().catalog;
+        let mut setup = RunSetup::new();
+        for resolved in current.agents() {
+            setup = setup.planner(
+                resolved.spec.id.clone(),
+                planner_for(&current, executor.models(), resolved),
+            );
+        }
         let parts = EngineParts {
             catalogs: catalogs.clone(),
             executor: executor.clone(),
+            setup,
         };
         let (engine, has_engine, description): (Arc<dyn Engine>, bool, String) = match self.engine {
             EngineChoice::Embedded => {
@@ -531,14 +567,7 @@ impl Runtime {
         };
         for resolved in agents {
             let agent = &resolved.spec.id;
-            let planner = if catalog.custom_planner(agent).is_some() {
-                PlannerMode::Custom
-            } else if models.available_for(&resolved.spec) {
-                PlannerMode::Model
-            } else {
-                PlannerMode::Rules
-            };
-            setup = setup.planner(agent.clone(), planner);
+            setup = setup.planner(agent.clone(), planner_for(catalog, models, resolved));
             let own = overrides.get(agent);
             if own.is_some() || delta.is_some() {
                 let mut policy = resolved.spec.policy.clone();
@@ -584,6 +613,7 @@ impl Runtime {
             planner: PlannerMode::Model,
             policy: None,
             user: options.user,
+            parent: None,
             context: options.context,
             turn_id: options.turn_id,
             labels: options.labels,
@@ -796,6 +826,7 @@ impl Runtime {
             idempotency_key,
             user: None,
             blackboard: Default::default(),
+            asked_at: crate::engine::now(),
         };
         self.inner.executor.tools().execute(&call, cx).await.0
     }
@@ -832,9 +863,13 @@ impl Runtime {
     /// The session's events after `after` (an event id as the stream gave
     /// it, model deltas included: `12.3` resumes after the third delta that
     /// followed event 12).
+    ///
+    /// The events of child runs (agents called as tools) are in the stream
+    /// too, from the `child_started` event on, each marked with its child
+    /// session: a UI nests them under the call.
     pub fn subscribe_after(&self, session: impl Into<SessionId>, after: EventId) -> BoxStream<'static, Result<Event>> {
         match self.engine_or_err() {
-            Ok(engine) => engine.subscribe(session.into(), after),
+            Ok(engine) => children::with_children(engine.clone(), engine.subscribe(session.into(), after)),
             Err(error) => futures::stream::once(async move { Err(error) }).boxed(),
         }
     }
@@ -846,23 +881,42 @@ impl Runtime {
         run: RunId,
         from_seq: u64,
     ) -> BoxStream<'static, Result<Event>> {
-        let events = self.subscribe(session, from_seq);
-        futures::stream::unfold((events, run, false), |(mut events, run, done)| async move {
+        let root = session.into();
+        let events = self.subscribe(root.clone(), from_seq);
+        futures::stream::unfold((events, run, root, false), |(mut events, run, root, done)| async move {
             if done {
                 return None;
             }
             loop {
                 match events.next().await? {
+                    // A child's events belong to the call that started it.
+                    Ok(event) if event.session != root => return Some((Ok(event), (events, run, root, false))),
                     Ok(event) if event.run.as_ref() != Some(&run) => continue,
                     Ok(event) => {
                         let last = matches!(event.kind, EventKind::RunFinished { .. });
-                        return Some((Ok(event), (events, run, last)));
+                        return Some((Ok(event), (events, run, root, last)));
                     }
-                    Err(error) => return Some((Err(error), (events, run, false))),
+                    Err(error) => return Some((Err(error), (events, run, root, false))),
                 }
             }
         })
         .boxed()
+    }
+}
+
+/// How a run of `resolved` plans: a custom planner wins; then a model if one
+/// is configured for the agent; else the agent's rules.
+fn planner_for(
+    catalog: &Catalog,
+    models: &crate::model::Models,
+    resolved: &concierge_core::ResolvedAgent,
+) -> PlannerMode {
+    if catalog.custom_planner(&resolved.spec.id).is_some() {
+        PlannerMode::Custom
+    } else if models.available_for(&resolved.spec) {
+        PlannerMode::Model
+    } else {
+        PlannerMode::Rules
     }
 }
 

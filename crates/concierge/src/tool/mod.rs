@@ -14,7 +14,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use concierge_core::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolError, ToolSpec};
+use concierge_core::{AgentId, CallId, Choice, IdempotencyKey, RunId, SessionId, Timestamp, ToolError, ToolSpec};
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -44,6 +44,10 @@ pub struct ToolContext {
     /// available by key (what earlier tools provided, the run's context,
     /// `user_id`). Read-only: a tool adds to it by what it returns.
     pub blackboard: Arc<BTreeMap<String, Value>>,
+    /// When the person's message that started the run was accepted, in
+    /// milliseconds since the Unix epoch: what "yesterday" or "next Tuesday"
+    /// in it mean is relative to this, not to when the tool runs.
+    pub asked_at: Timestamp,
 }
 
 impl ToolContext {
@@ -60,6 +64,50 @@ impl ToolContext {
     /// Everything on the session's blackboard, by key.
     pub fn blackboard(&self) -> &BTreeMap<String, Value> {
         &self.blackboard
+    }
+}
+
+/// What a tool returns when it may ask the person to choose instead of
+/// answering (seed 002's "which John?"): its result, or a [`Choice`]. The run
+/// parks on a choice; the person's answer ("2", "the second one", a label) is
+/// resolved without a model, the chosen option's id is written to the call's
+/// argument the choice names, and the tool is called again.
+///
+/// ```
+/// use concierge::{Choice, Reply};
+/// use serde_json::json;
+///
+/// let reply: Reply<serde_json::Value> = Reply::Choose(
+///     Choice::new("Which John do you mean?", "contact_id")
+///         .option(4, "John Smith (Acme)")
+///         .option(9, "John Park (Globex)"),
+/// );
+/// let value = serde_json::to_value(&reply)?;
+/// assert!(Choice::from_value(&value).is_some());
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply<T> {
+    /// The result.
+    Done(T),
+    /// A question with numbered options, for the person.
+    Choose(Choice),
+}
+
+impl<T: serde::Serialize> serde::Serialize for Reply<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Reply::Done(value) => value.serialize(serializer),
+            Reply::Choose(choice) => choice.to_value().serialize(serializer),
+        }
+    }
+}
+
+impl<T: serde::Serialize> Reply<T> {
+    /// The reply as a tool's JSON result (a choice as [`Choice::to_value`]).
+    pub fn into_value(self) -> Result<Value, ToolError> {
+        serde_json::to_value(&self)
+            .map_err(|e| ToolError::failed(format!("the tool's result could not be written as JSON: {e}")))
     }
 }
 

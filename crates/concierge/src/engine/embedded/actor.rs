@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::Shared;
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
-use crate::engine::{RunSetup, RunStop, Started, Unavailable, now};
+use crate::engine::{RunSetup, RunStop, Started, Unavailable, call_agent, now};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::ToolContext;
@@ -176,7 +176,7 @@ impl Actor {
             && self
                 .session
                 .as_ref()
-                .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none())
+                .is_some_and(|s| s.active_run().is_some() && !s.waits_for_person())
     }
 
     fn catalog(&self) -> Arc<Catalog> {
@@ -191,7 +191,7 @@ impl Actor {
         let unfinished = self
             .session
             .as_ref()
-            .is_some_and(|s| s.active_run().is_some() && s.pending_confirmation().is_none());
+            .is_some_and(|s| s.active_run().is_some() && !s.waits_for_person());
         self.release_as(unfinished);
     }
 
@@ -362,10 +362,12 @@ impl Actor {
             self.stalled = Some(missing);
             return;
         }
-        if effects
-            .iter()
-            .any(|e| matches!(e, Effect::CallModel { .. } | Effect::CallTool { .. }))
-        {
+        if effects.iter().any(|e| {
+            matches!(
+                e,
+                Effect::CallModel { .. } | Effect::CallTool { .. } | Effect::CallAgent(_)
+            )
+        }) {
             tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
             self.resumed_run = session.active_run().cloned();
         }
@@ -414,7 +416,7 @@ impl Actor {
     fn stop_of_active(&mut self) -> Option<RunStop> {
         let session = self.session.as_ref()?;
         let run = session.active_run()?.clone();
-        if session.pending_confirmation().is_some() {
+        if session.waits_for_person() {
             return session.last_output().cloned().map(RunStop::ready);
         }
         let (tx, rx) = oneshot::channel();
@@ -589,15 +591,20 @@ impl Actor {
     /// to them: it fails at once (journaled as such) and the run goes on.
     async fn act(&mut self, step: Step) -> Result<()> {
         let invalid = step.effects.iter().find_map(|effect| match effect {
-            Effect::AwaitUser(output) => output.pending_confirmation.as_ref().and_then(|pending| {
-                let call = concierge_core::ToolCall {
-                    id: pending.call_id.clone(),
-                    name: pending.tool.clone(),
-                    arguments: pending.arguments.clone(),
-                };
-                let checked = self.shared.parts.executor.tools().check_arguments(&call);
-                checked.err().map(|error| (pending.clone(), error))
-            }),
+            // A child's call (asked through this session) was checked in the child.
+            Effect::AwaitUser(output) => output
+                .pending_confirmation
+                .as_ref()
+                .filter(|p| p.session.is_none())
+                .and_then(|pending| {
+                    let call = concierge_core::ToolCall {
+                        id: pending.call_id.clone(),
+                        name: pending.tool.clone(),
+                        arguments: pending.arguments.clone(),
+                    };
+                    let checked = self.shared.parts.executor.tools().check_arguments(&call);
+                    checked.err().map(|error| (pending.clone(), error))
+                }),
             _ => None,
         });
         if let Some(live) = self.shared.live(&self.id) {
@@ -639,10 +646,12 @@ impl Actor {
                     key,
                     user,
                     blackboard,
+                    asked_at,
                 } => {
                     let executor = self.shared.parts.executor.clone();
                     let tx = self.tx.clone();
                     let cx = ToolContext {
+                        asked_at,
                         session_id: self.id.clone(),
                         run_id,
                         call_id: call.id.clone(),
@@ -657,6 +666,23 @@ impl Actor {
                     };
                     tokio::spawn(async move {
                         let input = executor.call_tool(cx, &call).await;
+                        let _ = tx.send(Command::Input(Box::new(input))).await;
+                    });
+                }
+                Effect::CallAgent(call) => {
+                    let tx = self.tx.clone();
+                    let engine = self.shared.engine.get().and_then(std::sync::Weak::upgrade);
+                    let parts = &self.shared.parts;
+                    let setup = parts.setup.clone();
+                    let call = parts.executor.agent_call(*call);
+                    tokio::spawn(async move {
+                        // Without the engine the process is closing: the
+                        // call is issued again by whoever resumes the run.
+                        let Some(engine) = engine else {
+                            return;
+                        };
+                        let input = call_agent(engine.as_ref(), &setup, &call).await;
+                        drop(engine);
                         let _ = tx.send(Command::Input(Box::new(input))).await;
                     });
                 }

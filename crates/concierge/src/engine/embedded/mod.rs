@@ -208,13 +208,16 @@ impl Embedded {
             stalled: Mutex::default(),
             recorded: Mutex::default(),
             recovering: std::sync::atomic::AtomicBool::new(false),
+            engine: std::sync::OnceLock::new(),
         });
         let (newest, _) = shared.store.changes(i64::MAX).await?;
         tokio::spawn(background(Arc::downgrade(&shared), newest));
-        Ok(Arc::new(EmbeddedEngine {
-            shared,
+        let engine: Arc<dyn Engine> = Arc::new(EmbeddedEngine {
+            shared: shared.clone(),
             resumed: Mutex::new(Vec::new()),
-        }))
+        });
+        let _ = shared.engine.set(Arc::downgrade(&engine));
+        Ok(engine)
     }
 }
 
@@ -243,6 +246,8 @@ pub(crate) struct Shared {
     recorded: Mutex<HashSet<String>>,
     /// Whether this process takes over what dead processes left.
     recovering: std::sync::atomic::AtomicBool,
+    /// The engine itself, for the child runs its actors start.
+    engine: std::sync::OnceLock<Weak<dyn Engine>>,
 }
 
 impl Shared {
@@ -447,7 +452,7 @@ async fn remote_stop(shared: &Arc<Shared>, id: &SessionId) -> Result<Option<RunS
     let Some(run) = session.active_run().cloned() else {
         return Ok(None);
     };
-    if session.pending_confirmation().is_some() {
+    if session.waits_for_person() {
         return Ok(session.last_output().cloned().map(RunStop::ready));
     }
     let shared = shared.clone();
@@ -458,7 +463,7 @@ async fn remote_stop(shared: &Arc<Shared>, id: &SessionId) -> Result<Option<RunS
             let Some(session) = shared.read(&id).await? else {
                 return Err(Error::SessionNotFound(id));
             };
-            let parked = session.pending_confirmation().is_some();
+            let parked = session.waits_for_person();
             if session.active_run() != Some(&run) || parked {
                 return session
                     .last_output()

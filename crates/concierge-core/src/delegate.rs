@@ -1,0 +1,276 @@
+//! Agents as tools (seeds 002 and 003): an agent calls another agent like a
+//! tool; the call runs a child run of that agent in a child session linked
+//! to the parent's call, and the child's reply is the call's result.
+//!
+//! The core decides everything that must replay the same way: the child's
+//! session id (derived from the parent's session and call id, so a call
+//! issued again after a crash finds its child), its prompt (from the tool's
+//! template), its depth and its budget of agent calls. The engine runs the
+//! child ([`Effect::CallAgent`](crate::Effect::CallAgent)) and answers the
+//! parent with the child's reply, or with the question the child asks the
+//! person ([`Input::ToolAsked`](crate::Input::ToolAsked)).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::choice::PendingChoice;
+use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId};
+use crate::input::Decision;
+use crate::message::ToolCall;
+use crate::output::PendingConfirmation;
+use crate::tool::{ToolAnnotations, ToolSpec};
+
+/// Declares another agent as one of this agent's tools (`[[agent_tools]]`
+/// in an agent file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTool {
+    /// The agent the tool runs.
+    pub agent: AgentId,
+    /// The tool's name, as the model calls it (the agent's id by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<ToolId>,
+    /// What the tool does, for the model (the agent's description by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// The JSON Schema of the tool's arguments (by default one string,
+    /// `request`: what to ask the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<Value>,
+    /// The child's message, with `{argument}` placeholders filled from the
+    /// call (`[ ... ]` parts are left out when a placeholder in them has no
+    /// value). Without one, the message is the `request` argument, or the
+    /// arguments in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// What the agent's calls write (table names, say): calls of one batch
+    /// that write the same thing run one after another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+}
+
+impl AgentTool {
+    /// `agent` as a tool, with the defaults above.
+    pub fn new(agent: impl Into<AgentId>) -> Self {
+        Self {
+            agent: agent.into(),
+            name: None,
+            description: None,
+            parameters: None,
+            prompt: None,
+            writes: Vec::new(),
+        }
+    }
+
+    /// Names the tool (instead of the agent's id).
+    pub fn name(mut self, name: impl Into<ToolId>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Describes the tool for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the arguments' JSON Schema.
+    pub fn parameters(mut self, schema: Value) -> Self {
+        self.parameters = Some(schema);
+        self
+    }
+
+    /// Sets the template of the child's message.
+    pub fn prompt(mut self, template: impl Into<String>) -> Self {
+        self.prompt = Some(template.into());
+        self
+    }
+
+    /// Declares something the agent's calls write.
+    pub fn writes(mut self, resource: impl Into<String>) -> Self {
+        self.writes.push(resource.into());
+        self
+    }
+
+    /// The tool's name.
+    pub fn tool_name(&self) -> ToolId {
+        self.name.clone().unwrap_or_else(|| ToolId::new(self.agent.as_str()))
+    }
+
+    /// The tool as the catalog holds it; `target` is the agent it runs
+    /// (its description and read-only flag fill the defaults).
+    pub(crate) fn spec(&self, target: Option<&crate::agent::AgentSpec>) -> ToolSpec {
+        let description = self.description.clone().unwrap_or_else(|| match target {
+            Some(agent) if !agent.description.is_empty() => agent.description.clone(),
+            _ => format!("Asks the {} agent to do something and returns its answer.", self.agent),
+        });
+        let parameters = self.parameters.clone().unwrap_or_else(|| {
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "request": {"type": "string", "description": "What to ask the agent, in full sentences."}
+                },
+                "required": ["request"]
+            })
+        });
+        let mut writes = self.writes.clone();
+        for resource in target.map(|a| a.writes.as_slice()).unwrap_or_default() {
+            if !writes.contains(resource) {
+                writes.push(resource.clone());
+            }
+        }
+        let mut spec = ToolSpec::new(self.tool_name(), description, parameters).annotations(ToolAnnotations {
+            read_only: target.is_some_and(|a| a.read_only),
+            ..ToolAnnotations::default()
+        });
+        spec.agent = Some(self.agent.clone());
+        spec.prompt = self.prompt.clone();
+        spec.writes = writes;
+        spec
+    }
+}
+
+/// A child session's link to the call that started it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parent {
+    /// The parent session.
+    pub session: SessionId,
+    /// The parent's run.
+    pub run: RunId,
+    /// The parent's call the child answers.
+    pub call_id: CallId,
+    /// How deep the child is: 1 for a child of a top-level session.
+    pub depth: u32,
+    /// How many agent calls the child's runs may still make (what is left
+    /// of the parent's budget).
+    pub agent_calls: u32,
+}
+
+/// The child session id for `call` of `session`: the same for every
+/// attempt of the call.
+pub fn child_session(session: &SessionId, call: &CallId) -> SessionId {
+    SessionId::new(format!("{session}.{call}"))
+}
+
+/// A call of an agent tool, for the engine to run as a child run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AgentCall {
+    /// The parent's run.
+    pub run_id: RunId,
+    /// The parent's call (its id, tool and arguments).
+    pub call: ToolCall,
+    /// The agent to run.
+    pub agent: AgentId,
+    /// The child session (see [`child_session`]).
+    pub session: SessionId,
+    /// The child's message.
+    pub prompt: String,
+    /// Who asked for the parent's run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The child's link to the parent: to put on the child's first run.
+    pub parent: Parent,
+    /// Deduplication key of the parent's call.
+    pub key: IdempotencyKey,
+    /// The person's answer to the child's question, to pass on to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Forward>,
+}
+
+/// The person's answer to a question a child asked, passed on to the child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Forward {
+    /// The child's call the question is about (an engine passes the answer
+    /// on only while the child still waits on it).
+    pub call_id: CallId,
+    /// The answer.
+    pub answer: ForwardedAnswer,
+}
+
+/// An answer passed on to a child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ForwardedAnswer {
+    /// What the person wrote (the child interprets it).
+    Text {
+        /// The person's words.
+        text: String,
+    },
+    /// A structured decision on the child's parked call.
+    Decision {
+        /// The fingerprint of the arguments the person saw.
+        fingerprint: String,
+        /// The decision.
+        decision: Decision,
+    },
+}
+
+/// What a call asks the person instead of returning a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "question", rename_all = "snake_case")]
+pub enum Question {
+    /// The tool asks the person to choose; the call runs again with the
+    /// chosen option's id in its arguments.
+    Choice {
+        /// The question and its options.
+        choice: crate::choice::Choice,
+    },
+    /// A child run waits for the person to approve one of its calls.
+    ChildConfirmation {
+        /// The child's parked call (with the child's run and call ids).
+        pending: PendingConfirmation,
+        /// The child session.
+        session: SessionId,
+    },
+    /// A child run waits for the person to choose.
+    ChildChoice {
+        /// The child's pending choice.
+        pending: PendingChoice,
+        /// The child session.
+        session: SessionId,
+    },
+}
+
+impl Question {
+    /// What the person is asked, in words.
+    pub fn text(&self) -> String {
+        match self {
+            Question::Choice { choice } => choice.text(),
+            Question::ChildConfirmation { pending, .. } => pending.message.clone(),
+            Question::ChildChoice { pending, .. } => pending.choice.text(),
+        }
+    }
+}
+
+/// Fills `{name}` placeholders of `template` from `arguments`; a `[ ... ]`
+/// part is kept only if every placeholder in it has a value.
+pub(crate) fn render_prompt(template: &str, arguments: &Value) -> String {
+    crate::confirmation::fill_template(template, arguments)
+}
+
+/// The child's message for a call without a template: the `request`
+/// argument (or the only string argument), else the arguments in words.
+pub(crate) fn default_prompt(arguments: &Value) -> String {
+    let Some(map) = arguments.as_object() else {
+        return arguments.as_str().map(str::to_string).unwrap_or_default();
+    };
+    if let Some(Value::String(request)) = map.get("request") {
+        return request.clone();
+    }
+    let strings: Vec<&str> = map.values().filter_map(Value::as_str).collect();
+    if let [only] = strings.as_slice() {
+        if map.len() == 1 {
+            return (*only).to_string();
+        }
+    }
+    map.iter()
+        .map(|(k, v)| {
+            format!(
+                "{}: {}",
+                crate::confirmation::humanize(k),
+                crate::confirmation::readable(v)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
