@@ -74,7 +74,7 @@ fn the_crm_example_as_the_readme_shows() {
     ]);
     assert_eq!(
         text,
-        "Which John do you mean?\n1) John Smith (Acme, john.smith@acme.example)\n2) John Park (Globex, john.park@globex.example)"
+        "Which John do you mean?\n1. John Smith (Acme, john.smith@acme.example)\n2. John Park (Globex, john.park@globex.example)"
     );
 
     let text = run(&[

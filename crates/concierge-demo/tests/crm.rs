@@ -73,7 +73,7 @@ async fn fixture_with(model: Option<ScriptedModel>) -> Fixture {
         .expect("the example names its agents directory");
     let agents = load_agents(&agents_dir).unwrap().agents;
     let ids: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
-    assert_eq!(ids, ["interaction", "query", "reminder", "update"]);
+    assert_eq!(ids, ["interaction", "query", "reminder", "router", "update"]);
     let store = CrmStore::open(dir.path().join("crm.db")).at(now());
     let builder = Runtime::builder()
         .sqlite(dir.path().join("concierge.db"))
@@ -145,12 +145,15 @@ async fn interaction_phrasings_on_rules() {
 async fn two_johns_make_a_numbered_choice_and_nothing_is_logged() {
     let fx = fixture().await;
     let before = fx.crm();
-    let reply = fx
-        .reply("interaction", "s1", "Log a call with John about the renewal")
+    let out = fx
+        .run("interaction", "s1", "Log a call with John about the renewal")
         .await;
+    assert_eq!(out.status, RunStatus::AwaitingChoice, "{out:?}");
     assert_eq!(
-        reply,
-        "Which John do you mean?\n1) John Smith (Acme, john.smith@acme.example)\n2) John Park (Globex, john.park@globex.example)"
+        out.reply.as_deref(),
+        Some(
+            "Which John do you mean?\n1. John Smith (Acme, john.smith@acme.example)\n2. John Park (Globex, john.park@globex.example)"
+        )
     );
     assert_eq!(fx.crm(), before);
 }
@@ -266,24 +269,25 @@ async fn model_asks_which_john_with_the_tools_options() {
             "add_interaction_to_contact",
             r#"{"contact": "John", "type": "call", "content": "the renewal"}"#,
         ))
-        .reply(ModelReply::text(
-            "Which John do you mean?\n1) John Smith (Acme)\n2) John Park (Globex)",
-        ));
+        .reply(ModelReply::text("Logged the call with John Park."));
     let fx = fixture_with(Some(model)).await;
     let before = fx.crm();
     let out = fx
         .run("interaction", "s1", "Log a call with John about the renewal")
         .await;
-    let result = &out.tool_executions[0];
-    assert_eq!(result.tool.as_str(), "add_interaction_to_contact");
-    match &result.outcome {
-        concierge::ToolOutcome::Ok(v) => {
-            assert_eq!(v["outcome"], "choose");
-            assert_eq!(v["options"][1]["label"], "John Park (Globex, john.park@globex.example)");
-        }
-        other => panic!("the call failed: {other:?}"),
-    }
+    assert_eq!(out.status, RunStatus::AwaitingChoice, "{out:?}");
+    assert!(
+        out.reply
+            .as_deref()
+            .unwrap()
+            .contains("2. John Park (Globex, john.park@globex.example)"),
+        "{out:?}"
+    );
     assert_eq!(fx.crm(), before, "nothing logged before the person chose");
+    let reply = fx.reply("interaction", "s1", "the second one").await;
+    assert_eq!(reply, "Logged the call with John Park.");
+    let logged = fx.crm().interactions.last().unwrap().clone();
+    assert_eq!((logged.contact_id, logged.summary.as_str()), (2, "the renewal"));
 }
 
 #[tokio::test]
@@ -352,4 +356,156 @@ async fn the_readmes_other_phrasings_work_on_rules() {
         let reply = fx.reply(agent, text, text).await;
         assert!(reply.starts_with(start), "{text}: {reply}");
     }
+}
+
+// ------------------------------------------------------------------ the router on rules
+
+/// Seed 002's router replies never name a specialist or say it hands over.
+fn assert_clean(reply: &str) {
+    for word in [
+        "interaction",
+        "reminder agent",
+        "update agent",
+        "query",
+        "router",
+        "transfer",
+        "handing",
+    ] {
+        assert!(!reply.to_lowercase().contains(word), "{word:?} in {reply:?}");
+    }
+}
+
+#[tokio::test]
+async fn router_logs_a_call_dated_from_the_question() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let reply = fx
+        .reply("router", "s1", "Had a call with Mike yesterday about the proposal")
+        .await;
+    assert_eq!(reply, "Logged the call with Mike Brennan on Mar 4 about the proposal.");
+    assert_clean(&reply);
+    let crm = fx.crm();
+    assert_eq!(crm.interactions.len(), before.interactions.len() + 1);
+    let logged = crm.interactions.last().unwrap();
+    assert_eq!(
+        (logged.contact_id, logged.occurred_on, logged.logged_by),
+        (3, day(3, 4), Some(1))
+    );
+    assert_eq!(crm.reminders, before.reminders);
+}
+
+#[tokio::test]
+async fn router_sets_a_reminder_for_sarah() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let reply = fx
+        .reply("router", "s1", "Remind me to follow up with Sarah next Tuesday")
+        .await;
+    assert_eq!(reply, "Reminder set for Mar 11: follow up with Sarah Lee.");
+    let crm = fx.crm();
+    assert_eq!(crm.reminders.len(), before.reminders.len() + 1);
+    let set = crm.reminders.last().unwrap();
+    assert_eq!((set.contact_id, set.due_on, set.owner_id), (4, day(3, 11), Some(1)));
+    assert_eq!(crm.interactions, before.interactions);
+}
+
+#[tokio::test]
+async fn router_answers_a_compound_statement_in_one_message_in_its_order() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let reply = fx
+        .reply(
+            "router",
+            "s1",
+            "Had lunch with Sarah from Acme, she's now VP of Sales, remind me to follow up next Tuesday",
+        )
+        .await;
+    assert_eq!(
+        reply,
+        "Logged the lunch with Sarah Lee on Mar 5. Updated Sarah Lee's title to VP of Sales. Reminder set for Mar 11: follow up with Sarah Lee."
+    );
+    assert_clean(&reply);
+    let crm = fx.crm();
+    let lunch = crm.interactions.last().unwrap();
+    assert_eq!(
+        (lunch.contact_id, lunch.kind, lunch.occurred_on),
+        (4, InteractionKind::Lunch, day(3, 5))
+    );
+    assert_eq!(crm.interactions.len(), before.interactions.len() + 1);
+    assert_eq!(crm.contact(4).unwrap().title.as_deref(), Some("VP of Sales"));
+    let reminder = crm.reminders.last().unwrap();
+    assert_eq!((reminder.contact_id, reminder.due_on), (4, day(3, 11)));
+    assert_eq!(crm.reminders.len(), before.reminders.len() + 1);
+}
+
+#[tokio::test]
+async fn router_asks_which_john_and_two_logs_the_second() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let out = fx.run("router", "s1", "Log a call with John about the renewal").await;
+    assert_eq!(out.status, RunStatus::AwaitingChoice, "{out:?}");
+    let question = out.reply.clone().unwrap();
+    assert!(
+        question.contains("Which John do you mean?\n1. John Smith (Acme, john.smith@acme.example)\n2. John Park (Globex, john.park@globex.example)"),
+        "{question}"
+    );
+    assert_clean(&question);
+    assert_eq!(fx.crm(), before, "nothing logged before the choice");
+    let reply = fx.reply("router", "s1", "2").await;
+    assert_eq!(reply, "Logged the call with John Park on Mar 5 about the renewal.");
+    let crm = fx.crm();
+    assert_eq!(crm.interactions.len(), before.interactions.len() + 1);
+    let logged = crm.interactions.last().unwrap();
+    assert_eq!((logged.contact_id, logged.summary.as_str()), (2, "the renewal"));
+}
+
+#[tokio::test]
+async fn router_shows_my_overdue_contacts_and_writes_nothing() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let reply = fx.reply("router", "s1", "Show my overdue contacts").await;
+    assert!(
+        reply.starts_with("2 overdue contacts of yours:\n- Mike Brennan"),
+        "{reply}"
+    );
+    assert!(
+        reply.contains("Nina Alvarez") && !reply.contains("John Park"),
+        "{reply}"
+    );
+    assert_clean(&reply);
+    assert_eq!(fx.crm(), before);
+    assert_eq!(fx.store.applied_count().unwrap(), 0);
+}
+
+#[tokio::test]
+async fn router_updates_only_janes_title() {
+    let fx = fixture().await;
+    let before = fx.crm();
+    let reply = fx.reply("router", "s1", "Update Jane's title to CEO").await;
+    assert_eq!(reply, "Updated Jane Cooper's title to CEO.");
+    let crm = fx.crm();
+    let mut jane = before.contact(5).unwrap().clone();
+    jane.title = Some("CEO".into());
+    jane.updated_at = now();
+    assert_eq!(crm.contact(5).unwrap(), &jane);
+    for (a, b) in crm.contacts.iter().zip(&before.contacts).filter(|(a, _)| a.id != 5) {
+        assert_eq!(a, b);
+    }
+    assert_eq!(crm.interactions, before.interactions);
+    assert_eq!(crm.reminders, before.reminders);
+}
+
+#[tokio::test]
+async fn router_seed_compound_talked_to_mike_he_wants_to_meet() {
+    let fx = fixture().await;
+    let reply = fx
+        .reply("router", "s1", "Talked to Mike, he wants to meet Oct 28th")
+        .await;
+    assert_eq!(
+        reply,
+        "Logged the call with Mike Brennan on Mar 5. Reminder set for Oct 28: meet Mike."
+    );
+    let crm = fx.crm();
+    let reminder = crm.reminders.last().unwrap();
+    assert_eq!((reminder.contact_id, reminder.due_on), (3, day(10, 28)));
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use chrono::{NaiveDate, NaiveDateTime};
 use concierge::core::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
-use concierge::{Tool, ToolContext, ToolError};
+use concierge::{Choice, Tool, ToolContext, ToolError};
 use concierge_demo::crm::store::{Crm, InteractionKind};
 use concierge_demo::crm::tools::{
     AddInteraction, AddNote, CalculateDateRange, GetContactTimeline, GetDashboardStats, GetLabels, SearchCompanies,
@@ -50,6 +50,7 @@ fn cx(key: &str, user: Option<&str>) -> ToolContext {
         idempotency_key: IdempotencyKey::given(key),
         user: user.map(str::to_string),
         blackboard: Default::default(),
+        asked_at: concierge::core::Timestamp(0),
     }
 }
 
@@ -183,15 +184,15 @@ async fn two_johns_are_a_choice_and_the_chosen_id_logs_it() {
     let before = fx.crm();
     let args = json!({"contact": "John", "type": "call", "content": "the renewal"});
     let out = call(&fx.interaction(), "k1", Some("maya"), args.clone()).await.unwrap();
-    assert_eq!(out["outcome"], "choose");
-    assert_eq!(out["argument"], "contact_id");
-    assert_eq!(out["question"], "Which John do you mean?");
+    let choice = Choice::from_value(&out).expect("a choice");
+    assert_eq!(choice.argument, "contact_id");
     assert_eq!(
-        out["options"],
-        json!([
-            {"id": 1, "label": "John Smith (Acme, john.smith@acme.example)"},
-            {"id": 2, "label": "John Park (Globex, john.park@globex.example)"},
-        ])
+        choice.text(),
+        "Which John do you mean?\n1. John Smith (Acme, john.smith@acme.example)\n2. John Park (Globex, john.park@globex.example)"
+    );
+    assert_eq!(
+        (choice.options[0].id.clone(), choice.options[1].id.clone()),
+        (json!(1), json!(2))
     );
     assert_eq!(fx.crm(), before, "nothing written before the choice");
     assert_eq!(fx.store.applied_count().unwrap(), 0);
@@ -414,7 +415,7 @@ async fn the_query_tools_read_stats_timelines_labels_and_ranges() {
          - Feb 3 Meeting: Budget planning for the renewal"
     );
     let out = call(&timeline, "k4", None, json!({"contact": "John"})).await.unwrap();
-    assert_eq!(out["outcome"], "choose", "a read asks too: {out}");
+    assert!(Choice::from_value(&out).is_some(), "a read asks too: {out}");
 
     let labels = call(&GetLabels::new(Arc::clone(&fx.store)), "k5", None, json!({}))
         .await
@@ -508,4 +509,18 @@ fn reads_are_read_only_and_no_change_asks_first() {
     }
     // Nothing is created before a tool is called.
     assert!(!dir.path().join("crm.db").exists());
+}
+
+#[tokio::test]
+async fn dates_count_from_when_the_person_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(CrmStore::open(dir.path().join("crm.db")));
+    let tool = AddInteraction::new(Arc::clone(&store));
+    let mut context = cx("k1", None);
+    // Asked at noon UTC on 5 March 2025: "yesterday" is 4 March, whenever the tool runs.
+    context.asked_at = concierge::core::Timestamp(1_741_176_000_000);
+    let args = serde_json::from_value(json!({"contact": "Mike", "interaction_date": "yesterday"})).unwrap();
+    tool.call(args, context).await.unwrap();
+    let logged = store.read().unwrap().interactions.last().unwrap().clone();
+    assert_eq!(logged.occurred_on, day(3, 4));
 }

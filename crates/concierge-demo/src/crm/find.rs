@@ -3,6 +3,7 @@
 //! company by name. A name several contacts share is not guessed: it comes
 //! back as an [`Ambiguity`], a numbered choice to put to the person.
 
+use concierge::Choice;
 use concierge::fuzzy::{self, Candidate, Match, Thresholds};
 use serde_json::{Value, json};
 
@@ -31,20 +32,13 @@ impl Ambiguity {
         text
     }
 
-    /// The choice as a tool result: the question, the options and the
-    /// message, with `outcome` `choose` (nothing was changed).
-    pub fn to_value(&self) -> Value {
-        json!({
-            "outcome": "choose",
-            "question": self.question,
-            "argument": self.argument,
-            "options": self
-                .options
-                .iter()
-                .map(|(id, label)| json!({"id": id, "label": label}))
-                .collect::<Vec<_>>(),
-            "message": self.message(),
-        })
+    /// The choice as the runtime asks it (the core numbers the options and
+    /// fills the pick into `argument`).
+    pub fn to_choice(&self) -> Choice {
+        self.options.iter().fold(
+            Choice::new(self.question.clone(), self.argument.clone()),
+            |choice, (id, label)| choice.option(id.clone(), label.clone()),
+        )
     }
 }
 
@@ -314,7 +308,9 @@ mod tests {
             choice.message(),
             "Which John do you mean?\n1) John Smith (Acme, john.smith@acme.example)\n2) John Park (Globex, john.park@globex.example)"
         );
-        assert_eq!(choice.to_value()["options"][1]["id"], 2);
+        let asked = choice.to_choice();
+        assert_eq!(asked.options[1].id, 2);
+        assert_eq!(asked.resolve("2"), Some(1));
     }
 
     #[test]

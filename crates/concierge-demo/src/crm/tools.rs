@@ -12,8 +12,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{Datelike, Days, Months, NaiveDate, NaiveDateTime};
-use concierge::{Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
+use chrono::{DateTime, Datelike, Days, Local, Months, NaiveDate, NaiveDateTime};
+use concierge::{Reply, Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -36,20 +36,30 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// The outcome as the tool's answer. The one place a choice becomes
-    /// what the runtime gets back.
-    pub fn into_value(self) -> Value {
+    /// The outcome as the tool's answer: the one place a choice becomes a
+    /// [`concierge::Reply::Choose`], which the runtime puts to the person
+    /// before calling the tool again with the chosen `contact_id`.
+    pub fn into_value(self) -> Result<Value, ToolError> {
         match self {
-            Outcome::Done(value) => value,
-            Outcome::Choose(ambiguity) => ambiguity.to_value(),
+            Outcome::Done(value) => Ok(value),
+            Outcome::Choose(ambiguity) => Reply::<Value>::Choose(ambiguity.to_choice()).into_value(),
         }
     }
 }
 
 /// The time the person asked, which relative dates ("yesterday", "next
-/// Tuesday") count from: the store's clock.
-pub fn asked_at(store: &CrmStore, _cx: &ToolContext) -> NaiveDateTime {
-    store.now()
+/// Tuesday") count from: the store's fixed clock when it has one (tests,
+/// demos), else when the run's message was accepted, in local time.
+pub fn asked_at(store: &CrmStore, cx: &ToolContext) -> NaiveDateTime {
+    if let Some(fixed) = store.fixed_now() {
+        return fixed;
+    }
+    i64::try_from(cx.asked_at.0)
+        .ok()
+        .filter(|ms| *ms > 0)
+        .and_then(DateTime::from_timestamp_millis)
+        .map(|t| t.with_timezone(&Local).naive_local())
+        .unwrap_or_else(|| store.now())
 }
 
 fn failed(e: StoreError) -> ToolError {
@@ -114,7 +124,7 @@ macro_rules! crm_tool {
             ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
                 let store = Arc::clone(&self.store);
                 async move {
-                    blocking("the CRM database", move || Self::run(&store, args, cx).map(Outcome::into_value))
+                    blocking("the CRM database", move || Self::run(&store, args, cx).and_then(Outcome::into_value))
                     .await
                 }
             }
