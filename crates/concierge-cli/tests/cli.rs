@@ -97,7 +97,7 @@ fn history_agents_and_tools() {
     assert!(text.contains("annotations: read_only, idempotent, cacheable"), "{text}");
     assert!(text.contains("\"enum\""), "{text}");
     let out = concierge(dir.path(), &["tools", "nope"]);
-    assert!(!out.status.success() && stderr(&out).contains("tools: calculator"));
+    assert!(!out.status.success() && stderr(&out).contains(", calculator, "));
     let out = concierge(dir.path(), &["--db", db, "sessions"]);
     assert!(stdout(&out).contains("h  calculator  idle"), "{}", stdout(&out));
 }
@@ -615,9 +615,10 @@ fn errors_speak_of_flags_and_are_printed_once() {
     let out = concierge(dir.path(), &["tools", "nope"]);
     let lines = error_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    // The demo tools: the calculator and the task manager's.
+    // The demo tools: the calculator, the task manager's and the CRM's.
     assert!(
-        lines[0].starts_with("error: no tool named \"nope\"; tools: calculator, complete_task, create_task, ")
+        lines[0].starts_with("error: no tool named \"nope\"; tools: add_interaction_to_contact, add_note_to_contact, ")
+            && lines[0].contains(", calculator, complete_task, create_task, ")
             && lines[0].ends_with(" (`concierge tools` lists them)"),
         "{lines:?}"
     );

@@ -13,14 +13,17 @@
 //! ```
 
 pub mod calculator;
+pub mod crm;
+pub mod dates;
 pub mod tasks;
+mod toolkit;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 
-/// Every demo toolset: the calculator's, and the task manager's (its
-/// agents are files in `examples/tasks/agents/`).
+/// Every demo toolset: the calculator's, the task manager's and the CRM's
+/// (their agents are files in `examples/tasks/agents/` and `examples/crm/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
-    vec![calculator::toolset(), tasks::toolset()]
+    vec![calculator::toolset(), tasks::toolset(), crm::toolset()]
 }
 
 /// Every demo agent.

@@ -7,7 +7,6 @@
 //! `CONCIERGE_TASKS_KNOWLEDGE` (default `knowledge.md`); the database is
 //! created and seeded with fictional tasks on first use.
 
-pub mod dates;
 pub mod knowledge;
 pub mod store;
 pub mod tools;
@@ -16,6 +15,7 @@ use std::sync::Arc;
 
 use concierge::Toolset;
 
+pub use crate::dates;
 pub use knowledge::Knowledge;
 pub use store::TaskStore;
 

@@ -20,49 +20,10 @@ use serde_json::{Value, json};
 use super::dates::parse_date;
 use super::knowledge::Knowledge;
 use super::store::{Applied, Priority, Status, StoreError, Task, TaskStore, stored_time};
-
-/// Joins doc-comment lines the way `#[tool]` does: lines of a paragraph with
-/// spaces, paragraphs with a blank line.
-fn description(lines: &[&str]) -> String {
-    let mut text = String::new();
-    for line in lines.iter().map(|l| l.trim()) {
-        if line.is_empty() {
-            if !text.is_empty() && !text.ends_with("\n\n") {
-                text.push_str("\n\n");
-            }
-        } else {
-            if !text.is_empty() && !text.ends_with('\n') {
-                text.push(' ');
-            }
-            text.push_str(line);
-        }
-    }
-    text.trim().to_string()
-}
-
-/// Runs blocking SQLite work off the async threads.
-async fn blocking<F>(work: F) -> Result<Value, ToolError>
-where
-    F: FnOnce() -> Result<Value, ToolError> + Send + 'static,
-{
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ToolError::failed(format!("the task database work stopped unexpectedly: {e}")))?
-}
+use crate::toolkit::{blocking, description, invalid};
 
 fn failed(e: StoreError) -> ToolError {
     ToolError::failed(e.to_string())
-}
-
-fn invalid(field: &str, problem: impl Into<String>) -> ToolError {
-    let problem = problem.into();
-    ToolError::invalid_arguments(
-        problem.clone(),
-        vec![concierge::core::FieldError {
-            field: field.to_string(),
-            problem,
-        }],
-    )
 }
 
 /// Declares a tool struct holding the store, its spec (the doc comment is
@@ -110,7 +71,7 @@ macro_rules! task_tool {
             ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
                 let store = Arc::clone(&self.store);
                 async move {
-                    blocking(move || {
+                    blocking("the task database", move || {
                         let $store: &TaskStore = &store;
                         #[allow(unused_variables)]
                         let $a = args;
@@ -804,7 +765,7 @@ impl Tool for SearchKnowledge {
     ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
         let knowledge = Arc::clone(&self.knowledge);
         async move {
-            blocking(move || {
+            blocking("the task database", move || {
                 let answer = knowledge
                     .answer(&args.question)
                     .map_err(|e| ToolError::failed(e.to_string()))?;
@@ -901,10 +862,6 @@ mod tests {
         assert_eq!(task_number(" 7 "), Some(7));
         assert_eq!(task_number("the login bug"), None);
         assert_eq!(sentence_case("fix the login bug."), "Fix the login bug");
-        assert_eq!(
-            description(&[" Lists tasks,", " done ones too.", "", " Second."]),
-            "Lists tasks, done ones too.\n\nSecond."
-        );
     }
 
     #[test]
