@@ -214,7 +214,14 @@ impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.kind.as_str(), self.message)?;
         for field in &self.fields {
-            write!(f, "; {}: {}", field.field, field.problem)?;
+            // A problem of the whole object, not of one field, may repeat the message.
+            if field.field.is_empty() {
+                if field.problem != self.message {
+                    write!(f, "; {}", field.problem)?;
+                }
+            } else {
+                write!(f, "; {}: {}", field.field, field.problem)?;
+            }
         }
         Ok(())
     }
