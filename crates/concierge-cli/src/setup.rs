@@ -56,7 +56,7 @@ pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> 
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
     let mut servers = config.mcp_servers.clone();
-    if let Some(dir) = &config.agents_dir {
+    for dir in config.agents_dir.iter().chain(&config.agents_dirs) {
         let files = load_agents(dir)?;
         agents.extend(files.agents);
         for (name, server) in files.mcp_servers {

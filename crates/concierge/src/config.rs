@@ -66,6 +66,9 @@ pub struct Config {
     pub model_total_timeout_secs: Option<u64>,
     /// A directory of agent files (`*.toml`, one agent each).
     pub agents_dir: Option<PathBuf>,
+    /// More directories of agent files (another example's agents, say).
+    #[serde(default)]
+    pub agents_dirs: Vec<PathBuf>,
     /// Whether traces carry prompt text (off by default).
     #[serde(default)]
     pub log_prompts: bool,
@@ -152,6 +155,7 @@ impl Config {
         let base = path.parent().unwrap_or_else(|| Path::new(""));
         config.db = config.db.map(|p| rebase(base, p));
         config.agents_dir = config.agents_dir.map(|p| rebase(base, p));
+        config.agents_dirs = config.agents_dirs.into_iter().map(|p| rebase(base, p)).collect();
         #[cfg(feature = "mcp")]
         for server in config.mcp_servers.values_mut() {
             server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
