@@ -48,6 +48,7 @@
 extern crate self as concierge;
 
 pub mod config;
+pub mod dates;
 pub mod engine;
 pub mod error;
 pub mod fuzzy;

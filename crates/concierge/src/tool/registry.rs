@@ -235,7 +235,7 @@ impl ToolRegistry {
             ));
         };
         let mut args = call.arguments.clone();
-        if let Err(error) = entry.validator.check(&mut args) {
+        if let Err(error) = entry.validator.check_at(&mut args, cx.asked_at) {
             return ToolOutcome::Error(error);
         }
         let future = AssertUnwindSafe(entry.handler.call_json(args, cx)).catch_unwind();

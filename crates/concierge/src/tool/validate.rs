@@ -2,18 +2,22 @@
 
 use std::fmt;
 
-use concierge_core::{FieldError, ToolError};
+use concierge_core::{FieldError, Timestamp, ToolError};
 use jsonschema::Validator;
 use serde_json::{Map, Number, Value};
 
 /// Coerces and validates a tool's arguments against its JSON Schema.
 ///
 /// Coercion happens only where the schema asks for another type and the value
-/// converts without loss: `"42"` → `42` for an integer, `"2.5"` → `2.5` for a
-/// number, `"yes"`/`"true"`/`"1"` → `true` for a boolean, `5` → `"5"` for a
-/// string, a string holding a JSON object or array where one is expected, and
-/// an enum string matched case-insensitively. Then the value is validated;
-/// every problem is reported with its field.
+/// converts without loss: `"42"` → `42` for an integer, `"2.5"`, `"$500"`,
+/// `"1,250.50 USD"` or `"five hundred"` → a number, `"yes"`/`"true"`/`"1"` →
+/// `true` for a boolean, `5` → `"5"` for a string, a string holding a JSON
+/// object or array where one is expected, an enum string matched
+/// case-insensitively, and a date as people write it (`"next Friday"`,
+/// `"tomorrow"`, `"Oct 28"`) → `YYYY-MM-DD` where the schema says
+/// `format: "date"`, counted from the day the person asked. Then the value is
+/// validated, formats included (`date`, `date-time`, `email`...: asserted,
+/// not just annotations); every problem is reported with its field.
 pub struct ArgumentValidator {
     schema: Value,
     validator: Validator,
@@ -32,7 +36,10 @@ const MAX_DEPTH: usize = 32;
 impl ArgumentValidator {
     /// Compiles `schema`; an error says why it is not a usable JSON Schema.
     pub fn new(schema: &Value) -> Result<Self, String> {
-        let validator = jsonschema::validator_for(schema).map_err(|e| e.to_string())?;
+        let validator = jsonschema::options()
+            .should_validate_formats(true)
+            .build(schema)
+            .map_err(|e| e.to_string())?;
         Ok(Self {
             schema: schema.clone(),
             validator,
@@ -44,15 +51,29 @@ impl ArgumentValidator {
         &self.schema
     }
 
-    /// Coerces `args` in place, then validates them.
+    /// Coerces `args` in place (dates counted from today), then validates them.
     pub fn check(&self, args: &mut Value) -> Result<(), ToolError> {
+        self.check_at(args, crate::engine::now())
+    }
+
+    /// Coerces `args` in place, reading dates against `asked_at` (when the
+    /// person's message was accepted; the day is taken in UTC), then
+    /// validates them.
+    pub fn check_at(&self, args: &mut Value, asked_at: Timestamp) -> Result<(), ToolError> {
         if let Value::String(raw) = args {
             return Err(ToolError::invalid_arguments(
                 format!("the arguments are not valid JSON: {raw}"),
                 Vec::new(),
             ));
         }
-        coerce(args, &self.schema, &self.schema, 0);
+        let today = chrono::DateTime::from_timestamp_millis(i64::try_from(asked_at.0).unwrap_or(i64::MAX))
+            .map(|t| t.date_naive())
+            .unwrap_or_default();
+        let cx = Coercion {
+            root: &self.schema,
+            today,
+        };
+        cx.coerce(args, &self.schema, 0);
         let problems: Vec<FieldError> = self
             .validator
             .iter_errors(args)
@@ -120,111 +141,131 @@ fn matches_type(value: &Value, ty: &str) -> bool {
     }
 }
 
-fn coerce(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
-    if depth > MAX_DEPTH {
-        return;
-    }
-    let schema = resolve(schema, root);
-    if let Some(Value::Array(parts)) = schema.get("allOf") {
-        for part in parts {
-            coerce(value, part, root, depth + 1);
+/// What coercion reads: the root schema (for `$ref`) and the day dates count from.
+struct Coercion<'a> {
+    root: &'a Value,
+    today: chrono::NaiveDate,
+}
+
+impl Coercion<'_> {
+    fn coerce(&self, value: &mut Value, schema: &Value, depth: usize) {
+        let root = self.root;
+        if depth > MAX_DEPTH {
+            return;
         }
-    }
-    for key in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = schema.get(key) {
-            coerce_alternatives(value, branches, root, depth);
-        }
-    }
-    let types = types_of(schema);
-    if !types.is_empty() && !types.iter().any(|t| matches_type(value, t)) {
-        if let Some(converted) = types.iter().find_map(|t| convert(value, t)) {
-            *value = converted;
-        }
-    }
-    // `4.0` is an integer to JSON Schema but not to serde: make it `4`.
-    if types.contains(&"integer") && !types.contains(&"number") {
-        if let Value::Number(n) = value {
-            if n.is_f64() {
-                if let Some(converted) = convert(&Value::Number(n.clone()), "integer") {
-                    *value = converted;
-                }
+        let schema = resolve(schema, root);
+        if let Some(Value::Array(parts)) = schema.get("allOf") {
+            for part in parts {
+                self.coerce(value, part, depth + 1);
             }
         }
-    }
-    match value {
-        Value::Object(map) => coerce_object(map, schema, root, depth),
-        Value::Array(items) => {
-            if let Some(item_schema) = schema.get("items") {
-                for item in items {
-                    coerce(item, item_schema, root, depth + 1);
-                }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(branches)) = schema.get(key) {
+                self.coerce_alternatives(value, branches, depth);
             }
         }
-        Value::String(s) => {
-            if let Some(Value::Array(allowed)) = schema.get("enum") {
-                if !allowed.iter().any(|a| a.as_str() == Some(s)) {
-                    if let Some(found) = allowed
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .find(|a| a.eq_ignore_ascii_case(s.trim()))
-                    {
-                        *s = found.to_string();
+        let types = types_of(schema);
+        if !types.is_empty() && !types.iter().any(|t| matches_type(value, t)) {
+            if let Some(converted) = types.iter().find_map(|t| convert(value, t)) {
+                *value = converted;
+            }
+        }
+        // `4.0` is an integer to JSON Schema but not to serde: make it `4`.
+        if types.contains(&"integer") && !types.contains(&"number") {
+            if let Value::Number(n) = value {
+                if n.is_f64() {
+                    if let Some(converted) = convert(&Value::Number(n.clone()), "integer") {
+                        *value = converted;
                     }
                 }
             }
         }
-        _ => {}
+        match value {
+            Value::Object(map) => self.coerce_object(map, schema, depth),
+            Value::Array(items) => {
+                if let Some(item_schema) = schema.get("items") {
+                    for item in items {
+                        self.coerce(item, item_schema, depth + 1);
+                    }
+                }
+            }
+            Value::String(s) => {
+                if schema.get("format").and_then(Value::as_str) == Some("date") && !is_iso_date(s) {
+                    if let Ok(date) = crate::dates::parse_date(s, self.today) {
+                        *s = date.format("%Y-%m-%d").to_string();
+                    }
+                }
+                if let Some(Value::Array(allowed)) = schema.get("enum") {
+                    if !allowed.iter().any(|a| a.as_str() == Some(s)) {
+                        if let Some(found) = allowed
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .find(|a| a.eq_ignore_ascii_case(s.trim()))
+                        {
+                            *s = found.to_string();
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn coerce_alternatives(&self, value: &mut Value, branches: &[Value], depth: usize) {
+        let root = self.root;
+        let resolved: Vec<&Value> = branches.iter().map(|b| resolve(b, root)).collect();
+        if let Value::String(s) = value {
+            // A `const` branch spelled differently ("Add" for "add").
+            let wanted = s.trim();
+            if let Some(exact) = resolved
+                .iter()
+                .filter_map(|b| b.get("const").and_then(Value::as_str))
+                .find(|c| c.eq_ignore_ascii_case(wanted))
+            {
+                *s = exact.to_string();
+                return;
+            }
+        }
+        if resolved
+            .iter()
+            .any(|b| types_of(b).iter().any(|t| matches_type(value, t)))
+        {
+            // The value already has a type one branch accepts: coerce within that branch.
+            if let Some(branch) = resolved
+                .iter()
+                .find(|b| types_of(b).iter().any(|t| matches_type(value, t)))
+            {
+                self.coerce(value, branch, depth + 1);
+            }
+            return;
+        }
+        for branch in resolved {
+            if types_of(branch).iter().all(|t| *t == "null") {
+                continue;
+            }
+            let mut candidate = value.clone();
+            self.coerce(&mut candidate, branch, depth + 1);
+            if types_of(branch).iter().any(|t| matches_type(&candidate, t)) {
+                *value = candidate;
+                return;
+            }
+        }
+    }
+
+    fn coerce_object(&self, map: &mut Map<String, Value>, schema: &Value, depth: usize) {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let additional = schema.get("additionalProperties").filter(|a| a.is_object());
+        for (key, item) in map.iter_mut() {
+            if let Some(sub) = properties.and_then(|p| p.get(key)).or(additional) {
+                self.coerce(item, sub, depth + 1);
+            }
+        }
     }
 }
 
-fn coerce_alternatives(value: &mut Value, branches: &[Value], root: &Value, depth: usize) {
-    let resolved: Vec<&Value> = branches.iter().map(|b| resolve(b, root)).collect();
-    if let Value::String(s) = value {
-        // A `const` branch spelled differently ("Add" for "add").
-        let wanted = s.trim();
-        if let Some(exact) = resolved
-            .iter()
-            .filter_map(|b| b.get("const").and_then(Value::as_str))
-            .find(|c| c.eq_ignore_ascii_case(wanted))
-        {
-            *s = exact.to_string();
-            return;
-        }
-    }
-    if resolved
-        .iter()
-        .any(|b| types_of(b).iter().any(|t| matches_type(value, t)))
-    {
-        // The value already has a type one branch accepts: coerce within that branch.
-        if let Some(branch) = resolved
-            .iter()
-            .find(|b| types_of(b).iter().any(|t| matches_type(value, t)))
-        {
-            coerce(value, branch, root, depth + 1);
-        }
-        return;
-    }
-    for branch in resolved {
-        if types_of(branch).iter().all(|t| *t == "null") {
-            continue;
-        }
-        let mut candidate = value.clone();
-        coerce(&mut candidate, branch, root, depth + 1);
-        if types_of(branch).iter().any(|t| matches_type(&candidate, t)) {
-            *value = candidate;
-            return;
-        }
-    }
-}
-
-fn coerce_object(map: &mut Map<String, Value>, schema: &Value, root: &Value, depth: usize) {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let additional = schema.get("additionalProperties").filter(|a| a.is_object());
-    for (key, item) in map.iter_mut() {
-        if let Some(sub) = properties.and_then(|p| p.get(key)).or(additional) {
-            coerce(item, sub, root, depth + 1);
-        }
-    }
+/// Whether `s` starts with a `YYYY-MM-DD` date.
+fn is_iso_date(s: &str) -> bool {
+    chrono::NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").is_ok()
 }
 
 fn convert(value: &Value, ty: &str) -> Option<Value> {
@@ -234,7 +275,7 @@ fn convert(value: &Value, ty: &str) -> Option<Value> {
             if let Ok(i) = t.parse::<i64>() {
                 return Some(Value::from(i));
             }
-            let f = t.parse::<f64>().ok()?;
+            let f = t.parse::<f64>().ok().or_else(|| amount(t))?;
             (f.fract() == 0.0 && f.abs() < 9.0e15).then(|| Value::from(f as i64))
         }
         ("integer", Value::Number(n)) => {
@@ -246,7 +287,10 @@ fn convert(value: &Value, ty: &str) -> Option<Value> {
             if let Ok(i) = t.parse::<i64>() {
                 return Some(Value::from(i));
             }
-            let f = t.parse::<f64>().ok().filter(|f| f.is_finite())?;
+            let f = t.parse::<f64>().ok().or_else(|| amount(t)).filter(|f| f.is_finite())?;
+            if f.fract() == 0.0 && f.abs() < 9.0e15 {
+                return Some(Value::from(f as i64));
+            }
             Number::from_f64(f).map(Value::Number)
         }
         ("boolean", Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
@@ -265,6 +309,85 @@ fn convert(value: &Value, ty: &str) -> Option<Value> {
         ("array", Value::String(s)) => serde_json::from_str::<Value>(s).ok().filter(Value::is_array),
         _ => None,
     }
+}
+
+/// A number as people write an amount: `$500`, `1,250.50 USD`, `€20`,
+/// `500 dollars`, `five hundred`, `twenty-five`, `two thousand and ten`.
+fn amount(text: &str) -> Option<f64> {
+    let lower = text.trim().to_lowercase();
+    let mut t = lower.as_str();
+    for prefix in ["$", "us$", "usd", "€", "eur", "£", "gbp"] {
+        t = t.strip_prefix(prefix).unwrap_or(t).trim_start();
+    }
+    for suffix in [
+        "usd", "eur", "gbp", "dollars", "dollar", "euros", "euro", "pounds", "pound", "bucks", "$", "€",
+    ] {
+        t = t.strip_suffix(suffix).unwrap_or(t).trim_end();
+    }
+    let digits: String = t.chars().filter(|c| *c != ',' && *c != '_').collect();
+    if !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit() || c == '.' || c == '-') {
+        return digits.parse::<f64>().ok();
+    }
+    number_words(t)
+}
+
+/// A whole number written in English words ("five hundred", "twenty-five").
+fn number_words(text: &str) -> Option<f64> {
+    const SMALL: [&str; 20] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+    ];
+    const TENS: [&str; 8] = [
+        "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety",
+    ];
+    let mut total: u64 = 0;
+    let mut current: u64 = 0;
+    let mut any = false;
+    for word in text
+        .split(|c: char| c.is_whitespace() || c == '-')
+        .filter(|w| !w.is_empty())
+    {
+        if word == "and" || word == "a" {
+            continue;
+        }
+        if let Some(n) = SMALL.iter().position(|w| *w == word) {
+            current += n as u64;
+        } else if let Some(n) = TENS.iter().position(|w| *w == word) {
+            current += (n as u64 + 2) * 10;
+        } else if word == "hundred" {
+            current = current.max(1) * 100;
+        } else if let Some(scale) = match word {
+            "thousand" => Some(1_000),
+            "million" => Some(1_000_000),
+            "billion" => Some(1_000_000_000),
+            _ => None,
+        } {
+            total += current.max(1) * scale;
+            current = 0;
+        } else {
+            return None;
+        }
+        any = true;
+    }
+    any.then(|| (total + current) as f64)
 }
 
 #[cfg(test)]
@@ -322,6 +445,65 @@ mod tests {
                 "tags": [1, 2, 3]
             })
         );
+    }
+
+    #[test]
+    fn amounts_and_dates_as_people_write_them() {
+        let validator = ArgumentValidator::new(&json!({
+            "type": "object",
+            "properties": {
+                "amount": {"type": "number"},
+                "days": {"type": "integer"},
+                "on": {"type": "string", "format": "date"},
+                "at": {"type": "string", "format": "date-time"}
+            }
+        }))
+        .unwrap();
+        // Wednesday 2025-03-05, noon UTC.
+        let asked = Timestamp(1_741_176_000_000);
+        for (amount, expected) in [
+            ("$500", json!(500)),
+            ("$1,250.50", json!(1250.5)),
+            ("500 dollars", json!(500)),
+            ("five hundred", json!(500)),
+            ("twenty-five", json!(25)),
+            ("two thousand and ten", json!(2010)),
+            ("€20", json!(20)),
+        ] {
+            let mut args = json!({"amount": amount});
+            validator.check_at(&mut args, asked).unwrap();
+            assert_eq!(args["amount"], expected, "{amount}");
+        }
+        let mut args = json!({"days": "three"});
+        validator.check_at(&mut args, asked).unwrap();
+        assert_eq!(args["days"], json!(3));
+        for (said, date) in [
+            ("next Friday", "2025-03-07"),
+            ("next Wednesday", "2025-03-12"),
+            ("Friday", "2025-03-07"),
+            ("tomorrow", "2025-03-06"),
+            ("Oct 28", "2025-10-28"),
+            ("2025-04-01", "2025-04-01"),
+        ] {
+            let mut args = json!({"on": said});
+            validator.check_at(&mut args, asked).unwrap();
+            assert_eq!(args["on"], json!(date), "{said}");
+        }
+        // Formats are asserted, not only annotations.
+        for bad in [
+            json!({"on": "someday"}),
+            json!({"on": "2025-02-30"}),
+            json!({"at": "noon"}),
+        ] {
+            let mut args = bad.clone();
+            let error = validator.check_at(&mut args, asked).unwrap_err();
+            assert_eq!(error.kind, ToolErrorKind::InvalidArguments, "{bad}");
+            assert!(!error.fields.is_empty(), "{bad}: {error}");
+        }
+        let mut args = json!({"at": "2025-03-05T10:00:00Z", "amount": "lots"});
+        let error = validator.check_at(&mut args, asked).unwrap_err();
+        assert_eq!(error.fields.len(), 1, "{error}");
+        assert_eq!(error.fields[0].field, "amount");
     }
 
     #[test]
