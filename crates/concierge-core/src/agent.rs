@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
 use crate::policy::RunPolicy;
 
@@ -70,6 +71,10 @@ pub struct AgentSpec {
     /// returns to the hub (the model may also call the built-in `goal_complete`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub finish_on: Vec<ToolId>,
+    /// How much of a long conversation the model sees (`[history]` in an
+    /// agent file); off by default: every message is sent.
+    #[serde(default, skip_serializing_if = "HistoryPolicy::is_off")]
+    pub history: HistoryPolicy,
 }
 
 impl AgentSpec {
@@ -95,6 +100,7 @@ impl AgentSpec {
             first_tool: None,
             intents: Intents::default(),
             finish_on: Vec::new(),
+            history: HistoryPolicy::default(),
         }
     }
 
@@ -194,6 +200,12 @@ impl AgentSpec {
     /// Declares that a successful call of `tool` completes the agent's goal.
     pub fn finish_on(mut self, tool: impl Into<ToolId>) -> Self {
         self.finish_on.push(tool.into());
+        self
+    }
+
+    /// Sets how much of a long conversation the model sees.
+    pub fn history(mut self, policy: HistoryPolicy) -> Self {
+        self.history = policy;
         self
     }
 

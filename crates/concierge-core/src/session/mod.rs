@@ -22,6 +22,7 @@ use crate::confirmation::{Answer, check_arguments, interpret_answer};
 use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
+use crate::history::RunningSummary;
 use crate::hub::Offer;
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Decision, Input, StartRun};
@@ -29,7 +30,7 @@ use crate::message::{Message, ToolCall};
 use crate::model::Usage;
 use crate::output::{PendingConfirmation, RunOutput, RunStatus};
 use crate::phase::Phase;
-use crate::planner::Plan;
+use crate::planner::{LlmPlanner, Plan};
 use crate::planner::PlannerMode;
 use crate::policy::Cap;
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
@@ -98,6 +99,9 @@ struct Conversation {
     /// Whether the current agent's goal was declared complete in this run.
     #[serde(default, skip_serializing_if = "is_false")]
     goal_done: bool,
+    /// The model's running summary of the first turns (the agent's history policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    summary: Option<RunningSummary>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -166,6 +170,7 @@ impl Session {
                 trail_log: 0,
                 returned_from: None,
                 goal_done: false,
+                summary: None,
             },
             run: None,
         }
@@ -184,6 +189,12 @@ impl Session {
     /// The conversation so far.
     pub fn history(&self) -> &[Message] {
         &self.conversation.history
+    }
+
+    /// The model's running summary of the conversation's first turns, if
+    /// the agent's history policy asked the model for one.
+    pub fn running_summary(&self) -> Option<&RunningSummary> {
+        self.conversation.summary.as_ref()
     }
 
     /// Shared knowledge: the goal, what is known so far, and every tool execution.
@@ -362,6 +373,10 @@ impl Session {
                 let plan = driver::consult(conversation, run, catalog, |planner, view| match purpose {
                     ModelPurpose::Synthesize => planner.synthesize(view, run.cap().unwrap_or(Cap::Iterations)),
                     ModelPurpose::Plan => planner.next(view),
+                    ModelPurpose::Summarize => match LlmPlanner::summary_request(view) {
+                        Some((_, request)) => Plan::CallModel(request),
+                        None => planner.next(view),
+                    },
                 });
                 if let Ok(Plan::CallModel(request)) = plan {
                     effects.push(Effect::CallModel {
