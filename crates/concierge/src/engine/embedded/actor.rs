@@ -77,6 +77,10 @@ pub(crate) struct Actor {
     cursor: Cursor,
     bytes_since_snapshot: u64,
     snapshot_bytes: u64,
+    /// Whether the next snapshot compacts the journal (then the events since
+    /// the last compaction are kept here, to be archived with it).
+    compacting: bool,
+    unarchived: Vec<Event>,
     last_agent: Option<concierge_core::AgentId>,
     /// Whether the next entry is the first since the claim.
     first_since_claim: bool,
@@ -105,6 +109,8 @@ impl Actor {
             cursor: Cursor::default(),
             bytes_since_snapshot: 0,
             snapshot_bytes: 0,
+            compacting: false,
+            unarchived: Vec::new(),
             last_agent: None,
             first_since_claim: false,
             stalled: None,
@@ -337,13 +343,31 @@ impl Actor {
         self.stalled = None;
         self.bytes_since_snapshot = 0;
         self.snapshot_bytes = 0;
-        let Some(loaded) = self.shared.store.load(&self.id, LoadFrom::Snapshot).await? else {
+        self.unarchived.clear();
+        let store = &self.shared.store;
+        self.compacting = store.compacts() && !self.shared.settings.keep_journal;
+        let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
             self.last_agent = None;
             return Ok(());
         };
+        // Compacting needs every event since the last compaction: a
+        // snapshot written without one is read past, once, from the start.
+        self.compacting |= store.compacts() && loaded.archived_seq > 0;
+        let from = loaded.archived_seq + 1;
+        if self.compacting && loaded.snapshot.as_ref().is_some_and(|(_, s)| s.last_seq() >= from) {
+            loaded = match store.load(&self.id, LoadFrom::Start).await? {
+                Some(full) if full.snapshot.is_none() => full,
+                _ => {
+                    tracing::warn!(session = %self.id, "the journal's archive ends before its snapshot; not compacting it");
+                    self.compacting = false;
+                    loaded
+                }
+            };
+        }
         self.cursor.head = loaded.cursor.head;
         self.snapshot_bytes = loaded.snapshot_bytes;
-        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, None)?;
+        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, self.compacting.then_some(from))?;
+        self.unarchived = replayed.events;
         self.index = replayed.next_index;
         self.session = replayed.session;
         self.last_agent = self.session.as_ref().map(|s| s.agent().clone());
@@ -554,6 +578,12 @@ impl Actor {
         let running = session.active_run().is_some();
         let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
         let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
+        let compact = if self.compacting {
+            self.unarchived.extend(step.events.iter().cloned());
+            snapshot.is_some().then(|| std::mem::take(&mut self.unarchived))
+        } else {
+            None
+        };
         let entry = Entry {
             session: self.id.clone(),
             index: self.index,
@@ -561,6 +591,7 @@ impl Actor {
             agent: agent_changed.then(|| session.agent().clone()),
             first_since_claim: self.first_since_claim,
             snapshot,
+            compact,
         };
         let agent = session.agent().clone();
         let appended = match self.shared.store.append(entry, self.cursor).await {
