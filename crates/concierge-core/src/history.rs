@@ -143,10 +143,10 @@ impl HistoryPolicy {
         let total = sizes.len();
         let mut start = self.last_turns.map_or(0, |n| total.saturating_sub(n.max(1)));
         if let Some(max) = self.max_request_bytes {
-            let reserve = if self.summary == SummaryMode::Off {
-                0
-            } else {
-                SUMMARY_RESERVE
+            let reserve = match self.summary {
+                SummaryMode::Off => 0,
+                SummaryMode::Log => MAX_LOG_SUMMARY_BYTES + 256,
+                SummaryMode::Model => SUMMARY_RESERVE,
             };
             let mut tail: usize = sizes[start..].iter().sum();
             while start + 1 < total && fixed + reserve + tail > max {
@@ -246,9 +246,9 @@ impl HistoryPolicy {
         if let Some(s) = running.filter(|s| s.turns > 0) {
             let _ = write!(prompt, "The summary so far ({} turns):\n{}\n\n", s.turns, s.text);
         }
-        let limit = self
-            .max_request_bytes
-            .map_or(MAX_TRANSCRIPT_BYTES, |max| max.saturating_sub(prompt.len() + 2_000).max(1_000));
+        let limit = self.max_request_bytes.map_or(MAX_TRANSCRIPT_BYTES, |max| {
+            max.saturating_sub(prompt.len() + 2_000).max(1_000)
+        });
         let range = turns[covered..upto].first().map_or(0, |t| t.start)..turns[..upto].last().map_or(0, |t| t.end);
         prompt.push_str("The turns to add:\n");
         prompt.push_str(&transcript(&history[range], limit));

@@ -95,10 +95,7 @@ async fn measure(name: &str, policy: HistoryPolicy, turns: usize) -> concierge::
 
 #[tokio::main]
 async fn main() -> concierge::Result<()> {
-    let turns = std::env::args()
-        .nth(1)
-        .and_then(|a| a.parse().ok())
-        .unwrap_or(1_000);
+    let turns = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000);
     println!("largest model request of the turn, serialized:");
     measure("policy off", HistoryPolicy::default(), turns).await?;
     measure(

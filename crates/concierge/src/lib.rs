@@ -61,10 +61,10 @@ pub mod tool;
 pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, CallId, Cap, Catalog, ConfirmationPolicy, Decision, Event, EventId, EventKind, HUB_AGENT,
-    HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingConfirmation, Phase, PlannerMode,
-    PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError,
-    SummaryMode, ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec,
-    Usage,
+    HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingConfirmation, Phase,
+    PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy, RunStatus, Session, SessionId,
+    StepError, SummaryMode, ToolAnnotations, ToolCall, ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome,
+    ToolSpec, Usage,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};

@@ -27,8 +27,16 @@ async fn add(args: AddArgs) -> Result<i64, String> {
 /// Calls `add` once per turn, then answers.
 fn model() -> ScriptedModel {
     ScriptedModel::from_fn(|request| {
-        let results = request.messages.iter().filter(|m| matches!(m, Message::Tool { .. })).count();
-        let users = request.messages.iter().filter(|m| matches!(m, Message::User { .. })).count();
+        let results = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::Tool { .. }))
+            .count();
+        let users = request
+            .messages
+            .iter()
+            .filter(|m| matches!(m, Message::User { .. }))
+            .count();
         Ok(if results < users {
             ModelReply::tool_call("add", format!(r#"{{"a": {users}, "b": 1}}"#)).with_usage(10, 2)
         } else {
@@ -164,6 +172,9 @@ async fn a_journal_kept_whole_is_compacted_when_a_process_compacts_it() {
     rt.shutdown().await;
     assert!(rows(&db, "log") < 20, "{}", rows(&db, "log"));
     let rt = runtime(&db, true).await;
-    assert_eq!(rt.history("s").await.unwrap()[..before.history().len()], before.history()[..]);
+    assert_eq!(
+        rt.history("s").await.unwrap()[..before.history().len()],
+        before.history()[..]
+    );
     assert_eq!(replayed(&rt, 1, live.len()).await, live);
 }

@@ -200,7 +200,11 @@ fn the_model_sees_the_last_turns_and_a_summary_from_the_log() {
     assert!(content.contains("tools ran: add (7 ok)"), "{content}");
     assert_eq!(
         users(&request.messages),
-        ["question 8: what is 8 plus 1?", "question 9: what is 9 plus 1?", "question 10: what is 10 plus 1?"]
+        [
+            "question 8: what is 8 plus 1?",
+            "question 9: what is 9 plus 1?",
+            "question 10: what is 10 plus 1?"
+        ]
     );
     assert_pairs_intact(&request.messages[1..]);
     // The history itself is whole.
@@ -279,7 +283,10 @@ fn requests_are_trimmed_to_the_size_bound_oldest_turns_first() {
         d.turn(n);
         off.turn(n);
     }
-    assert!(size(off.last_plan_request()) > max, "the unbounded request grows past the bound");
+    assert!(
+        size(off.last_plan_request()) > max,
+        "the unbounded request grows past the bound"
+    );
     for (_, _, request) in &d.requests {
         assert!(size(request) <= max, "{} > {max}", size(request));
         let start = usize::from(matches!(request.messages[0], Message::System { .. }));
@@ -292,7 +299,10 @@ fn requests_are_trimmed_to_the_size_bound_oldest_turns_first() {
     let Message::System { content } = &request.messages[0] else {
         panic!("a summary")
     };
-    assert!(content.contains(&format!("({} turns, not shown)", 60 - kept.len())), "{content}");
+    assert!(
+        content.contains(&format!("({} turns, not shown)", 60 - kept.len())),
+        "{content}"
+    );
 }
 
 #[test]
@@ -358,8 +368,14 @@ fn the_model_writes_the_summary_when_asked_and_is_not_asked_again_until_the_wind
     let Message::User { content } = &second.messages[0] else {
         panic!("the turns to summarize")
     };
-    assert!(content.starts_with("The summary so far (2 turns):\nsummary: 6"), "{content}");
-    assert!(content.contains("question 3") && content.contains("question 4"), "{content}");
+    assert!(
+        content.starts_with("The summary so far (2 turns):\nsummary: 6"),
+        "{content}"
+    );
+    assert!(
+        content.contains("question 3") && content.contains("question 4"),
+        "{content}"
+    );
     assert!(!content.contains("question 5"), "{content}");
     assert_eq!(d.session.running_summary().map(|s| s.turns), Some(4));
     // Replaying the journal gives the same session, summary included.
@@ -388,7 +404,11 @@ fn a_failed_summary_call_keeps_the_summary_from_the_log_and_the_run_goes_on() {
     });
     let summary = d.session.running_summary().unwrap();
     assert_eq!(summary.turns, 1);
-    assert!(summary.text.starts_with("Earlier in this conversation (1 turns"), "{}", summary.text);
+    assert!(
+        summary.text.starts_with("Earlier in this conversation (1 turns"),
+        "{}",
+        summary.text
+    );
     let (_, next, request) = Driver::model_call(&step).expect("planning goes on");
     assert_eq!(next, call + 1);
     assert!(!request.tools.is_empty());
@@ -402,7 +422,11 @@ fn a_pending_summary_call_is_issued_again_after_a_restart() {
     }
     let at = Timestamp(d.now);
     let step = d.send(Input::StartRun(StartRun::new("question 3", PlannerMode::Model, at)));
-    let asked = step.effects.iter().find(|e| matches!(e, Effect::CallModel { .. })).cloned();
+    let asked = step
+        .effects
+        .iter()
+        .find(|e| matches!(e, Effect::CallModel { .. }))
+        .cloned();
     let pending: Vec<Effect> = d
         .session
         .pending_effects(&d.catalog)

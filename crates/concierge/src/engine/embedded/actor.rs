@@ -366,7 +366,12 @@ impl Actor {
         }
         self.cursor.head = loaded.cursor.head;
         self.snapshot_bytes = loaded.snapshot_bytes;
-        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, self.compacting.then_some(from))?;
+        let replayed = replay(
+            &self.id,
+            loaded,
+            &self.shared.parts.catalogs,
+            self.compacting.then_some(from),
+        )?;
         self.unarchived = replayed.events;
         self.index = replayed.next_index;
         self.session = replayed.session;
