@@ -77,10 +77,9 @@ pub(crate) struct Actor {
     cursor: Cursor,
     bytes_since_snapshot: u64,
     snapshot_bytes: u64,
-    /// Whether the next snapshot compacts the journal (then the events since
-    /// the last compaction are kept here, to be archived with it).
+    /// Whether snapshots compact the journal (the store archives the events
+    /// since the last compaction and deletes the entries before the snapshot).
     compacting: bool,
-    unarchived: Vec<Event>,
     last_agent: Option<concierge_core::AgentId>,
     /// Whether the next entry is the first since the claim.
     first_since_claim: bool,
@@ -110,7 +109,6 @@ impl Actor {
             bytes_since_snapshot: 0,
             snapshot_bytes: 0,
             compacting: false,
-            unarchived: Vec::new(),
             last_agent: None,
             first_since_claim: false,
             stalled: None,
@@ -343,36 +341,17 @@ impl Actor {
         self.stalled = None;
         self.bytes_since_snapshot = 0;
         self.snapshot_bytes = 0;
-        self.unarchived.clear();
         let store = &self.shared.store;
         self.compacting = store.compacts() && !self.shared.settings.keep_journal;
-        let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
+        let Some(loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
             self.last_agent = None;
             return Ok(());
         };
-        // Compacting needs every event since the last compaction: a
-        // snapshot written without one is read past, once, from the start.
+        // A session compacted once stays compacted (its past events are archived).
         self.compacting |= store.compacts() && loaded.archived_seq > 0;
-        let from = loaded.archived_seq + 1;
-        if self.compacting && loaded.snapshot.as_ref().is_some_and(|(_, s)| s.last_seq() >= from) {
-            loaded = match store.load(&self.id, LoadFrom::Start).await? {
-                Some(full) if full.snapshot.is_none() => full,
-                _ => {
-                    tracing::warn!(session = %self.id, "the journal's archive ends before its snapshot; not compacting it");
-                    self.compacting = false;
-                    loaded
-                }
-            };
-        }
         self.cursor.head = loaded.cursor.head;
         self.snapshot_bytes = loaded.snapshot_bytes;
-        let replayed = replay(
-            &self.id,
-            loaded,
-            &self.shared.parts.catalogs,
-            self.compacting.then_some(from),
-        )?;
-        self.unarchived = replayed.events;
+        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, None)?;
         self.index = replayed.next_index;
         self.session = replayed.session;
         self.last_agent = self.session.as_ref().map(|s| s.agent().clone());
@@ -579,26 +558,27 @@ impl Actor {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let step = session.step(input.clone(), &catalog)?;
-        let agent_changed = self.last_agent.as_ref() != Some(session.agent());
+        let agent = session.agent().clone();
+        let agent_changed = self.last_agent.as_ref() != Some(&agent);
         let running = session.active_run().is_some();
         let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
         let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
-        let compact = if self.compacting {
-            self.unarchived.extend(step.events.iter().cloned());
-            snapshot.is_some().then(|| std::mem::take(&mut self.unarchived))
-        } else {
-            None
+        let compact = match (&snapshot, self.compacting) {
+            (Some(_), true) => self.unarchived().await.map(|mut events| {
+                events.extend(step.events.iter().cloned());
+                events
+            }),
+            _ => None,
         };
         let entry = Entry {
             session: self.id.clone(),
             index: self.index,
             input,
-            agent: agent_changed.then(|| session.agent().clone()),
+            agent: agent_changed.then(|| agent.clone()),
             first_since_claim: self.first_since_claim,
             snapshot,
             compact,
         };
-        let agent = session.agent().clone();
         let appended = match self.shared.store.append(entry, self.cursor).await {
             Ok(appended) => appended,
             Err(error) => {
@@ -618,6 +598,42 @@ impl Actor {
         self.index += 1;
         self.last_agent = Some(agent);
         Ok(step)
+    }
+
+    /// The events since the journal was last compacted, up to the last input
+    /// journaled, rebuilt from the store when a snapshot compacts it (they
+    /// are not kept in memory meanwhile). `None` when they cannot be: the
+    /// snapshot is then written without compacting.
+    async fn unarchived(&self) -> Option<Vec<Event>> {
+        let store = &self.shared.store;
+        let rebuilt: Result<Option<Vec<Event>>> = async {
+            let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
+                return Ok(Some(Vec::new()));
+            };
+            let from = loaded.archived_seq + 1;
+            // A snapshot written without compacting: read the journal from its start, once.
+            if loaded.snapshot.as_ref().is_some_and(|(_, s)| s.last_seq() >= from) {
+                match store.load(&self.id, LoadFrom::Start).await? {
+                    Some(full) if full.snapshot.is_none() => loaded = full,
+                    _ => return Ok(None),
+                }
+            }
+            Ok(Some(
+                replay(&self.id, loaded, &self.shared.parts.catalogs, Some(from))?.events,
+            ))
+        }
+        .await;
+        match rebuilt {
+            Ok(Some(events)) => Some(events),
+            Ok(None) => {
+                tracing::warn!(session = %self.id, "the journal's archive ends before its snapshot; not compacting it");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.id, %error, "cannot rebuild the events to archive; not compacting now");
+                None
+            }
+        }
     }
 
     /// Publishes a journaled step's events, then performs its effects. A call
