@@ -19,6 +19,7 @@ use concierge_core::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
+use super::codec::{decode, encode};
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
 use crate::engine::{RunSetup, RunStop, Started, Unavailable, now};
@@ -80,6 +81,9 @@ pub(crate) struct Actor {
     /// Whether snapshots compact the journal (the store archives the events
     /// since the last compaction and deletes the entries before the snapshot).
     compacting: bool,
+    /// The events since the last compaction, compressed a step at a time
+    /// (`None` when they are not known: the next snapshot rebuilds them).
+    unarchived: Option<Vec<Vec<u8>>>,
     last_agent: Option<concierge_core::AgentId>,
     /// Whether the next entry is the first since the claim.
     first_since_claim: bool,
@@ -109,6 +113,7 @@ impl Actor {
             bytes_since_snapshot: 0,
             snapshot_bytes: 0,
             compacting: false,
+            unarchived: None,
             last_agent: None,
             first_since_claim: false,
             stalled: None,
@@ -343,6 +348,7 @@ impl Actor {
         self.snapshot_bytes = 0;
         let store = &self.shared.store;
         self.compacting = store.compacts() && !self.shared.settings.keep_journal;
+        self.unarchived = self.compacting.then(Vec::new);
         let Some(loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
             self.last_agent = None;
             return Ok(());
@@ -351,7 +357,15 @@ impl Actor {
         self.compacting |= store.compacts() && loaded.archived_seq > 0;
         self.cursor.head = loaded.cursor.head;
         self.snapshot_bytes = loaded.snapshot_bytes;
-        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, None)?;
+        let from = loaded.archived_seq + 1;
+        // The events since the last compaction come with the replay when the
+        // journal holds them all after the snapshot (else the next snapshot rebuilds them).
+        let collect = self.compacting && loaded.snapshot.as_ref().is_none_or(|(_, s)| s.last_seq() < from);
+        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, collect.then_some(from))?;
+        self.unarchived = None;
+        if collect {
+            self.unarchived = encode(&replayed.events).ok().map(|bytes| vec![bytes]);
+        }
         self.index = replayed.next_index;
         self.session = replayed.session;
         self.last_agent = self.session.as_ref().map(|s| s.agent().clone());
@@ -568,7 +582,16 @@ impl Actor {
                 events.extend(step.events.iter().cloned());
                 events
             }),
-            _ => None,
+            (None, true) => {
+                if let Some(kept) = &mut self.unarchived {
+                    match encode(&step.events) {
+                        Ok(bytes) => kept.push(bytes),
+                        Err(_) => self.unarchived = None,
+                    }
+                }
+                None
+            }
+            (_, false) => None,
         };
         let entry = Entry {
             session: self.id.clone(),
@@ -601,10 +624,18 @@ impl Actor {
     }
 
     /// The events since the journal was last compacted, up to the last input
-    /// journaled, rebuilt from the store when a snapshot compacts it (they
-    /// are not kept in memory meanwhile). `None` when they cannot be: the
-    /// snapshot is then written without compacting.
-    async fn unarchived(&self) -> Option<Vec<Event>> {
+    /// journaled: the ones kept (compressed) since, or else rebuilt from the
+    /// store. `None` when they cannot be: the snapshot is then written
+    /// without compacting. Either way, the events kept start again here.
+    async fn unarchived(&mut self) -> Option<Vec<Event>> {
+        if let Some(kept) = self.unarchived.take() {
+            self.unarchived = Some(Vec::new());
+            let decoded: Result<Vec<Vec<Event>>> = kept.iter().map(|bytes| decode(bytes)).collect();
+            if let Ok(steps) = decoded {
+                return Some(steps.into_iter().flatten().collect());
+            }
+        }
+        self.unarchived = Some(Vec::new());
         let store = &self.shared.store;
         let rebuilt: Result<Option<Vec<Event>>> = async {
             let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
