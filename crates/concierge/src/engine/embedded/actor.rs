@@ -19,7 +19,6 @@ use concierge_core::{
 use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
-use super::codec::{decode, encode};
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
 use crate::engine::{RunSetup, RunStop, Started, Unavailable, now};
@@ -81,9 +80,10 @@ pub(crate) struct Actor {
     /// Whether snapshots compact the journal (the store archives the events
     /// since the last compaction and deletes the entries before the snapshot).
     compacting: bool,
-    /// The events since the last compaction, compressed a step at a time
-    /// (`None` when they are not known: the next snapshot rebuilds them).
-    unarchived: Option<Vec<Vec<u8>>>,
+    /// The events since the last compaction, once the session was compacted
+    /// (`None` before, or when they are not known: the next snapshot rebuilds
+    /// them from the store, so a session never compacted costs nothing).
+    unarchived: Option<Vec<Event>>,
     last_agent: Option<concierge_core::AgentId>,
     /// Whether the next entry is the first since the claim.
     first_since_claim: bool,
@@ -348,7 +348,7 @@ impl Actor {
         self.snapshot_bytes = 0;
         let store = &self.shared.store;
         self.compacting = store.compacts() && !self.shared.settings.keep_journal;
-        self.unarchived = self.compacting.then(Vec::new);
+        self.unarchived = None;
         let Some(loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
             self.last_agent = None;
             return Ok(());
@@ -360,11 +360,12 @@ impl Actor {
         let from = loaded.archived_seq + 1;
         // The events since the last compaction come with the replay when the
         // journal holds them all after the snapshot (else the next snapshot rebuilds them).
-        let collect = self.compacting && loaded.snapshot.as_ref().is_none_or(|(_, s)| s.last_seq() < from);
+        let collect = self.compacting
+            && loaded.archived_seq > 0
+            && loaded.snapshot.as_ref().is_none_or(|(_, s)| s.last_seq() < from);
         let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, collect.then_some(from))?;
-        self.unarchived = None;
         if collect {
-            self.unarchived = encode(&replayed.events).ok().map(|bytes| vec![bytes]);
+            self.unarchived = Some(replayed.events);
         }
         self.index = replayed.next_index;
         self.session = replayed.session;
@@ -584,10 +585,7 @@ impl Actor {
             }),
             (None, true) => {
                 if let Some(kept) = &mut self.unarchived {
-                    match encode(&step.events) {
-                        Ok(bytes) => kept.push(bytes),
-                        Err(_) => self.unarchived = None,
-                    }
+                    kept.extend(step.events.iter().cloned());
                 }
                 None
             }
@@ -624,18 +622,13 @@ impl Actor {
     }
 
     /// The events since the journal was last compacted, up to the last input
-    /// journaled: the ones kept (compressed) since, or else rebuilt from the
-    /// store. `None` when they cannot be: the snapshot is then written
+    /// journaled: the ones kept since, or else (the first compaction, or the
+    /// first since a load) rebuilt from the store. `None` when they cannot be: the snapshot is then written
     /// without compacting. Either way, the events kept start again here.
     async fn unarchived(&mut self) -> Option<Vec<Event>> {
-        if let Some(kept) = self.unarchived.take() {
-            self.unarchived = Some(Vec::new());
-            let decoded: Result<Vec<Vec<Event>>> = kept.iter().map(|bytes| decode(bytes)).collect();
-            if let Ok(steps) = decoded {
-                return Some(steps.into_iter().flatten().collect());
-            }
+        if let Some(kept) = self.unarchived.replace(Vec::new()) {
+            return Some(kept);
         }
-        self.unarchived = Some(Vec::new());
         let store = &self.shared.store;
         let rebuilt: Result<Option<Vec<Event>>> = async {
             let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
