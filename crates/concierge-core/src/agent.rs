@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::delegate::AgentTool;
+use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
 use crate::policy::RunPolicy;
 
@@ -85,6 +86,10 @@ pub struct AgentSpec {
     /// after another.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
+    /// How much of a long conversation the model sees (`[history]` in an
+    /// agent file); off by default: every message is sent.
+    #[serde(default, skip_serializing_if = "HistoryPolicy::is_off")]
+    pub history: HistoryPolicy,
 }
 
 impl AgentSpec {
@@ -113,6 +118,7 @@ impl AgentSpec {
             agent_tools: Vec::new(),
             read_only: false,
             writes: Vec::new(),
+            history: HistoryPolicy::default(),
         }
     }
 
@@ -230,6 +236,12 @@ impl AgentSpec {
     /// Declares that a successful call of `tool` completes the agent's goal.
     pub fn finish_on(mut self, tool: impl Into<ToolId>) -> Self {
         self.finish_on.push(tool.into());
+        self
+    }
+
+    /// Sets how much of a long conversation the model sees.
+    pub fn history(mut self, policy: HistoryPolicy) -> Self {
+        self.history = policy;
         self
     }
 

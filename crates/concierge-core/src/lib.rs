@@ -64,6 +64,7 @@ mod error;
 mod event;
 mod gate;
 mod handoff;
+mod history;
 mod hub;
 mod id;
 mod input;
@@ -89,6 +90,9 @@ pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
+pub use history::{
+    HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,
+};
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
 pub use input::{Confirmation, Decision, Input, StartRun};

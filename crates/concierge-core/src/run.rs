@@ -63,6 +63,9 @@ pub(crate) enum ModelPurpose {
     Plan,
     /// For the final answer after a cap; the reply is the answer.
     Synthesize,
+    /// To update the running summary of the turns the model no longer sees
+    /// (the agent's history policy); planning goes on after the reply.
+    Summarize,
 }
 
 impl Waiting {

@@ -60,6 +60,7 @@ fn entry(session: &str, index: u64) -> Entry {
         agent: (index == 0).then(|| "calculator".into()),
         first_since_claim: index == 0,
         snapshot: None,
+        compact: None,
     }
 }
 

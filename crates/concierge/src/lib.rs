@@ -62,10 +62,10 @@ pub mod tool;
 pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, AgentTool, CallId, Cap, Catalog, Choice, ChoiceOption, ConfirmationPolicy, Decision, Event,
-    EventId, EventKind, HUB_AGENT, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, PendingChoice,
-    PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput, RunPolicy,
-    RunStatus, Session, SessionId, StepError, Timestamp, ToolAnnotations, ToolCall, ToolError, ToolErrorKind,
-    ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
+    EventId, EventKind, HUB_AGENT, HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest,
+    PendingChoice, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput,
+    RunPolicy, RunStatus, Session, SessionId, StepError, SummaryMode, Timestamp, ToolAnnotations, ToolCall, ToolError,
+    ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};

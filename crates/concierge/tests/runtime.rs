@@ -139,7 +139,7 @@ async fn concierge_demo_runtime(db: &std::path::Path) -> Runtime {
 #[tokio::test]
 async fn arguments_are_coerced_and_a_schema_error_is_corrected_by_the_model() {
     let model = ScriptedModel::new()
-        .reply(ModelReply::tool_call("add", r#"{"a": "two", "b": 3}"#))
+        .reply(ModelReply::tool_call("add", r#"{"a": "a couple", "b": 3}"#))
         .reply(ModelReply::tool_call("add", r#"{"a": "2", "b": 3}"#))
         .reply(ModelReply::text("5"));
     let rt = runtime(model.clone()).await;

@@ -65,7 +65,8 @@ impl LlmPlanner {
         prompt
     }
 
-    fn request(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
+    /// A request with no messages yet.
+    fn frame(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
         let mut system = Self::system_prompt(view);
         if let Some(extra) = extra {
             system.push_str("\n\n");
@@ -75,11 +76,43 @@ impl LlmPlanner {
             agent: view.agent.id.clone(),
             model: view.agent.model.clone(),
             system,
-            messages: view.history.to_vec(),
+            messages: Vec::new(),
             tools: view.tools.clone(),
             tool_choice,
             temperature: view.agent.temperature,
         }
+    }
+
+    /// The size of a request for `view` without its messages, in bytes, with
+    /// room for a forced tool choice or a closing note: the same for every
+    /// request of a step, so the window and the summary agree on it.
+    fn fixed_bytes(view: &PlanView<'_>) -> usize {
+        const SLACK: usize = 512;
+        let frame = Self::frame(view, ToolChoice::Auto, None);
+        serde_json::to_vec(&frame).map_or(0, |v| v.len()) + SLACK
+    }
+
+    fn request(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
+        let mut request = Self::frame(view, tool_choice, extra);
+        let policy = &view.agent.history;
+        request.messages = if policy.is_off() {
+            view.history.to_vec()
+        } else {
+            policy
+                .window(view.history, view.summary, Self::fixed_bytes(view))
+                .messages
+        };
+        request
+    }
+
+    /// The request asking the model to update the running summary, when the
+    /// agent's history policy says it is due, with the number of turns the
+    /// new summary covers.
+    pub fn summary_request(view: &PlanView<'_>) -> Option<(usize, ModelRequest)> {
+        let policy = &view.agent.history;
+        let upto = policy.summary_due(view.history, view.summary, Self::fixed_bytes(view))?;
+        let frame = Self::frame(view, ToolChoice::None, None);
+        Some((upto, policy.summary_request(&frame, view.history, view.summary, upto)))
     }
 }
 

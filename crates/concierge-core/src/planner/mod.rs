@@ -18,6 +18,7 @@ use serde_json::Value;
 
 use crate::agent::AgentSpec;
 use crate::blackboard::Blackboard;
+use crate::history::RunningSummary;
 use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest};
 use crate::policy::Cap;
@@ -49,6 +50,8 @@ pub struct PlanView<'a> {
     pub history: &'a [Message],
     /// Shared knowledge: the goal, what is known so far, and every tool execution.
     pub blackboard: &'a Blackboard,
+    /// The model's running summary of the conversation's first turns, if it wrote one.
+    pub summary: Option<&'a RunningSummary>,
 }
 
 impl PlanView<'_> {

@@ -16,6 +16,7 @@ use crate::batch::{Batch, Parked};
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
+use crate::history::{fallback_summary, running_summary};
 use crate::hub::{tokens, wants_menu};
 use crate::id::RunId;
 use crate::input::StartRun;
@@ -140,6 +141,7 @@ pub(super) fn consult<R>(
         tools: &resolved.defs,
         history: &conv.history,
         blackboard: &conv.blackboard,
+        summary: conv.summary.as_ref(),
     };
     Ok(f(planner.get(), &view))
 }
@@ -361,6 +363,34 @@ impl<'a> Driver<'a> {
         if let Some(flow) = self.offer_to_hub() {
             return flow;
         }
+        if let Some(request) = self.summary_due() {
+            return self.ask_model(request, ModelPurpose::Summarize);
+        }
+        let plan = self.consult(|planner, view| planner.next(view))?;
+        self.apply(plan)
+    }
+
+    /// The request for a new running summary, when the agent's history
+    /// policy wants one now (runs that plan with the model only).
+    fn summary_due(&self) -> Option<ModelRequest> {
+        if self.run.planner() != PlannerMode::Model {
+            return None;
+        }
+        let due = self.consult(|_, view| LlmPlanner::summary_request(view)).ok()??;
+        Some(due.1)
+    }
+
+    /// Keeps the model's new running summary (or, when it could not be
+    /// asked, the summary from the log), then plans.
+    fn summarized(&mut self, text: Option<String>) -> Flow {
+        let due = self.consult(|_, view| LlmPlanner::summary_request(view).map(|(upto, _)| upto))?;
+        if let Some(upto) = due {
+            let summary = match text {
+                Some(text) if !text.trim().is_empty() => running_summary(upto, &text),
+                _ => fallback_summary(&self.conv.history, self.conv.summary.as_ref(), upto),
+            };
+            self.conv.summary = Some(summary);
+        }
         let plan = self.consult(|planner, view| planner.next(view))?;
         self.apply(plan)
     }
@@ -449,6 +479,7 @@ impl<'a> Driver<'a> {
         }
         match purpose {
             ModelPurpose::Synthesize => self.answer(reply.text),
+            ModelPurpose::Summarize => self.summarized(Some(reply.text)),
             ModelPurpose::Plan => {
                 let plan = self.consult(|planner, view| planner.on_model_reply(view, &reply))?;
                 self.apply(plan)
@@ -462,6 +493,8 @@ impl<'a> Driver<'a> {
                 let summary = self.summary();
                 self.answer(summary)
             }
+            // The summary from the log stands in: the run goes on.
+            ModelPurpose::Summarize => self.summarized(None),
             ModelPurpose::Plan => Err(Fault::new(format!("the model call failed: {error}"))),
         }
     }
@@ -472,7 +505,7 @@ impl<'a> Driver<'a> {
     pub(super) fn time_up(&mut self, waiting: Waiting) -> Flow {
         match waiting {
             Waiting::Model {
-                purpose: ModelPurpose::Plan,
+                purpose: ModelPurpose::Plan | ModelPurpose::Summarize,
                 ..
             } => {
                 self.reach(Cap::TimeBudget);

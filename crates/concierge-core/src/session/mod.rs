@@ -27,6 +27,7 @@ use crate::delegate::{
 use crate::effect::{Effect, Step};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
+use crate::history::RunningSummary;
 use crate::hub::Offer;
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Decision, Input, StartRun};
@@ -34,8 +35,8 @@ use crate::message::Message;
 use crate::model::Usage;
 use crate::output::{PendingConfirmation, RunOutput};
 use crate::phase::Phase;
-use crate::planner::Plan;
 use crate::planner::PlannerMode;
+use crate::planner::{LlmPlanner, Plan};
 use crate::policy::Cap;
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
 use crate::time::Timestamp;
@@ -106,6 +107,9 @@ struct Conversation {
     /// For a child session: the parent's call it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parent: Option<Parent>,
+    /// The model's running summary of the first turns (the agent's history policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    summary: Option<RunningSummary>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -219,6 +223,7 @@ impl Session {
                 returned_from: None,
                 goal_done: false,
                 parent: None,
+                summary: None,
             },
             run: None,
         }
@@ -237,6 +242,12 @@ impl Session {
     /// The conversation so far.
     pub fn history(&self) -> &[Message] {
         &self.conversation.history
+    }
+
+    /// The model's running summary of the conversation's first turns, if
+    /// the agent's history policy asked the model for one.
+    pub fn running_summary(&self) -> Option<&RunningSummary> {
+        self.conversation.summary.as_ref()
     }
 
     /// Shared knowledge: the goal, what is known so far, and every tool execution.
@@ -462,6 +473,10 @@ impl Session {
                 let plan = driver::consult(conversation, run, catalog, |planner, view| match purpose {
                     ModelPurpose::Synthesize => planner.synthesize(view, run.cap().unwrap_or(Cap::Iterations)),
                     ModelPurpose::Plan => planner.next(view),
+                    ModelPurpose::Summarize => match LlmPlanner::summary_request(view) {
+                        Some((_, request)) => Plan::CallModel(request),
+                        None => planner.next(view),
+                    },
                 });
                 if let Ok(Plan::CallModel(request)) = plan {
                     effects.push(Effect::CallModel {

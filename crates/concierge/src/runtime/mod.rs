@@ -293,6 +293,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Keeps every journal entry instead of compacting a session's entries
+    /// before its latest snapshot (see [`Embedded::keep_journal`]).
+    pub fn keep_journal(mut self, keep: bool) -> Self {
+        self.embedded = self.embedded.keep_journal(keep);
+        self
+    }
+
     /// How long the SQLite journal gathers entries before a commit when it
     /// is under load (default 1 ms; zero commits at once). Longer windows
     /// mean fewer fsyncs and bytes per turn and a little more latency per input.

@@ -77,6 +77,13 @@ pub(crate) struct Actor {
     cursor: Cursor,
     bytes_since_snapshot: u64,
     snapshot_bytes: u64,
+    /// Whether snapshots compact the journal (the store archives the events
+    /// since the last compaction and deletes the entries before the snapshot).
+    compacting: bool,
+    /// The events since the last compaction, once the session was compacted
+    /// (`None` before, or when they are not known: the next snapshot rebuilds
+    /// them from the store, so a session never compacted costs nothing).
+    unarchived: Option<Vec<Event>>,
     last_agent: Option<concierge_core::AgentId>,
     /// Whether the next entry is the first since the claim.
     first_since_claim: bool,
@@ -105,6 +112,8 @@ impl Actor {
             cursor: Cursor::default(),
             bytes_since_snapshot: 0,
             snapshot_bytes: 0,
+            compacting: false,
+            unarchived: None,
             last_agent: None,
             first_since_claim: false,
             stalled: None,
@@ -337,13 +346,27 @@ impl Actor {
         self.stalled = None;
         self.bytes_since_snapshot = 0;
         self.snapshot_bytes = 0;
-        let Some(loaded) = self.shared.store.load(&self.id, LoadFrom::Snapshot).await? else {
+        let store = &self.shared.store;
+        self.compacting = store.compacts() && !self.shared.settings.keep_journal;
+        self.unarchived = None;
+        let Some(loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
             self.last_agent = None;
             return Ok(());
         };
+        // A session compacted once stays compacted (its past events are archived).
+        self.compacting |= store.compacts() && loaded.archived_seq > 0;
         self.cursor.head = loaded.cursor.head;
         self.snapshot_bytes = loaded.snapshot_bytes;
-        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, None)?;
+        let from = loaded.archived_seq + 1;
+        // The events since the last compaction come with the replay when the
+        // journal holds them all after the snapshot (else the next snapshot rebuilds them).
+        let collect = self.compacting
+            && loaded.archived_seq > 0
+            && loaded.snapshot.as_ref().is_none_or(|(_, s)| s.last_seq() < from);
+        let replayed = replay(&self.id, loaded, &self.shared.parts.catalogs, collect.then_some(from))?;
+        if collect {
+            self.unarchived = Some(replayed.events);
+        }
         self.index = replayed.next_index;
         self.session = replayed.session;
         self.last_agent = self.session.as_ref().map(|s| s.agent().clone());
@@ -552,19 +575,33 @@ impl Actor {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let step = session.step(input.clone(), &catalog)?;
-        let agent_changed = self.last_agent.as_ref() != Some(session.agent());
+        let agent = session.agent().clone();
+        let agent_changed = self.last_agent.as_ref() != Some(&agent);
         let running = session.active_run().is_some();
         let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
         let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
+        let compact = match (&snapshot, self.compacting) {
+            (Some(_), true) => self.unarchived().await.map(|mut events| {
+                events.extend(step.events.iter().cloned());
+                events
+            }),
+            (None, true) => {
+                if let Some(kept) = &mut self.unarchived {
+                    kept.extend(step.events.iter().cloned());
+                }
+                None
+            }
+            (_, false) => None,
+        };
         let entry = Entry {
             session: self.id.clone(),
             index: self.index,
             input,
-            agent: agent_changed.then(|| session.agent().clone()),
+            agent: agent_changed.then(|| agent.clone()),
             first_since_claim: self.first_since_claim,
             snapshot,
+            compact,
         };
-        let agent = session.agent().clone();
         let appended = match self.shared.store.append(entry, self.cursor).await {
             Ok(appended) => appended,
             Err(error) => {
@@ -584,6 +621,45 @@ impl Actor {
         self.index += 1;
         self.last_agent = Some(agent);
         Ok(step)
+    }
+
+    /// The events since the journal was last compacted, up to the last input
+    /// journaled: the ones kept since, or else (the first compaction, or the
+    /// first since a load) rebuilt from the store. `None` when they cannot be: the snapshot is then written
+    /// without compacting. Either way, the events kept start again here.
+    async fn unarchived(&mut self) -> Option<Vec<Event>> {
+        if let Some(kept) = self.unarchived.replace(Vec::new()) {
+            return Some(kept);
+        }
+        let store = &self.shared.store;
+        let rebuilt: Result<Option<Vec<Event>>> = async {
+            let Some(mut loaded) = store.load(&self.id, LoadFrom::Snapshot).await? else {
+                return Ok(Some(Vec::new()));
+            };
+            let from = loaded.archived_seq + 1;
+            // A snapshot written without compacting: read the journal from its start, once.
+            if loaded.snapshot.as_ref().is_some_and(|(_, s)| s.last_seq() >= from) {
+                match store.load(&self.id, LoadFrom::Start).await? {
+                    Some(full) if full.snapshot.is_none() => loaded = full,
+                    _ => return Ok(None),
+                }
+            }
+            Ok(Some(
+                replay(&self.id, loaded, &self.shared.parts.catalogs, Some(from))?.events,
+            ))
+        }
+        .await;
+        match rebuilt {
+            Ok(Some(events)) => Some(events),
+            Ok(None) => {
+                tracing::warn!(session = %self.id, "the journal's archive ends before its snapshot; not compacting it");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(session = %self.id, %error, "cannot rebuild the events to archive; not compacting now");
+                None
+            }
+        }
     }
 
     /// Publishes a journaled step's events, then performs its effects. A call

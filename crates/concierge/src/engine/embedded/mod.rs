@@ -53,6 +53,7 @@ enum Kind {
 pub(crate) struct Settings {
     idle: Duration,
     snapshot_min_bytes: u64,
+    keep_journal: bool,
     commit_window: Duration,
     lease: Duration,
     busy_timeout: Duration,
@@ -65,6 +66,7 @@ impl Default for Settings {
         Self {
             idle: Duration::from_secs(30),
             snapshot_min_bytes: 16 * 1024,
+            keep_journal: false,
             commit_window: DEFAULT_COMMIT_WINDOW,
             lease: Duration::from_secs(10),
             busy_timeout: Duration::from_secs(30),
@@ -141,6 +143,17 @@ impl Embedded {
     /// snapshotted again (default 16 KiB; never less than the last snapshot's size).
     pub fn snapshot_after_bytes(mut self, bytes: u64) -> Self {
         self.settings.snapshot_min_bytes = bytes;
+        self
+    }
+
+    /// Whether the SQLite journal keeps every entry (default `false`: a
+    /// session's entries before its latest snapshot are deleted when the
+    /// snapshot is written, in the same transaction, and the events they
+    /// produced are archived with it, so `history`, `session` and event
+    /// subscriptions from any point show the same as before). A session
+    /// compacted once stays compacted; the memory engine keeps every input.
+    pub fn keep_journal(mut self, keep: bool) -> Self {
+        self.settings.keep_journal = keep;
         self
     }
 

@@ -63,7 +63,7 @@ fn catalog_for(
 
 /// Replays `loaded` (its snapshot, then its inputs) with the catalog
 /// versions the runs recorded; collects the events with `seq >= from_seq`
-/// when `from_seq` is given. An input the core refuses is an error naming
+/// when `from_seq` is given (archived ones first, for a compacted journal). An input the core refuses is an error naming
 /// the session and the input: the journal holds only accepted inputs, so a
 /// refusal means this process cannot reproduce the session (another
 /// configuration, a missing agent).
@@ -78,7 +78,14 @@ pub(crate) fn replay(
         None => (None, 0),
     };
     let inputs = std::mem::take(&mut loaded.inputs);
-    let mut events = Vec::new();
+    // A compacted journal's events before its snapshot were archived.
+    let mut events: Vec<Event> = match from_seq {
+        Some(from) => std::mem::take(&mut loaded.archived)
+            .into_iter()
+            .filter(|e| e.seq >= from)
+            .collect(),
+        None => Vec::new(),
+    };
     for (index, input) in inputs {
         let catalog = catalog_for(id, index, &input, session.as_ref(), &loaded, catalogs)?;
         let state = match session.as_mut() {

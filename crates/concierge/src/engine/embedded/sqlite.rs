@@ -15,6 +15,14 @@
 //! forward over the log tail. Events are not stored: they are a deterministic
 //! function of the inputs and are rebuilt by replay. Pages are 1 KiB.
 //!
+//! Compaction: when an entry carries a snapshot and events to archive
+//! ([`Entry::compact`]), the same transaction stores those events in
+//! `archive` (one compressed row per compaction), deletes the session's
+//! entries before the snapshot's (walking its chain back, so the work is
+//! the entries since the last compaction) and moves its recorded head up to
+//! the snapshot. The session's state comes from the snapshot as before; its
+//! past events come from the archive, then from replaying the entries left.
+//!
 //! Several processes may open one database. Each writer registers in
 //! `owners` and renews a heartbeat; a session is appended to only by its
 //! owner (checked in the write transaction, so a log never forks), taken over
@@ -27,7 +35,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use concierge_core::{AgentId, Input, Session, SessionId, Timestamp};
+use concierge_core::{AgentId, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
@@ -84,10 +92,17 @@ CREATE TABLE IF NOT EXISTS catalogs (
     version  TEXT PRIMARY KEY,
     toolsets TEXT NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS archive (
+    no     INTEGER NOT NULL,
+    last   INTEGER NOT NULL,
+    events BLOB    NOT NULL,
+    PRIMARY KEY (no, last)
+) WITHOUT ROWID;
 ";
 
 /// The tables a concierge database may hold.
-const TABLES: [&str; 7] = [
+const TABLES: [&str; 8] = [
+    "archive",
     "sessions",
     "heads",
     "log",
@@ -108,6 +123,8 @@ struct Row {
     first: bool,
     at: i64,
     snapshot: Option<Vec<u8>>,
+    /// Events to archive with the snapshot, and the seq of the snapshot's last event.
+    compact: Option<(Vec<u8>, i64)>,
     reply: oneshot::Sender<Result<Appended>>,
 }
 
@@ -482,6 +499,9 @@ impl Writer {
                         }
                         if let Some(state) = &row.snapshot {
                             snapshot.execute(params![no, row.index, pos, state])?;
+                            if let Some((events, last)) = &row.compact {
+                                compact(&tx, no, row.cursor.head, pos, row.index, events, *last)?;
+                            }
                         }
                         answers.push(Answer::Appended(Ok(Appended {
                             cursor: Cursor {
@@ -558,6 +578,37 @@ impl Writer {
         tx.commit()?;
         Ok(answers)
     }
+}
+
+/// Archives a session's events up to its new snapshot (at `pos`, input
+/// `index`) and deletes its entries before the snapshot: the chain back from
+/// `prev` until an entry already gone (the previous compaction) or the first.
+fn compact(
+    tx: &rusqlite::Transaction<'_>,
+    no: i64,
+    prev: i64,
+    pos: i64,
+    index: i64,
+    events: &[u8],
+    last: i64,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached("INSERT INTO archive (no, last, events) VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING")?
+        .execute(params![no, last, events])?;
+    let mut before = tx.prepare_cached("SELECT prev FROM log WHERE rowid = ?1 AND no = ?2")?;
+    let mut delete = tx.prepare_cached("DELETE FROM log WHERE rowid = ?1")?;
+    let mut at = prev;
+    while at != 0 {
+        let Some(next) = before.query_row(params![at, no], |r| r.get::<_, i64>(0)).optional()? else {
+            break;
+        };
+        delete.execute([at])?;
+        at = next;
+    }
+    // The recorded head may name an entry just deleted: the snapshot's
+    // entry is in the chain, and followed forward from there.
+    tx.prepare_cached("UPDATE heads SET head = ?2, idx = ?3 WHERE no = ?1 AND head < ?2")?
+        .execute(params![no, pos, index])?;
+    Ok(())
 }
 
 enum Answer {
@@ -700,7 +751,21 @@ fn catalogs_for(
     Ok(found)
 }
 
+/// Reads a session in one read transaction (a compaction by another
+/// process cannot fall between its reads).
 fn load(
+    conn: &Connection,
+    id: &str,
+    from: LoadFrom,
+    recovered: &Mutex<HashMap<i64, (i64, i64)>>,
+) -> Result<Option<Loaded>> {
+    let tx = conn.unchecked_transaction()?;
+    let loaded = load_in(&tx, id, from, recovered)?;
+    tx.finish()?;
+    Ok(loaded)
+}
+
+fn load_in(
     conn: &Connection,
     id: &str,
     from: LoadFrom,
@@ -727,9 +792,13 @@ fn load(
     if head == 0 {
         return Ok(None);
     }
+    let archived_seq: i64 = conn
+        .prepare_cached("SELECT COALESCE(MAX(last), 0) FROM archive WHERE no = ?1")?
+        .query_row([no], |r| r.get(0))?;
+    // A compacted journal starts at its snapshot.
     let snapshot: Option<(i64, i64, Vec<u8>)> = match from {
-        LoadFrom::Start => None,
-        LoadFrom::Snapshot => conn
+        LoadFrom::Start if archived_seq == 0 => None,
+        LoadFrom::Start | LoadFrom::Snapshot => conn
             .prepare_cached("SELECT idx, pos, state FROM snapshots WHERE no = ?1")?
             .query_row([no], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
             .optional()?,
@@ -745,12 +814,25 @@ fn load(
         None => None,
     };
     let catalogs = catalogs_for(conn, &inputs, snapshot.as_ref().map(|(_, s)| s))?;
+    let mut archived = Vec::new();
+    if from == LoadFrom::Start && archived_seq > 0 {
+        let mut stmt = conn.prepare_cached("SELECT last, events FROM archive WHERE no = ?1 ORDER BY last")?;
+        let rows = stmt.query_map([no], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))?;
+        for row in rows {
+            let (last, bytes) = row?;
+            let events: Vec<Event> =
+                decode(&bytes).map_err(|e| corrupted(id, last, &format!("archived events: {e}")))?;
+            archived.extend(events);
+        }
+    }
     Ok(Some(Loaded {
         snapshot,
         inputs,
         cursor: Cursor { session_no: no, head },
         snapshot_bytes,
         catalogs,
+        archived_seq: archived_seq as u64,
+        archived,
     }))
 }
 
@@ -774,6 +856,10 @@ impl Store for SqliteStore {
                 input: encode(&entry.input)?,
                 agent: entry.agent.map(|a| a.to_string()),
                 first: entry.first_since_claim,
+                compact: match (&entry.snapshot, &entry.compact) {
+                    (Some(s), Some(events)) => Some((encode(events)?, s.last_seq() as i64)),
+                    _ => None,
+                },
                 snapshot: match entry.snapshot {
                     Some(s) => Some(encode(&s)?),
                     None => None,
@@ -949,6 +1035,10 @@ impl Store for SqliteStore {
         self.stats.get()
     }
 
+    fn compacts(&self) -> bool {
+        true
+    }
+
     fn flush(&self) -> BoxFuture<'static, ()> {
         let (reply, done) = oneshot::channel();
         let sent = self.send(Op::Flush(reply)).is_ok();
@@ -995,6 +1085,7 @@ mod tests {
             agent: None,
             first_since_claim: first,
             snapshot: None,
+            compact: None,
         }
     }
 

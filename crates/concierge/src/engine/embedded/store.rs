@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge_core::{AgentId, Input, Session, SessionId};
+use concierge_core::{AgentId, Event, Input, Session, SessionId};
 use futures::future::BoxFuture;
 
 use crate::engine::{JournalStats, SessionSummary};
@@ -36,6 +36,10 @@ pub struct Entry {
     pub first_since_claim: bool,
     /// A snapshot of the session after this input.
     pub snapshot: Option<Session>,
+    /// With a snapshot: compact the journal. These are the events not yet
+    /// archived, up to the snapshot's; the store archives them and deletes
+    /// the session's entries before the snapshot, in the same transaction.
+    pub compact: Option<Vec<Event>>,
 }
 
 /// What an append wrote.
@@ -62,6 +66,11 @@ pub struct Loaded {
     pub snapshot_bytes: u64,
     /// The recorded catalog versions the inputs and snapshot refer to.
     pub catalogs: HashMap<String, String>,
+    /// The seq of the last event archived when the journal was compacted (0: never compacted).
+    pub archived_seq: u64,
+    /// The archived events, in order (read for [`LoadFrom::Start`] only):
+    /// once compacted, the events before the snapshot come from here.
+    pub archived: Vec<Event>,
 }
 
 /// How much of a session to read.
@@ -69,7 +78,8 @@ pub struct Loaded {
 pub enum LoadFrom {
     /// From the latest snapshot (enough to rebuild the state).
     Snapshot,
-    /// From the first input (to rebuild every event).
+    /// From the first input (to rebuild every event); for a compacted
+    /// session, from the snapshot, with the archived events.
     Start,
 }
 
@@ -135,6 +145,11 @@ pub trait Store: Send + Sync + 'static {
     fn toolsets(&self) -> Result<Vec<(String, String)>>;
     /// Counters.
     fn stats(&self) -> JournalStats;
+    /// Whether the store compacts journals ([`Entry::compact`]); the memory
+    /// store keeps every input (nothing outlives the process anyway).
+    fn compacts(&self) -> bool {
+        false
+    }
     /// Resolves once everything sent before it is written.
     fn flush(&self) -> BoxFuture<'static, ()>;
     /// This process stops writing: its registration goes (sessions still
