@@ -54,7 +54,9 @@ pub enum Command {
     Confirm(commands::run::ConfirmArgs),
     /// Lists the agents.
     Agents(commands::inspect::ListArgs),
-    /// Lists the tools, or shows one with its schema.
+    /// The goals a person can choose from, with their starter prompts.
+    Goals(commands::inspect::ListArgs),
+    /// Lists the tools (or those of one --category), or shows one with its schema.
     Tools(commands::inspect::ToolsArgs),
     /// Shows a session's conversation.
     History(commands::inspect::HistoryArgs),

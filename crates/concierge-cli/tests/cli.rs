@@ -805,3 +805,43 @@ fn the_tasks_example_through_the_hub_as_the_readme_shows() {
         "the tasks live next to the engine's database"
     );
 }
+
+#[test]
+fn goals_and_tools_by_category_are_listed_as_a_person_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let agents = dir.path().join("agents");
+    std::fs::create_dir(&agents).unwrap();
+    std::fs::write(
+        agents.join("router.toml"),
+        "id = \"router\"\nname = \"Contacts\"\ndescription = \"Keeps your contacts.\"\nstarter_prompt = \"Tell me about a call.\"\n[[agent_tools]]\nagent = \"helper\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        agents.join("helper.toml"),
+        "id = \"helper\"\ndescription = \"Helps the router.\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("concierge.toml"), "agents_dir = \"agents\"\n").unwrap();
+    let out = concierge(dir.path(), &["goals"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("Contacts — Keeps your contacts.\n   Tell me about a call."),
+        "{text}"
+    );
+    assert!(
+        !text.contains("Helps the router"),
+        "an agent called as a tool is not a goal: {text}"
+    );
+
+    let out = concierge(dir.path(), &["tools", "--category", "COMPUTATION"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("calculator"), "{}", stdout(&out));
+    let out = concierge(dir.path(), &["tools", "--category", "astrology"]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("no tool is in the category \"astrology\"; categories: computation"),
+        "{}",
+        stderr(&out)
+    );
+}

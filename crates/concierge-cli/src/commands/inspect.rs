@@ -22,6 +22,9 @@ pub struct ListArgs {
 pub struct ToolsArgs {
     /// Show this tool with its schema.
     pub name: Option<String>,
+    /// Only the tools of this category (e.g. finance).
+    #[arg(long)]
+    pub category: Option<String>,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -121,6 +124,27 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         println!("  schema:\n    {}", schema.replace('\n', "\n    "));
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(category) = &args.category {
+        let tools = rt.tools_by_category(category);
+        if tools.is_empty() {
+            let known: Vec<String> = rt.tool_categories().into_keys().collect();
+            eprintln!(
+                "error: no tool is in the category \"{}\"; categories: {}",
+                clean(category),
+                clean(&known.join(", "))
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        if args.json {
+            print_json(&tools)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        for spec in tools {
+            let first = spec.description.lines().next().unwrap_or_default();
+            println!("  {:<24} {}", clean(spec.name.as_str()), clean(first));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let tools = rt.tools();
     if args.json {
         print_json(&tools)?;
@@ -131,6 +155,27 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         for spec in rt.toolset_tools(&set).into_iter().filter_map(|t| rt.tool_spec(t)) {
             let first = spec.description.lines().next().unwrap_or_default();
             println!("  {:<24} {}", clean(spec.name.as_str()), clean(first));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `concierge goals`: the catalogue as a person sees it.
+pub async fn goals(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
+    let goals = rt.goals();
+    if args.json {
+        print_json(&goals)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("What I can help with:");
+    for (i, goal) in goals.iter().enumerate() {
+        let mut line = format!("{}. {}", i + 1, goal.name);
+        if !goal.description.is_empty() {
+            line.push_str(&format!(" — {}", goal.description));
+        }
+        println!("{}", clean(&line));
+        if let Some(prompt) = &goal.starter_prompt {
+            println!("   {}", clean(prompt));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -25,7 +25,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Chat(_) => (Access::Write, "concierge chat"),
         Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
         Command::Mcp(_) => (Access::Read, "concierge mcp"),
-        Command::Agents(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
+        Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
         }
     };
@@ -35,6 +35,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Confirm(args) => run::confirm(&rt, args).await,
         Command::Chat(args) => chat::chat(&rt, args).await,
         Command::Agents(args) => inspect::agents(&rt, args).await,
+        Command::Goals(args) => inspect::goals(&rt, args).await,
         Command::Tools(args) => inspect::tools(&rt, args).await,
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,

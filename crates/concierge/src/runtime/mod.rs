@@ -822,6 +822,40 @@ impl Runtime {
         self.catalog().tools().cloned().collect()
     }
 
+    /// The tools of a category (seed 000's `get_tools_by_category`),
+    /// matched case-insensitively, sorted by name.
+    pub fn tools_by_category(&self, category: &str) -> Vec<ToolSpec> {
+        let wanted = category.trim();
+        self.catalog()
+            .tools()
+            .filter(|t| t.category.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(wanted)))
+            .cloned()
+            .collect()
+    }
+
+    /// Every tool category, with how many tools each has.
+    pub fn tool_categories(&self) -> std::collections::BTreeMap<String, usize> {
+        let mut categories = std::collections::BTreeMap::new();
+        for tool in self.catalog().tools() {
+            if let Some(category) = &tool.category {
+                *categories.entry(category.to_lowercase()).or_insert(0) += 1;
+            }
+        }
+        categories
+    }
+
+    /// The goals a person can choose from, as the hub offers them (agents
+    /// called only as tools of another are reached through it, and are not
+    /// goals of their own), in declaration order.
+    pub fn goals(&self) -> Vec<AgentSpec> {
+        let catalog = self.catalog();
+        let offered = catalog.offered_agents();
+        if offered.is_empty() {
+            return catalog.agents().map(|a| a.spec.clone()).collect();
+        }
+        offered.into_iter().cloned().collect()
+    }
+
     /// One tool's spec.
     pub fn tool_spec(&self, id: impl Into<ToolId>) -> Option<ToolSpec> {
         self.catalog().tool(&id.into()).cloned()
