@@ -509,3 +509,106 @@ async fn router_seed_compound_talked_to_mike_he_wants_to_meet() {
     let reminder = crm.reminders.last().unwrap();
     assert_eq!((reminder.contact_id, reminder.due_on), (3, day(10, 28)));
 }
+
+// ------------------------------------------------------------------ the router with a model
+
+/// A model that answers by agent: the router calls its specialists (the
+/// three parts of the statement at once), each specialist calls its tool,
+/// then everyone answers from what their tools said. Deterministic whatever
+/// order the concurrent children ask in.
+fn router_model() -> ScriptedModel {
+    use concierge::core::{Message, ModelToolCall};
+    ScriptedModel::from_fn(|request| {
+        let results: Vec<String> = request
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { outcome, .. } => Some(outcome.to_model_text()),
+                _ => None,
+            })
+            .collect();
+        let call = |name: &str, arguments: &str| ModelToolCall {
+            name: name.into(),
+            arguments: arguments.into(),
+        };
+        let calls = match (request.agent.as_str(), results.is_empty()) {
+            ("router", true) => vec![
+                call("interaction", r#"{"request": "Had lunch with Sarah from Acme today"}"#),
+                call("update", r#"{"request": "Sarah from Acme is now VP of Sales"}"#),
+                call(
+                    "reminder",
+                    r#"{"request": "Remind me to follow up with Sarah from Acme next Tuesday"}"#,
+                ),
+            ],
+            ("interaction", true) => vec![call(
+                "add_interaction_to_contact",
+                r#"{"contact": "Sarah from Acme", "type": "lunch", "interaction_date": "today"}"#,
+            )],
+            ("update", true) => vec![call(
+                "update_contact",
+                r#"{"contact": "Sarah from Acme", "title": "VP of Sales"}"#,
+            )],
+            ("reminder", true) => vec![call(
+                "set_next_reminder",
+                r#"{"contact": "Sarah from Acme", "reminder_date": "next Tuesday", "text": "follow up"}"#,
+            )],
+            // Answer with what the tools said, in order: each result's `message`,
+            // or a child's reply as is.
+            _ => {
+                let said: Vec<String> = results
+                    .iter()
+                    .map(|r| {
+                        serde_json::from_str::<serde_json::Value>(r)
+                            .ok()
+                            .and_then(|v| v["message"].as_str().map(str::to_string))
+                            .unwrap_or_else(|| r.clone())
+                    })
+                    .collect();
+                return Ok(ModelReply::text(said.join(" ")));
+            }
+        };
+        Ok(ModelReply {
+            text: String::new(),
+            tool_calls: calls,
+            usage: Some(concierge::Usage::tokens(100, 10)),
+            finish_reason: Some("tool_calls".into()),
+        })
+    })
+}
+
+#[tokio::test]
+async fn model_router_answers_a_compound_statement_once_through_its_specialists() {
+    let fx = fixture_with(Some(router_model())).await;
+    let before = fx.crm();
+    let out = fx
+        .run(
+            "router",
+            "m1",
+            "Had lunch with Sarah from Acme, she's now VP of Sales, remind me to follow up next Tuesday",
+        )
+        .await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.reply.as_deref(),
+        Some(
+            "Logged the lunch with Sarah Lee on Mar 5. Updated Sarah Lee's title to VP of Sales. \
+             Reminder set for Mar 11: follow up (Sarah Lee)."
+        ),
+        "one answer, in the statement's order"
+    );
+    assert_eq!(out.agent, "router", "the router keeps the conversation");
+    let reply = out.reply.clone().unwrap_or_default().to_lowercase();
+    for word in ["interaction", "reminder agent", "update agent", "transferr"] {
+        assert!(!reply.contains(word), "the reply names no specialist: {reply}");
+    }
+    // The children's tokens count in the router's run: the router's first
+    // call and each child's tool call carry 100 (the answers carry none).
+    assert_eq!(out.usage.input_tokens, 100 * 4, "{:?}", out.usage);
+
+    let crm = fx.crm();
+    assert_eq!(crm.interactions.len(), before.interactions.len() + 1);
+    let sarah = crm.contacts.iter().find(|c| c.name == "Sarah Lee").unwrap();
+    assert_eq!(sarah.title.as_deref(), Some("VP of Sales"));
+    assert_eq!(crm.reminders.len(), before.reminders.len() + 1);
+    assert_eq!(crm.reminders.last().unwrap().due_on, day(3, 11));
+}
