@@ -15,7 +15,9 @@
 pub mod calculator;
 pub mod crm;
 pub mod dates;
+pub mod hint_game;
 pub mod tasks;
+pub mod travel;
 mod toolkit;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
@@ -23,7 +25,13 @@ use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 /// Every demo toolset: the calculator's, the task manager's and the CRM's
 /// (their agents are files in `examples/tasks/agents/` and `examples/crm/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
-    vec![calculator::toolset(), tasks::toolset(), crm::toolset()]
+    vec![
+        calculator::toolset(),
+        tasks::toolset(),
+        crm::toolset(),
+        travel::toolset(),
+        hint_game::toolset(),
+    ]
 }
 
 /// Every demo agent.
