@@ -17,8 +17,8 @@ pub mod crm;
 pub mod dates;
 pub mod hint_game;
 pub mod tasks;
-pub mod travel;
 mod toolkit;
+pub mod travel;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 

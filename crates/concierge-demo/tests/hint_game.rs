@@ -75,7 +75,11 @@ async fn rules_hints_and_guesses_survive_a_restart_and_the_right_guess_finishes(
         out.reply.as_deref(),
         Some("No, it is not Atlantis. Ask for another hint, or guess again.")
     );
-    assert_eq!(agent_of(&rt, "g1").await, "hint_game", "a wrong guess does not finish the game");
+    assert_eq!(
+        agent_of(&rt, "g1").await,
+        "hint_game",
+        "a wrong guess does not finish the game"
+    );
     let out = say(&rt, "g1", "another hint please").await;
     assert_eq!(
         out.reply.as_deref(),
@@ -128,8 +132,14 @@ async fn rules_the_same_session_plays_the_same_place_and_a_new_round_another() {
         out.reply.as_deref(),
         Some(format!("I'm thinking of a place. Hint 1 of 5: {} Where is it?", next.hints[0]).as_str())
     );
-    let game = GameStore::open(a.path().join("hint_game.db")).game("same-id").unwrap().unwrap();
-    assert_eq!((game.round, game.location.as_str(), game.hints_given), (2, next.name, 1));
+    let game = GameStore::open(a.path().join("hint_game.db"))
+        .game("same-id")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (game.round, game.location.as_str(), game.hints_given),
+        (2, next.name, 1)
+    );
 }
 
 #[tokio::test]
@@ -143,7 +153,7 @@ async fn model_plays_a_wrong_then_a_right_guess() {
         .reply(ModelReply::text("Not Atlantis, sorry! Want another hint?"))
         .reply(ModelReply::tool_call(
             "guess_location",
-            &json!({"guess": place.name.to_lowercase()}).to_string(),
+            json!({"guess": place.name.to_lowercase()}).to_string(),
         ))
         .reply(ModelReply::text("Well done!"));
     let rt = runtime(dir.path(), Some(model.clone())).await;
@@ -158,7 +168,10 @@ async fn model_plays_a_wrong_then_a_right_guess() {
     let out = say(&rt, "m1", &format!("{}?", place.name)).await;
     assert_eq!(out.reply.as_deref(), Some("Well done!"));
     assert_eq!(agent_of(&rt, "m1").await, "hub");
-    let game = GameStore::open(dir.path().join("hint_game.db")).game("m1").unwrap().unwrap();
+    let game = GameStore::open(dir.path().join("hint_game.db"))
+        .game("m1")
+        .unwrap()
+        .unwrap();
     assert_eq!((game.hints_given, game.guesses), (1, 2));
     assert!(game.solved_at.is_some());
 }

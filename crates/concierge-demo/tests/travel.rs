@@ -70,7 +70,10 @@ async fn fixture(model: Option<ScriptedModel>) -> Fixture {
         agents.extend(load_agents(agents_dir).unwrap().agents);
     }
     for id in ["travel_events", "travel_fixtures", "hint_game"] {
-        assert!(agents.iter().any(|a| a.id.as_str() == id), "{id} is a goal of the assistant");
+        assert!(
+            agents.iter().any(|a| a.id.as_str() == id),
+            "{id} is a goal of the assistant"
+        );
     }
     let store = TravelStore::open(dir.path().join("travel.db")).at(now());
     let mut builder = Runtime::builder().sqlite(dir.path().join("concierge.db"));
@@ -100,7 +103,11 @@ async fn fixture(model: Option<ScriptedModel>) -> Fixture {
 async fn rules_event_then_flight_then_invoice_after_yes() {
     let fx = fixture(None).await;
     let out = fx.say("t1", "what's on in Melbourne in March?").await;
-    assert_eq!(out.agent.as_str(), "travel_events", "the hub routed by the goal's intents");
+    assert_eq!(
+        out.agent.as_str(),
+        "travel_events",
+        "the hub routed by the goal's intents"
+    );
     let reply = out.reply.unwrap();
     assert!(
         reply.starts_with("2 events in Melbourne in March 2025:\n- Yarra Lights Festival at Birrarung Marr, Thu 6 Mar to Sun 16 Mar 2025"),
@@ -154,7 +161,10 @@ async fn rules_event_then_flight_then_invoice_after_yes() {
     assert_eq!(invoice.number, "INV-2025-0001");
     assert_eq!((invoice.mode, invoice.service.as_str()), (Mode::Flight, "KA101"));
     assert_eq!(invoice.travel_date, day(3, 5));
-    assert_eq!((invoice.passengers, invoice.unit_cents, invoice.amount_cents), (1, 13400, 13400));
+    assert_eq!(
+        (invoice.passengers, invoice.unit_cents, invoice.amount_cents),
+        (1, 13400, 13400)
+    );
     assert_eq!(invoice.currency, "AUD");
     assert_eq!(invoice.created_at, now());
     assert_eq!(invoice.due_on, day(3, 6));
@@ -172,7 +182,11 @@ async fn rules_fixture_then_train_then_invoice_for_two_after_yes() {
         .unwrap();
     let first = april[0].clone();
     let out = fx.say("f1", "when do Mersey Rovers play in April?").await;
-    assert_eq!(out.agent.as_str(), "travel_fixtures", "the hub routed by the goal's intents");
+    assert_eq!(
+        out.agent.as_str(),
+        "travel_fixtures",
+        "the hub routed by the goal's intents"
+    );
     let reply = out.reply.unwrap();
     assert!(
         reply.starts_with(&format!("Mersey Rovers' matches in April 2025:\n- {}", first.line())),
@@ -191,7 +205,10 @@ async fn rules_fixture_then_train_then_invoice_for_two_after_yes() {
     let cheapest = &trains[0];
     let fare = cheapest.fare_on(first.kickoff.date());
     let reply = out.reply.unwrap();
-    assert!(reply.starts_with(&format!("5 trains from London to {} on ", first.city)), "{reply}");
+    assert!(
+        reply.starts_with(&format!("5 trains from London to {} on ", first.city)),
+        "{reply}"
+    );
     assert!(
         reply.contains(&format!("The cheapest is {} at 06:30", cheapest.number)),
         "a Saturday has no peak fares, so the earliest of equal fares: {reply}"
@@ -213,13 +230,19 @@ async fn rules_fixture_then_train_then_invoice_for_two_after_yes() {
     let out = fx.say("f1", "yes please").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert!(
-        out.reply.as_deref().unwrap().starts_with("Created invoice INV-2025-0001: "),
+        out.reply
+            .as_deref()
+            .unwrap()
+            .starts_with("Created invoice INV-2025-0001: "),
         "{out:?}"
     );
     let invoices = fx.invoices();
     assert_eq!(invoices.len(), 1);
     let invoice = &invoices[0];
-    assert_eq!((invoice.mode, invoice.service.as_str()), (Mode::Train, cheapest.number.as_str()));
+    assert_eq!(
+        (invoice.mode, invoice.service.as_str()),
+        (Mode::Train, cheapest.number.as_str())
+    );
     assert_eq!(invoice.travel_date, first.kickoff.date());
     assert_eq!((invoice.passengers, invoice.amount_cents), (2, 2 * fare));
     assert_eq!(invoice.currency, "GBP");
@@ -240,11 +263,17 @@ async fn rules_a_declined_booking_writes_nothing_and_the_trip_goes_on() {
     // Another flight by its number, same day.
     let out = fx.say("d1", "book SX100").await;
     let pending = out.pending_confirmation.as_ref().unwrap();
-    assert_eq!(pending.message, "I'll create an invoice for SX100 on 2025-03-05. Proceed?");
+    assert_eq!(
+        pending.message,
+        "I'll create an invoice for SX100 on 2025-03-05. Proceed?"
+    );
     fx.say("d1", "yes").await;
     let invoices = fx.invoices();
     assert_eq!(invoices.len(), 1);
-    assert_eq!((invoices[0].service.as_str(), invoices[0].amount_cents), ("SX100", 16400));
+    assert_eq!(
+        (invoices[0].service.as_str(), invoices[0].amount_cents),
+        ("SX100", 16400)
+    );
 }
 
 #[tokio::test]
@@ -253,7 +282,9 @@ async fn rules_bad_input_gets_sentences() {
     let out = fx.say("e1", "what's on in Atlantis in March?").await;
     let reply = out.reply.unwrap();
     assert!(
-        reply.starts_with("I could not do that: I know no city with events called 'Atlantis'. I know: Adelaide (ADL), Auckland (AKL)"),
+        reply.starts_with(
+            "I could not do that: I know no city with events called 'Atlantis'. I know: Adelaide (ADL), Auckland (AKL)"
+        ),
         "{reply}"
     );
     // A flight "from Sydney" before any event: the contextual route is
@@ -264,12 +295,16 @@ async fn rules_bad_input_gets_sentences() {
     let out = fx.say("e3", "find flights from Sydney to Perth on 2025-01-02").await;
     let reply = out.reply.unwrap();
     assert!(reply.contains("Thu 2 Jan 2025 has passed"), "{reply}");
-    let out = fx.say("e4", "find flights from Sydney to Perth on Friday under 300").await;
+    let out = fx
+        .say("e4", "find flights from Sydney to Perth on Friday under 300")
+        .await;
     let search = &out.tool_executions[0];
     assert_eq!(search.arguments["max_price"], "300", "as the rules wrote it");
     let reply = out.reply.unwrap();
     assert!(
-        reply.starts_with("No flight from Sydney to Perth on Fri 21 Feb 2025 costs A$300.00 or less; the cheapest is KA"),
+        reply.starts_with(
+            "No flight from Sydney to Perth on Fri 21 Feb 2025 costs A$300.00 or less; the cheapest is KA"
+        ),
         "{reply}"
     );
     assert!(fx.invoices().is_empty());
@@ -300,13 +335,18 @@ async fn model_event_flight_invoice_with_coerced_arguments() {
     let events = out.tool_executions[0].outcome.clone();
     assert!(format!("{events:?}").contains("Yarra Lights Festival"));
 
-    let out = fx.say("m1", "find me a flight from Sydney under $200, for two of us").await;
+    let out = fx
+        .say("m1", "find me a flight from Sydney under $200, for two of us")
+        .await;
     let search = &out.tool_executions[0];
     assert_eq!(search.arguments["max_price"], "200", "as the model wrote it");
     let concierge::ToolOutcome::Ok(found) = &search.outcome else {
         panic!("the search failed: {search:?}");
     };
-    assert_eq!(found["offer"], "KA101", "the validator made it a number the search used");
+    assert_eq!(
+        found["offer"], "KA101",
+        "the validator made it a number the search used"
+    );
     assert_eq!(out.reply.as_deref(), Some("KA101 at 12:30 is the cheapest, A$134."));
 
     let out = fx.say("m1", "book it").await;
@@ -318,11 +358,18 @@ async fn model_event_flight_invoice_with_coerced_arguments() {
     );
     assert!(fx.invoices().is_empty());
     let out = fx.say("m1", "yes").await;
-    assert_eq!(out.reply.as_deref(), Some("Invoice INV-2025-0001 is created: A$268 for two."));
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Invoice INV-2025-0001 is created: A$268 for two.")
+    );
     let invoices = fx.invoices();
     assert_eq!(invoices.len(), 1);
     assert_eq!(
-        (invoices[0].service.as_str(), invoices[0].passengers, invoices[0].amount_cents),
+        (
+            invoices[0].service.as_str(),
+            invoices[0].passengers,
+            invoices[0].amount_cents
+        ),
         ("KA101", 2, 26800)
     );
     assert_eq!(fx.agent_of("m1").await, "hub");
@@ -348,16 +395,18 @@ async fn model_fixture_train_invoice_with_relative_dates() {
         .reply(ModelReply::text("Mersey Rovers play on Saturday."))
         .reply(ModelReply::tool_call(
             "search_trains",
-            &json!({"origin": "London", "destination": city, "date": "next Saturday"}).to_string(),
+            json!({"origin": "London", "destination": city, "date": "next Saturday"}).to_string(),
         ))
         .reply(ModelReply::text("The 06:30 is the cheapest."))
         .reply(ModelReply::tool_call(
             "create_invoice",
-            &json!({"service": train.number, "date": "next Saturday"}).to_string(),
+            json!({"service": train.number, "date": "next Saturday"}).to_string(),
         ))
         .reply(ModelReply::text("Booked."));
     let fx = fixture(Some(model.clone())).await;
-    let out = fx.say("m2", "which football matches do Mersey Rovers have next Saturday?").await;
+    let out = fx
+        .say("m2", "which football matches do Mersey Rovers have next Saturday?")
+        .await;
     assert_eq!(out.agent.as_str(), "travel_fixtures");
     let found = format!("{:?}", out.tool_executions[0].outcome);
     assert!(found.contains(&fixture_on_saturday.line()), "{found}");
@@ -375,7 +424,10 @@ async fn model_fixture_train_invoice_with_relative_dates() {
     fx.say("m2", "yes").await;
     let invoices = fx.invoices();
     assert_eq!(invoices.len(), 1);
-    assert_eq!(invoices[0].travel_date, saturday, "next Saturday resolved against the time asked");
+    assert_eq!(
+        invoices[0].travel_date, saturday,
+        "next Saturday resolved against the time asked"
+    );
     assert_eq!(invoices[0].amount_cents, train.fare_on(saturday));
 }
 
@@ -437,7 +489,10 @@ async fn dates_resolve_against_the_time_asked() {
         }
     };
     let first = invoice("c2").await;
-    assert_eq!(first["travel_date"], "2025-02-21", "next Friday after Thursday 20 February");
+    assert_eq!(
+        first["travel_date"], "2025-02-21",
+        "next Friday after Thursday 20 February"
+    );
     // The same call again (a retry after a crash) changes nothing twice.
     let again = invoice("c2").await;
     assert_eq!(first, again);

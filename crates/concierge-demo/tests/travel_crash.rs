@@ -122,7 +122,13 @@ async fn invoice_crash_child() {
 
 fn spawn(dir: &Path, crash_at: &str, mode: &str) -> (Child, BufReader<ChildStdout>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["invoice_crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "invoice_crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("CRASH_DIR", dir)
         .env("CRASH_AT", crash_at)
         .env("CRASH_MODE", mode)

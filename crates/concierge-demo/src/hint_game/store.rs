@@ -360,7 +360,11 @@ mod tests {
     #[test]
     fn the_secret_depends_on_the_session_alone() {
         assert_eq!(secret("s1", 1).name, secret("s1", 1).name);
-        assert_ne!(secret("s1", 1).name, secret("s1", 2).name, "the next round plays another place");
+        assert_ne!(
+            secret("s1", 1).name,
+            secret("s1", 2).name,
+            "the next round plays another place"
+        );
         let distinct: std::collections::BTreeSet<&str> =
             (0..40).map(|i| secret(&format!("session-{i}"), 1).name).collect();
         assert!(distinct.len() > 4, "sessions spread over the places: {distinct:?}");

@@ -60,39 +60,48 @@ impl Tool for GiveHint {
         )
     }
 
-    fn call(&self, _args: NoArgs, cx: ToolContext) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
+    fn call(
+        &self,
+        _args: NoArgs,
+        cx: ToolContext,
+    ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
         let store = Arc::clone(&self.store);
         async move {
             blocking("the game database", move || {
                 let session = cx.session_id.to_string();
                 store
-                    .apply(cx.idempotency_key.as_str(), GiveHint::NAME, &session, |tx, game, _now| {
-                        let hints = location(&game.location).map_or(&[][..], |l| l.hints);
-                        let total = hints.len() as i64;
-                        let number = (game.hints_given + 1).min(total.max(1));
-                        let hint = hints.get((number - 1) as usize).copied().unwrap_or_default();
-                        tx.execute(
-                            "UPDATE games SET hints_given = ?1 WHERE session_id = ?2 AND round = ?3",
-                            params![number, game.session_id, game.round],
-                        )?;
-                        let message = if game.hints_given >= total {
-                            format!(
-                                "That was the last hint: {hint} It starts with \"{}\". Your guess?",
-                                game.location.chars().next().unwrap_or(' ')
-                            )
-                        } else if number == 1 {
-                            format!("I'm thinking of a place. Hint 1 of {total}: {hint} Where is it?")
-                        } else {
-                            format!("Hint {number} of {total}: {hint}")
-                        };
-                        Ok(json!({
-                            "round": game.round,
-                            "hint": hint,
-                            "hint_number": number,
-                            "hints_total": total,
-                            "message": message,
-                        }))
-                    })
+                    .apply(
+                        cx.idempotency_key.as_str(),
+                        GiveHint::NAME,
+                        &session,
+                        |tx, game, _now| {
+                            let hints = location(&game.location).map_or(&[][..], |l| l.hints);
+                            let total = hints.len() as i64;
+                            let number = (game.hints_given + 1).min(total.max(1));
+                            let hint = hints.get((number - 1) as usize).copied().unwrap_or_default();
+                            tx.execute(
+                                "UPDATE games SET hints_given = ?1 WHERE session_id = ?2 AND round = ?3",
+                                params![number, game.session_id, game.round],
+                            )?;
+                            let message = if game.hints_given >= total {
+                                format!(
+                                    "That was the last hint: {hint} It starts with \"{}\". Your guess?",
+                                    game.location.chars().next().unwrap_or(' ')
+                                )
+                            } else if number == 1 {
+                                format!("I'm thinking of a place. Hint 1 of {total}: {hint} Where is it?")
+                            } else {
+                                format!("Hint {number} of {total}: {hint}")
+                            };
+                            Ok(json!({
+                                "round": game.round,
+                                "hint": hint,
+                                "hint_number": number,
+                                "hints_total": total,
+                                "message": message,
+                            }))
+                        },
+                    )
                     .map_err(|e| ToolError::failed(e.to_string()))
             })
             .await
@@ -149,47 +158,57 @@ impl Tool for GuessLocation {
                 }
                 let session = cx.session_id.to_string();
                 let result = store
-                    .apply(cx.idempotency_key.as_str(), GuessLocation::NAME, &session, |tx, game, now| {
-                        let correct = location(&game.location).is_some_and(|l| names(l, &guess));
-                        let guesses = game.guesses + 1;
-                        tx.execute(
-                            "UPDATE games SET guesses = ?1, solved_at = CASE WHEN ?2 THEN ?3 ELSE solved_at END \
+                    .apply(
+                        cx.idempotency_key.as_str(),
+                        GuessLocation::NAME,
+                        &session,
+                        |tx, game, now| {
+                            let correct = location(&game.location).is_some_and(|l| names(l, &guess));
+                            let guesses = game.guesses + 1;
+                            tx.execute(
+                                "UPDATE games SET guesses = ?1, solved_at = CASE WHEN ?2 THEN ?3 ELSE solved_at END \
                              WHERE session_id = ?4 AND round = ?5",
-                            params![guesses, correct, now, game.session_id, game.round],
-                        )?;
-                        tx.execute(
+                                params![guesses, correct, now, game.session_id, game.round],
+                            )?;
+                            tx.execute(
                             "INSERT INTO guesses (session_id, round, guess, correct, at) VALUES (?1, ?2, ?3, ?4, ?5)",
                             params![game.session_id, game.round, guess, correct, now],
                         )?;
-                        let hints = game.hints_given;
-                        let message = if correct {
-                            format!(
-                                "Yes, it is {}! You got it with {} and {}.",
-                                game.location,
-                                count(hints, "hint", "hints"),
-                                count(guesses, "guess", "guesses")
-                            )
-                        } else if hints < 5 {
-                            format!("No, it is not {guess}. Ask for another hint, or guess again.")
-                        } else {
-                            format!("No, it is not {guess}. It starts with \"{}\"; guess again.", game.location.chars().next().unwrap_or(' '))
-                        };
-                        Ok(json!({
-                            "round": game.round,
-                            "guess": guess,
-                            "correct": correct,
-                            "location": if correct { Value::String(game.location.clone()) } else { Value::Null },
-                            "guesses": guesses,
-                            "hints_given": hints,
-                            "message": message,
-                        }))
-                    })
+                            let hints = game.hints_given;
+                            let message = if correct {
+                                format!(
+                                    "Yes, it is {}! You got it with {} and {}.",
+                                    game.location,
+                                    count(hints, "hint", "hints"),
+                                    count(guesses, "guess", "guesses")
+                                )
+                            } else if hints < 5 {
+                                format!("No, it is not {guess}. Ask for another hint, or guess again.")
+                            } else {
+                                format!(
+                                    "No, it is not {guess}. It starts with \"{}\"; guess again.",
+                                    game.location.chars().next().unwrap_or(' ')
+                                )
+                            };
+                            Ok(json!({
+                                "round": game.round,
+                                "guess": guess,
+                                "correct": correct,
+                                "location": if correct { Value::String(game.location.clone()) } else { Value::Null },
+                                "guesses": guesses,
+                                "hints_given": hints,
+                                "message": message,
+                            }))
+                        },
+                    )
                     .map_err(|e| ToolError::failed(e.to_string()))?;
                 // A wrong guess is recorded, and fails: the goal is not met.
                 if result["correct"] == Value::Bool(true) {
                     Ok(result)
                 } else {
-                    Err(ToolError::failed(result["message"].as_str().unwrap_or("That is not it.").to_string()))
+                    Err(ToolError::failed(
+                        result["message"].as_str().unwrap_or("That is not it.").to_string(),
+                    ))
                 }
             })
             .await

@@ -437,7 +437,11 @@ impl TravelStore {
 
     /// The flight or train numbered `number` (`SX412`, `sx 412`), if there is one.
     pub fn service_by_number(&self, number: &str) -> Result<Option<Service>, StoreError> {
-        let wanted: String = number.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_uppercase();
+        let wanted: String = number
+            .chars()
+            .filter(|c| !c.is_whitespace())
+            .collect::<String>()
+            .to_uppercase();
         let conn = self.connect()?;
         for mode in [Mode::Flight, Mode::Train] {
             let row = conn
@@ -770,23 +774,131 @@ const CITIES: &[(&str, &str, Option<&str>, bool)] = &[
     ("Nottingham", "United Kingdom", None, true),
 ];
 
-/// Yearly events: name, city, venue, first day (month, day), days, description.
-const EVENTS: &[(&str, &str, &str, (u32, u32), u64, &str)] = &[
-    ("Harbour Lantern Parade", "Sydney", "Circular Quay", (1, 24), 3, "Paper lanterns float past the quay at dusk."),
-    ("Sydney Winter Food Market", "Sydney", "The Rocks", (6, 13), 10, "Street food, mulled wine and fire pits."),
-    ("Bondi Kite Day", "Sydney", "Bondi Beach", (9, 14), 1, "Hundreds of kites over the beach."),
-    ("Yarra Lights Festival", "Melbourne", "Birrarung Marr", (3, 6), 11, "Light installations along the river, every night."),
-    ("Southbank Comedy Week", "Melbourne", "Southbank Theatre", (3, 22), 14, "Stand-up shows in theatres and bars."),
-    ("Laneway Jazz Nights", "Melbourne", "Hosier Lane", (7, 10), 4, "Jazz bands in the city's laneways."),
-    ("River Fire Week", "Brisbane", "South Bank", (9, 1), 7, "Fireworks and music on the river."),
-    ("Brisbane Mango Fair", "Brisbane", "Roma Street Parkland", (12, 5), 3, "Tropical fruit, cooking shows and a market."),
-    ("Swan River Arts Festival", "Perth", "Elizabeth Quay", (2, 8), 21, "Theatre, music and art by the river."),
-    ("Adelaide Fringe Lights", "Adelaide", "Rundle Park", (2, 20), 24, "Open-air shows and illuminated gardens."),
-    ("Barossa Harvest Weekend", "Adelaide", "Tanunda Showgrounds", (4, 4), 3, "Wine, food and the grape harvest."),
-    ("Waitematā Sailing Regatta", "Auckland", "Viaduct Harbour", (1, 26), 2, "Yachts race across the harbour."),
-    ("Auckland Lantern Nights", "Auckland", "Albert Park", (2, 27), 4, "Lanterns, food stalls and dance."),
-    ("Cuba Street Carnival", "Wellington", "Cuba Street", (3, 15), 2, "A street parade with bands and costumes."),
-    ("Capital Food Week", "Wellington", "Waterfront", (8, 8), 14, "Restaurants across the city serve festival menus."),
+/// A yearly event: name, city, venue, first day (month, day), days, description.
+type SeedEvent = (&'static str, &'static str, &'static str, (u32, u32), u64, &'static str);
+
+/// The yearly events.
+const EVENTS: &[SeedEvent] = &[
+    (
+        "Harbour Lantern Parade",
+        "Sydney",
+        "Circular Quay",
+        (1, 24),
+        3,
+        "Paper lanterns float past the quay at dusk.",
+    ),
+    (
+        "Sydney Winter Food Market",
+        "Sydney",
+        "The Rocks",
+        (6, 13),
+        10,
+        "Street food, mulled wine and fire pits.",
+    ),
+    (
+        "Bondi Kite Day",
+        "Sydney",
+        "Bondi Beach",
+        (9, 14),
+        1,
+        "Hundreds of kites over the beach.",
+    ),
+    (
+        "Yarra Lights Festival",
+        "Melbourne",
+        "Birrarung Marr",
+        (3, 6),
+        11,
+        "Light installations along the river, every night.",
+    ),
+    (
+        "Southbank Comedy Week",
+        "Melbourne",
+        "Southbank Theatre",
+        (3, 22),
+        14,
+        "Stand-up shows in theatres and bars.",
+    ),
+    (
+        "Laneway Jazz Nights",
+        "Melbourne",
+        "Hosier Lane",
+        (7, 10),
+        4,
+        "Jazz bands in the city's laneways.",
+    ),
+    (
+        "River Fire Week",
+        "Brisbane",
+        "South Bank",
+        (9, 1),
+        7,
+        "Fireworks and music on the river.",
+    ),
+    (
+        "Brisbane Mango Fair",
+        "Brisbane",
+        "Roma Street Parkland",
+        (12, 5),
+        3,
+        "Tropical fruit, cooking shows and a market.",
+    ),
+    (
+        "Swan River Arts Festival",
+        "Perth",
+        "Elizabeth Quay",
+        (2, 8),
+        21,
+        "Theatre, music and art by the river.",
+    ),
+    (
+        "Adelaide Fringe Lights",
+        "Adelaide",
+        "Rundle Park",
+        (2, 20),
+        24,
+        "Open-air shows and illuminated gardens.",
+    ),
+    (
+        "Barossa Harvest Weekend",
+        "Adelaide",
+        "Tanunda Showgrounds",
+        (4, 4),
+        3,
+        "Wine, food and the grape harvest.",
+    ),
+    (
+        "Waitematā Sailing Regatta",
+        "Auckland",
+        "Viaduct Harbour",
+        (1, 26),
+        2,
+        "Yachts race across the harbour.",
+    ),
+    (
+        "Auckland Lantern Nights",
+        "Auckland",
+        "Albert Park",
+        (2, 27),
+        4,
+        "Lanterns, food stalls and dance.",
+    ),
+    (
+        "Cuba Street Carnival",
+        "Wellington",
+        "Cuba Street",
+        (3, 15),
+        2,
+        "A street parade with bands and costumes.",
+    ),
+    (
+        "Capital Food Week",
+        "Wellington",
+        "Waterfront",
+        (8, 8),
+        14,
+        "Restaurants across the city serve festival menus.",
+    ),
 ];
 
 /// Flight routes (both ways): from, to, minutes, standard fare in A$.
@@ -809,7 +921,11 @@ const FLIGHT_ROUTES: &[(&str, &str, i64, i64)] = &[
 
 /// Each flight route's departures: time, fare in percent of the standard
 /// one, the weekdays it runs.
-const FLIGHT_TIMES: &[(&str, i64, &str)] = &[("07:00", 110, "1234567"), ("12:30", 90, "1234567"), ("18:15", 100, "123457")];
+const FLIGHT_TIMES: &[(&str, i64, &str)] = &[
+    ("07:00", 110, "1234567"),
+    ("12:30", 90, "1234567"),
+    ("18:15", 100, "123457"),
+];
 
 /// Train routes (both ways): from, to, minutes, standard fare in £.
 const TRAIN_ROUTES: &[(&str, &str, i64, i64)] = &[
@@ -858,7 +974,9 @@ fn seed(tx: &Transaction<'_>, today: NaiveDate) -> rusqlite::Result<()> {
             let Some(starts) = NaiveDate::from_ymd_opt(y, *month, *first) else {
                 continue;
             };
-            let ends = starts.checked_add_days(Days::new(days.saturating_sub(1))).unwrap_or(starts);
+            let ends = starts
+                .checked_add_days(Days::new(days.saturating_sub(1)))
+                .unwrap_or(starts);
             tx.execute(
                 "INSERT INTO events (name, city, venue, starts_on, ends_on, description) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![name, city, venue, day(starts), day(ends), description],
@@ -958,7 +1076,10 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, TravelStore) {
         let dir = tempfile::tempdir().unwrap();
-        let now = NaiveDate::from_ymd_opt(2025, 2, 20).unwrap().and_hms_opt(9, 0, 0).unwrap();
+        let now = NaiveDate::from_ymd_opt(2025, 2, 20)
+            .unwrap()
+            .and_hms_opt(9, 0, 0)
+            .unwrap();
         let store = TravelStore::open(dir.path().join("travel.db")).at(now);
         (dir, store)
     }
@@ -981,7 +1102,10 @@ mod tests {
         let flights = a.services(Mode::Flight, "Sydney", "Melbourne").unwrap();
         assert_eq!(flights.len(), 3);
         assert_eq!(flights[0].number, "SX100");
-        assert_eq!(a.service_by_number("ka 101").unwrap().unwrap().departs.to_string(), "12:30:00");
+        assert_eq!(
+            a.service_by_number("ka 101").unwrap().unwrap().departs.to_string(),
+            "12:30:00"
+        );
         assert_eq!(a.teams().unwrap().len(), 8);
     }
 
@@ -1000,7 +1124,13 @@ mod tests {
         let rovers = s.fixtures(Some("Mersey Rovers"), None, from, to).unwrap();
         let mut opponents: Vec<&str> = rovers
             .iter()
-            .map(|f| if f.home == "Mersey Rovers" { f.away.as_str() } else { f.home.as_str() })
+            .map(|f| {
+                if f.home == "Mersey Rovers" {
+                    f.away.as_str()
+                } else {
+                    f.home.as_str()
+                }
+            })
             .collect();
         opponents.sort_unstable();
         opponents.dedup();

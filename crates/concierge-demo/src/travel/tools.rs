@@ -124,10 +124,15 @@ fn find_city(
     what: &str,
 ) -> Result<City, ToolError> {
     let wanted = lowercase_words(text);
-    let cities: Vec<City> = store.cities().map_err(failed)?.into_iter().filter(|c| serves(c)).collect();
-    let exact = cities.iter().find(|c| {
-        c.name.to_lowercase() == wanted || c.airport.as_deref().is_some_and(|a| a.to_lowercase() == wanted)
-    });
+    let cities: Vec<City> = store
+        .cities()
+        .map_err(failed)?
+        .into_iter()
+        .filter(|c| serves(c))
+        .collect();
+    let exact = cities
+        .iter()
+        .find(|c| c.name.to_lowercase() == wanted || c.airport.as_deref().is_some_and(|a| a.to_lowercase() == wanted));
     let prefix: Vec<&City> = cities
         .iter()
         .filter(|c| wanted.len() >= 3 && c.name.to_lowercase().starts_with(&wanted))
@@ -145,7 +150,11 @@ fn find_city(
                 .collect();
             Err(invalid(
                 field,
-                format!("I know no {what} called '{}'. I know: {}.", text.trim(), known.join(", ")),
+                format!(
+                    "I know no {what} called '{}'. I know: {}.",
+                    text.trim(),
+                    known.join(", ")
+                ),
             ))
         }
     }
@@ -157,7 +166,10 @@ fn travel_day(field: &str, text: &str, today: NaiveDate) -> Result<NaiveDate, To
     if date < today {
         return Err(invalid(
             field,
-            format!("{} has passed: choose a day from today on.", date.format("%a %-d %b %Y")),
+            format!(
+                "{} has passed: choose a day from today on.",
+                date.format("%a %-d %b %Y")
+            ),
         ));
     }
     Ok(date)
@@ -338,7 +350,10 @@ fn search(
     let from = find_city(store, "origin", origin, serves, what)?;
     let to = find_city(store, "destination", destination, serves, what)?;
     if from.name == to.name {
-        return Err(invalid("destination", "The origin and the destination are the same city."));
+        return Err(invalid(
+            "destination",
+            "The origin and the destination are the same city.",
+        ));
     }
     let date = travel_day("date", date, today)?;
     if let Some(max) = max_price {
@@ -372,7 +387,12 @@ fn search(
                 money(l, currency),
                 cheapest.line(date)
             ),
-            _ => format!("No {noun} from {} to {} runs on {}.", from.name, to.name, long_day(date)),
+            _ => format!(
+                "No {noun} from {} to {} runs on {}.",
+                from.name,
+                to.name,
+                long_day(date)
+            ),
         };
         return Ok(json!({
             "origin": from.name, "destination": to.name, "date": day(date),
@@ -451,7 +471,10 @@ fn find_team(store: &TravelStore, text: &str) -> Result<Team, ToolError> {
         .filter(|t| {
             let name = t.name.to_lowercase();
             name == wanted
-                || (wanted.len() >= 3 && name.split(' ').any(|w| w == wanted || (w.len() > 4 && wanted.contains(w))))
+                || (wanted.len() >= 3
+                    && name
+                        .split(' ')
+                        .any(|w| w == wanted || (w.len() > 4 && wanted.contains(w))))
         })
         .collect();
     match matching.as_slice() {
@@ -463,7 +486,10 @@ fn find_team(store: &TravelStore, text: &str) -> Result<Team, ToolError> {
             } else {
                 format!("More than one club could be '{}'.", text.trim())
             };
-            Err(invalid("team", format!("{problem} The Albion League's clubs: {}.", names.join(", "))))
+            Err(invalid(
+                "team",
+                format!("{problem} The Albion League's clubs: {}.", names.join(", ")),
+            ))
         }
     }
 }
@@ -681,12 +707,19 @@ mod tests {
         assert!(spec.annotations.requires_confirmation);
         let properties = spec.input_schema["properties"].as_object().unwrap();
         let template = spec.confirm.clone().unwrap();
-        for placeholder in template.split('{').skip(1).filter_map(|p| p.split_once('}')).map(|p| p.0) {
+        for placeholder in template
+            .split('{')
+            .skip(1)
+            .filter_map(|p| p.split_once('}'))
+            .map(|p| p.0)
+        {
             assert!(properties.contains_key(placeholder), "{{{placeholder}}}");
         }
         let ask = |args: Value| concierge::core::confirmation_message(&spec, &args);
         assert_eq!(
-            ask(json!({"service": "SX100", "date": "2025-03-05", "summary": "SX100 Sydney 07:00 → Melbourne 08:35, A$164.00"})),
+            ask(
+                json!({"service": "SX100", "date": "2025-03-05", "summary": "SX100 Sydney 07:00 → Melbourne 08:35, A$164.00"})
+            ),
             "I'll create an invoice for SX100 on 2025-03-05 (SX100 Sydney 07:00 → Melbourne 08:35, A$164.00). Proceed?"
         );
         assert_eq!(

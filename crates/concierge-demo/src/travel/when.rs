@@ -79,7 +79,11 @@ pub fn parse_period(text: &str, today: NaiveDate) -> Option<Period> {
         }
         [word] => {
             if let Some(m) = month_number(word) {
-                let year = if m >= today.month() { today.year() } else { today.year() + 1 };
+                let year = if m >= today.month() {
+                    today.year()
+                } else {
+                    today.year() + 1
+                };
                 return NaiveDate::from_ymd_opt(year, m, 1).map(Period::Month);
             }
             // 2025-03
