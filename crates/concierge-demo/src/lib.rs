@@ -15,15 +15,23 @@
 pub mod calculator;
 pub mod crm;
 pub mod dates;
+pub mod hint_game;
 pub mod tasks;
 mod toolkit;
+pub mod travel;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 
 /// Every demo toolset: the calculator's, the task manager's and the CRM's
 /// (their agents are files in `examples/tasks/agents/` and `examples/crm/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
-    vec![calculator::toolset(), tasks::toolset(), crm::toolset()]
+    vec![
+        calculator::toolset(),
+        tasks::toolset(),
+        crm::toolset(),
+        travel::toolset(),
+        hint_game::toolset(),
+    ]
 }
 
 /// Every demo agent.
