@@ -15,15 +15,27 @@
 pub mod calculator;
 pub mod crm;
 pub mod dates;
+pub mod finance;
+pub mod food;
+pub mod hr;
+pub mod seeded_db;
 pub mod tasks;
 mod toolkit;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 
-/// Every demo toolset: the calculator's, the task manager's and the CRM's
-/// (their agents are files in `examples/tasks/agents/` and `examples/crm/agents/`).
+/// Every demo toolset: the calculator's, the task manager's, the CRM's and
+/// the assistant's domains' (their agents are files in `examples/tasks/agents/`,
+/// `examples/crm/agents/` and `examples/assistant/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
-    vec![calculator::toolset(), tasks::toolset(), crm::toolset()]
+    vec![
+        calculator::toolset(),
+        tasks::toolset(),
+        crm::toolset(),
+        finance::toolset(),
+        hr::toolset(),
+        food::toolset(),
+    ]
 }
 
 /// Every demo agent.
