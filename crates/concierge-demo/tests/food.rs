@@ -13,7 +13,7 @@ use concierge::{ModelReply, RunStatus};
 #[tokio::test]
 async fn rules_menu_cart_and_checkout_after_yes() {
     let a = assistant(None).await;
-    let out = a.say("s1", "show me the menu").await;
+    let out = a.say("s1", "show me the food menu").await;
     assert_eq!(out.agent.as_str(), "food", "{out:?}");
     assert!(out.reply.unwrap().starts_with("Trattoria Demo's menu: #1 Margherita pizza $12.50;"));
 
@@ -49,7 +49,7 @@ async fn rules_menu_cart_and_checkout_after_yes() {
     assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(
         out.reply.as_deref(),
-        Some("Your cart is empty. Say \"show the menu\" to pick something.")
+        Some("Your cart is empty. Say \"show the food menu\" to pick something.")
     );
     assert_eq!(a.food.orders().unwrap().len(), 1);
 }

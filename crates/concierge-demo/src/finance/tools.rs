@@ -75,7 +75,7 @@ fn find_account<'a>(all: &'a [Account], customer: &Customer, text: &str, others:
             list(&own)
         ));
     }
-    if let Some(account) = own.iter().find(|a| a.name.eq_ignore_ascii_case(wanted)) {
+    if let Some(account) = own.iter().copied().find(|a| a.name.eq_ignore_ascii_case(wanted)) {
         return Ok(account);
     }
     let kind = if wanted.contains("checking") || wanted == "check" {
@@ -89,7 +89,7 @@ fn find_account<'a>(all: &'a [Account], customer: &Customer, text: &str, others:
         let of_kind: Vec<&Account> = own.iter().copied().filter(|a| a.kind == kind).collect();
         let open: Vec<&Account> = of_kind.iter().copied().filter(|a| a.is_open()).collect();
         match (open.as_slice(), of_kind.as_slice()) {
-            ([one], _) | ([], [one]) => return Ok(one),
+            ([one], _) | ([], [one]) => return Ok(*one),
             ([], []) => {}
             _ => {
                 return Err(format!(
@@ -153,7 +153,7 @@ db_tool!(
             },
             None => all.iter().filter(|a| a.customer_id == customer.id).collect(),
         };
-        let (open, not): (Vec<&Account>, Vec<&Account>) = checked.iter().partition(|a| a.is_open());
+        let (open, not): (Vec<&Account>, Vec<&Account>) = checked.iter().copied().partition(|a| a.is_open());
         let message = match (open.as_slice(), not.as_slice()) {
             ([one], []) => format!("{} is valid and open, held by {}.", one.label(), customer.name),
             (_, []) => format!("{}'s accounts are valid and open: {}.", customer.name, list(&open)),

@@ -53,7 +53,7 @@ fn find_item<'m>(items: &'m [MenuItem], text: &str) -> Result<&'m MenuItem, Resu
     if let Ok(n) = t.trim_start_matches('#').trim().parse::<i64>() {
         return items.iter().find(|i| i.id == n).ok_or_else(|| {
             Err(ToolError::failed(format!(
-                "There is no item #{n} on the menu. Say \"show the menu\" to see it."
+                "There is no item #{n} on the menu. Say \"show the food menu\" to see it."
             )))
         });
     }
@@ -172,7 +172,7 @@ db_tool!(
         };
         if !item.available {
             return Err(ToolError::failed(format!(
-                "{} is sold out today. Say \"show the menu\" to pick something else.",
+                "{} is sold out today. Say \"show the food menu\" to pick something else.",
                 item.name
             )));
         }
@@ -221,7 +221,7 @@ db_tool!(
             return Ok(json!({
                 "lines": [],
                 "total": 0.0,
-                "message": "Your cart is empty. Say \"show the menu\" to pick something.",
+                "message": "Your cart is empty. Say \"show the food menu\" to pick something.",
             }));
         }
         let sum = total(&lines);
@@ -260,7 +260,6 @@ db_tool!(
     Checkout, "checkout", FoodStore, "food", CheckoutArgs, writes(true), Some(CHECKOUT_CONFIRM),
     |store, args, cx| {
         let expected = match args.total {
-            Some(t) if t == 0.0 => Some(0),
             Some(t) => Some(cents(t).ok_or_else(|| invalid("total", "The total must be an amount in dollars, e.g. 31.50."))?),
             None => None,
         };
