@@ -133,7 +133,13 @@ fn shown(value: &Value, filter: Option<&str>) -> String {
 fn money(value: &Value) -> Option<String> {
     let amount = match value {
         Value::Number(n) => n.as_f64()?,
-        Value::String(text) => text.trim().trim_start_matches('$').replace(',', "").trim().parse::<f64>().ok()?,
+        Value::String(text) => text
+            .trim()
+            .trim_start_matches('$')
+            .replace(',', "")
+            .trim()
+            .parse::<f64>()
+            .ok()?,
         _ => return None,
     };
     if !amount.is_finite() || amount.abs() >= 1e15 {

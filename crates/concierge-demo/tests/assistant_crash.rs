@@ -151,7 +151,13 @@ async fn assistant_crash_child() {
 
 fn spawn(dir: &Path, kind: &str, crash_at: &str, mode: &str) -> (Child, BufReader<ChildStdout>) {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["assistant_crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args([
+            "assistant_crash_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("CRASH_DIR", dir)
         .env("CRASH_KIND", kind)
         .env("CRASH_AT", crash_at)
@@ -201,7 +207,11 @@ fn killed_inside_move_money_both_balances_are_as_if_it_ran_once() {
         )
     };
     let reply = killed_inside_then_resumed(dir.path(), "finance", "move_money", || {
-        assert_eq!(balances(), (195_000, 1_070_000), "the transfer committed before the crash");
+        assert_eq!(
+            balances(),
+            (195_000, 1_070_000),
+            "the transfer committed before the crash"
+        );
     });
     assert_eq!(
         reply,

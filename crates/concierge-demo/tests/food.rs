@@ -15,7 +15,11 @@ async fn rules_menu_cart_and_checkout_after_yes() {
     let a = assistant(None).await;
     let out = a.say("s1", "show me the food menu").await;
     assert_eq!(out.agent.as_str(), "food", "{out:?}");
-    assert!(out.reply.unwrap().starts_with("Trattoria Demo's menu: #1 Margherita pizza $12.50;"));
+    assert!(
+        out.reply
+            .unwrap()
+            .starts_with("Trattoria Demo's menu: #1 Margherita pizza $12.50;")
+    );
 
     let out = a.say("s1", "add 2 margherita pizzas to my cart").await;
     assert_eq!(
@@ -37,13 +41,18 @@ async fn rules_menu_cart_and_checkout_after_yes() {
     let out = a.say("s1", "yes").await;
     assert_eq!(
         out.reply.as_deref(),
-        Some("Placed order #1 with Trattoria Demo: 2 × Margherita pizza, 1 × Tiramisu, $31.50. It will be ready in about 30 minutes.")
+        Some(
+            "Placed order #1 with Trattoria Demo: 2 × Margherita pizza, 1 × Tiramisu, $31.50. It will be ready in about 30 minutes."
+        )
     );
     let orders = a.food.orders().unwrap();
     assert_eq!(orders.len(), 1);
     assert_eq!((orders[0].owner.as_str(), orders[0].total_cents), ("session:s1", 3_150));
     assert_eq!(orders[0].lines.len(), 2);
-    assert!(a.food.cart("session:s1").unwrap().is_empty(), "checking out empties the cart");
+    assert!(
+        a.food.cart("session:s1").unwrap().is_empty(),
+        "checking out empties the cart"
+    );
     // Back at the hub; an empty cart has nothing to check out.
     let out = a.say("s1", "check out").await;
     assert_eq!(out.status, RunStatus::Completed);
@@ -82,7 +91,10 @@ async fn rules_carts_belong_to_sessions_or_users_and_a_vague_dish_is_a_choice() 
 #[tokio::test]
 async fn model_adds_then_checks_out_what_it_showed() {
     let model = ScriptedModel::new()
-        .reply(ModelReply::tool_call("add_to_cart", r#"{"item": "margherita pizza", "quantity": "2"}"#))
+        .reply(ModelReply::tool_call(
+            "add_to_cart",
+            r#"{"item": "margherita pizza", "quantity": "2"}"#,
+        ))
         .reply(ModelReply::text("Two margheritas are in your cart ($25.00)."))
         .reply(ModelReply::tool_call("show_cart", "{}"))
         .reply(ModelReply::tool_call(
@@ -105,4 +117,23 @@ async fn model_adds_then_checks_out_what_it_showed() {
     let orders = a.food.orders().unwrap();
     assert_eq!((orders.len(), orders[0].total_cents), (1, 2_500));
     assert!(a.food.cart("session:m1").unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn one_session_books_pto_orders_food_and_moves_money() {
+    let a = assistant(None).await;
+    let out = a.say("s1", "I'd like to take next Friday off").await;
+    assert_eq!(out.agent.as_str(), "hr");
+    a.say("s1", "yes").await;
+    let out = a.say("s1", "add 2 margherita pizzas to my cart").await;
+    assert_eq!(out.agent.as_str(), "food", "{out:?}");
+    let out = a.say("s1", "check out").await;
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    a.say("s1", "yes").await;
+    let out = a.say("s1", "move $500 from checking to savings").await;
+    assert_eq!(out.agent.as_str(), "finance", "{out:?}");
+    a.say("s1", "yes").await;
+    assert_eq!(a.hr.employee("E-1001").unwrap().unwrap().pto_days, 11.5);
+    assert_eq!(a.food.orders().unwrap().len(), 1);
+    assert_eq!(a.finance.account("SAV-1002").unwrap().unwrap().balance_cents, 1_070_000);
 }

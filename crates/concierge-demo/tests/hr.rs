@@ -35,11 +35,17 @@ async fn rules_take_next_friday_off_books_after_yes_and_the_balance_drops_by_one
     let bookings = a.hr.bookings().unwrap();
     assert_eq!(bookings.len(), 1);
     let b = &bookings[0];
-    assert_eq!((b.employee_id.as_str(), b.start, b.end, b.days), ("E-1001", day(3, 7), day(3, 7), 1.0));
+    assert_eq!(
+        (b.employee_id.as_str(), b.start, b.end, b.days),
+        ("E-1001", day(3, 7), day(3, 7), 1.0)
+    );
     assert_eq!(balance(&a, "E-1002"), 4.0, "only the asker's balance changed");
     // Booking finished the goal: the next message is routed afresh.
     let sessions = a.rt.sessions().await.unwrap();
-    assert_eq!(sessions.iter().find(|s| s.id.as_str() == "s1").unwrap().agent.as_str(), "hub");
+    assert_eq!(
+        sessions.iter().find(|s| s.id.as_str() == "s1").unwrap().agent.as_str(),
+        "hub"
+    );
 }
 
 #[tokio::test]
@@ -88,7 +94,10 @@ async fn rules_balances_now_and_ahead_and_the_paycheck() {
     let a = assistant(None).await;
     let out = a.say("s1", "how much PTO do I have?").await;
     assert_eq!(out.agent.as_str(), "hr");
-    assert_eq!(out.reply.as_deref(), Some("Jordan Avery has 12.5 days of PTO (100 hours)."));
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Jordan Avery has 12.5 days of PTO (100 hours).")
+    );
     let out = a.say("s2", "how much PTO will I have on June 1?").await;
     assert_eq!(
         out.reply.as_deref(),
@@ -106,7 +115,10 @@ async fn rules_balances_now_and_ahead_and_the_paycheck() {
     );
     let out = a.say_as("priya", "s4", "did my paycheck reach the bank?").await;
     let reply = out.reply.unwrap();
-    assert!(reply.starts_with("Priya Natarajan's paycheck of $3,125.00 for Feb 28 was not deposited: the bank returned"), "{reply}");
+    assert!(
+        reply.starts_with("Priya Natarajan's paycheck of $3,125.00 for Feb 28 was not deposited: the bank returned"),
+        "{reply}"
+    );
     assert_eq!(a.hr.db().applied_count().unwrap(), 0, "questions change nothing");
 }
 
@@ -129,7 +141,11 @@ async fn model_take_next_friday_off_books_after_yes_and_the_balance_drops_by_one
     assert_eq!(out.reply.as_deref(), Some("Done: next Friday is booked off."));
     assert_eq!(balance(&a, "E-1001"), 11.5);
     let bookings = a.hr.bookings().unwrap();
-    assert_eq!((bookings.len(), bookings[0].start), (1, day(3, 7)), "next Friday, from the question's day");
+    assert_eq!(
+        (bookings.len(), bookings[0].start),
+        (1, day(3, 7)),
+        "next Friday, from the question's day"
+    );
     assert_eq!(model.requests().len(), 2, "the routing needed no model call");
 }
 

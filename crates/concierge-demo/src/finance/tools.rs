@@ -425,7 +425,10 @@ mod tests {
         assert_eq!(find_account(&all, &c, "savings SAV-2", false).unwrap().id, "SAV-2");
         assert_eq!(find_account(&all, &c, "CHK-3", true).unwrap().id, "CHK-3");
         let theirs = find_account(&all, &c, "CHK-3", false).unwrap_err();
-        assert!(theirs.starts_with("CHK-3 is not one of Jordan Avery's accounts."), "{theirs}");
+        assert!(
+            theirs.starts_with("CHK-3 is not one of Jordan Avery's accounts."),
+            "{theirs}"
+        );
         let none = find_account(&all, &c, "brokerage", false).unwrap_err();
         assert!(none.starts_with("I could not find an account 'brokerage'"), "{none}");
     }

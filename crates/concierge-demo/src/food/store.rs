@@ -176,9 +176,8 @@ fn orders(conn: &Connection) -> rusqlite::Result<Vec<Order>> {
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut lines = conn.prepare(
-        "SELECT item_id, name, quantity, price_cents FROM order_items WHERE order_id = ?1 ORDER BY rowid",
-    )?;
+    let mut lines = conn
+        .prepare("SELECT item_id, name, quantity, price_cents FROM order_items WHERE order_id = ?1 ORDER BY rowid")?;
     heads
         .into_iter()
         .map(|mut order| {
@@ -231,13 +230,55 @@ CREATE TABLE IF NOT EXISTS order_items (
 
 /// Name, section, description, price in cents, available today.
 const MENU: &[(&str, &str, &str, i64, bool)] = &[
-    ("Margherita pizza", "pizza", "Tomato, mozzarella and basil.", 1_250, true),
-    ("Pepperoni pizza", "pizza", "Tomato, mozzarella and spicy pepperoni.", 1_400, true),
-    ("Spaghetti carbonara", "pasta", "Egg, pecorino, guanciale and black pepper.", 1_375, true),
-    ("Mushroom risotto", "pasta", "Arborio rice with porcini and parmesan.", 1_300, false),
-    ("Caesar salad", "salads", "Romaine, croutons, parmesan and Caesar dressing.", 925, true),
-    ("Garlic bread", "sides", "Toasted ciabatta with garlic butter.", 550, true),
-    ("Tiramisu", "desserts", "Espresso-soaked ladyfingers and mascarpone.", 650, true),
+    (
+        "Margherita pizza",
+        "pizza",
+        "Tomato, mozzarella and basil.",
+        1_250,
+        true,
+    ),
+    (
+        "Pepperoni pizza",
+        "pizza",
+        "Tomato, mozzarella and spicy pepperoni.",
+        1_400,
+        true,
+    ),
+    (
+        "Spaghetti carbonara",
+        "pasta",
+        "Egg, pecorino, guanciale and black pepper.",
+        1_375,
+        true,
+    ),
+    (
+        "Mushroom risotto",
+        "pasta",
+        "Arborio rice with porcini and parmesan.",
+        1_300,
+        false,
+    ),
+    (
+        "Caesar salad",
+        "salads",
+        "Romaine, croutons, parmesan and Caesar dressing.",
+        925,
+        true,
+    ),
+    (
+        "Garlic bread",
+        "sides",
+        "Toasted ciabatta with garlic butter.",
+        550,
+        true,
+    ),
+    (
+        "Tiramisu",
+        "desserts",
+        "Espresso-soaked ladyfingers and mascarpone.",
+        650,
+        true,
+    ),
     ("Lemonade", "drinks", "Freshly squeezed, lightly sweet.", 325, true),
 ];
 

@@ -227,9 +227,36 @@ CREATE TABLE IF NOT EXISTS paychecks (
 
 /// Number, name, email, PTO days, accrual per month, bank, last four digits, net pay in cents.
 const EMPLOYEES: &[(&str, &str, &str, f64, f64, &str, &str, i64)] = &[
-    ("E-1001", "Jordan Avery", "jordan.avery@example.com", 12.5, 1.25, "First Demo Bank", "4321", 288_462),
-    ("E-1002", "Priya Natarajan", "priya.natarajan@example.com", 4.0, 1.5, "Harbor Credit Union", "7788", 312_500),
-    ("E-1003", "Sam Okafor", "sam.okafor@example.com", 0.5, 1.0, "First Demo Bank", "0456", 196_154),
+    (
+        "E-1001",
+        "Jordan Avery",
+        "jordan.avery@example.com",
+        12.5,
+        1.25,
+        "First Demo Bank",
+        "4321",
+        288_462,
+    ),
+    (
+        "E-1002",
+        "Priya Natarajan",
+        "priya.natarajan@example.com",
+        4.0,
+        1.5,
+        "Harbor Credit Union",
+        "7788",
+        312_500,
+    ),
+    (
+        "E-1003",
+        "Sam Okafor",
+        "sam.okafor@example.com",
+        0.5,
+        1.0,
+        "First Demo Bank",
+        "0456",
+        196_154,
+    ),
 ];
 
 fn stored(d: NaiveDate) -> String {

@@ -41,8 +41,15 @@ fn employee(conn: &Connection, store: &HrStore, cx: &ToolContext) -> Result<Empl
 
 /// "12.5 days" / "1 day".
 pub fn days(n: f64) -> String {
-    let shown = if n.fract() == 0.0 { format!("{n:.0}") } else { format!("{n}") };
-    format!("{shown} {}", if (n - 1.0).abs() < f64::EPSILON { "day" } else { "days" })
+    let shown = if n.fract() == 0.0 {
+        format!("{n:.0}")
+    } else {
+        format!("{n}")
+    };
+    format!(
+        "{shown} {}",
+        if (n - 1.0).abs() < f64::EPSILON { "day" } else { "days" }
+    )
 }
 
 /// "Friday, Mar 14".
@@ -66,7 +73,9 @@ pub fn working_days(start: NaiveDate, end: NaiveDate) -> Vec<NaiveDate> {
 /// How many firsts of a month fall after `from` and on or before `to`.
 pub fn accruals_between(from: NaiveDate, to: NaiveDate) -> u32 {
     let mut count = 0;
-    let mut month = from.with_day(1).and_then(|d| d.checked_add_months(chrono::Months::new(1)));
+    let mut month = from
+        .with_day(1)
+        .and_then(|d| d.checked_add_months(chrono::Months::new(1)));
     while let Some(first) = month.filter(|m| *m <= to) {
         count += 1;
         month = first.checked_add_months(chrono::Months::new(1));
@@ -369,7 +378,11 @@ mod tests {
         assert_eq!(accruals_between(d(3, 5), d(3, 31)), 0);
         assert_eq!(accruals_between(d(3, 5), d(4, 1)), 1);
         assert_eq!(accruals_between(d(3, 5), d(6, 15)), 3);
-        assert_eq!(accruals_between(d(3, 1), d(3, 1)), 0, "today's credit is in the balance");
+        assert_eq!(
+            accruals_between(d(3, 1), d(3, 1)),
+            0,
+            "today's credit is in the balance"
+        );
         assert_eq!(days(1.0), "1 day");
         assert_eq!(days(12.5), "12.5 days");
         assert_eq!(days(3.0), "3 days");

@@ -44,10 +44,7 @@ impl Assistant {
     /// A message in `session`, through the hub unless the session already
     /// talks to an agent.
     pub async fn say(&self, session: &str, text: &str) -> RunOutput {
-        self.rt
-            .send(text, RunOptions::new().session_id(session))
-            .await
-            .unwrap()
+        self.rt.send(text, RunOptions::new().session_id(session)).await.unwrap()
     }
 
     /// The same, asked by `user`.
