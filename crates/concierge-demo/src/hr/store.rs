@@ -225,8 +225,20 @@ CREATE TABLE IF NOT EXISTS paychecks (
 );
 ";
 
-/// Number, name, email, PTO days, accrual per month, bank, last four digits, net pay in cents.
-const EMPLOYEES: &[(&str, &str, &str, f64, f64, &str, &str, i64)] = &[
+/// A seed employee: number, name, email, PTO days, accrual per month, bank,
+/// last four digits, net pay in cents.
+type SeedEmployee = (
+    &'static str,
+    &'static str,
+    &'static str,
+    f64,
+    f64,
+    &'static str,
+    &'static str,
+    i64,
+);
+
+const EMPLOYEES: &[SeedEmployee] = &[
     (
         "E-1001",
         "Jordan Avery",
