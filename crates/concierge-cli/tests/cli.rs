@@ -615,10 +615,17 @@ fn errors_speak_of_flags_and_are_printed_once() {
     let out = concierge(dir.path(), &["tools", "nope"]);
     let lines = error_lines(&out);
     assert_eq!(lines.len(), 1, "{lines:?}");
-    // The demo tools: the calculator, the task manager's and the CRM's.
+    // The demo tools: the calculator, the task manager's, the CRM's and the assistant's domains'.
     assert!(
         lines[0].starts_with("error: no tool named \"nope\"; tools: add_interaction_to_contact, add_note_to_contact, ")
-            && lines[0].contains(", calculator, complete_task, create_task, ")
+            && [
+                ", calculator, ",
+                ", complete_task, ",
+                ", create_task, ",
+                ", move_money, "
+            ]
+            .iter()
+            .all(|name| lines[0].contains(name))
             && lines[0].ends_with(" (`concierge tools` lists them)"),
         "{lines:?}"
     );

@@ -68,7 +68,7 @@ pub fn fill_template(template: &str, arguments: &Value) -> String {
         out.push_str(&fill_placeholders(&rest[..open], arguments));
         if names.is_empty() {
             out.push_str(&fill_placeholders(&rest[open..=close], arguments));
-        } else if names.iter().all(|name| lookup(arguments, name).is_some()) {
+        } else if names.iter().all(|name| lookup(arguments, filtered(name).0).is_some()) {
             out.push_str(&fill_placeholders(inner, arguments));
         }
         rest = &rest[close + 1..];
@@ -102,7 +102,60 @@ fn placeholders(text: &str) -> Vec<&str> {
 }
 
 fn is_placeholder(name: &str) -> bool {
-    !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+    let (path, filter) = filtered(name);
+    !path.is_empty()
+        && path.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+        && filter.is_none_or(|f| FILTERS.contains(&f))
+}
+
+/// How a placeholder may ask for its value to be shown: `{amount|money}`
+/// reads `500` or `"$500"` as "$500.00".
+const FILTERS: &[&str] = &["money"];
+
+/// A placeholder's argument path and its filter (`amount|money` → `amount`, `money`).
+fn filtered(name: &str) -> (&str, Option<&str>) {
+    match name.split_once('|') {
+        Some((path, filter)) => (path.trim(), Some(filter.trim())),
+        None => (name, None),
+    }
+}
+
+/// A value as its placeholder's filter shows it.
+fn shown(value: &Value, filter: Option<&str>) -> String {
+    match filter {
+        Some("money") => money(value).unwrap_or_else(|| readable(value)),
+        _ => readable(value),
+    }
+}
+
+/// An amount of dollars as people write it ("$1,250.50"), from a number or
+/// a numeric text ("500", "$1,250.5"); `None` for anything else.
+fn money(value: &Value) -> Option<String> {
+    let amount = match value {
+        Value::Number(n) => n.as_f64()?,
+        Value::String(text) => text
+            .trim()
+            .trim_start_matches('$')
+            .replace(',', "")
+            .trim()
+            .parse::<f64>()
+            .ok()?,
+        _ => return None,
+    };
+    if !amount.is_finite() || amount.abs() >= 1e15 {
+        return None;
+    }
+    let cents = (amount.abs() * 100.0).round() as u64;
+    let whole = (cents / 100).to_string();
+    let mut grouped = String::with_capacity(whole.len() + whole.len() / 3);
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    let sign = if amount < 0.0 && cents > 0 { "-" } else { "" };
+    Some(format!("{sign}${grouped}.{:02}", cents % 100))
 }
 
 fn fill_placeholders(template: &str, arguments: &Value) -> String {
@@ -120,7 +173,8 @@ fn fill_placeholders(template: &str, arguments: &Value) -> String {
             if let Some(end) = tail.find('}') {
                 let name = tail[1..end].trim();
                 if is_placeholder(name) {
-                    out.push_str(&lookup(arguments, name).map_or_else(|| "not set".to_string(), readable));
+                    let (path, filter) = filtered(name);
+                    out.push_str(&lookup(arguments, path).map_or_else(|| "not set".to_string(), |v| shown(v, filter)));
                     rest = &tail[end + 1..];
                     continue;
                 }
@@ -828,5 +882,27 @@ mod tests {
             check_arguments(&spec, &json!({"title": 4})),
             Err("Title must be text".into())
         );
+    }
+
+    #[test]
+    fn a_money_placeholder_shows_dollars_and_cents() {
+        let template = "I'll move {amount|money} from {from} to {to}.[ Fee {fee|money}.] Proceed?";
+        let ask = |args: Value| fill_template(template, &args);
+        assert_eq!(
+            ask(json!({"amount": 500, "from": "checking", "to": "savings"})),
+            "I'll move $500.00 from checking to savings. Proceed?"
+        );
+        assert_eq!(
+            ask(json!({"amount": "$1,250.5", "from": "a", "to": "b", "fee": 0.999})),
+            "I'll move $1,250.50 from a to b. Fee $1.00. Proceed?"
+        );
+        // Text that is not an amount shows as written; an unknown filter is literal.
+        assert_eq!(
+            ask(json!({"amount": "five hundred", "from": "a", "to": "b"})),
+            "I'll move five hundred from a to b. Proceed?"
+        );
+        assert_eq!(fill_template("{amount|shout}", &json!({"amount": 1})), "{amount|shout}");
+        assert_eq!(fill_template("{n|money}", &json!({"n": 1234567.891})), "$1,234,567.89");
+        assert_eq!(fill_template("{n|money}", &json!({"n": -20})), "-$20.00");
     }
 }

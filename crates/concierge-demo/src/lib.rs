@@ -16,14 +16,19 @@ pub mod calculator;
 pub mod crm;
 pub mod dates;
 pub mod hint_game;
+pub mod finance;
+pub mod food;
+pub mod hr;
+pub mod seeded_db;
 pub mod tasks;
 mod toolkit;
 pub mod travel;
 
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
 
-/// Every demo toolset: the calculator's, the task manager's and the CRM's
-/// (their agents are files in `examples/tasks/agents/` and `examples/crm/agents/`).
+/// Every demo toolset: the calculator's, the task manager's, the CRM's and
+/// the assistant's domains' (their agents are files in `examples/tasks/agents/`,
+/// `examples/crm/agents/` and `examples/assistant/agents/`).
 pub fn toolsets() -> Vec<Toolset> {
     vec![
         calculator::toolset(),
@@ -31,6 +36,9 @@ pub fn toolsets() -> Vec<Toolset> {
         crm::toolset(),
         travel::toolset(),
         hint_game::toolset(),
+        finance::toolset(),
+        hr::toolset(),
+        food::toolset(),
     ]
 }
 
