@@ -27,7 +27,9 @@ pub const PREVIEW_ENV: &str = "CONCIERGE_ORDERS_PREVIEW";
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// The stdio session could not start or broke off.
-    #[error("the MCP session over stdio failed: {0}; check that the client speaks MCP on this process's stdin and stdout")]
+    #[error(
+        "the MCP session over stdio failed: {0}; check that the client speaks MCP on this process's stdin and stdout"
+    )]
     Stdio(String),
     /// The HTTP address could not be used.
     #[error("cannot serve HTTP on {addr}: {message}; pick a free loopback port, e.g. --http 127.0.0.1:8765")]
@@ -151,7 +153,10 @@ impl ServerHandler for OrdersServer {
             .map_err(|e| ErrorData::internal_error(format!("the {name} call stopped: {e}"), None))?;
         let result = match outcome {
             None => {
-                let offered: Vec<String> = tools::catalog(self.preview).iter().map(|t| t.name.to_string()).collect();
+                let offered: Vec<String> = tools::catalog(self.preview)
+                    .iter()
+                    .map(|t| t.name.to_string())
+                    .collect();
                 return Err(ErrorData::invalid_params(
                     format!("There is no tool {name}; this server offers {}.", offered.join(", ")),
                     None,

@@ -88,7 +88,11 @@ impl FromStr for OrderStatus {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let wanted = s.trim().to_ascii_lowercase();
-        let wanted = if wanted == "canceled" { "cancelled".to_string() } else { wanted };
+        let wanted = if wanted == "canceled" {
+            "cancelled".to_string()
+        } else {
+            wanted
+        };
         OrderStatus::ALL
             .into_iter()
             .find(|status| status.as_str() == wanted)
@@ -155,7 +159,11 @@ impl Order {
     /// One line for people: `Order 1001 placed 2025-03-01: shipped, 2 items, $107.50`.
     pub fn line(&self) -> String {
         let count: i64 = self.items.iter().map(|i| i.quantity).sum();
-        let items = if count == 1 { "1 item".to_string() } else { format!("{count} items") };
+        let items = if count == 1 {
+            "1 item".to_string()
+        } else {
+            format!("{count} items")
+        };
         format!(
             "Order {} placed {}: {}, {items}, {}",
             self.id,
@@ -369,7 +377,12 @@ impl OrderStore {
         rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.db_error(e))
     }
 
-    fn read_orders(&self, conn: &Connection, filter: &str, args: &[&dyn rusqlite::ToSql]) -> Result<Vec<Order>, StoreError> {
+    fn read_orders(
+        &self,
+        conn: &Connection,
+        filter: &str,
+        args: &[&dyn rusqlite::ToSql],
+    ) -> Result<Vec<Order>, StoreError> {
         let sql = format!(
             "SELECT o.id, o.customer_id, o.placed_on, o.status, o.total_cents, o.updated_at, s.tracking_number \
              FROM orders o LEFT JOIN shipments s ON s.order_id = o.id {filter} ORDER BY o.placed_on DESC, o.id DESC"
@@ -463,7 +476,12 @@ impl OrderStore {
         self.read_shipment(&conn, "order_id = ?1", &order_id)
     }
 
-    fn read_shipment(&self, conn: &Connection, filter: &str, arg: &dyn rusqlite::ToSql) -> Result<Option<Shipment>, StoreError> {
+    fn read_shipment(
+        &self,
+        conn: &Connection,
+        filter: &str,
+        arg: &dyn rusqlite::ToSql,
+    ) -> Result<Option<Shipment>, StoreError> {
         let row = conn
             .query_row(
                 &format!(
@@ -849,7 +867,12 @@ const ORDERS: &[SeedOrder] = &[
 const IN_TRANSIT: &[(i64, &str, &str, &str)] = &[
     (0, "09:10:00", WAREHOUSE, "Label created, waiting for pickup"),
     (0, "17:40:00", "Portland, OR", "Picked up by Parcel Express"),
-    (1, "06:15:00", "Salt Lake City, UT sorting hub", "Arrived at sorting hub"),
+    (
+        1,
+        "06:15:00",
+        "Salt Lake City, UT sorting hub",
+        "Arrived at sorting hub",
+    ),
     (1, "22:05:00", "Salt Lake City, UT sorting hub", "Departed sorting hub"),
 ];
 
@@ -904,17 +927,18 @@ fn seed(tx: &Transaction<'_>, today: NaiveDate) -> rusqlite::Result<()> {
             )?;
         }
         if let Some(delivered) = delivered {
-            let (_, city, _, _) = CUSTOMERS.iter().find(|c| c.0 == *customer).copied().unwrap_or(CUSTOMERS[0]);
+            let (_, city, _, _) = CUSTOMERS
+                .iter()
+                .find(|c| c.0 == *customer)
+                .copied()
+                .unwrap_or(CUSTOMERS[0]);
             tx.execute(
                 "INSERT INTO tracking_events (tracking_number, at, location, description) VALUES (?1, ?2, ?3, 'Delivered')",
                 params![number, format!("{} 14:30:00", date(add_days(today, *delivered))), city],
             )?;
         }
     }
-    tx.execute(
-        "INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)",
-        [date(today)],
-    )?;
+    tx.execute("INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)", [date(today)])?;
     Ok(())
 }
 
@@ -939,7 +963,10 @@ mod tests {
         assert_eq!(order.tracking_number.as_deref(), Some("PX41001US"));
         let shipment = store.shipment("px41001us").unwrap().unwrap();
         assert_eq!(shipment.events.len(), 4);
-        assert_eq!(shipment.estimated_delivery, NaiveDate::from_ymd_opt(2025, 3, 7).unwrap());
+        assert_eq!(
+            shipment.estimated_delivery,
+            NaiveDate::from_ymd_opt(2025, 3, 7).unwrap()
+        );
         assert_eq!(store.customer("MAYA.CHEN@example.com").unwrap().unwrap().id, "C100");
         assert_eq!(store.customer_orders("C100", None, None, None).unwrap().len(), 3);
         store.ensure().unwrap();
@@ -963,7 +990,9 @@ mod tests {
             .unwrap();
         assert_eq!(
             refused,
-            Applied::Unchanged("Order 1007 is cancelled, so it cannot become shipped; it cannot change any more.".into())
+            Applied::Unchanged(
+                "Order 1007 is cancelled, so it cannot become shipped; it cannot change any more.".into()
+            )
         );
         assert_eq!(store.applied_count().unwrap(), 1);
         assert!("Canceled".parse::<OrderStatus>().is_ok());

@@ -213,11 +213,9 @@ pub fn call(
 fn order_id(args: &JsonObject, field: &str) -> Result<Option<i64>, ToolFailure> {
     match args.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => n
-            .as_i64()
-            .filter(|n| *n > 0)
-            .map(Some)
-            .ok_or_else(|| ToolFailure::Arguments(format!("{n} is not an order number; order numbers look like 1001."))),
+        Some(Value::Number(n)) => n.as_i64().filter(|n| *n > 0).map(Some).ok_or_else(|| {
+            ToolFailure::Arguments(format!("{n} is not an order number; order numbers look like 1001."))
+        }),
         Some(Value::String(s)) => {
             let digits = s.trim().trim_start_matches('#');
             digits.parse::<i64>().ok().filter(|n| *n > 0).map(Some).ok_or_else(|| {
@@ -363,8 +361,9 @@ fn get_order(store: &OrderStore, args: &JsonObject) -> Result<Value, ToolFailure
 }
 
 fn get_customer_orders(store: &OrderStore, args: &JsonObject) -> Result<Value, ToolFailure> {
-    let wanted = text(args, "customer_id")
-        .ok_or_else(|| ToolFailure::Arguments("Whose orders? Give a customer id (such as C100) or email address.".into()))?;
+    let wanted = text(args, "customer_id").ok_or_else(|| {
+        ToolFailure::Arguments("Whose orders? Give a customer id (such as C100) or email address.".into())
+    })?;
     let customer = store.customer(wanted)?.ok_or_else(|| {
         ToolFailure::NotFound(format!(
             "There is no customer '{wanted}'; customers are found by id (such as C100) or email address."
@@ -386,7 +385,11 @@ fn get_customer_orders(store: &OrderStore, args: &JsonObject) -> Result<Value, T
     if let Some(until) = until {
         filters.push(format!("placed until {until}"));
     }
-    let which = if filters.is_empty() { String::new() } else { format!(" ({})", filters.join(", ")) };
+    let which = if filters.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", filters.join(", "))
+    };
     let message = match orders.len() {
         0 => format!("{} has no orders{which}.", customer.name),
         n => {
@@ -428,7 +431,11 @@ fn track_package(store: &OrderStore, args: &JsonObject) -> Result<Value, ToolFai
             ));
         }
     };
-    let state = if shipment.delivered_on.is_some() { "delivered" } else { "in transit" };
+    let state = if shipment.delivered_on.is_some() {
+        "delivered"
+    } else {
+        "in transit"
+    };
     let message = format!(
         "Package {} (order {}) is {state}. {}",
         shipment.tracking_number,

@@ -89,7 +89,8 @@ impl<'a> Setup<'a> {
         let (config, agents, servers) = assistant();
         let agent = agents.iter().find(|a| a.id.as_str() == "orders").unwrap().clone();
         let db = self.dir.join("orders.db");
-        let mut builder = concierge_demo::install(Runtime::builder().sqlite(self.dir.join("concierge.db"))).agents(agents);
+        let mut builder =
+            concierge_demo::install(Runtime::builder().sqlite(self.dir.join("concierge.db"))).agents(agents);
         for (name, server) in servers {
             let server = if name == "orders" {
                 let mut server = deployed(server, &db, self.preview);
@@ -164,7 +165,13 @@ async fn hub_rules_where_is_my_order() {
     assert!(fx.rt.tool_spec("GetOrder").unwrap().annotations.read_only);
     // A follow-up stays with the goal: tracking and a customer's orders.
     let out = say(&fx, "h1", "track package PX41006US").await;
-    assert!(out.reply.as_deref().unwrap().starts_with("Package PX41006US (order 1006) is in transit."), "{out:?}");
+    assert!(
+        out.reply
+            .as_deref()
+            .unwrap()
+            .starts_with("Package PX41006US (order 1006) is in transit."),
+        "{out:?}"
+    );
     let out = say(&fx, "h1", "show the orders of lena.fischer@example.com").await;
     assert_eq!(
         out.reply.as_deref(),
@@ -192,19 +199,32 @@ async fn hub_rules_cancel_an_order_after_yes() {
     let pending = out.pending_confirmation.as_ref().unwrap();
     assert_eq!(pending.tool.as_str(), "UpdateOrderStatus");
     assert_eq!(
-        pending.message,
-        "Run *update order status* with Order number: 1004, New status: cancelled? (yes/no)",
+        pending.message, "Run *update order status* with Order number: 1004, New status: cancelled? (yes/no)",
         "the schema's titles make the question readable"
     );
-    assert_eq!(fx.store.order(1004).unwrap().unwrap().status, OrderStatus::Pending, "not before yes");
+    assert_eq!(
+        fx.store.order(1004).unwrap().unwrap().status,
+        OrderStatus::Pending,
+        "not before yes"
+    );
     let out = say(&fx, "h1", "yes").await;
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.reply.as_deref(), Some("Order 1004 is now cancelled (it was pending)."));
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Order 1004 is now cancelled (it was pending).")
+    );
     assert_eq!(fx.store.order(1004).unwrap().unwrap().status, OrderStatus::Cancelled);
     let changes = fx.store.status_changes(1004).unwrap();
     assert_eq!(changes.len(), 1);
-    assert_eq!((changes[0].from, changes[0].to), (OrderStatus::Pending, OrderStatus::Cancelled));
-    assert_eq!(fx.store.applied_count().unwrap(), 1, "recorded under concierge's idempotency key");
+    assert_eq!(
+        (changes[0].from, changes[0].to),
+        (OrderStatus::Pending, OrderStatus::Cancelled)
+    );
+    assert_eq!(
+        fx.store.applied_count().unwrap(),
+        1,
+        "recorded under concierge's idempotency key"
+    );
     // A declined change changes nothing.
     let out = say(&fx, "h2", "cancel order 1002").await;
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
@@ -220,12 +240,16 @@ async fn hub_model_looks_up_then_ships_an_order_after_yes() {
     let model = ScriptedModel::new()
         // A string where the schema says integer: coerced before the call.
         .reply(ModelReply::tool_call("GetOrder", r#"{"order_id": "1002"}"#))
-        .reply(ModelReply::text("Order 1002 is being packed: two insulated water bottles, $48.00."))
+        .reply(ModelReply::text(
+            "Order 1002 is being packed: two insulated water bottles, $48.00.",
+        ))
         .reply(ModelReply::tool_call(
             "UpdateOrderStatus",
             r#"{"order_id": 1002, "status": "shipped", "note": "left the warehouse"}"#,
         ))
-        .reply(ModelReply::text("Order 1002 is shipped; its tracking number is PX41002US."));
+        .reply(ModelReply::text(
+            "Order 1002 is shipped; its tracking number is PX41002US.",
+        ));
     let dir = tempfile::tempdir().unwrap();
     let fx = Setup::new(dir.path()).model(model.clone()).build().await.unwrap();
     let out = say(&fx, "m1", "where is my order 1002?").await;
@@ -243,11 +267,17 @@ async fn hub_model_looks_up_then_ships_an_order_after_yes() {
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(fx.store.order(1002).unwrap().unwrap().status, OrderStatus::Processing);
     let out = say(&fx, "m1", "yes").await;
-    assert_eq!(out.reply.as_deref(), Some("Order 1002 is shipped; its tracking number is PX41002US."));
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Order 1002 is shipped; its tracking number is PX41002US.")
+    );
     assert_eq!(fx.store.order(1002).unwrap().unwrap().status, OrderStatus::Shipped);
     let shipment = fx.store.shipment_of(1002).unwrap().unwrap();
     assert_eq!(shipment.tracking_number, "PX41002US");
-    assert_eq!(fx.store.status_changes(1002).unwrap()[0].note.as_deref(), Some("left the warehouse"));
+    assert_eq!(
+        fx.store.status_changes(1002).unwrap()[0].note.as_deref(),
+        Some("left the warehouse")
+    );
     assert_eq!(model.requests().len(), 4, "the routing needed no model call");
     fx.rt.shutdown().await;
 }
@@ -255,7 +285,10 @@ async fn hub_model_looks_up_then_ships_an_order_after_yes() {
 #[tokio::test]
 async fn model_arguments_the_schema_rejects_never_reach_the_server() {
     let model = ScriptedModel::new()
-        .reply(ModelReply::tool_call("UpdateOrderStatus", r#"{"order_id": 1004, "status": "lost"}"#))
+        .reply(ModelReply::tool_call(
+            "UpdateOrderStatus",
+            r#"{"order_id": 1004, "status": "lost"}"#,
+        ))
         .reply(ModelReply::text("That is not a status I can set."));
     let dir = tempfile::tempdir().unwrap();
     let fx = Setup::new(dir.path()).model(model).build().await.unwrap();
@@ -299,7 +332,13 @@ async fn a_tool_added_to_the_server_reaches_the_goal_without_changing_it() {
     assert_eq!(out.agent.as_str(), "orders");
     assert_eq!(
         tool_names(&after),
-        ["GetOrder", "GetCustomerOrders", "TrackPackage", "UpdateOrderStatus", "GetCustomer"]
+        [
+            "GetOrder",
+            "GetCustomerOrders",
+            "TrackPackage",
+            "UpdateOrderStatus",
+            "GetCustomer"
+        ]
     );
     let (_, agents, _) = assistant();
     assert_eq!(
@@ -311,7 +350,9 @@ async fn a_tool_added_to_the_server_reaches_the_goal_without_changing_it() {
         .rt
         .call_tool("GetCustomer", serde_json::json!({"customer_id": "C100"}), None, 1)
         .await;
-    let ToolOutcome::Ok(profile) = result else { panic!("{result:?}") };
+    let ToolOutcome::Ok(profile) = result else {
+        panic!("{result:?}")
+    };
     assert_eq!(
         profile["message"],
         "Maya Chen (C100, maya.chen@example.com) lives in Denver, CO and has placed 3 orders, $190.50 spent."
@@ -431,7 +472,10 @@ fn killed_inside_update_order_status_the_order_changes_once() {
     let (mut child, mut stdout) = spawn(dir.path(), "resume");
     let reply = read_until(&mut stdout, "REPLY ");
     assert!(child.wait().unwrap().success());
-    assert_eq!(reply, "Order 1004 is now cancelled (it was pending).", "the first call's result");
+    assert_eq!(
+        reply, "Order 1004 is now cancelled (it was pending).",
+        "the first call's result"
+    );
     let changes = store.status_changes(1004).unwrap();
     assert_eq!(changes.len(), 1, "changed once: {changes:?}");
     assert_eq!(store.applied_count().unwrap(), 1);

@@ -22,7 +22,8 @@ fn workspace() -> PathBuf {
 fn inspector(db: &Path, args: &[&str]) -> Value {
     let root = workspace();
     assert!(
-        root.join("node_modules/@modelcontextprotocol/inspector/package.json").exists(),
+        root.join("node_modules/@modelcontextprotocol/inspector/package.json")
+            .exists(),
         "the MCP Inspector is not installed: run scripts/setup-mcp.sh"
     );
     let out = Command::new("npx")
@@ -53,23 +54,43 @@ fn the_inspector_lists_and_calls_the_order_tools() {
     let listed = inspector(&db, &["--method", "tools/list"]);
     let tools = listed["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["GetOrder", "GetCustomerOrders", "TrackPackage", "UpdateOrderStatus"]);
+    assert_eq!(
+        names,
+        ["GetOrder", "GetCustomerOrders", "TrackPackage", "UpdateOrderStatus"]
+    );
     assert_eq!(tools[0]["annotations"]["readOnlyHint"], true);
     assert_eq!(tools[3]["annotations"]["destructiveHint"], true);
     assert_eq!(tools[3]["inputSchema"]["required"][1], "status");
 
     let order = inspector(
         &db,
-        &["--method", "tools/call", "--tool-name", "GetOrder", "--tool-arg", "order_id=1001"],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "GetOrder",
+            "--tool-arg",
+            "order_id=1001",
+        ],
     );
     assert_ne!(order["isError"], true, "{order}");
     let text = order["content"][0]["text"].as_str().unwrap();
-    assert!(text.starts_with("Order 1001 (placed 2025-02-28 by Maya Chen) is shipped"), "{text}");
+    assert!(
+        text.starts_with("Order 1001 (placed 2025-02-28 by Maya Chen) is shipped"),
+        "{text}"
+    );
     assert_eq!(order["structuredContent"]["tracking_number"], "PX41001US");
 
     let listed = inspector(
         &db,
-        &["--method", "tools/call", "--tool-name", "GetCustomerOrders", "--tool-arg", "customer_id=C101"],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "GetCustomerOrders",
+            "--tool-arg",
+            "customer_id=C101",
+        ],
     );
     assert_eq!(listed["structuredContent"]["count"], 2, "{listed}");
 
@@ -95,7 +116,14 @@ fn the_inspector_lists_and_calls_the_order_tools() {
 
     let refused = inspector(
         &db,
-        &["--method", "tools/call", "--tool-name", "TrackPackage", "--tool-arg", "order_id=1004"],
+        &[
+            "--method",
+            "tools/call",
+            "--tool-name",
+            "TrackPackage",
+            "--tool-arg",
+            "order_id=1004",
+        ],
     );
     assert_eq!(refused["isError"], true, "{refused}");
 }

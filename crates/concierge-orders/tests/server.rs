@@ -36,7 +36,9 @@ async fn stdio_client(db: &Path) -> RunningService<RoleClient, ()> {
 }
 
 fn call(name: &str, args: Value, key: Option<&str>) -> CallToolRequestParams {
-    let Value::Object(args) = args else { panic!("arguments are an object") };
+    let Value::Object(args) = args else {
+        panic!("arguments are an object")
+    };
     let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(args);
     if let Some(key) = key {
         let mut meta = RequestMetaObject::new();
@@ -71,7 +73,11 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     );
     let by_name = |name: &str| tools.iter().find(|t| t.name == name).unwrap().clone();
     for read in ["GetOrder", "GetCustomerOrders", "TrackPackage"] {
-        assert_eq!(annotations(&by_name(read)), (Some(true), Some(false), Some(true)), "{read}");
+        assert_eq!(
+            annotations(&by_name(read)),
+            (Some(true), Some(false), Some(true)),
+            "{read}"
+        );
     }
     assert_eq!(
         annotations(&by_name("UpdateOrderStatus")),
@@ -84,7 +90,10 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     let list = by_name("GetCustomerOrders");
     assert_eq!(list.input_schema["properties"]["since"]["format"], "date");
 
-    let order = client.call_tool(call("GetOrder", json!({"order_id": 1001}), None)).await.unwrap();
+    let order = client
+        .call_tool(call("GetOrder", json!({"order_id": 1001}), None))
+        .await
+        .unwrap();
     assert_ne!(order.is_error, Some(true));
     assert_eq!(
         text(&order),
@@ -95,10 +104,22 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     let data = order.structured_content.unwrap();
     assert_eq!(data["total"], "$107.50");
     assert_eq!(data["items"].as_array().unwrap().len(), 2);
-    assert_eq!(data["message"], text(&client.call_tool(call("GetOrder", json!({"order_id": "#1001"}), None)).await.unwrap()));
+    assert_eq!(
+        data["message"],
+        text(
+            &client
+                .call_tool(call("GetOrder", json!({"order_id": "#1001"}), None))
+                .await
+                .unwrap()
+        )
+    );
 
     let listed = client
-        .call_tool(call("GetCustomerOrders", json!({"customer_id": "maya.chen@example.com", "since": "2025-02-15"}), None))
+        .call_tool(call(
+            "GetCustomerOrders",
+            json!({"customer_id": "maya.chen@example.com", "since": "2025-02-15"}),
+            None,
+        ))
         .await
         .unwrap();
     assert_eq!(
@@ -112,28 +133,49 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
         .call_tool(call("TrackPackage", json!({"tracking_number": "px41006us"}), None))
         .await
         .unwrap();
-    assert!(text(&tracked).starts_with("Package PX41006US (order 1006) is in transit."), "{}", text(&tracked));
-    let not_shipped = client.call_tool(call("TrackPackage", json!({"order_id": 1004}), None)).await.unwrap();
+    assert!(
+        text(&tracked).starts_with("Package PX41006US (order 1006) is in transit."),
+        "{}",
+        text(&tracked)
+    );
+    let not_shipped = client
+        .call_tool(call("TrackPackage", json!({"order_id": 1004}), None))
+        .await
+        .unwrap();
     assert_eq!(not_shipped.is_error, Some(true));
     assert_eq!(
         text(&not_shipped),
         "Order 1004 has not shipped yet (it is pending), so there is no package to track."
     );
-    let missing = client.call_tool(call("GetOrder", json!({"order_id": 999}), None)).await.unwrap();
+    let missing = client
+        .call_tool(call("GetOrder", json!({"order_id": 999}), None))
+        .await
+        .unwrap();
     assert_eq!(missing.is_error, Some(true));
     assert_eq!(text(&missing), "There is no order 999; order numbers look like 1001.");
 
     // A change, retried with the same key: applied once.
     let first = client
-        .call_tool(call("UpdateOrderStatus", json!({"order_id": 1004, "status": "cancelled", "note": "asked by phone"}), Some("k-1")))
+        .call_tool(call(
+            "UpdateOrderStatus",
+            json!({"order_id": 1004, "status": "cancelled", "note": "asked by phone"}),
+            Some("k-1"),
+        ))
         .await
         .unwrap();
     assert_eq!(text(&first), "Order 1004 is now cancelled (it was pending).");
     let retried = client
-        .call_tool(call("UpdateOrderStatus", json!({"order_id": 1004, "status": "cancelled"}), Some("k-1")))
+        .call_tool(call(
+            "UpdateOrderStatus",
+            json!({"order_id": 1004, "status": "cancelled"}),
+            Some("k-1"),
+        ))
         .await
         .unwrap();
-    assert_eq!(retried.structured_content, first.structured_content, "the first call's result");
+    assert_eq!(
+        retried.structured_content, first.structured_content,
+        "the first call's result"
+    );
     let store = OrderStore::open(db);
     assert_eq!(store.order(1004).unwrap().unwrap().status, OrderStatus::Cancelled);
     let changes = store.status_changes(1004).unwrap();
@@ -141,7 +183,11 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     assert_eq!(changes[0].note.as_deref(), Some("asked by phone"));
     // A move the order cannot make is refused in words, and changes nothing.
     let refused = client
-        .call_tool(call("UpdateOrderStatus", json!({"order_id": 1004, "status": "shipped"}), Some("k-2")))
+        .call_tool(call(
+            "UpdateOrderStatus",
+            json!({"order_id": 1004, "status": "shipped"}),
+            Some("k-2"),
+        ))
         .await
         .unwrap();
     assert_eq!(refused.is_error, Some(true));
@@ -151,7 +197,11 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     );
     // Shipping creates the package.
     let shipped = client
-        .call_tool(call("UpdateOrderStatus", json!({"order_id": 1002, "status": "shipped"}), Some("k-3")))
+        .call_tool(call(
+            "UpdateOrderStatus",
+            json!({"order_id": 1002, "status": "shipped"}),
+            Some("k-3"),
+        ))
         .await
         .unwrap();
     assert_eq!(
@@ -159,11 +209,20 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
         "Order 1002 is now shipped (it was processing). Its tracking number is PX41002US."
     );
     assert_eq!(store.shipment_of(1002).unwrap().unwrap().carrier, "Parcel Express");
-    assert_eq!(store.applied_count().unwrap(), 2, "k-1 and k-3; the refusal is not recorded");
+    assert_eq!(
+        store.applied_count().unwrap(),
+        2,
+        "k-1 and k-3; the refusal is not recorded"
+    );
 
-    let unknown = client.call_tool(call("GetCustomer", json!({"customer_id": "C100"}), None)).await;
+    let unknown = client
+        .call_tool(call("GetCustomer", json!({"customer_id": "C100"}), None))
+        .await;
     let error = unknown.unwrap_err().to_string();
-    assert!(error.contains("There is no tool GetCustomer") && error.contains("UpdateOrderStatus"), "{error}");
+    assert!(
+        error.contains("There is no tool GetCustomer") && error.contains("UpdateOrderStatus"),
+        "{error}"
+    );
 }
 
 #[tokio::test]
@@ -190,7 +249,11 @@ async fn over_streamable_http() {
     // The server says where it listens once it does.
     let mut lines = tokio::io::BufReader::new(server.stderr.take().unwrap()).lines();
     let url = loop {
-        let line = lines.next_line().await.unwrap().expect("the server exited before listening");
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the server exited before listening");
         if let Some(at) = line.find("http://") {
             break line[at..].trim().to_string();
         }
@@ -215,7 +278,10 @@ async fn the_preview_flag_adds_a_tool() {
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(tools.len(), 5);
     assert_eq!(tools[4].name, "GetCustomer");
-    let profile = client.call_tool(call("GetCustomer", json!({"customer_id": "c101"}), None)).await.unwrap();
+    let profile = client
+        .call_tool(call("GetCustomer", json!({"customer_id": "c101"}), None))
+        .await
+        .unwrap();
     assert_eq!(
         text(&profile),
         "Tom Okafor (C101, tom.okafor@example.com) lives in Austin, TX and has placed 2 orders, $210.00 spent."
