@@ -57,9 +57,10 @@ fn annotations(hints: Option<&rmcp::model::ToolAnnotations>, trusted: bool) -> T
 /// is applied, annotations map onto ours (see [`McpServerConfig::trust`]).
 pub fn remote_tools(server: &str, config: &McpServerConfig, tools: &[Tool]) -> Result<Vec<RemoteTool>, McpError> {
     if let Some(included) = &config.included_tools {
-        let missing: Vec<&String> = included
+        let missing: Vec<&str> = included
             .iter()
-            .filter(|name| !tools.iter().any(|t| t.name == name.as_str()))
+            .map(String::as_str)
+            .filter(|name| !tools.iter().any(|t| t.name == *name))
             .collect();
         if !missing.is_empty() {
             let mut offered: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
@@ -67,7 +68,9 @@ pub fn remote_tools(server: &str, config: &McpServerConfig, tools: &[Tool]) -> R
             return Err(McpError {
                 server: server.to_string(),
                 message: format!(
-                    "included_tools names {missing:?}, which the server does not offer; it offers: {}",
+                    "included_tools names {}, which the server does not offer; it offers: {}. Fix included_tools, \
+                     or leave it out to take every tool the server offers",
+                    missing.join(", "),
                     offered.join(", ")
                 ),
             });
