@@ -168,6 +168,8 @@ pub struct AgentCall {
     /// Who asked for the parent's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// When the person wrote the parent's message: the child's dates count from it too.
+    pub asked_at: crate::time::Timestamp,
     /// The child's link to the parent: to put on the child's first run.
     pub parent: Parent,
     /// Deduplication key of the parent's call.

@@ -148,6 +148,11 @@ pub struct StartRun {
     /// put on the blackboard as `user_id` and shown to the run's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// When the person wrote the message, if not when it was accepted (a
+    /// message relayed later from another channel, a test with a fixed
+    /// clock): what "tomorrow" in it means is counted from this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asked_at: Option<Timestamp>,
     /// For a child session's first run: the call of the parent session it
     /// answers (its depth and budget of agent calls come from there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -179,6 +184,7 @@ impl StartRun {
             planner,
             policy: None,
             user: None,
+            asked_at: None,
             parent: None,
             context: BTreeMap::new(),
             turn_id: None,

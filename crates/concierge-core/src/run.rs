@@ -178,6 +178,10 @@ pub(crate) struct Run {
     /// Agent calls made so far (counted against `max_agent_calls`).
     #[serde(default)]
     agent_calls: u32,
+    /// When the person wrote the message, if the caller said (otherwise
+    /// when the run started).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked_at: Option<Timestamp>,
 }
 
 /// The run's time: when it started and how long it was parked for the person.
@@ -230,12 +234,18 @@ impl Run {
             error: None,
             user: None,
             agent_calls: 0,
+            asked_at: None,
         }
+    }
+
+    /// Records when the person wrote the message, if the caller said.
+    pub(crate) fn set_asked_at(&mut self, at: Option<Timestamp>) {
+        self.asked_at = at;
     }
 
     /// When the person's message that started the run was accepted.
     pub(crate) fn asked_at(&self) -> Timestamp {
-        self.clock.started_at
+        self.asked_at.unwrap_or(self.clock.started_at)
     }
 
     /// Agent calls made so far.

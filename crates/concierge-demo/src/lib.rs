@@ -15,9 +15,9 @@
 pub mod calculator;
 pub mod crm;
 pub mod dates;
-pub mod hint_game;
 pub mod finance;
 pub mod food;
+pub mod hint_game;
 pub mod hr;
 pub mod seeded_db;
 pub mod tasks;

@@ -137,7 +137,7 @@ async fn assistant_crash_child() {
         let run = |text: &'static str| client.run(text, RunOptions::new().session_id(SESSION));
         let asked = match kind.as_str() {
             "finance" => run("move $500 from checking to savings").await.unwrap(),
-            "hr" => run("I'd like to take next Friday off").await.unwrap(),
+            "hr" => run("I'd like to take 2025-03-07 off").await.unwrap(),
             _ => {
                 run("add 2 margherita pizzas to my cart").await.unwrap();
                 run("check out").await.unwrap()

@@ -24,8 +24,11 @@ fn example() -> PathBuf {
 async fn runtime(dir: &Path, model: Option<ScriptedModel>) -> Runtime {
     let config = Config::load(&example().join("concierge.toml"), true).unwrap();
     let mut agents = Vec::new();
+    let mut servers = std::collections::BTreeMap::new();
     for agents_dir in config.agents_dir.iter().chain(&config.agents_dirs) {
-        agents.extend(load_agents(agents_dir).unwrap().agents);
+        let files = load_agents(agents_dir).unwrap();
+        servers.extend(files.mcp_servers);
+        agents.extend(files.agents);
     }
     let mut builder = Runtime::builder().sqlite(dir.join("concierge.db"));
     for set in concierge_demo::toolsets() {
@@ -36,7 +39,10 @@ async fn runtime(dir: &Path, model: Option<ScriptedModel>) -> Runtime {
     let builder = builder
         .toolset(toolset_with(GameStore::open(dir.join("hint_game.db"))))
         .agents(concierge_demo::agents())
-        .agents(agents);
+        .agent_files(concierge::config::AgentFiles {
+            agents,
+            mcp_servers: servers,
+        });
     let mut builder = config.apply_hub(builder);
     if let Some(model) = model {
         builder = builder.model(model);

@@ -66,8 +66,11 @@ async fn fixture(model: Option<ScriptedModel>) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let config = Config::load(&example().join("concierge.toml"), true).unwrap();
     let mut agents = Vec::new();
+    let mut servers = std::collections::BTreeMap::new();
     for agents_dir in config.agents_dir.iter().chain(&config.agents_dirs) {
-        agents.extend(load_agents(agents_dir).unwrap().agents);
+        let files = load_agents(agents_dir).unwrap();
+        servers.extend(files.mcp_servers);
+        agents.extend(files.agents);
     }
     for id in ["travel_events", "travel_fixtures", "hint_game"] {
         assert!(
@@ -85,7 +88,10 @@ async fn fixture(model: Option<ScriptedModel>) -> Fixture {
     let builder = builder
         .toolset(toolset_with(store.clone()))
         .agents(concierge_demo::agents())
-        .agents(agents);
+        .agent_files(concierge::config::AgentFiles {
+            agents,
+            mcp_servers: servers,
+        });
     let mut builder = config.apply_hub(builder);
     if let Some(model) = model {
         builder = builder.model(model);

@@ -17,6 +17,7 @@ pub struct RunOptions {
     pub(crate) context: BTreeMap<String, Value>,
     pub(crate) policy: Option<PolicyDelta>,
     pub(crate) user: Option<String>,
+    pub(crate) asked_at: Option<concierge_core::Timestamp>,
 }
 
 impl RunOptions {
@@ -72,6 +73,15 @@ impl RunOptions {
     /// without the model passing it), and it is recorded with the run.
     pub fn user(mut self, user: impl Into<String>) -> Self {
         self.user = Some(user.into());
+        self
+    }
+
+    /// When the person wrote the message, if not now (a message relayed
+    /// later from another channel, a test with a fixed clock): tools count
+    /// "tomorrow" or "next Friday" in it from this time
+    /// ([`ToolContext::asked_at`](crate::ToolContext::asked_at)).
+    pub fn asked_at(mut self, at: concierge_core::Timestamp) -> Self {
+        self.asked_at = Some(at);
         self
     }
 

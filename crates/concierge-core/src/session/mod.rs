@@ -178,6 +178,7 @@ impl Conversation {
                 session: child_session(&self.id, &call.id),
                 prompt,
                 user: run.user().map(str::to_string),
+                asked_at: run.asked_at(),
                 parent: Parent {
                     session: self.id.clone(),
                     run: run.id().clone(),
@@ -456,6 +457,7 @@ impl Session {
         }
         let mut run = self.conversation.new_run(&start, catalog);
         run.set_user(start.user.clone());
+        run.set_asked_at(start.asked_at);
         self.run = run_handler(&mut self.conversation, run, catalog, out, |driver| driver.start(start));
     }
 

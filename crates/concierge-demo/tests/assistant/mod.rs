@@ -44,27 +44,44 @@ impl Assistant {
     /// A message in `session`, through the hub unless the session already
     /// talks to an agent.
     pub async fn say(&self, session: &str, text: &str) -> RunOutput {
-        self.rt.send(text, RunOptions::new().session_id(session)).await.unwrap()
+        self.rt.send(text, options(session)).await.unwrap()
     }
 
     /// The same, asked by `user`.
     pub async fn say_as(&self, user: &str, session: &str, text: &str) -> RunOutput {
-        self.rt
-            .send(text, RunOptions::new().session_id(session).user(user))
-            .await
-            .unwrap()
+        self.rt.send(text, options(session).user(user)).await.unwrap()
     }
+}
+
+/// The options of a message written at the fixture's fixed time.
+fn options(session: &str) -> RunOptions {
+    let at = now().and_utc().timestamp_millis();
+    RunOptions::new()
+        .session_id(session)
+        .asked_at(concierge::Timestamp(u64::try_from(at).unwrap()))
 }
 
 /// Every agent the assistant's concierge.toml loads.
 pub fn agents() -> Vec<concierge::AgentSpec> {
+    agent_files().0
+}
+
+/// Every agent the assistant's concierge.toml loads, and the MCP servers
+/// their files declare (the orders goal's; started only if a run uses it).
+pub fn agent_files() -> (
+    Vec<concierge::AgentSpec>,
+    std::collections::BTreeMap<String, concierge::mcp::McpServerConfig>,
+) {
     let config = Config::load(&example().join("concierge.toml"), true).unwrap();
     let mut agents = Vec::new();
+    let mut servers = std::collections::BTreeMap::new();
     let dirs = config.agents_dir.iter().chain(config.agents_dirs.iter());
     for dir in dirs {
-        agents.extend(load_agents(dir).unwrap().agents);
+        let files = load_agents(dir).unwrap();
+        agents.extend(files.agents);
+        servers.extend(files.mcp_servers);
     }
-    agents
+    (agents, servers)
 }
 
 pub async fn assistant(model: Option<ScriptedModel>) -> Assistant {
@@ -89,8 +106,12 @@ pub async fn assistant(model: Option<ScriptedModel>) -> Assistant {
         .toolset(concierge_demo::food::toolset_with(food.clone()))
         .toolset(concierge_demo::tasks::toolset_with(tasks, knowledge))
         .toolset(concierge_demo::crm::toolset_with(crm))
-        .agents(concierge_demo::agents())
-        .agents(agents());
+        .agents(concierge_demo::agents());
+    let (agents, servers) = agent_files();
+    builder = builder.agents(agents);
+    for (name, server) in servers {
+        builder = builder.mcp_server(name, server);
+    }
     let mut builder = config.apply_hub(builder);
     if let Some(model) = model {
         builder = builder.model(model);

@@ -139,6 +139,17 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds the agents of agent files (see [`load_agents`](crate::config::load_agents))
+    /// and the MCP servers they declare.
+    pub fn agent_files(mut self, files: crate::config::AgentFiles) -> Self {
+        self.agents.extend(files.agents);
+        #[cfg(feature = "mcp")]
+        for (name, server) in files.mcp_servers {
+            self.mcp_servers.push((name, server));
+        }
+        self
+    }
+
     /// Makes every call of `tool` ask the person first, with `question` (a
     /// confirmation template with `{argument}` placeholders, e.g. "Delete
     /// the file {path}?"); works for MCP tools too (by their name here).
@@ -634,6 +645,7 @@ impl Runtime {
             planner: PlannerMode::Model,
             policy: None,
             user: options.user,
+            asked_at: options.asked_at,
             parent: None,
             context: options.context,
             turn_id: options.turn_id,
