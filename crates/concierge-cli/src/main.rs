@@ -64,6 +64,9 @@ pub enum Command {
     Sessions(commands::inspect::ListArgs),
     /// MCP: list a configured server's tools, or serve concierge over MCP.
     Mcp(commands::mcp::McpArgs),
+    /// Serves the HTTP API: sessions, runs, confirmations, choices, each
+    /// session's events as Server-Sent Events, the catalogue, /openapi.json.
+    Serve(commands::serve::ServeArgs),
     /// Benchmarks the runtime against an OpenAI-compatible server (or serves
     /// the benchmark fixture with --serve-fake).
     Bench(commands::bench::BenchArgs),

@@ -5,6 +5,7 @@ pub mod chat;
 pub mod inspect;
 pub mod mcp;
 pub mod run;
+pub mod serve;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Confirm(_) => (Access::Write, "concierge confirm"),
         Command::Chat(_) => (Access::Write, "concierge chat"),
         Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
+        Command::Serve(_) => (Access::Write, "concierge serve"),
         Command::Mcp(_) => (Access::Read, "concierge mcp"),
         Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
@@ -40,6 +42,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
+        Command::Serve(args) => serve::serve(&rt, args).await,
         Command::Bench(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;

@@ -782,6 +782,13 @@ impl Runtime {
         self.inner.mcp.shutdown().await;
     }
 
+    /// The largest message a run accepts, in bytes (see
+    /// [`RuntimeBuilder::max_message_bytes`]); front doors check it before
+    /// starting a run so they can name the field that is too long.
+    pub fn max_message_bytes(&self) -> usize {
+        self.inner.max_message_bytes
+    }
+
     /// How many sessions are in memory now (idle ones leave after the idle timeout).
     pub fn sessions_in_memory(&self) -> usize {
         self.inner.engine.sessions_in_memory()

@@ -1,0 +1,64 @@
+//! `concierge serve`: the HTTP API (sessions, runs, event streams, the
+//! catalogue, `/openapi.json`).
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+use clap::Args;
+use concierge::{Error, Result, Runtime};
+use concierge_server::{HttpApi, check_unauthenticated_addr};
+
+/// `concierge serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The address to listen on. Without API tokens only a loopback address
+    /// (127.0.0.1 or ::1) is accepted.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = concierge_server::http::DEFAULT_BODY_LIMIT)]
+    pub body_limit: usize,
+}
+
+pub async fn serve(rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
+    check_unauthenticated_addr(args.addr).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
+    println!("http://{local}/");
+    eprintln!(
+        "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), on this machine only (no API tokens are configured); Ctrl-C stops"
+    );
+    HttpApi::new(rt.clone())
+        .body_limit(args.body_limit)
+        .serve(listener, stop_signal())
+        .await
+        .map_err(|e| Error::InvalidConfig(format!("the HTTP server failed: {e}")))?;
+    eprintln!("stopped; letting sessions go");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C, or SIGTERM on Unix.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(term) => term,
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

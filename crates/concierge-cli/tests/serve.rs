@@ -1,0 +1,70 @@
+//! `concierge serve` through the binary: loopback only without tokens,
+//! `/healthz` answers, SIGTERM stops it cleanly.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+
+fn concierge(dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_concierge"));
+    command
+        .current_dir(dir)
+        .env_remove("CONCIERGE_MODEL")
+        .env_remove("CONCIERGE_BASE_URL")
+        .env_remove("CONCIERGE_DB");
+    command
+}
+
+#[test]
+fn a_non_loopback_address_is_refused_without_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = concierge(dir.path())
+        .args(["serve", "--addr", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("0.0.0.0:0 is not a loopback address"), "{err}");
+    assert!(err.contains("--addr 127.0.0.1:PORT"), "says what to do: {err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn serve_answers_healthz_and_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = concierge(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let addr = url
+        .trim()
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("the first line is the URL: {url:?}"))
+        .to_string();
+    let mut stream = TcpStream::connect(&addr).unwrap();
+    write!(
+        stream,
+        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with(r#"{"status":"ok"}"#), "{response}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "a clean stop: {status:?}");
+}

@@ -1,0 +1,98 @@
+//! The API's errors: a status and a JSON body `{"error": sentence, "field": name}`
+//! that says what was wrong and, for a malformed request, which field.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use concierge::Error;
+use concierge::core::StepError;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// The body of every error response.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong and what to do, in a sentence.
+    pub error: String,
+    /// The request field at fault (a body field, a query parameter or a
+    /// header), when one is.
+    pub field: Option<String>,
+}
+
+/// An error the API answers with.
+#[derive(Clone, Debug)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// The body.
+    pub body: ErrorBody,
+}
+
+impl ApiError {
+    /// An error with this status and sentence, about no field in particular.
+    pub fn new(status: StatusCode, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: ErrorBody {
+                error: error.into(),
+                field: None,
+            },
+        }
+    }
+
+    /// An error about one field of the request.
+    pub fn field(status: StatusCode, field: impl Into<String>, error: impl Into<String>) -> Self {
+        Self {
+            status,
+            body: ErrorBody {
+                error: error.into(),
+                field: Some(field.into()),
+            },
+        }
+    }
+
+    /// 404 for a session this server does not know.
+    pub fn unknown_session(id: &str) -> Self {
+        Self::new(
+            StatusCode::NOT_FOUND,
+            format!("there is no session {id:?}; create one with POST /api/v1/sessions"),
+        )
+    }
+
+    /// 413 for a body over the size limit.
+    pub fn body_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over the limit of {limit} bytes; send a smaller one"),
+        )
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.status, Json(self.body)).into_response()
+    }
+}
+
+impl From<Error> for ApiError {
+    fn from(error: Error) -> Self {
+        let text = error.to_string();
+        match error {
+            Error::SessionNotFound(id) => Self::unknown_session(id.as_str()),
+            Error::AgentNotFound { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "agent", text),
+            Error::MissingSessionId => Self::field(StatusCode::BAD_REQUEST, "id", "a session id is required"),
+            Error::Rejected(step) => match step {
+                StepError::ConfirmationMismatch { .. } => Self::field(StatusCode::CONFLICT, "fingerprint", text),
+                StepError::AmendmentRefused { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "arguments", text),
+                StepError::UnknownAgent { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "agent", text),
+                StepError::NoUserMessage => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "text", text),
+                _ => Self::new(StatusCode::CONFLICT, text),
+            },
+            Error::RunStartFailed(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, text),
+            Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
+            Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
+            Error::RunInterrupted | Error::EngineNotConfigured => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
+            _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
+        }
+    }
+}

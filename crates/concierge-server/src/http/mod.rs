@@ -1,0 +1,226 @@
+//! concierge's HTTP API (`concierge serve`): sessions and their runs under
+//! `/api/v1`, each session's events as resumable Server-Sent Events, the
+//! catalogue, `/healthz` and the OpenAPI document at `/openapi.json`.
+//!
+//! ```no_run
+//! # async fn serve(rt: concierge::Runtime) -> std::io::Result<()> {
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! concierge_server::HttpApi::new(rt)
+//!     .serve(listener, async { let _ = tokio::signal::ctrl_c().await; })
+//!     .await
+//! # }
+//! ```
+
+pub mod body;
+pub mod catalog;
+pub mod error;
+pub mod events;
+pub mod openapi;
+pub mod sessions;
+pub mod types;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use concierge::{AgentId, Runtime, SessionId};
+use tokio::sync::watch;
+use tower_http::limit::RequestBodyLimitLayer;
+
+pub use error::{ApiError, ErrorBody};
+
+/// The default limit on a request body, in bytes.
+pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
+
+/// Why `concierge serve` refuses an address.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// Without API tokens the server only listens on loopback.
+    #[error(
+        "{0} is not a loopback address: without API tokens the server listens only on this machine (127.0.0.1 or ::1); use --addr 127.0.0.1:PORT"
+    )]
+    NotLoopback(SocketAddr),
+}
+
+/// Checks that `addr` may be served without authentication (loopback only).
+pub fn check_unauthenticated_addr(addr: SocketAddr) -> Result<(), BindError> {
+    if addr.ip().is_loopback() {
+        Ok(())
+    } else {
+        Err(BindError::NotLoopback(addr))
+    }
+}
+
+/// What the handlers share.
+#[derive(Clone)]
+pub struct ApiState {
+    rt: Runtime,
+    /// Sessions created here that have had no message yet, with the agent
+    /// that takes their first message.
+    opened: Arc<Mutex<BTreeMap<SessionId, Option<AgentId>>>>,
+    ids: Arc<AtomicU64>,
+    stopping: watch::Receiver<bool>,
+}
+
+impl ApiState {
+    /// A fresh session id: the process id and a counter that starts at the
+    /// server's start time (in milliseconds), so ids do not repeat across restarts.
+    fn new_session_id(&self) -> String {
+        let n = self.ids.fetch_add(1, Ordering::Relaxed);
+        format!("s-{}-{n}", std::process::id())
+    }
+
+    /// Records a created session; false if it was created already.
+    fn open(&self, id: &str, agent: Option<AgentId>) -> bool {
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        let id = SessionId::new(id);
+        if opened.contains_key(&id) {
+            return false;
+        }
+        opened.insert(id, agent);
+        true
+    }
+
+    /// The agent of a session created here with no message yet (`Some(None)`
+    /// for the default agent); `None` if it is not such a session.
+    fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
+        let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        opened.get(&SessionId::new(id)).cloned()
+    }
+
+    /// Forgets a created session (its first run started, or it ended); true if it was one.
+    fn forget_opened(&self, id: &str) -> bool {
+        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        opened.remove(&SessionId::new(id)).is_some()
+    }
+
+    fn opened(&self) -> Vec<(SessionId, Option<AgentId>)> {
+        let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
+        opened.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// Turns true when the server begins to shut down (event streams end then).
+    fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.clone()
+    }
+}
+
+/// The HTTP API over a runtime.
+pub struct HttpApi {
+    state: ApiState,
+    stop: watch::Sender<bool>,
+    body_limit: usize,
+}
+
+impl std::fmt::Debug for HttpApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpApi")
+            .field("body_limit", &self.body_limit)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HttpApi {
+    /// The API over `rt`, with the default body limit.
+    pub fn new(rt: Runtime) -> Self {
+        let (stop, stopping) = watch::channel(false);
+        let seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or_default();
+        Self {
+            state: ApiState {
+                rt,
+                opened: Arc::default(),
+                ids: Arc::new(AtomicU64::new(seed)),
+                stopping,
+            },
+            stop,
+            body_limit: DEFAULT_BODY_LIMIT,
+        }
+    }
+
+    /// Refuses request bodies over `bytes` (413).
+    pub fn body_limit(mut self, bytes: usize) -> Self {
+        self.body_limit = bytes;
+        self
+    }
+
+    /// The routes: `/healthz`, `/openapi.json` and `/api/v1/...`.
+    pub fn router(&self) -> Router {
+        let limit = self.body_limit;
+        let api = Router::new()
+            .route("/sessions", post(sessions::create).get(sessions::list))
+            .route("/sessions/{id}", get(sessions::show))
+            .route("/sessions/{id}/messages", post(sessions::post_message))
+            .route("/sessions/{id}/confirm", post(sessions::confirm))
+            .route("/sessions/{id}/choose", post(sessions::choose))
+            .route("/sessions/{id}/end", post(sessions::end))
+            .route("/sessions/{id}/events", get(events::events))
+            .route("/agents", get(catalog::agents))
+            .route("/goals", get(catalog::goals))
+            .route("/tools", get(catalog::tools))
+            .fallback(unknown_route);
+        Router::new()
+            .route("/healthz", get(openapi::health))
+            .route("/openapi.json", get(openapi::document))
+            .nest("/api/v1", api)
+            .fallback(unknown_route)
+            .with_state(self.state.clone())
+            .layer(RequestBodyLimitLayer::new(limit))
+            // Outside the limit, so that its own 413 is said in a sentence too.
+            .layer(middleware::from_fn(move |req: Request, next: Next| {
+                explain_too_large(req, next, limit)
+            }))
+    }
+
+    /// Serves on `listener` until `shutdown` resolves; then event streams
+    /// end, requests in flight finish, and this returns. (Shut the runtime
+    /// down after.)
+    pub async fn serve(
+        self,
+        listener: tokio::net::TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let router = self.router();
+        let stop = self.stop;
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                let _ = stop.send(true);
+            })
+            .await
+    }
+}
+
+/// A 413 from the body limit, said in a sentence as every error is.
+async fn explain_too_large(req: Request, next: Next, limit: usize) -> Response {
+    let response = next.run(req).await;
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !json {
+        return ApiError::body_too_large(limit).into_response();
+    }
+    response
+}
+
+async fn unknown_route(req: Request) -> ApiError {
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!(
+            "there is nothing at {} {}; the API is described at /openapi.json",
+            req.method(),
+            req.uri().path()
+        ),
+    )
+}
