@@ -182,7 +182,17 @@ impl Runtime {
                 None => false,
             };
             if !listed || stale {
-                self.discover(&server).await?;
+                match self.discover(&server).await {
+                    Ok(_) => {}
+                    // The run names its agent: its server must be there.
+                    Err(error) if agent.is_some() => return Err(error),
+                    // The session's agent is not known here (the hub may route
+                    // anywhere): a server that cannot start only takes its own
+                    // goal's tools away, not everyone's run.
+                    Err(error) => {
+                        tracing::warn!(%server, %error, "an MCP server could not be listed; its tools are unavailable")
+                    }
+                }
             }
         }
         Ok(())
