@@ -79,7 +79,18 @@ impl ArgumentValidator {
             .iter_errors(args)
             .map(|error| {
                 let path = error.instance_path().to_string();
-                let field = path.trim_start_matches('/').to_string();
+                let mut field = path.trim_start_matches('/').to_string();
+                // A missing property is that property's problem, not the object's.
+                if let jsonschema::error::ValidationErrorKind::Required {
+                    property: Value::String(name),
+                } = error.kind()
+                {
+                    field = if field.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{field}/{name}")
+                    };
+                }
                 FieldError {
                     field,
                     problem: error.to_string(),
@@ -529,6 +540,7 @@ mod tests {
     fn missing_required_and_non_json_arguments() {
         let mut args = json!({});
         let error = validator().check(&mut args).unwrap_err();
+        assert_eq!(error.fields[0].field, "count", "{error}");
         assert!(error.fields[0].problem.contains("count"), "{error}");
         let mut raw = Value::String("{count: 1".into());
         let error = validator().check(&mut raw).unwrap_err();
