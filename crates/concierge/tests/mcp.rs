@@ -81,7 +81,7 @@ fn script(calls: Vec<(&str, Value)>) -> ScriptedModel {
 async fn stdio_discovery_filtering_coercion_rejection_and_content() {
     let model = script(vec![
         ("get-sum", json!({"a": "2", "b": 3})),
-        ("get-sum", json!({"a": "two", "b": 3})),
+        ("get-sum", json!({"a": "a couple", "b": 3})),
         ("get-tiny-image", json!({})),
         ("echo", json!({"message": "hi"})),
     ]);
@@ -121,7 +121,7 @@ async fn stdio_discovery_filtering_coercion_rejection_and_content() {
     assert_eq!(
         results[1],
         Err(ToolErrorKind::InvalidArguments),
-        "the schema rejects \"two\""
+        "the schema rejects \"a couple\""
     );
     let items = results[2].clone().unwrap();
     let image = items
