@@ -132,12 +132,12 @@ async fn rules_balances_validity_and_a_loan() {
 
 #[tokio::test]
 async fn model_moves_money_with_the_amount_as_text() {
-    // The model passes the amount as text ("500"): the schema says number,
-    // so the validator coerces it before the tool runs.
+    // The model passes the amount as the person wrote it ("$500"): the
+    // schema says number, so the validator coerces it before the tool runs.
     let model = ScriptedModel::new()
         .reply(ModelReply::tool_call(
             "move_money",
-            r#"{"amount": "500", "from": "checking", "to": "savings"}"#,
+            r#"{"amount": "$500", "from": "checking", "to": "savings"}"#,
         ))
         .reply(ModelReply::text("Moved $500.00 to savings."));
     let a = assistant(Some(model.clone())).await;
@@ -154,4 +154,23 @@ async fn model_moves_money_with_the_amount_as_text() {
     assert_eq!(out.reply.as_deref(), Some("Moved $500.00 to savings."), "{out:?}");
     assert_eq!((balance(&a, "CHK-1001"), balance(&a, "SAV-1002")), (195_000, 1_070_000));
     assert_eq!(model.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn model_moves_money_with_the_amount_in_words() {
+    // "five hundred" where the schema says number: the validator reads it.
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call(
+            "move_money",
+            r#"{"amount": "five hundred", "from": "checking", "to": "savings"}"#,
+        ))
+        .reply(ModelReply::text("Moved five hundred dollars to savings."));
+    let a = assistant(Some(model)).await;
+    let out = a
+        .say("m2", "please move five hundred dollars from checking to savings")
+        .await;
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    let out = a.say("m2", "yes").await;
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!((balance(&a, "CHK-1001"), balance(&a, "SAV-1002")), (195_000, 1_070_000));
 }
