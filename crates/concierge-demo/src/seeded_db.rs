@@ -289,15 +289,6 @@ macro_rules! db_tool {
 }
 pub(crate) use db_tool;
 
-/// Annotations of a tool that only reads.
-pub fn read_only() -> concierge::ToolAnnotations {
-    concierge::ToolAnnotations {
-        read_only: true,
-        idempotent: true,
-        ..concierge::ToolAnnotations::default()
-    }
-}
-
 /// Annotations of a tool that writes, deduplicated on its idempotency key;
 /// `confirm` when the person approves each call first.
 pub fn writes(confirm: bool) -> concierge::ToolAnnotations {

@@ -46,6 +46,15 @@ pub(crate) fn invalid(field: &str, problem: impl Into<String>) -> ToolError {
     )
 }
 
+/// Annotations of a tool that only reads (and so may be called again freely).
+pub(crate) fn read_only() -> concierge::ToolAnnotations {
+    concierge::ToolAnnotations {
+        read_only: true,
+        idempotent: true,
+        ..concierge::ToolAnnotations::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

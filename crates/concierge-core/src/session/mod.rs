@@ -538,37 +538,30 @@ impl Session {
                 _ => None,
             })
             .unwrap_or_default();
-        match parked.question() {
-            Some(Question::ChildConfirmation { pending, .. }) => {
-                let forward = Forward {
-                    call_id: pending.call_id.clone(),
-                    answer: ForwardedAnswer::Text { text: text.to_string() },
-                };
-                return self.drive(out, catalog, |d, waiting| match waiting {
-                    Waiting::Confirmation { parked } => d.pass_on(parked, forward),
-                    other => Err(Fault::mismatch(other)),
-                });
-            }
-            Some(Question::ChildChoice { pending, .. }) => {
-                let forward = Forward {
-                    call_id: pending.call_id.clone(),
-                    answer: ForwardedAnswer::Text { text: text.to_string() },
-                };
-                return self.drive(out, catalog, |d, waiting| match waiting {
-                    Waiting::Confirmation { parked } => d.pass_on(parked, forward),
-                    other => Err(Fault::mismatch(other)),
-                });
-            }
-            Some(Question::Choice { choice }) => {
-                let picked = choice.resolve(text);
-                let text = text.to_string();
-                return self.drive(out, catalog, |d, waiting| match (waiting, picked) {
-                    (Waiting::Confirmation { parked }, Some(index)) => d.choose(parked, index),
-                    (Waiting::Confirmation { parked }, None) => d.choice_unmatched(parked, &text),
-                    (other, _) => Err(Fault::mismatch(other)),
-                });
-            }
-            None => {}
+        // A child's question: the words go to the child, which reads them.
+        let child_call = match parked.question() {
+            Some(Question::ChildConfirmation { pending, .. }) => Some(pending.call_id.clone()),
+            Some(Question::ChildChoice { pending, .. }) => Some(pending.call_id.clone()),
+            Some(Question::Choice { .. }) | None => None,
+        };
+        if let Some(call_id) = child_call {
+            let forward = Forward {
+                call_id,
+                answer: ForwardedAnswer::Text { text: text.to_string() },
+            };
+            return self.drive(out, catalog, |d, waiting| match waiting {
+                Waiting::Confirmation { parked } => d.pass_on(parked, forward),
+                other => Err(Fault::mismatch(other)),
+            });
+        }
+        if let Some(Question::Choice { choice }) = parked.question() {
+            let picked = choice.resolve(text);
+            let text = text.to_string();
+            return self.drive(out, catalog, |d, waiting| match (waiting, picked) {
+                (Waiting::Confirmation { parked }, Some(index)) => d.choose(parked, index),
+                (Waiting::Confirmation { parked }, None) => d.choice_unmatched(parked, &text),
+                (other, _) => Err(Fault::mismatch(other)),
+            });
         }
         let call = parked.call();
         let fallback;

@@ -24,7 +24,7 @@ use super::store::{
     Applied, Contact, Crm, CrmStore, InteractionKind, StoreError, TeamMember, stored_date, stored_time,
 };
 use crate::dates::{parse_date, parse_past_date};
-use crate::toolkit::{blocking, description, invalid};
+use crate::toolkit::{blocking, description, invalid, read_only};
 
 /// What a tool came to: a result, or a choice to put to the person first.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,14 +130,6 @@ macro_rules! crm_tool {
             }
         }
     };
-}
-
-fn read_only() -> ToolAnnotations {
-    ToolAnnotations {
-        read_only: true,
-        idempotent: true,
-        ..ToolAnnotations::default()
-    }
 }
 
 /// A change that runs without asking (it is recorded under the call's

@@ -13,10 +13,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{Account, Customer, DEFAULT_CUSTOMER, FinanceStore, accounts, customers};
-use crate::seeded_db::{
-    Applied, answer, cents, db_tool, dollars, failed, names_person, read_only, stored_time, writes,
-};
+use crate::seeded_db::{Applied, answer, cents, db_tool, dollars, failed, names_person, stored_time, writes};
 use crate::toolkit::invalid;
+use crate::toolkit::read_only;
 use concierge::{ToolContext, ToolError};
 
 /// The customer the run acts for: its user, else [`DEFAULT_CUSTOMER`].

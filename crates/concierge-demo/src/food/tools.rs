@@ -14,8 +14,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{CartLine, FoodStore, MenuItem, RESTAURANT, cart, menu};
-use crate::seeded_db::{Applied, answer, cents, db_tool, dollars, failed, read_only, stored_time, writes};
+use crate::seeded_db::{Applied, answer, cents, db_tool, dollars, failed, stored_time, writes};
 use crate::toolkit::invalid;
+use crate::toolkit::read_only;
 
 /// Whose cart the call works on: `user:<user>` when the run names a user,
 /// else `session:<session id>`.

@@ -16,8 +16,9 @@ use serde_json::json;
 
 use super::store::{DEFAULT_EMPLOYEE, Employee, HOURS_PER_DAY, HrStore, bookings, employees, paychecks};
 use crate::dates::parse_date;
-use crate::seeded_db::{Applied, answer, db_tool, dollars, failed, names_person, read_only, stored_time, writes};
+use crate::seeded_db::{Applied, answer, db_tool, dollars, failed, names_person, stored_time, writes};
 use crate::toolkit::invalid;
+use crate::toolkit::read_only;
 use concierge::{ToolContext, ToolError};
 
 /// The employee the run acts for: its user, else [`DEFAULT_EMPLOYEE`].

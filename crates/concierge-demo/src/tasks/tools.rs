@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use super::dates::parse_date;
 use super::knowledge::Knowledge;
 use super::store::{Applied, Priority, Status, StoreError, Task, TaskStore, stored_time};
-use crate::toolkit::{blocking, description, invalid};
+use crate::toolkit::{blocking, description, invalid, read_only};
 
 fn failed(e: StoreError) -> ToolError {
     ToolError::failed(e.to_string())
@@ -84,14 +84,6 @@ macro_rules! task_tool {
             }
         }
     };
-}
-
-fn read_only() -> ToolAnnotations {
-    ToolAnnotations {
-        read_only: true,
-        idempotent: true,
-        ..ToolAnnotations::default()
-    }
 }
 
 fn changes(destructive: bool) -> ToolAnnotations {

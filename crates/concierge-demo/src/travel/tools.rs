@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::store::{City, Event, Fixture, Mode, Service, StoreError, Team, TravelStore, day, money, stored_time};
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
-use crate::toolkit::{blocking, description, invalid};
+use crate::toolkit::{blocking, description, invalid, read_only};
 
 fn failed(e: StoreError) -> ToolError {
     ToolError::failed(e.to_string())
@@ -96,14 +96,6 @@ macro_rules! travel_tool {
             }
         }
     };
-}
-
-fn read_only() -> ToolAnnotations {
-    ToolAnnotations {
-        read_only: true,
-        idempotent: true,
-        ..ToolAnnotations::default()
-    }
 }
 
 fn lowercase_words(text: &str) -> String {
