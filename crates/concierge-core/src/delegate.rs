@@ -168,6 +168,9 @@ pub struct AgentCall {
     /// Who asked for the parent's run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The parent session's tenant: the child belongs to it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     /// When the person wrote the parent's message: the child's dates count from it too.
     pub asked_at: crate::time::Timestamp,
     /// The child's link to the parent: to put on the child's first run.

@@ -63,12 +63,19 @@ pub enum StepError {
     InvalidTransition(InvalidTransition),
     /// Nothing to do for this input (a tick before any deadline).
     Idle,
+    /// The session belongs to another tenant (callers show it as a session
+    /// that does not exist).
+    OtherTenant,
+    /// The session was opened or has run already: it cannot be opened again.
+    AlreadyOpen,
 }
 
 impl fmt::Display for StepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StepError::SessionEnded => write!(f, "the session has ended; start a new session"),
+            StepError::OtherTenant => write!(f, "the session belongs to another tenant; use another session id"),
+            StepError::AlreadyOpen => write!(f, "the session exists already; choose another session id"),
             StepError::RunInProgress { run_id, phase } => write!(
                 f,
                 "run {run_id} is in progress ({phase}); wait for it, answer its confirmation, or end the session"

@@ -201,6 +201,25 @@ pub enum EventKind {
         /// What failed, in words (the run then finishes as failed).
         message: String,
     },
+    /// A non-read-only tool succeeded: what it changed (seed 004's
+    /// `refresh_needed`), so that an embedding application can refresh.
+    DataChanged {
+        /// The call that changed it.
+        call_id: CallId,
+        /// The tool that ran.
+        tool: ToolId,
+        /// What changed: the tool's declared `writes`, else its category,
+        /// else the tool's name.
+        changed: Vec<String>,
+    },
+    /// The session was opened before its first message.
+    SessionOpened {
+        /// The agent that takes its first message.
+        agent: AgentId,
+        /// The tenant the session belongs to, if the caller has one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tenant: Option<String>,
+    },
     /// The session was ended; it accepts no more input.
     SessionEnded {
         /// Why the session was ended, as the `end` input gave it.
@@ -305,6 +324,8 @@ impl EventKind {
             EventKind::CapReached { .. } => "cap_reached",
             EventKind::RunFinished { .. } => "run_finished",
             EventKind::Error { .. } => "error",
+            EventKind::DataChanged { .. } => "data_changed",
+            EventKind::SessionOpened { .. } => "session_opened",
             EventKind::SessionEnded { .. } => "session_ended",
         }
     }

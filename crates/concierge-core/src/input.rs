@@ -21,6 +21,8 @@ use crate::tool::{ToolError, ToolOutcome};
 pub enum Input {
     /// The person wrote: start a run.
     StartRun(StartRun),
+    /// Open the session before its first message (it must be new).
+    Open(OpenSession),
     /// The model answered.
     ModelReplied {
         /// The run whose model call this answers.
@@ -97,6 +99,7 @@ impl Input {
     pub fn at(&self) -> Timestamp {
         match self {
             Input::StartRun(start) => start.at,
+            Input::Open(open) => open.at,
             Input::Confirm(confirmation) => confirmation.at,
             Input::ModelReplied { at, .. }
             | Input::ModelFailed { at, .. }
@@ -111,6 +114,7 @@ impl Input {
     pub fn name(&self) -> &'static str {
         match self {
             Input::StartRun(_) => "start_run",
+            Input::Open(_) => "open",
             Input::ModelReplied { .. } => "model_replied",
             Input::ModelFailed { .. } => "model_failed",
             Input::ToolFinished { .. } => "tool_finished",
@@ -148,6 +152,10 @@ pub struct StartRun {
     /// put on the blackboard as `user_id` and shown to the run's tools.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
+    /// The tenant the caller acts for: a session's first input decides its
+    /// tenant, and a run for another tenant is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     /// When the person wrote the message, if not when it was accepted (a
     /// message relayed later from another channel, a test with a fixed
     /// clock): what "tomorrow" in it means is counted from this.
@@ -184,6 +192,7 @@ impl StartRun {
             planner,
             policy: None,
             user: None,
+            tenant: None,
             asked_at: None,
             parent: None,
             context: BTreeMap::new(),
@@ -211,6 +220,23 @@ impl StartRun {
         self.run_id = Some(run_id.into());
         self
     }
+}
+
+/// Opens a session before its first message, so that it exists (and is
+/// listed) from now on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenSession {
+    /// The agent that takes the first message.
+    pub agent: AgentId,
+    /// Whether the caller chose the agent: the session is then pinned to it
+    /// (no hub routing), as a run that names its agent is.
+    #[serde(default)]
+    pub named: bool,
+    /// The tenant the session belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// When the session was opened.
+    pub at: Timestamp,
 }
 
 /// An answer to a parked tool call.

@@ -95,7 +95,7 @@ pub use history::{
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
-pub use input::{Confirmation, Decision, Input, StartRun};
+pub use input::{Confirmation, Decision, Input, OpenSession, StartRun};
 pub use message::{Message, ToolCall};
 pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
 pub use output::{PendingConfirmation, RunOutput, RunStatus};

@@ -85,6 +85,9 @@ struct Conversation {
     /// Whether the caller pinned the session to its agent (no hub routing).
     #[serde(default, skip_serializing_if = "is_false")]
     pinned: bool,
+    /// The tenant the session belongs to (its first input's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tenant: Option<String>,
     /// Known information of agents whose goal is unfinished, restored when
     /// the conversation comes back to them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -178,6 +181,7 @@ impl Conversation {
                 session: child_session(&self.id, &call.id),
                 prompt,
                 user: run.user().map(str::to_string),
+                tenant: self.tenant.clone(),
                 asked_at: run.asked_at(),
                 parent: Parent {
                     session: self.id.clone(),
@@ -217,6 +221,7 @@ impl Session {
                 runs: 0,
                 ended: false,
                 pinned: false,
+                tenant: None,
                 boards: BTreeMap::new(),
                 offer: None,
                 trail: Vec::new(),
@@ -260,6 +265,11 @@ impl Session {
     /// hub then never routes it elsewhere.
     pub fn is_pinned(&self) -> bool {
         self.conversation.pinned
+    }
+
+    /// The tenant the session belongs to, if its first input named one.
+    pub fn tenant(&self) -> Option<&str> {
+        self.conversation.tenant.as_deref()
     }
 
     /// The known information saved for `agent`, whose goal is unfinished;
@@ -351,7 +361,32 @@ impl Session {
             events: Vec::new(),
             effects: Vec::new(),
         };
+        if let Input::StartRun(start) = &input {
+            self.check_tenant(start.tenant.as_deref())?;
+        }
         match input {
+            Input::Open(open) => {
+                if !self.is_fresh() {
+                    return Err(StepError::AlreadyOpen);
+                }
+                if catalog.agent(&open.agent).is_none() && !catalog.is_hub(&open.agent) {
+                    return Err(StepError::UnknownAgent {
+                        agent: open.agent,
+                        known: catalog.agent_ids(),
+                    });
+                }
+                self.conversation.pinned = open.named && !catalog.is_hub(&open.agent);
+                self.conversation.agent = open.agent.clone();
+                self.conversation.tenant = open.tenant.clone();
+                self.conversation.emit(
+                    &mut out,
+                    None,
+                    EventKind::SessionOpened {
+                        agent: open.agent,
+                        tenant: open.tenant,
+                    },
+                );
+            }
             Input::StartRun(start) if self.answers_confirmation(&start) => {
                 self.answer_confirmation(&mut out, catalog, &start);
             }
@@ -447,7 +482,15 @@ impl Session {
         });
     }
 
+    /// Whether nothing has happened in the session yet.
+    fn is_fresh(&self) -> bool {
+        self.conversation.next_seq == 1 && self.conversation.runs == 0
+    }
+
     fn start_run(&mut self, out: &mut Outbox, catalog: &Catalog, mut start: StartRun) {
+        if self.is_fresh() {
+            self.conversation.tenant = start.tenant.clone();
+        }
         if let Some(user) = &start.user {
             // Who is asking is the caller's to say, not the context's.
             start.context.insert(USER_KEY.into(), Value::String(user.clone()));
@@ -636,6 +679,15 @@ impl Session {
         }
     }
 
+    /// A session is its first input's tenant's: a new session takes the
+    /// caller's; another tenant's input is refused.
+    fn check_tenant(&self, tenant: Option<&str>) -> Result<(), StepError> {
+        if !self.is_fresh() && self.conversation.tenant.as_deref() != tenant {
+            return Err(StepError::OtherTenant);
+        }
+        Ok(())
+    }
+
     fn check_start(&self, start: &StartRun, catalog: &Catalog) -> Result<(), StepError> {
         if self.conversation.ended {
             return Err(StepError::SessionEnded);
@@ -706,3 +758,6 @@ mod hub_tests;
 
 #[cfg(test)]
 mod delegate_tests;
+
+#[cfg(test)]
+mod tenant_tests;

@@ -20,7 +20,7 @@ use crate::phase::Phase;
 use crate::planner::PlannedCall;
 use crate::policy::Cap;
 use crate::run::Waiting;
-use crate::tool::{ToolError, ToolErrorKind, ToolOutcome};
+use crate::tool::{ToolError, ToolErrorKind, ToolOutcome, ToolSpec};
 
 /// "Changed priority to high, due to Friday." for the fields that differ.
 fn describe_changes(before: &serde_json::Value, after: &serde_json::Value) -> String {
@@ -231,6 +231,12 @@ impl Driver<'_> {
         reused_from: Option<CallId>,
     ) {
         self.run.record_outcome(&outcome);
+        let changed = match (&outcome, self.catalog.tool(&call.name), &reused_from) {
+            (ToolOutcome::Ok(_), Some(spec), None) if !spec.annotations.read_only && spec.agent.is_none() => {
+                Some(changed_by(spec))
+            }
+            _ => None,
+        };
         if let (ToolOutcome::Ok(value), Some(spec)) = (&outcome, self.catalog.tool(&call.name)) {
             for key in &spec.provides {
                 let provided = value.get(key).cloned().unwrap_or_else(|| value.clone());
@@ -248,12 +254,19 @@ impl Driver<'_> {
             reused_from,
         });
         self.emit(EventKind::ToolFinished {
-            call_id: call.id,
-            tool: call.name,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
             ok: outcome.is_ok(),
             duration_ms,
             outcome,
         });
+        if let Some(changed) = changed {
+            self.emit(EventKind::DataChanged {
+                call_id: call.id,
+                tool: call.name,
+                changed,
+            });
+        }
     }
 
     /// Gives slot `index` its outcome and records it.
@@ -545,4 +558,13 @@ impl Driver<'_> {
         }
         self.plan()
     }
+}
+
+/// What a successful call of a writing tool changed: its declared
+/// `writes`, else its category, else its name.
+fn changed_by(spec: &ToolSpec) -> Vec<String> {
+    if !spec.writes.is_empty() {
+        return spec.writes.clone();
+    }
+    vec![spec.category.clone().unwrap_or_else(|| spec.name.to_string())]
 }
