@@ -17,6 +17,7 @@ pub struct RunOptions {
     pub(crate) context: BTreeMap<String, Value>,
     pub(crate) policy: Option<PolicyDelta>,
     pub(crate) user: Option<String>,
+    pub(crate) tenant: Option<String>,
     pub(crate) asked_at: Option<concierge_core::Timestamp>,
 }
 
@@ -73,6 +74,13 @@ impl RunOptions {
     /// without the model passing it), and it is recorded with the run.
     pub fn user(mut self, user: impl Into<String>) -> Self {
         self.user = Some(user.into());
+        self
+    }
+
+    /// The tenant the caller acts for (e.g. from its API token). A new
+    /// session belongs to it; a session of another tenant is not found.
+    pub fn tenant(mut self, tenant: impl Into<String>) -> Self {
+        self.tenant = Some(tenant.into());
         self
     }
 

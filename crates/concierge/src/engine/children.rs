@@ -108,6 +108,7 @@ async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> Resul
     let Some(session) = engine.session(child.clone()).await? else {
         let mut start = StartRun::new(call.prompt.clone(), PlannerMode::Model, now()).agent(call.agent.clone());
         start.user = call.user.clone();
+        start.tenant = call.tenant.clone();
         start.asked_at = Some(call.asked_at);
         start.parent = Some(call.parent.clone());
         let started = engine.start(child, start, setup.clone()).await?;
@@ -123,6 +124,7 @@ async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> Resul
                 ForwardedAnswer::Text { text } => {
                     let mut start = StartRun::new(text.clone(), PlannerMode::Model, now());
                     start.user = call.user.clone();
+                    start.tenant = call.tenant.clone();
                     engine.start(child, start, setup.clone()).await?.stop.output().await
                 }
                 ForwardedAnswer::Decision { fingerprint, decision } => {

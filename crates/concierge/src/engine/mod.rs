@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use concierge_core::{
-    AgentId, CallId, Decision, Event, EventId, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
+    AgentId, CallId, Decision, Event, EventId, OpenSession, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
 };
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -94,6 +94,9 @@ pub struct SessionSummary {
     pub live: bool,
     /// When its last input was accepted, in milliseconds since the Unix epoch.
     pub updated_at: Timestamp,
+    /// The tenant it belongs to, if its first input named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// What an engine's store has written so far (for benchmarks and notes).
@@ -127,6 +130,10 @@ pub trait Engine: Send + Sync + 'static {
         fingerprint: String,
         decision: Decision,
     ) -> BoxFuture<'_, Result<RunStop>>;
+
+    /// Opens `session` before its first message (it must not exist): it is
+    /// stored, listed and followed from now on, with its agent and tenant.
+    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>>;
 
     /// Ends `session` (a run in progress is cancelled; its output is returned).
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>>;
@@ -212,6 +219,10 @@ impl Engine for NoEngine {
     }
 
     fn end(&self, _: SessionId, _: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        no_engine()
+    }
+
+    fn open(&self, _: SessionId, _: OpenSession) -> BoxFuture<'_, Result<()>> {
         no_engine()
     }
 

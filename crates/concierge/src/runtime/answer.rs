@@ -73,6 +73,7 @@ impl Runtime {
         engine: &Arc<dyn Engine>,
         session: &SessionId,
         agent: Option<&concierge_core::AgentId>,
+        tenant: Option<&str>,
         messages: &[Message],
         catalog: &Catalog,
         at: Timestamp,
@@ -92,7 +93,7 @@ impl Runtime {
             return None;
         }
         let state = engine.session(session.clone()).await.ok().flatten()?;
-        if state.is_ended() || agent.is_some_and(|a| a != state.agent()) {
+        if state.is_ended() || agent.is_some_and(|a| a != state.agent()) || state.tenant() != tenant {
             return None;
         }
         let pending = state.pending_confirmation()?;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use concierge_core::{
     AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, PendingConfirmation,
-    Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, ToolId, ToolSpec,
+    OpenSession, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError, ToolId,
+    ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -645,6 +646,7 @@ impl Runtime {
             planner: PlannerMode::Model,
             policy: None,
             user: options.user,
+            tenant: options.tenant.clone(),
             asked_at: options.asked_at,
             parent: None,
             context: options.context,
@@ -660,6 +662,7 @@ impl Runtime {
                 &engine,
                 &session,
                 start.agent.as_ref(),
+                start.tenant.as_deref(),
                 &start.messages,
                 &catalog,
                 start.at,
@@ -672,7 +675,12 @@ impl Runtime {
         let setup = self
             .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())
             .first_agent(catalog.default_agent());
-        let started = engine.start(session.clone(), start, setup).await?;
+        let started = match engine.start(session.clone(), start, setup).await {
+            Ok(started) => started,
+            // Another tenant's session is, to this caller, no session at all.
+            Err(Error::Rejected(StepError::OtherTenant)) => return Err(Error::SessionNotFound(session)),
+            Err(error) => return Err(error),
+        };
         Ok(RunHandle::new(
             self.clone(),
             session,
@@ -680,6 +688,37 @@ impl Runtime {
             started.stop,
             started.first_seq,
         ))
+    }
+
+    /// Opens a session before its first message: it exists, is listed and
+    /// can be followed from now on. `agent` takes its first message (and the
+    /// session is pinned to it); `None` is the default agent (the hub in
+    /// multi mode). `options` gives the session id (required) and tenant.
+    pub async fn open(&self, agent: Option<AgentId>, options: RunOptions) -> Result<()> {
+        let session = options.session_id.ok_or(Error::MissingSessionId)?;
+        if session.as_str().trim().is_empty() {
+            return Err(Error::MissingSessionId);
+        }
+        let engine = self.engine_or_err()?.clone();
+        let catalog = self.catalog();
+        let named = agent.is_some();
+        let agent = match agent.or_else(|| catalog.default_agent()) {
+            Some(agent) => agent,
+            None => {
+                let known: Vec<String> = catalog.agent_ids().iter().map(ToString::to_string).collect();
+                return Err(Error::RunStartFailed(format!(
+                    "there is no default agent (several agents and no hub): name the session's agent, one of {}",
+                    known.join(", ")
+                )));
+            }
+        };
+        let open = OpenSession {
+            agent,
+            named,
+            tenant: options.tenant,
+            at: crate::engine::now(),
+        };
+        engine.open(session, open).await
     }
 
     /// Starts a turn in a session with its current agent; a new session

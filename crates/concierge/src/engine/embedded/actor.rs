@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use concierge_core::{
-    CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, RunId, RunOutput, Session, SessionId,
+    CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, OpenSession, RunId, RunOutput, Session, SessionId,
     StartRun, Step, StepError,
 };
 use tokio::sync::{mpsc, oneshot};
@@ -44,6 +44,10 @@ pub(crate) enum Command {
     End {
         reason: String,
         reply: oneshot::Sender<Result<Option<RunOutput>>>,
+    },
+    Open {
+        open: Box<OpenSession>,
+        reply: oneshot::Sender<Result<()>>,
     },
     Wait {
         reply: oneshot::Sender<Result<Option<RunStop>>>,
@@ -262,6 +266,10 @@ impl Actor {
             }
             Command::End { reason, reply } => {
                 let result = self.end(reason).await;
+                let _ = reply.send(result);
+            }
+            Command::Open { open, reply } => {
+                let result = self.open(*open).await;
                 let _ = reply.send(result);
             }
             Command::Wait { reply } => {
@@ -507,6 +515,19 @@ impl Actor {
         }
     }
 
+    async fn open(&mut self, open: OpenSession) -> Result<()> {
+        self.own(&open.agent).await?;
+        if self.session.is_some() {
+            return Err(Error::Rejected(StepError::AlreadyOpen));
+        }
+        self.session = Some(Session::new(self.id.clone(), open.agent.clone()));
+        let result = self.apply(Input::Open(open)).await;
+        if result.is_err() && self.index == 0 {
+            self.session = None;
+        }
+        result
+    }
+
     /// After a claim, a run another process left unfinished goes on here.
     fn resume_if_loaded_idle(&mut self) {
         let loaded_run = self.session.as_ref().is_some_and(|s| s.active_run().is_some());
@@ -577,6 +598,10 @@ impl Actor {
         let step = session.step(input.clone(), &catalog)?;
         let agent = session.agent().clone();
         let agent_changed = self.last_agent.as_ref() != Some(&agent);
+        let tenant = match self.index {
+            0 => session.tenant().map(str::to_string),
+            _ => None,
+        };
         let running = session.active_run().is_some();
         let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
         let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
@@ -598,6 +623,7 @@ impl Actor {
             index: self.index,
             input,
             agent: agent_changed.then(|| agent.clone()),
+            tenant,
             first_since_claim: self.first_since_claim,
             snapshot,
             compact,

@@ -91,12 +91,16 @@ impl Store for MemoryStore {
                         agent: entry.agent.clone().unwrap_or_else(|| "unknown".into()),
                         live: true,
                         updated_at: at,
+                        tenant: None,
                     },
                     inputs: Vec::new(),
                     parked: None,
                 });
                 if let Some(agent) = entry.agent {
                     stored.summary.agent = agent;
+                }
+                if let Some(tenant) = entry.tenant {
+                    stored.summary.tenant = Some(tenant);
                 }
                 stored.summary.live = true;
                 stored.summary.updated_at = at;

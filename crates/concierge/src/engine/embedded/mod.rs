@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use concierge_core::{CallId, Decision, Event, EventId, RunOutput, Session, SessionId, StartRun};
+use concierge_core::{CallId, Decision, Event, OpenSession, EventId, RunOutput, Session, SessionId, StartRun};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -524,6 +524,17 @@ impl Engine for EmbeddedEngine {
         Box::pin(async move {
             self.shared
                 .send(&session, |reply| Command::End { reason, reply })
+                .await?
+        })
+    }
+
+    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            self.shared
+                .send(&session, |reply| Command::Open {
+                    open: Box::new(open),
+                    reply,
+                })
                 .await?
         })
     }

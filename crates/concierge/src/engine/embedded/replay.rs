@@ -93,6 +93,7 @@ pub(crate) fn replay(
             None => {
                 let agent = match &input {
                     Input::StartRun(start) => start.agent.clone(),
+                    Input::Open(open) => Some(open.agent.clone()),
                     _ => None,
                 };
                 let Some(agent) = agent else {

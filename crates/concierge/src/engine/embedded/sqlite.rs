@@ -53,7 +53,8 @@ const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS sessions (
     no    INTEGER PRIMARY KEY,
     id    TEXT    NOT NULL UNIQUE,
-    agent TEXT    NOT NULL
+    agent TEXT    NOT NULL,
+    tenant TEXT
 );
 CREATE TABLE IF NOT EXISTS heads (
     no    INTEGER PRIMARY KEY,
@@ -120,6 +121,7 @@ struct Row {
     index: i64,
     input: Vec<u8>,
     agent: Option<String>,
+    tenant: Option<String>,
     first: bool,
     at: i64,
     snapshot: Option<Vec<u8>>,
@@ -244,6 +246,13 @@ fn migrate(conn: &Connection) -> Result<()> {
             "ALTER TABLE heads ADD COLUMN owner INTEGER;
              ALTER TABLE heads ADD COLUMN want INTEGER NOT NULL DEFAULT 0;",
         )?;
+    }
+    let columns: Vec<String> = conn
+        .prepare("PRAGMA table_info(sessions)")?
+        .query_map([], |r| r.get(1))?
+        .collect::<rusqlite::Result<_>>()?;
+    if !columns.iter().any(|c| c == "tenant") {
+        conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
     }
     Ok(())
 }
@@ -471,6 +480,7 @@ impl Writer {
         {
             let mut owner_of = tx.prepare_cached("SELECT owner FROM heads WHERE no = ?1")?;
             let mut agent = tx.prepare_cached("UPDATE sessions SET agent = ?2 WHERE no = ?1")?;
+            let mut tenant = tx.prepare_cached("UPDATE sessions SET tenant = ?2 WHERE no = ?1")?;
             let mut log = tx.prepare_cached("INSERT INTO log (no, idx, prev, input) VALUES (?1, ?2, ?3, ?4)")?;
             let mut locate =
                 tx.prepare_cached("UPDATE heads SET head = ?2, idx = ?3, live = 1, at = ?4 WHERE no = ?1")?;
@@ -491,6 +501,9 @@ impl Writer {
                         }
                         if let Some(name) = &row.agent {
                             agent.execute(params![no, name])?;
+                        }
+                        if let Some(name) = &row.tenant {
+                            tenant.execute(params![no, name])?;
                         }
                         log.execute(params![no, row.index, row.cursor.head, row.input])?;
                         let pos = tx.last_insert_rowid();
@@ -855,6 +868,7 @@ impl Store for SqliteStore {
                 at: entry.input.at().0 as i64,
                 input: encode(&entry.input)?,
                 agent: entry.agent.map(|a| a.to_string()),
+                tenant: entry.tenant,
                 first: entry.first_since_claim,
                 compact: match (&entry.snapshot, &entry.compact) {
                     (Some(s), Some(events)) => Some((encode(events)?, s.last_seq() as i64)),
@@ -989,7 +1003,7 @@ impl Store for SqliteStore {
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
         self.read(|conn| {
             let mut stmt = conn.prepare(
-                "SELECT s.id, s.agent, h.live, h.at FROM sessions s JOIN heads h ON h.no = s.no
+                "SELECT s.id, s.agent, h.live, h.at, s.tenant FROM sessions s JOIN heads h ON h.no = s.no
                  WHERE h.head != 0 ORDER BY s.id",
             )?;
             let rows = stmt.query_map([], |r| {
@@ -998,6 +1012,7 @@ impl Store for SqliteStore {
                     agent: r.get::<_, String>(1)?.into(),
                     live: r.get::<_, bool>(2)?,
                     updated_at: Timestamp(r.get::<_, i64>(3)? as u64),
+                    tenant: r.get(4)?,
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)

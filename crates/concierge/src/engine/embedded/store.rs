@@ -31,6 +31,8 @@ pub struct Entry {
     pub input: Input,
     /// The session's agent, when it changed (or the session is new).
     pub agent: Option<AgentId>,
+    /// The session's tenant, on its first entry.
+    pub tenant: Option<String>,
     /// The first entry since the session was claimed: the store records where
     /// the chain ends and that the session has work under way.
     pub first_since_claim: bool,
