@@ -7,5 +7,5 @@
 pub mod http;
 pub mod mcp;
 
-pub use http::{BindError, HttpApi, check_unauthenticated_addr};
+pub use http::{BindError, Caller, HttpApi, TokenError, Tokens, check_unauthenticated_addr};
 pub use mcp::{AGENT_TOOL_PREFIX, ConciergeMcp, ServeError};

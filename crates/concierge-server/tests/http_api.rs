@@ -680,6 +680,7 @@ async fn shutting_down_ends_open_event_streams() {
         .await
         .unwrap();
     let mut stream = response.bytes_stream().eventsource();
+    assert_eq!(stream.next().await.unwrap().unwrap().event, "session_opened");
     assert_eq!(stream.next().await.unwrap().unwrap().event, "run_started");
     // The server stops while the stream is open; serve() returns, and the stream ends.
     server.stop().await;

@@ -95,6 +95,35 @@ pub struct Config {
     #[cfg(feature = "mcp")]
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// `concierge serve`'s settings: API tokens, the cap on runs per tenant.
+    #[serde(default)]
+    pub server: ServerConfig,
+}
+
+/// `concierge serve`'s settings (`[server]`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerConfig {
+    /// API tokens, stored hashed (`concierge token new` makes one). With
+    /// none, the server listens on loopback only and every caller is the
+    /// same, tenant-less one.
+    #[serde(default)]
+    pub tokens: Vec<TokenConfig>,
+    /// How many runs one tenant may have in progress at once (16 by
+    /// default); past it a new run is refused with 429.
+    pub max_runs_per_tenant: Option<usize>,
+}
+
+/// One API token (`[[server.tokens]]`): its hash, and whom it speaks for.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// `sha256:` and the token's SHA-256 in hex; the token itself is never stored.
+    pub hash: String,
+    /// The tenant the token's requests act for: they see its sessions only.
+    pub tenant: String,
+    /// The user the token's runs are for (tools see it; "my tasks").
+    pub user: String,
 }
 
 /// One tool's settings in `concierge.toml` (`[tools.<name>]`).

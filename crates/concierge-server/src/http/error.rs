@@ -2,7 +2,7 @@
 //! that says what was wrong and, for a malformed request, which field.
 
 use axum::Json;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use concierge::Error;
 use concierge::core::StepError;
@@ -70,7 +70,15 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, Json(self.body)).into_response()
+        let too_many = self.status == StatusCode::TOO_MANY_REQUESTS;
+        let mut response = (self.status, Json(self.body)).into_response();
+        if too_many {
+            // A place frees up as soon as one of the tenant's runs stops.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 

@@ -22,7 +22,7 @@ use futures::{Stream, StreamExt};
 
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
-use super::sessions::view;
+use super::auth::Caller;
 
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";
@@ -43,6 +43,7 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 )]
 pub async fn events(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
@@ -60,7 +61,7 @@ pub async fn events(
                 )
             })?,
     };
-    view(&state, &id).await?;
+    state.session_of(&caller, &id).await?;
     let root = SessionId::new(id.as_str());
     let stopping = state.stopping();
     let stream = state

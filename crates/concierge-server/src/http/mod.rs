@@ -11,18 +11,19 @@
 //! # }
 //! ```
 
+pub mod auth;
 pub mod body;
 pub mod catalog;
 pub mod error;
 pub mod events;
+pub mod limit;
 pub mod openapi;
 pub mod sessions;
 pub mod types;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::extract::Request;
@@ -30,11 +31,13 @@ use axum::http::{StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use concierge::{AgentId, Runtime, SessionId};
+use concierge::{Runtime, Session};
 use tokio::sync::watch;
 use tower_http::limit::RequestBodyLimitLayer;
 
+pub use auth::{Caller, TokenError, Tokens};
 pub use error::{ApiError, ErrorBody};
+pub use limit::{DEFAULT_MAX_RUNS_PER_TENANT, RunLimiter, RunPermit};
 
 /// The default limit on a request body, in bytes.
 pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
@@ -62,52 +65,42 @@ pub fn check_unauthenticated_addr(addr: SocketAddr) -> Result<(), BindError> {
 #[derive(Clone)]
 pub struct ApiState {
     rt: Runtime,
-    /// Sessions created here that have had no message yet, with the agent
-    /// that takes their first message.
-    opened: Arc<Mutex<BTreeMap<SessionId, Option<AgentId>>>>,
     ids: Arc<AtomicU64>,
     stopping: watch::Receiver<bool>,
+    limiter: RunLimiter,
 }
 
 impl ApiState {
+    /// The runtime the API serves.
+    pub fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
     /// A fresh session id: the process id and a counter that starts at the
     /// server's start time (in milliseconds), so ids do not repeat across restarts.
-    fn new_session_id(&self) -> String {
+    pub fn new_session_id(&self) -> String {
         let n = self.ids.fetch_add(1, Ordering::Relaxed);
         format!("s-{}-{n}", std::process::id())
     }
 
-    /// Records a created session; false if it was created already.
-    fn open(&self, id: &str, agent: Option<AgentId>) -> bool {
-        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
-        let id = SessionId::new(id);
-        if opened.contains_key(&id) {
-            return false;
+    /// Session `id` if it is `caller`'s; another tenant's session is a 404,
+    /// as one that does not exist.
+    pub async fn session_of(&self, caller: &Caller, id: &str) -> Result<Session, ApiError> {
+        match self.rt.session(id).await {
+            Ok(session) if caller.owns(session.tenant()) => Ok(session),
+            Ok(_) | Err(concierge::Error::SessionNotFound(_)) => Err(ApiError::unknown_session(id)),
+            Err(error) => Err(error.into()),
         }
-        opened.insert(id, agent);
-        true
     }
 
-    /// The agent of a session created here with no message yet (`Some(None)`
-    /// for the default agent); `None` if it is not such a session.
-    fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
-        let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
-        opened.get(&SessionId::new(id)).cloned()
-    }
-
-    /// Forgets a created session (its first run started, or it ended); true if it was one.
-    fn forget_opened(&self, id: &str) -> bool {
-        let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
-        opened.remove(&SessionId::new(id)).is_some()
-    }
-
-    fn opened(&self) -> Vec<(SessionId, Option<AgentId>)> {
-        let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
-        opened.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    /// A place for one more run of the caller's tenant (429 past the cap);
+    /// hold it until the run stops.
+    pub fn run_permit(&self, caller: &Caller) -> Result<RunPermit, ApiError> {
+        self.limiter.permit(caller)
     }
 
     /// Turns true when the server begins to shut down (event streams end then).
-    fn stopping(&self) -> watch::Receiver<bool> {
+    pub fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.clone()
     }
 }
@@ -117,6 +110,7 @@ pub struct HttpApi {
     state: ApiState,
     stop: watch::Sender<bool>,
     body_limit: usize,
+    tokens: Tokens,
 }
 
 impl std::fmt::Debug for HttpApi {
@@ -138,13 +132,28 @@ impl HttpApi {
         Self {
             state: ApiState {
                 rt,
-                opened: Arc::default(),
                 ids: Arc::new(AtomicU64::new(seed)),
                 stopping,
+                limiter: RunLimiter::default(),
             },
             stop,
             body_limit: DEFAULT_BODY_LIMIT,
+            tokens: Tokens::default(),
         }
+    }
+
+    /// Requires one of `tokens` on every API request; each request then
+    /// sees only its token's tenant's sessions, and its runs are for the
+    /// token's user.
+    pub fn tokens(mut self, tokens: Tokens) -> Self {
+        self.tokens = tokens;
+        self
+    }
+
+    /// At most `max` runs in progress per tenant (429 past it).
+    pub fn max_runs_per_tenant(mut self, max: usize) -> Self {
+        self.state.limiter = RunLimiter::new(max);
+        self
     }
 
     /// Refuses request bodies over `bytes` (413).
@@ -167,7 +176,8 @@ impl HttpApi {
             .route("/agents", get(catalog::agents))
             .route("/goals", get(catalog::goals))
             .route("/tools", get(catalog::tools))
-            .fallback(unknown_route);
+            .fallback(unknown_route)
+            .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate));
         Router::new()
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))

@@ -4,10 +4,11 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use concierge::core::Decision;
-use concierge::{AgentId, RunOptions, SessionId};
+use concierge::core::{Decision, StepError};
+use concierge::{AgentId, SessionId};
 
 use super::ApiState;
+use super::auth::Caller;
 use super::body::{JsonBody, OptionalJsonBody};
 use super::error::{ApiError, ErrorBody};
 use super::types::{
@@ -31,6 +32,7 @@ const MAX_ID_LEN: usize = 128;
 )]
 pub async fn create(
     State(state): State<ApiState>,
+    caller: Caller,
     OptionalJsonBody(body): OptionalJsonBody<CreateSession>,
 ) -> Result<Response, ApiError> {
     let body = body.unwrap_or_default();
@@ -56,15 +58,22 @@ pub async fn create(
         }
         None => None,
     };
-    if exists_in_engine(&state, &id).await? || !state.open(&id, agent.clone()) {
-        return Err(ApiError::field(
-            StatusCode::CONFLICT,
-            "id",
-            format!("a session {id:?} exists already; choose another id or leave it out"),
-        ));
+    match state.rt.open(agent, caller.options(&id)).await {
+        Ok(()) => {}
+        Err(concierge::Error::Rejected(StepError::AlreadyOpen)) => {
+            return Err(ApiError::field(
+                StatusCode::CONFLICT,
+                "id",
+                format!("a session {id:?} exists already; choose another id or leave it out"),
+            ));
+        }
+        Err(concierge::Error::RunStartFailed(why)) => {
+            return Err(ApiError::field(StatusCode::UNPROCESSABLE_ENTITY, "agent", why));
+        }
+        Err(error) => return Err(error.into()),
     }
-    let view = SessionView::opened(&id, agent.as_ref().map(AgentId::as_str));
-    Ok((StatusCode::CREATED, Json(view)).into_response())
+    let session = state.session_of(&caller, &id).await?;
+    Ok((StatusCode::CREATED, Json(SessionView::of(&session))).into_response())
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -84,35 +93,16 @@ fn check_id(id: &str) -> Result<(), ApiError> {
     }
 }
 
-async fn exists_in_engine(state: &ApiState, id: &str) -> Result<bool, ApiError> {
-    match state.rt.session(id).await {
-        Ok(_) => Ok(true),
-        Err(concierge::Error::SessionNotFound(_)) => Ok(false),
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// Lists the sessions: those the engine has, and those created here that
-/// have had no message yet.
+/// Lists the caller's sessions, the most recently active first.
 #[utoipa::path(
     get, path = "/api/v1/sessions", tag = "sessions",
     responses((status = 200, description = "The sessions", body = SessionList))
 )]
-pub async fn list(State(state): State<ApiState>) -> Result<Json<SessionList>, ApiError> {
+pub async fn list(State(state): State<ApiState>, caller: Caller) -> Result<Json<SessionList>, ApiError> {
     let mut summaries = state.rt.sessions().await?;
+    summaries.retain(|s| caller.owns(s.tenant.as_deref()));
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-    let mut sessions: Vec<SessionListItem> = state
-        .opened()
-        .into_iter()
-        .filter(|(id, _)| !summaries.iter().any(|s| s.id.as_str() == id.as_str()))
-        .map(|(id, agent)| SessionListItem {
-            id: id.to_string(),
-            agent: agent.map(|a| a.to_string()),
-            live: false,
-            updated_at: None,
-        })
-        .collect();
-    sessions.extend(summaries.into_iter().map(SessionListItem::from));
+    let sessions = summaries.into_iter().map(SessionListItem::from).collect();
     Ok(Json(SessionList { sessions }))
 }
 
@@ -126,20 +116,13 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<SessionList>, Ap
         (status = 404, description = "No such session", body = ErrorBody),
     )
 )]
-pub async fn show(State(state): State<ApiState>, Path(id): Path<String>) -> Result<Json<SessionView>, ApiError> {
-    view(&state, &id).await.map(Json)
-}
-
-/// The view of session `id`, engine's or opened here; 404 otherwise.
-pub(super) async fn view(state: &ApiState, id: &str) -> Result<SessionView, ApiError> {
-    match state.rt.session(id).await {
-        Ok(session) => Ok(SessionView::of(&session)),
-        Err(concierge::Error::SessionNotFound(_)) => match state.opened_agent(id) {
-            Some(agent) => Ok(SessionView::opened(id, agent.as_ref().map(AgentId::as_str))),
-            None => Err(ApiError::unknown_session(id)),
-        },
-        Err(error) => Err(error.into()),
-    }
+pub async fn show(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+) -> Result<Json<SessionView>, ApiError> {
+    let session = state.session_of(&caller, &id).await?;
+    Ok(Json(SessionView::of(&session)))
 }
 
 /// Posts the person's message: starts a run in the session. With
@@ -160,6 +143,7 @@ pub(super) async fn view(state: &ApiState, id: &str) -> Result<SessionView, ApiE
 )]
 pub async fn post_message(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
     JsonBody(body): JsonBody<PostMessage>,
@@ -185,7 +169,7 @@ pub async fn post_message(
     if let Some(run) = &body.run_id {
         check_run_id(run)?;
     }
-    start(&state, &id, body.text, body.run_id, query.wait).await
+    start(&state, &caller, &id, body.text, body.run_id, query.wait).await
 }
 
 fn check_run_id(run: &str) -> Result<(), ApiError> {
@@ -199,29 +183,26 @@ fn check_run_id(run: &str) -> Result<(), ApiError> {
 }
 
 /// Starts a run in session `id` with `text`; answers as `post_message` does.
+/// The run holds a place under the tenant's cap until it stops.
 async fn start(
     state: &ApiState,
+    caller: &Caller,
     id: &str,
     text: String,
     run_id: Option<String>,
     wait: bool,
 ) -> Result<Response, ApiError> {
-    let mut options = RunOptions::new().session_id(id);
+    state.session_of(caller, id).await?;
+    let permit = state.run_permit(caller)?;
+    let mut options = caller.options(id);
     if let Some(run) = run_id {
         options = options.run_id(run);
     }
-    let opened = state.opened_agent(id);
-    if opened.is_none() && !exists_in_engine(state, id).await? {
-        return Err(ApiError::unknown_session(id));
-    }
-    let handle = match opened.flatten() {
-        Some(agent) => state.rt.client(agent)?.start(text, options).await?,
-        None => state.rt.start(text, options).await?,
-    };
-    state.forget_opened(id);
+    let handle = state.rt.start(text, options).await?;
     if wait {
-        let output = handle.wait().await?;
-        return Ok((StatusCode::OK, Json(RunOutputView::from(output))).into_response());
+        let output = handle.wait().await;
+        drop(permit);
+        return Ok((StatusCode::OK, Json(RunOutputView::from(output?))).into_response());
     }
     let accepted = RunAccepted {
         session_id: id.to_string(),
@@ -229,6 +210,10 @@ async fn start(
         after_event_id: handle.first_seq().saturating_sub(1).to_string(),
         events: format!("/api/v1/sessions/{id}/events"),
     };
+    tokio::spawn(async move {
+        let _ = handle.wait().await;
+        drop(permit);
+    });
     Ok((StatusCode::ACCEPTED, Json(accepted)).into_response())
 }
 
@@ -248,6 +233,7 @@ async fn start(
 )]
 pub async fn confirm(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<ConfirmRequest>,
 ) -> Result<Json<RunOutputView>, ApiError> {
@@ -272,7 +258,7 @@ pub async fn confirm(
             }
         },
     };
-    let session = view(&state, &id).await?;
+    let session = SessionView::of(&state.session_of(&caller, &id).await?);
     let Some(pending) = session.pending_confirmation else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -289,11 +275,13 @@ pub async fn confirm(
             ),
         ));
     }
+    let permit = state.run_permit(&caller)?;
     let output = state
         .rt
         .confirm(SessionId::new(id), body.call_id, body.fingerprint, decision)
-        .await?;
-    Ok(Json(output.into()))
+        .await;
+    drop(permit);
+    Ok(Json(output?.into()))
 }
 
 /// Answers the choice the session waits on with an option's number: the
@@ -312,11 +300,12 @@ pub async fn confirm(
 )]
 pub async fn choose(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     Query(query): Query<WaitQuery>,
     JsonBody(body): JsonBody<ChooseRequest>,
 ) -> Result<Response, ApiError> {
-    let session = view(&state, &id).await?;
+    let session = SessionView::of(&state.session_of(&caller, &id).await?);
     let Some(choice) = session.pending_choice else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -331,7 +320,7 @@ pub async fn choose(
             format!("option {} does not exist; choose a number from 1 to {n}", body.option),
         ));
     }
-    start(&state, &id, body.option.to_string(), None, query.wait).await
+    start(&state, &caller, &id, body.option.to_string(), None, query.wait).await
 }
 
 /// Ends the session: a run in progress is cancelled; the session takes no
@@ -347,18 +336,14 @@ pub async fn choose(
 )]
 pub async fn end(
     State(state): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
     OptionalJsonBody(body): OptionalJsonBody<EndRequest>,
 ) -> Result<Json<Option<RunOutputView>>, ApiError> {
     let reason = body
         .and_then(|b| b.reason)
         .unwrap_or_else(|| "ended through the HTTP API".to_string());
-    if state.forget_opened(&id) {
-        return Ok(Json(None));
-    }
-    if !exists_in_engine(&state, &id).await? {
-        return Err(ApiError::unknown_session(&id));
-    }
+    state.session_of(&caller, &id).await?;
     let output = state.rt.end(SessionId::new(id), reason).await?;
     Ok(Json(output.map(Into::into)))
 }
