@@ -67,6 +67,9 @@ pub enum Command {
     /// Serves the HTTP API: sessions, runs, confirmations, choices, each
     /// session's events as Server-Sent Events, the catalogue, /openapi.json.
     Serve(commands::serve::ServeArgs),
+    /// API tokens for `concierge serve`: `token new --tenant T --user U`
+    /// prints a token and the lines to put in concierge.toml.
+    Token(commands::token::TokenArgs),
     /// Benchmarks the runtime against an OpenAI-compatible server (or serves
     /// the benchmark fixture with --serve-fake).
     Bench(commands::bench::BenchArgs),

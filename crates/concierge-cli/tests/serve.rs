@@ -68,3 +68,67 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(status.success(), "a clean stop: {status:?}");
 }
+
+/// A request to `addr` with an optional bearer token; the response's status line.
+fn status_of(addr: &str, path: &str, token: Option<&str>) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_string()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_token_made_by_token_new_opens_the_api_and_nothing_else_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = concierge(dir.path())
+        .args(["token", "new", "--tenant", "acme", "--user", "jordan"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let token = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let lines = String::from_utf8(out.stderr).unwrap();
+    assert!(lines.contains("shown once"), "{lines}");
+    assert!(!lines.contains(&token), "only the hash goes in the file: {lines}");
+    let config = &lines[lines.find("[[server.tokens]]").unwrap()..];
+    std::fs::write(dir.path().join("concierge.toml"), config).unwrap();
+
+    let mut child = concierge(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let addr = url.trim().trim_start_matches("http://").trim_end_matches('/').to_string();
+    assert!(status_of(&addr, "/api/v1/sessions", None).contains("401"));
+    assert!(status_of(&addr, "/api/v1/sessions", Some("cx_wrong")).contains("401"));
+    assert!(status_of(&addr, "/api/v1/sessions", Some(&token)).contains("200"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_malformed_token_hash_in_the_config_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("concierge.toml"),
+        "[[server.tokens]]\nhash = \"plain-text\"\ntenant = \"acme\"\nuser = \"jordan\"\n",
+    )
+    .unwrap();
+    let out = concierge(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("malformed hash") && err.contains("concierge token new"), "{err}");
+}

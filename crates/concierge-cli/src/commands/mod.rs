@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod mcp;
 pub mod run;
 pub mod serve;
+pub mod token;
 
 use std::process::ExitCode;
 
@@ -21,6 +22,7 @@ use crate::{Cli, Command, setup};
 pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let (access, label) = match &cli.command {
         Command::Bench(args) => return bench::bench(&cli, args).await,
+        Command::Token(args) => return token::token(args),
         Command::Run(_) => (Access::Write, "concierge run"),
         Command::Confirm(_) => (Access::Write, "concierge confirm"),
         Command::Chat(_) => (Access::Write, "concierge chat"),
@@ -42,8 +44,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
-        Command::Serve(args) => serve::serve(&rt, args).await,
-        Command::Bench(_) => Ok(ExitCode::SUCCESS),
+        Command::Serve(args) => serve::serve(&cli, &rt, args).await,
+        Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;
     result

@@ -6,22 +6,36 @@ use std::process::ExitCode;
 
 use clap::Args;
 use concierge::{Error, Result, Runtime};
-use concierge_server::{HttpApi, check_unauthenticated_addr};
+use concierge_server::{HttpApi, Tokens, check_unauthenticated_addr};
+
+use crate::{Cli, setup};
 
 /// `concierge serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The address to listen on. Without API tokens only a loopback address
-    /// (127.0.0.1 or ::1) is accepted.
+    /// The address to listen on. Without API tokens (`[[server.tokens]]` in
+    /// concierge.toml) only a loopback address (127.0.0.1 or ::1) is accepted.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
     /// The largest request body accepted, in bytes.
     #[arg(long, value_name = "BYTES", default_value_t = concierge_server::http::DEFAULT_BODY_LIMIT)]
     pub body_limit: usize,
+    /// How many runs one tenant may have in progress at once (429 past it)
+    /// [default: `[server] max_runs_per_tenant`, else 16].
+    #[arg(long, value_name = "N")]
+    pub max_runs_per_tenant: Option<usize>,
 }
 
-pub async fn serve(rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
-    check_unauthenticated_addr(args.addr).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
+    let server = setup::resolve(cli)?.config.server;
+    let tokens = Tokens::from_config(&server.tokens).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+    if tokens.is_empty() {
+        check_unauthenticated_addr(args.addr).map_err(|e| Error::InvalidConfig(e.to_string()))?;
+    }
+    let max_runs = args
+        .max_runs_per_tenant
+        .or(server.max_runs_per_tenant)
+        .unwrap_or(concierge_server::http::DEFAULT_MAX_RUNS_PER_TENANT);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -29,11 +43,21 @@ pub async fn serve(rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
         .local_addr()
         .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
     println!("http://{local}/");
+    let who = if tokens.is_empty() {
+        "on this machine only (no API tokens are configured)".to_string()
+    } else {
+        format!(
+            "to holders of its {} API token(s) (Authorization: Bearer <token>)",
+            server.tokens.len()
+        )
+    };
     eprintln!(
-        "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), on this machine only (no API tokens are configured); Ctrl-C stops"
+        "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), {who}; at most {max_runs} runs in progress per tenant; Ctrl-C stops"
     );
     HttpApi::new(rt.clone())
         .body_limit(args.body_limit)
+        .tokens(tokens)
+        .max_runs_per_tenant(max_runs)
         .serve(listener, stop_signal())
         .await
         .map_err(|e| Error::InvalidConfig(format!("the HTTP server failed: {e}")))?;

@@ -2,7 +2,8 @@
 //! body types (served at `/openapi.json`).
 
 use axum::Json;
-use utoipa::OpenApi;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
 
 use super::types::Health;
 use super::{catalog, events, sessions};
@@ -31,9 +32,26 @@ use super::{catalog, events, sessions};
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
-    )
+    ),
+    modifiers(&BearerTokens),
+    // A server configured with API tokens requires one (a 401 otherwise);
+    // one without tokens serves loopback only and needs none.
+    security(("bearer" = []), ())
 )]
 pub struct ApiDoc;
+
+/// The API tokens' scheme: `Authorization: Bearer <token>`.
+struct BearerTokens;
+
+impl Modify for BearerTokens {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
 
 /// Whether the server answers.
 #[utoipa::path(

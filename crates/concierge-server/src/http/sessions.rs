@@ -137,6 +137,7 @@ pub async fn show(
         (status = 202, description = "The run started", body = RunAccepted),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "A run is in progress, or the session has ended", body = ErrorBody),
+        (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
         (status = 413, description = "The message is too long", body = ErrorBody),
         (status = 422, description = "A field is malformed", body = ErrorBody),
     )
@@ -228,6 +229,7 @@ async fn start(
         (status = 200, description = "The run's output at its next stop", body = RunOutputView),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for approval, or the call or fingerprint is not the pending one", body = ErrorBody),
+        (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
         (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
@@ -295,6 +297,7 @@ pub async fn confirm(
         (status = 202, description = "The run resumed", body = RunAccepted),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for a choice", body = ErrorBody),
+        (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
         (status = 422, description = "No option has this number", body = ErrorBody),
     )
 )]
