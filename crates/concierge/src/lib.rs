@@ -73,7 +73,7 @@ pub use error::{Error, Result};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;
 pub use runtime::{AgentClient, IntoMessages, RunHandle};
-pub use runtime::{Runtime, RuntimeBuilder};
+pub use runtime::{InvalidCursor, Runtime, RuntimeBuilder, StreamCursor};
 pub use tool::{DynTool, Reply, Tool, ToolContext, Toolset};
 
 #[doc(hidden)]

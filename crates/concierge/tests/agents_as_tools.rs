@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use concierge::{
-    AgentSpec, AgentTool, Choice, EventKind, Reply, Route, Rules, RunOptions, RunStatus, Runtime, Tool,
+    AgentSpec, AgentTool, Choice, EventKind, Reply, Route, Rules, RunOptions, RunStatus, Runtime, StreamCursor, Tool,
     ToolAnnotations, ToolContext, ToolError, ToolSpec,
 };
 use futures::StreamExt;
@@ -364,4 +364,66 @@ async fn what_a_tool_writes_is_declared_in_rust_or_by_configuration() {
         tools[0].conflicts_with(&tools[1]),
         "both write the ledger: their calls run in turn"
     );
+}
+
+/// The merged stream from `cursor` until the session's own run finishes
+/// completed: each event's (session, id, kind) and the cursor after it.
+async fn follow_to_the_end(rt: &Runtime, session: &str, cursor: StreamCursor) -> Vec<((String, String, String), StreamCursor)> {
+    let root = session.to_string();
+    rt.follow(session, cursor)
+        .map(|item| item.unwrap())
+        .take_while(|(event, _)| {
+            let done = event.session == root.as_str()
+                && matches!(&event.kind, EventKind::RunFinished { status: RunStatus::Completed, .. });
+            async move { !done }
+        })
+        .map(|(event, cursor)| {
+            let key = (event.session.to_string(), event.id().to_string(), event.kind.name().to_string());
+            (key, cursor)
+        })
+        .collect()
+        .await
+}
+
+#[tokio::test]
+async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_event_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let rt = runtime(&dir.path().join("c.db"), &log).await;
+    // Two children: one finishes, one asks for a confirmation through the
+    // router (its stop is shown before the router's question), then finishes.
+    let out = rt
+        .send("note about Mike: sent the deck; remove Jane", opts("s6"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    let out = rt.send("yes", opts("s6")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+
+    let full = follow_to_the_end(&rt, "s6", StreamCursor::default()).await;
+    let sessions: std::collections::BTreeSet<&str> = full.iter().map(|((s, _, _), _)| s.as_str()).collect();
+    assert_eq!(sessions.into_iter().collect::<Vec<_>>(), ["s6", "s6.call_1", "s6.call_2"]);
+    assert!(
+        full.iter().any(|(_, cursor)| cursor.has_children()),
+        "the cursors inside a child's events name the child"
+    );
+    for (k, (_, cursor)) in full.iter().enumerate() {
+        let written = cursor.to_string();
+        let cursor: StreamCursor = written.parse().unwrap();
+        let resumed: Vec<_> = follow_to_the_end(&rt, "s6", cursor).await.into_iter().map(|(key, _)| key).collect();
+        let mut expected: Vec<_> = full[k + 1..].iter().map(|(key, _)| key.clone()).collect();
+        let mut got = resumed.clone();
+        expected.sort();
+        got.sort();
+        assert_eq!(got, expected, "resumed after {written}: every later event, once");
+        // Each session's events in their own order.
+        for session in ["s6", "s6.call_1", "s6.call_2"] {
+            let order = |events: &[(String, String, String)]| -> Vec<String> {
+                events.iter().filter(|e| e.0 == session).map(|e| e.1.clone()).collect()
+            };
+            let expected: Vec<_> = full[k + 1..].iter().map(|(key, _)| key.clone()).collect();
+            assert_eq!(order(&resumed), order(&expected), "{session} after {written}");
+        }
+    }
+    rt.shutdown().await;
 }

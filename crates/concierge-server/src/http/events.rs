@@ -14,30 +14,41 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use concierge::{Event, EventId, SessionId};
+use concierge::{Event, SessionId, StreamCursor};
 use futures::{Stream, StreamExt};
 
 use super::ApiState;
-use super::error::{ApiError, ErrorBody};
 use super::auth::Caller;
+use super::error::{ApiError, ErrorBody};
 
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";
 
-/// Streams the session's events after `Last-Event-ID` (from its first event
-/// without one): stored events first, then live ones, model deltas included.
+/// Where to resume when no header says: `?after=<id>` (a page that reloads
+/// opens a new `EventSource`, which sends no `Last-Event-ID` of its own).
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// The id of the last event seen; `Last-Event-ID` wins when both are sent.
+    pub after: Option<String>,
+}
+
+/// Streams the session's events after `Last-Event-ID` (or `?after=`; from
+/// its first event without either): stored events first, then live ones,
+/// model deltas and child runs' events included.
 #[utoipa::path(
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
-        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event seen (`12` or `12.3`); the stream resumes after it"),
+        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
+        EventsQuery,
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `id` is the event id (absent for a child run's events), `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = String),
-        (status = 400, description = "Last-Event-ID is not an event id", body = ErrorBody),
+        (status = 200, description = "Server-Sent Events: `id` is the place in the stream, `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = String),
+        (status = 400, description = "Last-Event-ID (or after) is not an event id", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
     )
 )]
@@ -45,31 +56,31 @@ pub async fn events(
     State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let after = match headers.get(LAST_EVENT_ID) {
-        None => EventId::default(),
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|text| text.parse::<EventId>().ok())
-            .ok_or_else(|| {
-                ApiError::field(
-                    StatusCode::BAD_REQUEST,
-                    "Last-Event-ID",
-                    "Last-Event-ID is not an event id: send the id of the last event seen, such as 12 or 12.3",
-                )
-            })?,
+    let (field, given) = match headers.get(LAST_EVENT_ID) {
+        Some(value) => ("Last-Event-ID", Some(value.to_str().unwrap_or("\u{fffd}").to_string())),
+        None => ("after", query.after),
+    };
+    let cursor = match given {
+        None => StreamCursor::default(),
+        Some(text) => text.parse::<StreamCursor>().map_err(|error| {
+            ApiError::field(
+                StatusCode::BAD_REQUEST,
+                field,
+                format!("{field}: {error}"),
+            )
+        })?,
     };
     state.session_of(&caller, &id).await?;
-    let root = SessionId::new(id.as_str());
     let stopping = state.stopping();
     let stream = state
         .rt
-        .subscribe_after(root.clone(), after)
+        .follow(SessionId::new(id.as_str()), cursor)
         .map(move |item| {
             Ok(match item {
-                Ok(event) => to_sse(&root, &event),
+                Ok((event, cursor)) => to_sse(&event, &cursor),
                 Err(error) => SseEvent::default().event("stream_error").data(error.to_string()),
             })
         })
@@ -80,14 +91,9 @@ pub async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// One event as SSE: with its id when it is the session's own.
-fn to_sse(root: &SessionId, event: &Event) -> SseEvent {
-    let sse = SseEvent::default().event(event.kind.name());
-    let sse = if &event.session == root {
-        sse.id(event.id().to_string())
-    } else {
-        sse
-    };
+/// One event as SSE, with the cursor after it as its id.
+fn to_sse(event: &Event, cursor: &StreamCursor) -> SseEvent {
+    let sse = SseEvent::default().event(event.kind.name()).id(cursor.to_string());
     match serde_json::to_string(event) {
         Ok(json) => sse.data(json),
         Err(error) => sse

@@ -10,27 +10,54 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use concierge_core::{CallId, Event, EventId, EventKind, SessionId};
-use futures::Stream;
 use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 
+use super::cursor::{ChildPlace, StreamCursor};
 use crate::engine::Engine;
 use crate::error::Result;
 
-/// `events` of a session with its children's (and theirs) merged in.
-pub(crate) fn with_children(
+/// Session `root`'s events after `cursor`, with its children's (and
+/// theirs) merged in, each with the cursor to resume after it.
+pub(crate) fn follow(
     engine: Arc<dyn Engine>,
-    events: BoxStream<'static, Result<Event>>,
-) -> BoxStream<'static, Result<Event>> {
-    Box::pin(Merged {
-        engine,
+    root: SessionId,
+    cursor: StreamCursor,
+) -> BoxStream<'static, Result<(Event, StreamCursor)>> {
+    let mut merged = Merged {
         streams: vec![Followed {
             session: None,
-            stream: events,
+            stream: engine.subscribe(root.clone(), cursor.root),
             held: None,
         }],
+        engine,
+        root: root.clone(),
         children: HashMap::new(),
         stops: HashMap::new(),
-    })
+        cursor: StreamCursor::from(cursor.root),
+    };
+    // The children the subscriber was following when it stopped: on from
+    // where it was in each, with the stops it saw that the parent has not
+    // answered yet.
+    for (child, place) in cursor.child_sessions(&root) {
+        let Some((parent, call)) = child.as_str().rsplit_once('.') else {
+            continue;
+        };
+        merged.adopt(SessionId::new(parent), CallId::new(call), child.clone(), place);
+    }
+    Box::pin(merged)
+}
+
+/// `root`'s events after `after`, with its children's merged in (from the
+/// children started after `after`).
+pub(crate) fn with_children(
+    engine: Arc<dyn Engine>,
+    root: SessionId,
+    after: EventId,
+) -> BoxStream<'static, Result<Event>> {
+    follow(engine, root, StreamCursor::from(after))
+        .map(|item| item.map(|(event, _)| event))
+        .boxed()
 }
 
 struct Followed {
@@ -43,6 +70,10 @@ struct Followed {
 
 struct Merged {
     engine: Arc<dyn Engine>,
+    /// The subscribed session.
+    root: SessionId,
+    /// Where the subscriber is, after the last event returned.
+    cursor: StreamCursor,
     /// The session's stream first, then each child's, in the order they started.
     streams: Vec<Followed>,
     /// The child session each parent call started.
@@ -53,6 +84,58 @@ struct Merged {
 }
 
 impl Merged {
+    /// Follows `child`, which answers `parent`'s `call`, from `place`.
+    fn adopt(&mut self, parent: SessionId, call: CallId, child: SessionId, place: ChildPlace) {
+        let key = (parent, call);
+        if self.children.contains_key(&key) {
+            return;
+        }
+        self.children.insert(key, child.clone());
+        self.stops.insert(child.clone(), place.stops);
+        if let Some(relative) = self.relative(&child) {
+            self.cursor.children.insert(relative, place);
+        }
+        self.streams.push(Followed {
+            session: Some(child.clone()),
+            stream: self.engine.subscribe(child, place.at),
+            held: None,
+        });
+    }
+
+    /// `child`'s session named after the subscribed one's (`call_1.call_3`).
+    fn relative(&self, child: &SessionId) -> Option<String> {
+        child
+            .as_str()
+            .strip_prefix(self.root.as_str())
+            .and_then(|rest| rest.strip_prefix('.'))
+            .map(str::to_string)
+    }
+
+    /// `event` is returned: the cursor moves past it.
+    fn shown(&mut self, event: Event) -> Poll<Option<Result<(Event, StreamCursor)>>> {
+        if event.session == self.root {
+            self.cursor.root = event.id();
+        } else if let Some(relative) = self.relative(&event.session) {
+            if let Some(place) = self.cursor.children.get_mut(&relative) {
+                place.at = event.id();
+            }
+        }
+        // A call's result closes its child: nothing more of it is followed.
+        if let EventKind::ToolFinished { call_id, .. } = &event.kind {
+            if let Some(child) = self.children.get(&(event.session.clone(), call_id.clone())) {
+                if let Some(relative) = self.relative(child) {
+                    self.cursor.children.remove(&relative);
+                }
+            }
+        }
+        let root = self.root.clone();
+        for (relative, place) in self.cursor.children.iter_mut() {
+            let child = SessionId::new(format!("{root}.{relative}"));
+            place.stops = self.stops.get(&child).copied().unwrap_or_default().min(u32::MAX - 1);
+        }
+        Poll::Ready(Some(Ok((event, self.cursor.clone()))))
+    }
+
     /// The child an event of the parent waits for: the call's result, or
     /// the question a child asks through the parent.
     fn depends_on(&self, event: &Event) -> Option<SessionId> {
@@ -79,16 +162,7 @@ impl Merged {
     /// Notes what an event says about children: one starting, one stopping.
     fn note(&mut self, event: &Event) {
         if let EventKind::ChildStarted { call_id, child, .. } = &event.kind {
-            let key = (event.session.clone(), call_id.clone());
-            if let std::collections::hash_map::Entry::Vacant(entry) = self.children.entry(key) {
-                entry.insert(child.clone());
-                self.stops.insert(child.clone(), 0);
-                self.streams.push(Followed {
-                    session: Some(child.clone()),
-                    stream: self.engine.subscribe(child.clone(), EventId::default()),
-                    held: None,
-                });
-            }
+            self.adopt(event.session.clone(), call_id.clone(), child.clone(), ChildPlace::default());
         }
         let stop = matches!(
             event.kind,
@@ -103,7 +177,7 @@ impl Merged {
 }
 
 impl Stream for Merged {
-    type Item = Result<Event>;
+    type Item = Result<(Event, StreamCursor)>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
@@ -115,7 +189,7 @@ impl Stream for Merged {
                 let child = child.clone();
                 if this.take_stop(&child) {
                     if let Some((event, _)) = this.streams[i].held.take() {
-                        return Poll::Ready(Some(Ok(event)));
+                        return this.shown(event);
                     }
                 }
                 continue;
@@ -129,7 +203,7 @@ impl Stream for Merged {
                             // Look again from the newest: the child may be ready.
                             i = this.streams.len();
                         }
-                        _ => return Poll::Ready(Some(Ok(event))),
+                        _ => return this.shown(event),
                     }
                 }
                 Poll::Ready(Some(Err(error))) => return Poll::Ready(Some(Err(error))),

@@ -15,11 +15,13 @@ use serde_json::Value;
 
 mod answer;
 mod children;
+mod cursor;
 mod client;
 #[cfg(feature = "mcp")]
 mod mcp;
 
 pub use client::{AgentClient, IntoMessages, RunHandle};
+pub use cursor::{InvalidCursor, StreamCursor};
 
 use crate::engine::{
     Catalogs, Embedded, Engine, EngineParts, ExecHooks, Executor, JournalStats, NoEngine, OpenEngine, PromptBuilder,
@@ -996,7 +998,23 @@ impl Runtime {
     /// session: a UI nests them under the call.
     pub fn subscribe_after(&self, session: impl Into<SessionId>, after: EventId) -> BoxStream<'static, Result<Event>> {
         match self.engine_or_err() {
-            Ok(engine) => children::with_children(engine.clone(), engine.subscribe(session.into(), after)),
+            Ok(engine) => children::with_children(engine.clone(), session.into(), after),
+            Err(error) => futures::stream::once(async move { Err(error) }).boxed(),
+        }
+    }
+
+    /// The session's events after `cursor` with its child runs' merged in,
+    /// each with the cursor to resume after it: a subscriber that stops
+    /// anywhere (in a child's events too) and comes back with the last
+    /// cursor it saw gets every later event, the children's included,
+    /// exactly once. `StreamCursor::from(EventId::default())` is the start.
+    pub fn follow(
+        &self,
+        session: impl Into<SessionId>,
+        cursor: StreamCursor,
+    ) -> BoxStream<'static, Result<(Event, StreamCursor)>> {
+        match self.engine_or_err() {
+            Ok(engine) => children::follow(engine.clone(), session.into(), cursor),
             Err(error) => futures::stream::once(async move { Err(error) }).boxed(),
         }
     }
