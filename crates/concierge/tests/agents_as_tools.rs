@@ -427,3 +427,19 @@ async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_
     }
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn ending_the_router_ends_the_specialist_waiting_under_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = Log::default();
+    let rt = runtime(&dir.path().join("c.db"), &log).await;
+    let out = rt.send("remove Jane", opts("s7")).await.unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+    assert!(rt.session("s7.call_1").await.unwrap().active_run().is_some());
+    rt.end("s7", "the person left").await.unwrap();
+    let child = rt.session("s7.call_1").await.unwrap();
+    assert!(child.is_ended(), "the specialist's parked run is cancelled too");
+    assert!(child.active_run().is_none());
+    assert!(log.lock().unwrap().is_empty(), "nothing was removed");
+    rt.shutdown().await;
+}

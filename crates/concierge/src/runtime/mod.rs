@@ -775,7 +775,11 @@ impl Runtime {
     /// Ends a session: a run in progress is cancelled (its output is
     /// returned), and the session takes no more input.
     pub async fn end(&self, session: impl Into<SessionId>, reason: impl Into<String>) -> Result<Option<RunOutput>> {
-        self.engine_or_err()?.end(session.into(), reason.into()).await
+        let session = session.into();
+        let engine = self.engine_or_err()?.clone();
+        let output = engine.end(session.clone(), reason.into()).await?;
+        end_children(engine.as_ref(), &session).await;
+        Ok(output)
     }
 
     /// Waits for the session's run in progress to stop (finish or park) and
@@ -1067,4 +1071,28 @@ fn planner_for(
 
 fn join<T: std::fmt::Display>(items: Vec<T>) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+}
+
+/// Ends the child runs still under way below `session` (agents it called
+/// as tools, and theirs): nothing is left waiting for a person who has
+/// left. A child that cannot be ended now is left to its own course.
+async fn end_children(engine: &dyn Engine, session: &SessionId) {
+    let prefix = format!("{session}.");
+    let Ok(all) = engine.sessions().await else {
+        return;
+    };
+    for summary in all.into_iter().filter(|s| s.id.as_str().starts_with(&prefix)) {
+        let Ok(Some(child)) = engine.session(summary.id.clone()).await else {
+            continue;
+        };
+        let below = child
+            .parent()
+            .is_some_and(|p| p.session == *session || p.session.as_str().starts_with(&prefix));
+        if below && !child.is_ended() && child.active_run().is_some() {
+            let reason = "the conversation that asked it was ended".to_string();
+            if let Err(error) = engine.end(summary.id.clone(), reason).await {
+                tracing::warn!(child = %summary.id, %error, "a child run could not be ended with its parent");
+            }
+        }
+    }
 }
