@@ -4,6 +4,7 @@
 //! document), and the MCP server ([`mcp::ConciergeMcp`]: each Rust tool, and
 //! each agent as an `ask_<agent>` tool, over stdio or streamable HTTP).
 
+pub mod agui;
 pub mod http;
 pub mod mcp;
 

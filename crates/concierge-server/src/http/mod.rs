@@ -67,6 +67,8 @@ pub struct ApiState {
     opened: Arc<Mutex<BTreeMap<SessionId, Option<AgentId>>>>,
     ids: Arc<AtomicU64>,
     stopping: watch::Receiver<bool>,
+    /// The interrupts the AG-UI endpoint raised (confirmations and choices).
+    interrupts: crate::agui::Interrupts,
 }
 
 impl ApiState {
@@ -75,6 +77,16 @@ impl ApiState {
     fn new_session_id(&self) -> String {
         let n = self.ids.fetch_add(1, Ordering::Relaxed);
         format!("s-{}-{n}", std::process::id())
+    }
+
+    /// The runtime the API serves.
+    pub(crate) fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    /// The interrupts the AG-UI endpoint raised.
+    pub(crate) fn interrupts(&self) -> &crate::agui::Interrupts {
+        &self.interrupts
     }
 
     /// Records a created session; false if it was created already.
@@ -90,13 +102,13 @@ impl ApiState {
 
     /// The agent of a session created here with no message yet (`Some(None)`
     /// for the default agent); `None` if it is not such a session.
-    fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
+    pub(crate) fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
         let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         opened.get(&SessionId::new(id)).cloned()
     }
 
     /// Forgets a created session (its first run started, or it ended); true if it was one.
-    fn forget_opened(&self, id: &str) -> bool {
+    pub(crate) fn forget_opened(&self, id: &str) -> bool {
         let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         opened.remove(&SessionId::new(id)).is_some()
     }
@@ -107,7 +119,7 @@ impl ApiState {
     }
 
     /// Turns true when the server begins to shut down (event streams end then).
-    fn stopping(&self) -> watch::Receiver<bool> {
+    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.clone()
     }
 }
@@ -141,6 +153,7 @@ impl HttpApi {
                 opened: Arc::default(),
                 ids: Arc::new(AtomicU64::new(seed)),
                 stopping,
+                interrupts: crate::agui::Interrupts::default(),
             },
             stop,
             body_limit: DEFAULT_BODY_LIMIT,
@@ -150,6 +163,13 @@ impl HttpApi {
     /// Refuses request bodies over `bytes` (413).
     pub fn body_limit(mut self, bytes: usize) -> Self {
         self.body_limit = bytes;
+        self
+    }
+
+    /// How long an AG-UI interrupt (a confirmation or a choice a run parked
+    /// on) can be answered; a later resume is refused. One hour by default.
+    pub fn interrupt_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.state.interrupts = crate::agui::Interrupts::new(ttl);
         self
     }
 
@@ -167,6 +187,7 @@ impl HttpApi {
             .route("/agents", get(catalog::agents))
             .route("/goals", get(catalog::goals))
             .route("/tools", get(catalog::tools))
+            .route("/agui", post(crate::agui::run))
             .fallback(unknown_route);
         Router::new()
             .route("/healthz", get(openapi::health))
