@@ -258,6 +258,9 @@ pub enum ErrorCode {
     ResumeIncomplete,
     /// A resume on a thread that waits for nothing.
     NothingToResume,
+    /// The runtime refused the answer (edited arguments that do not fit the
+    /// tool, say); the call still waits, under a new interrupt.
+    AnswerRefused,
     /// The event stream broke.
     StreamFailed,
 }

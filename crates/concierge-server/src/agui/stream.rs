@@ -181,7 +181,10 @@ impl RunStream {
                         Ok(Err(error)) => error.to_string(),
                         Err(error) => format!("the answer could not be given: {error}"),
                     };
-                    return Some(End::Error(ErrorCode::InterruptMismatch, error));
+                    return Some(End::Error(
+                        ErrorCode::AnswerRefused,
+                        format!("{error}; the call still waits: send the thread's next input without a resume to be asked again"),
+                    ));
                 }
                 () = &mut stop => {
                     return Some(End::Error(
