@@ -133,6 +133,15 @@ impl RunAgentInput {
         }
     }
 
+    /// The client's user messages with an id, as (id, text), in order.
+    pub fn user_messages(&self) -> Vec<(String, String)> {
+        self.messages
+            .iter()
+            .filter(|m| m.role == "user")
+            .filter_map(|m| Some((m.id.clone()?, text_of(m.content.as_ref()?)?)))
+            .collect()
+    }
+
     /// The new message: the text of the last `user` message.
     pub fn new_message(&self) -> Result<String, ApiError> {
         let Some((index, message)) = self.messages.iter().enumerate().rev().find(|(_, m)| m.role == "user") else {
@@ -144,13 +153,7 @@ impl RunAgentInput {
         };
         let field = format!("messages[{index}].content");
         let text = match &message.content {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Array(parts)) => parts
-                .iter()
-                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            Some(content @ (Value::String(_) | Value::Array(_))) => text_of(content).unwrap_or_default(),
             Some(_) => {
                 return Err(ApiError::field(
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -168,6 +171,22 @@ impl RunAgentInput {
             ));
         }
         Ok(text)
+    }
+}
+
+/// A user message's text: the string, or its `text` parts joined by newlines.
+fn text_of(content: &Value) -> Option<String> {
+    match content {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter(|p| p.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
     }
 }
 

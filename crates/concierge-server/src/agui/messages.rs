@@ -2,7 +2,9 @@
 //!
 //! The i-th message of session `s` has the id `s-i`; the text messages and
 //! tool results streamed during a run carry the same ids, so a client's
-//! messages agree with the snapshot.
+//! messages agree with the snapshot. The person's messages keep the ids the
+//! client gave them (matched by their text, from the latest back), so a
+//! client's own messages keep their place.
 
 use concierge::{Message, SessionId};
 use serde_json::{Value, json};
@@ -23,13 +25,26 @@ pub fn tool_call_id(root: &SessionId, session: &SessionId, call_id: &str) -> Str
     }
 }
 
-/// `history` of `session` as AG-UI messages.
-pub fn snapshot(session: &SessionId, history: &[Message]) -> Vec<Value> {
-    history
+/// `history` of `session` as AG-UI messages; `client` are the client's
+/// user messages as (id, text), in order.
+pub fn snapshot(session: &SessionId, history: &[Message], client: &[(String, String)]) -> Vec<Value> {
+    let mut messages: Vec<Value> = history
         .iter()
         .enumerate()
         .map(|(i, message)| to_agui(session, i, message))
-        .collect()
+        .collect();
+    // The person's messages, latest first, take the client's ids where their
+    // texts agree (one the client did not send, such as a choice's number
+    // said for it, keeps its own).
+    let mut theirs = client.iter().rev().peekable();
+    for (message, original) in messages.iter_mut().zip(history).rev() {
+        if let Message::User { content } = original {
+            if let Some((id, _)) = theirs.next_if(|(_, text)| text == content) {
+                message["id"] = json!(id);
+            }
+        }
+    }
+    messages
 }
 
 fn to_agui(session: &SessionId, index: usize, message: &Message) -> Value {

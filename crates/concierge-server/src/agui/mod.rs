@@ -145,6 +145,7 @@ async fn answer(
                 run_id: input.run_id.clone(),
                 state: blackboard(Some(&session)),
                 messages: session.history().len(),
+                client_messages: input.user_messages(),
                 follow: Follow::Confirm {
                     after: EventId::durable(session.last_seq()),
                     call_id: pending.call_id,
@@ -197,6 +198,7 @@ async fn start(state: &ApiState, input: &RunAgentInput, thread: Thread, text: St
         run_id: input.run_id.clone(),
         state: state_before,
         messages,
+        client_messages: input.user_messages(),
         follow: Follow::Started {
             after: EventId::durable(handle.first_seq().saturating_sub(1)),
         },

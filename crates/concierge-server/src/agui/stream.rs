@@ -58,6 +58,8 @@ pub struct RunStream {
     pub state: Value,
     /// How many messages the session had at the run's start.
     pub messages: usize,
+    /// The client's user messages as (id, text), whose ids the messages snapshot keeps.
+    pub client_messages: Vec<(String, String)>,
     /// What to follow.
     pub follow: Follow,
     /// Turns true when the server shuts down.
@@ -242,7 +244,7 @@ impl RunStream {
                     out.push(AguiEvent::StateDelta { delta });
                 }
                 out.push(AguiEvent::MessagesSnapshot {
-                    messages: snapshot(&self.thread, session.history()),
+                    messages: snapshot(&self.thread, session.history(), &self.client_messages),
                 });
             }
             Err(error) => {
