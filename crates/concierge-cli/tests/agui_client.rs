@@ -35,10 +35,7 @@ impl Serve {
             .env("CONCIERGE_DB", dir.path().join("concierge.db"))
             .env("CONCIERGE_TASKS_DB", dir.path().join("tasks.db"))
             .env("CONCIERGE_CRM_DB", dir.path().join("crm.db"))
-            .env(
-                "CONCIERGE_TASKS_KNOWLEDGE",
-                repo().join("examples/tasks/knowledge.md"),
-            )
+            .env("CONCIERGE_TASKS_KNOWLEDGE", repo().join("examples/tasks/knowledge.md"))
             .arg("--config")
             .arg(&config)
             .args(["serve", "--addr", "127.0.0.1:0"])
@@ -51,12 +48,11 @@ impl Serve {
         let mut url = String::new();
         stdout.read_line(&mut url).unwrap();
         let url = url.trim().trim_end_matches('/').to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "the first line is the URL: {url:?}");
-        Self {
-            child,
-            url,
-            _dir: dir,
-        }
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "the first line is the URL: {url:?}"
+        );
+        Self { child, url, _dir: dir }
     }
 }
 
@@ -89,7 +85,10 @@ fn the_official_ag_ui_client_runs_agents_and_answers_interrupts() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
-    assert!(out.status.success(), "the AG-UI client's tests failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the AG-UI client's tests failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("# pass 4"), "{stdout}");
     assert!(stdout.contains("# fail 0"), "{stdout}");
 }

@@ -65,9 +65,7 @@ impl Server {
                 let config = Config::load(&example("crm").join("concierge.toml"), true).unwrap();
                 let agents = load_agents(&config.agents_dir.clone().unwrap()).unwrap().agents;
                 let store = concierge_demo::crm::CrmStore::open(dir.path().join("crm.db"));
-                let builder = builder
-                    .toolset(concierge_demo::crm::toolset_with(store))
-                    .agents(agents);
+                let builder = builder.toolset(concierge_demo::crm::toolset_with(store)).agents(agents);
                 config.apply_hub(builder)
             }
         };
@@ -137,7 +135,14 @@ impl Server {
     }
 
     async fn get(&self, path: &str) -> Value {
-        self.http.get(self.url(path)).send().await.unwrap().json().await.unwrap()
+        self.http
+            .get(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
     }
 
     async fn stop(mut self) {
@@ -237,7 +242,10 @@ fn assert_well_formed(events: &[Value]) {
     use std::collections::BTreeSet;
     let kinds = types(events);
     assert_eq!(kinds[0], "RUN_STARTED", "{kinds:?}");
-    assert!(matches!(*kinds.last().unwrap(), "RUN_FINISHED" | "RUN_ERROR"), "{kinds:?}");
+    assert!(
+        matches!(*kinds.last().unwrap(), "RUN_FINISHED" | "RUN_ERROR"),
+        "{kinds:?}"
+    );
     assert_eq!(kinds.iter().filter(|k| k.starts_with("RUN_")).count(), 2, "{kinds:?}");
     let (mut texts, mut calls, mut steps, mut subagents) =
         (BTreeSet::new(), BTreeSet::new(), BTreeSet::new(), BTreeSet::new());
@@ -303,7 +311,10 @@ async fn a_simple_run_streams_its_lifecycle_text_tool_call_and_state() {
         .iter()
         .map(|e| e["stepName"].as_str().unwrap())
         .collect();
-    assert!(steps.contains(&"tool_execution") && steps.contains(&"synthesis"), "{steps:?}");
+    assert!(
+        steps.contains(&"tool_execution") && steps.contains(&"synthesis"),
+        "{steps:?}"
+    );
 
     // The state: the blackboard at the start, its changes as JSON Patches,
     // ending where the session's blackboard is.
@@ -330,7 +341,10 @@ async fn a_simple_run_streams_its_lifecycle_text_tool_call_and_state() {
     assert_eq!(roles, ["user", "assistant", "tool", "assistant"]);
     assert_eq!(snapshot[1]["toolCalls"][0]["id"], call);
     assert_eq!(snapshot[2]["id"], result["messageId"]);
-    assert_eq!(snapshot[3]["id"], of_type(&events, "TEXT_MESSAGE_START")[0]["messageId"]);
+    assert_eq!(
+        snapshot[3]["id"],
+        of_type(&events, "TEXT_MESSAGE_START")[0]["messageId"]
+    );
     assert_eq!(snapshot[3]["content"], "6 * 7 = 42");
 
     let finished = last(&events);
@@ -359,7 +373,11 @@ async fn a_simple_run_streams_its_lifecycle_text_tool_call_and_state() {
 #[tokio::test]
 async fn a_confirmation_is_an_interrupt_that_an_approval_resumes_once() {
     let server = Server::start(Agents::Tasks).await;
-    let mut input = ask("tasks-1", "run-1", "create a task to review the budget due Friday with high priority");
+    let mut input = ask(
+        "tasks-1",
+        "run-1",
+        "create a task to review the budget due Friday with high priority",
+    );
     input["forwardedProps"] = json!({"agent": "task"});
     let events = server.agui(input).await;
     assert_well_formed(&events);
@@ -379,7 +397,10 @@ async fn a_confirmation_is_an_interrupt_that_an_approval_resumes_once() {
     assert_eq!(interrupt["metadata"]["fingerprint"], pending["fingerprint"]);
     assert_eq!(interrupt["metadata"]["callId"], pending["call_id"]);
     let expires = chrono::DateTime::parse_from_rfc3339(interrupt["expiresAt"].as_str().unwrap()).unwrap();
-    assert!(expires > chrono::Utc::now() + chrono::Duration::minutes(59), "{expires}");
+    assert!(
+        expires > chrono::Utc::now() + chrono::Duration::minutes(59),
+        "{expires}"
+    );
     // The state and the messages are sent before the interrupt.
     let kinds = types(&events);
     assert!(kinds.contains(&"MESSAGES_SNAPSHOT"));
@@ -393,7 +414,9 @@ async fn a_confirmation_is_an_interrupt_that_an_approval_resumes_once() {
     assert!(waiting[0]["message"].as_str().unwrap().contains("Proceed?"));
 
     let id = interrupt["id"].as_str().unwrap();
-    let approved = server.agui(resume("tasks-1", "run-2", id, json!({"approved": true}))).await;
+    let approved = server
+        .agui(resume("tasks-1", "run-2", id, json!({"approved": true})))
+        .await;
     assert_well_formed(&approved);
     assert_eq!(approved[0]["runId"], "run-2");
     // The resumed run reports the call's result under the same id, without
@@ -403,7 +426,10 @@ async fn a_confirmation_is_an_interrupt_that_an_approval_resumes_once() {
     assert_eq!(result["toolCallId"], call);
     let finished = last(&approved);
     assert_eq!(finished["outcome"]["type"], "success", "{finished}");
-    assert!(finished["result"].as_str().unwrap().starts_with("Created task"), "{finished}");
+    assert!(
+        finished["result"].as_str().unwrap().starts_with("Created task"),
+        "{finished}"
+    );
     let custom: Vec<&str> = of_type(&approved, "CUSTOM")
         .iter()
         .map(|e| e["name"].as_str().unwrap())
@@ -411,7 +437,9 @@ async fn a_confirmation_is_an_interrupt_that_an_approval_resumes_once() {
     assert!(custom.contains(&"confirmation_resolved"), "{custom:?}");
 
     // The same answer again: refused, nothing runs.
-    let replayed = server.agui(resume("tasks-1", "run-3", id, json!({"approved": true}))).await;
+    let replayed = server
+        .agui(resume("tasks-1", "run-3", id, json!({"approved": true})))
+        .await;
     assert_eq!(types(&replayed), ["RUN_ERROR"]);
     assert_eq!(replayed[0]["code"], "INTERRUPT_ANSWERED");
     assert!(replayed[0]["message"].as_str().unwrap().contains("answered already"));
@@ -455,7 +483,10 @@ async fn a_denial_an_unclear_answer_and_edited_arguments_are_honoured() {
         assert_eq!(resolved["value"]["approved"], false, "{thread}: {resolved}");
         let finished = last(&events);
         assert_eq!(finished["type"], "RUN_FINISHED", "{thread}: {finished}");
-        assert!(!finished["result"].as_str().unwrap_or("").starts_with("Created task"), "{finished}");
+        assert!(
+            !finished["result"].as_str().unwrap_or("").starts_with("Created task"),
+            "{finished}"
+        );
     }
 
     let interrupt = park_creation(&server, "edited", "water the plants").await;
@@ -478,7 +509,12 @@ async fn a_denial_an_unclear_answer_and_edited_arguments_are_honoured() {
     assert_eq!(again["metadata"]["arguments"]["title"], "water the cactus");
     assert_ne!(again["metadata"]["fingerprint"], interrupt["metadata"]["fingerprint"]);
     let events = server
-        .agui(resume("edited", "run-3", again["id"].as_str().unwrap(), json!({"approved": true})))
+        .agui(resume(
+            "edited",
+            "run-3",
+            again["id"].as_str().unwrap(),
+            json!({"approved": true}),
+        ))
         .await;
     assert_well_formed(&events);
     let finished = last(&events);
@@ -505,20 +541,30 @@ async fn a_resume_that_does_not_match_the_parked_call_is_refused_and_nothing_run
     assert!(refused[0]["message"].as_str().unwrap().contains("fingerprint"));
 
     // An interrupt this server never raised.
-    let unknown = server.agui(resume("t", "run-3", "int-0-0", json!({"approved": true}))).await;
+    let unknown = server
+        .agui(resume("t", "run-3", "int-0-0", json!({"approved": true})))
+        .await;
     assert_eq!(types(&unknown), ["RUN_ERROR"]);
     assert_eq!(unknown[0]["code"], "UNKNOWN_INTERRUPT");
 
     // Another thread's interrupt.
     let other = park_creation(&server, "u", "review the plan").await;
     let crossed = server
-        .agui(resume("t", "run-4", other["id"].as_str().unwrap(), json!({"approved": true})))
+        .agui(resume(
+            "t",
+            "run-4",
+            other["id"].as_str().unwrap(),
+            json!({"approved": true}),
+        ))
         .await;
     assert_eq!(crossed[0]["code"], "UNKNOWN_INTERRUPT");
 
     // Nothing ran: the call still waits, and the right answer resumes it.
     let shown = server.get("/api/v1/sessions/t").await;
-    assert_eq!(shown["pending_confirmation"]["fingerprint"], interrupt["metadata"]["fingerprint"]);
+    assert_eq!(
+        shown["pending_confirmation"]["fingerprint"],
+        interrupt["metadata"]["fingerprint"]
+    );
     let mut right = resume("t", "run-5", id, json!({"approved": true}));
     right["resume"][0]["metadata"] = json!({"fingerprint": interrupt["metadata"]["fingerprint"]});
     let events = server.agui(right).await;
@@ -532,11 +578,15 @@ async fn an_expired_interrupt_is_refused_and_asked_again() {
     let server = Server::with(Agents::Tasks, |api| api.interrupt_ttl(Duration::ZERO)).await;
     let interrupt = park_creation(&server, "late", "review the budget").await;
     let id = interrupt["id"].as_str().unwrap();
-    let refused = server.agui(resume("late", "run-2", id, json!({"approved": true}))).await;
+    let refused = server
+        .agui(resume("late", "run-2", id, json!({"approved": true})))
+        .await;
     assert_eq!(types(&refused), ["RUN_ERROR"]);
     assert_eq!(refused[0]["code"], "INTERRUPT_EXPIRED");
     assert!(refused[0]["message"].as_str().unwrap().contains("expired"));
-    let again = server.agui(resume("late", "run-3", id, json!({"approved": true}))).await;
+    let again = server
+        .agui(resume("late", "run-3", id, json!({"approved": true})))
+        .await;
     assert_eq!(again[0]["code"], "INTERRUPT_EXPIRED");
     // Nothing ran; the thread's next input is told what it waits for, under a new interrupt.
     let shown = server.get("/api/v1/sessions/late").await;
@@ -557,7 +607,10 @@ async fn a_choice_is_an_interrupt_answered_with_an_option() {
     let interrupt = interrupt_of(&events);
     assert_eq!(interrupt["reason"], "input_required");
     assert_eq!(interrupt["metadata"]["kind"], "choice");
-    assert_eq!(interrupt["message"], "Several tasks could match. Which one do you mean?");
+    assert_eq!(
+        interrupt["message"],
+        "Several tasks could match. Which one do you mean?"
+    );
     let options = interrupt["metadata"]["options"].as_array().unwrap();
     assert_eq!(options.len(), 2);
     assert_eq!(options[1]["number"], 2);
@@ -625,7 +678,12 @@ async fn agents_called_as_tools_are_subagents_of_the_run() {
     let finished = of_type(&events, "SUBAGENT_FINISHED")[0];
     assert_eq!(finished["subagentRunId"], child);
     assert_eq!(finished["outcome"]["type"], "success");
-    assert!(finished["result"].as_str().unwrap().starts_with("Logged the call with Mike Brennan"));
+    assert!(
+        finished["result"]
+            .as_str()
+            .unwrap()
+            .starts_with("Logged the call with Mike Brennan")
+    );
     assert_eq!(last(&events)["outcome"]["type"], "success");
 
     // A child that asks the person: its interrupt is the run's, attributed to it.
@@ -637,18 +695,31 @@ async fn agents_called_as_tools_are_subagents_of_the_run() {
     let child = of_type(&events, "SUBAGENT_STARTED")[0]["subagentRunId"].clone();
     assert_eq!(interrupt["subagentRunId"], child);
     assert_eq!(interrupt["message"], "Which John do you mean?");
-    assert!(interrupt["toolCallId"].as_str().unwrap().starts_with(&format!("{}/", child.as_str().unwrap())));
+    assert!(
+        interrupt["toolCallId"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{}/", child.as_str().unwrap()))
+    );
     let suspended = of_type(&events, "SUBAGENT_FINISHED")[0];
     assert_eq!(
         suspended["outcome"],
         json!({"type": "suspended", "interruptIds": [interrupt["id"]]})
     );
     let resumed = server
-        .agui(resume("crm-2", "run-2", interrupt["id"].as_str().unwrap(), json!({"option": 2})))
+        .agui(resume(
+            "crm-2",
+            "run-2",
+            interrupt["id"].as_str().unwrap(),
+            json!({"option": 2}),
+        ))
         .await;
     assert_well_formed(&resumed);
     assert_eq!(last(&resumed)["outcome"]["type"], "success", "{resumed:#?}");
-    assert!(last(&resumed)["result"].as_str().unwrap().contains("John Park"), "{resumed:#?}");
+    assert!(
+        last(&resumed)["result"].as_str().unwrap().contains("John Park"),
+        "{resumed:#?}"
+    );
     server.stop().await;
 }
 
@@ -692,7 +763,10 @@ async fn malformed_input_gets_a_4xx_naming_the_field() {
         (json!({"threadId": "t", "runId": "r"}), "messages"),
         (json!({"threadId": "t", "runId": "r", "messages": "hi"}), "messages"),
         (json!({"threadId": 5, "runId": "r", "messages": []}), "threadId"),
-        (json!({"threadId": "t", "runId": "r", "messages": [{"id": "m"}]}), "messages[0]"),
+        (
+            json!({"threadId": "t", "runId": "r", "messages": [{"id": "m"}]}),
+            "messages[0]",
+        ),
         (json!({"threadId": "t t", "runId": "r", "messages": []}), "threadId"),
         (json!({"threadId": "t", "runId": "", "messages": []}), "runId"),
         (json!({"threadId": "t", "runId": "r", "messages": []}), "messages"),
@@ -722,7 +796,9 @@ async fn malformed_input_gets_a_4xx_naming_the_field() {
     let sessions = server.get("/api/v1/sessions").await;
     assert_eq!(sessions["sessions"], json!([]), "{sessions}");
     // A resume on a thread that waits for nothing runs nothing either.
-    let refused = server.agui(resume("fresh", "r", "int-1-1", json!({"approved": true}))).await;
+    let refused = server
+        .agui(resume("fresh", "r", "int-1-1", json!({"approved": true})))
+        .await;
     assert_eq!(types(&refused), ["RUN_ERROR"]);
     server.stop().await;
 }
@@ -733,7 +809,10 @@ async fn the_openapi_document_describes_the_endpoint() {
     let doc = server.get("/openapi.json").await;
     let path = &doc["paths"]["/api/v1/agui"]["post"];
     assert!(path.is_object(), "{}", doc["paths"]);
-    assert!(path["responses"]["200"]["content"]["text/event-stream"].is_object(), "{path}");
+    assert!(
+        path["responses"]["200"]["content"]["text/event-stream"].is_object(),
+        "{path}"
+    );
     assert!(path["responses"]["422"].is_object(), "{path}");
     let schema = &doc["components"]["schemas"]["RunAgentInput"];
     assert_eq!(schema["required"], json!(["threadId", "runId", "messages"]), "{schema}");

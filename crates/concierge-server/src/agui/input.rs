@@ -26,19 +26,15 @@ pub struct RunAgentInput {
     pub messages: Vec<InputMessage>,
     /// The client's own tools (concierge runs only its own tools, so these are ignored).
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
     pub tools: Option<Vec<Value>>,
     /// The client's state (the session's blackboard is the state; this is ignored).
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub state: Option<Value>,
     /// Ambient context entries (ignored).
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
     pub context: Option<Vec<Value>>,
     /// Passed through: `agent` names the agent that takes a new thread.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub forwarded_props: Option<Value>,
     /// The answers to the interrupts the thread's last run finished with.
     #[serde(default)]
@@ -62,7 +58,6 @@ pub struct InputMessage {
     pub role: String,
     /// The text, or (a user message) a list of parts of which the `text` ones are read.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub content: Option<Value>,
 }
 
@@ -77,11 +72,9 @@ pub struct ResumeEntry {
     /// The answer: `{"approved": bool, "editedArgs"?: {...}}` for a
     /// confirmation, `{"option": n}` or `{"optionId": id}` for a choice.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub payload: Option<Value>,
     /// Envelope data; `fingerprint`, when present, must be the parked call's.
     #[serde(default)]
-    #[schema(value_type = Option<Object>)]
     pub metadata: Option<Value>,
 }
 

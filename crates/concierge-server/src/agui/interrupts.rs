@@ -164,7 +164,9 @@ pub struct Interrupts {
 
 impl std::fmt::Debug for Interrupts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Interrupts").field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("Interrupts")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
     }
 }
 
@@ -208,12 +210,17 @@ impl Interrupts {
         subagent: Option<String>,
     ) -> Interrupt {
         let mut ledger = self.ledger();
-        if let Some(open) = ledger
+        let raised = ledger
             .open
-            .values()
-            .find(|o| &o.thread == thread && o.parked.same_as(parked))
-        {
-            return open.interrupt.clone();
+            .iter()
+            .find(|(_, o)| &o.thread == thread && o.parked.same_as(parked))
+            .map(|(id, o)| (id.clone(), o.clone()));
+        if let Some((id, open)) = raised {
+            if SystemTime::now() < open.expires {
+                return open.interrupt;
+            }
+            // Expired unanswered: asked again under a new id.
+            ledger.close(&id, thread.clone(), Closed::Expired);
         }
         ledger.next += 1;
         let id = format!("int-{}-{}", self.seed, ledger.next);
@@ -257,9 +264,7 @@ impl Interrupts {
                 Some((owner, Closed::Expired)) if owner == thread => {
                     return Err(Refusal::new(
                         ErrorCode::InterruptExpired,
-                        format!(
-                            "interrupt {id} expired before it was answered; send a new message to be asked again"
-                        ),
+                        format!("interrupt {id} expired before it was answered; send a new message to be asked again"),
                     ));
                 }
                 _ => {}
@@ -350,7 +355,8 @@ fn describe(
     subagent: Option<String>,
     expires: SystemTime,
 ) -> Interrupt {
-    let expires_at = chrono::DateTime::<chrono::Utc>::from(expires).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let expires_at =
+        chrono::DateTime::<chrono::Utc>::from(expires).to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     match parked {
         Parked::Confirmation(p) => Interrupt {
             id: id.to_string(),

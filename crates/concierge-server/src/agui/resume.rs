@@ -151,7 +151,11 @@ mod tests {
                 "{unclear:?} -> {answer:?}"
             );
         }
-        let cancelled = read(&entry(ResumeStatus::Cancelled, Some(json!({"approved": true}))), &parked).unwrap();
+        let cancelled = read(
+            &entry(ResumeStatus::Cancelled, Some(json!({"approved": true}))),
+            &parked,
+        )
+        .unwrap();
         assert!(matches!(cancelled, Answer::Confirm(Decision::Deny { .. })));
     }
 
@@ -169,7 +173,12 @@ mod tests {
         assert_eq!(by_number, Answer::Choose(2));
         let by_id = read(&entry(ResumeStatus::Resolved, Some(json!({"optionId": 4}))), &parked).unwrap();
         assert_eq!(by_id, Answer::Choose(1));
-        for bad in [json!({"option": 3}), json!({"option": 0}), json!({"optionId": 9}), json!("two")] {
+        for bad in [
+            json!({"option": 3}),
+            json!({"option": 0}),
+            json!({"optionId": 9}),
+            json!("two"),
+        ] {
             let refused = read(&entry(ResumeStatus::Resolved, Some(bad)), &parked).unwrap_err();
             assert_eq!(refused.code, ErrorCode::ResumeIncomplete);
         }

@@ -122,8 +122,12 @@ impl RunStream {
                 decision,
             } => {
                 let rt = self.rt.clone();
-                let (thread, call, fp, decision) =
-                    (self.thread.clone(), call_id.clone(), fingerprint.clone(), decision.clone());
+                let (thread, call, fp, decision) = (
+                    self.thread.clone(),
+                    call_id.clone(),
+                    fingerprint.clone(),
+                    decision.clone(),
+                );
                 let task = tokio::spawn(async move { rt.confirm(thread, call, fp, decision).await });
                 (*after, Some(task))
             }
@@ -160,7 +164,7 @@ impl RunStream {
                         let _ = send(tx, &mut out).await;
                         return Some(End::Root {
                             event: Box::new(event),
-                            usage: translator.usage().clone(),
+                            usage: *translator.usage(),
                             error: translator.error().map(str::to_string),
                             last_state,
                         });
@@ -301,7 +305,14 @@ impl RunStream {
             ),
             // A park reported as a finish: the session says on what.
             RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => {
-                match self.rt.session(self.thread.clone()).await.ok().as_ref().and_then(Parked::of) {
+                match self
+                    .rt
+                    .session(self.thread.clone())
+                    .await
+                    .ok()
+                    .as_ref()
+                    .and_then(Parked::of)
+                {
                     Some(parked) => finished(
                         RunOutcome::Interrupt {
                             interrupts: vec![self.raise(&parked)],

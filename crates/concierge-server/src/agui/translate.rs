@@ -123,7 +123,9 @@ impl Translator {
             subagent_run_id: child.to_string(),
             name: agent.to_string(),
             parent_tool_call_id: tool_call_id(&self.root, parent, call),
-            parent_subagent_run_id: self.subagent(parent).filter(|p| self.children.contains_key(&SessionId::new(p))),
+            parent_subagent_run_id: self
+                .subagent(parent)
+                .filter(|p| self.children.contains_key(&SessionId::new(p))),
         });
         self.children.insert(child.clone(), Child::default());
         self.track(child).agent = Some(agent.to_string());
@@ -228,7 +230,7 @@ impl Translator {
             EventKind::RunFinished { .. } => {}
             EventKind::Usage { run_total, .. } => {
                 if session == self.root {
-                    self.usage = run_total.clone();
+                    self.usage = *run_total;
                 }
                 out.push(custom(event, sub));
             }
@@ -304,7 +306,9 @@ impl Translator {
 
     fn raise_in_child(&mut self, session: &SessionId, parked: &Parked) {
         let id = tool_call_id(&self.root, session, parked.call_id().as_str());
-        let interrupt = self.interrupts.raise(&self.thread, parked, id, Some(session.to_string()));
+        let interrupt = self
+            .interrupts
+            .raise(&self.thread, parked, id, Some(session.to_string()));
         if let Some(child) = self.children.get_mut(session) {
             child.interrupts.push(interrupt.id);
         }
@@ -392,7 +396,9 @@ impl Translator {
         event.session == self.root
             && matches!(
                 event.kind,
-                EventKind::RunFinished { .. } | EventKind::AwaitingConfirmation { .. } | EventKind::ChoiceRequested { .. }
+                EventKind::RunFinished { .. }
+                    | EventKind::AwaitingConfirmation { .. }
+                    | EventKind::ChoiceRequested { .. }
             )
     }
 }
