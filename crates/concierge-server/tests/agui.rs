@@ -31,6 +31,32 @@ enum Agents {
     Tasks,
     /// The CRM's router and its specialists (agents called as tools).
     Crm,
+    /// The calculator planning with a model that streams its answer.
+    Streaming,
+}
+
+/// A model that streams "6 * 7 is 42." in three pieces and uses 12 + 5 tokens.
+struct StreamingModel;
+
+impl concierge::Model for StreamingModel {
+    fn name(&self) -> String {
+        "test:streaming".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a concierge::ModelRequest,
+        cx: &'a concierge::model::ModelContext,
+    ) -> futures::future::BoxFuture<'a, Result<concierge::ModelReply, concierge::ModelError>> {
+        Box::pin(async move {
+            if let Some(sink) = &cx.on_delta {
+                for piece in ["6 * 7 ", "is ", "42."] {
+                    sink(piece);
+                }
+            }
+            Ok(concierge::ModelReply::text("6 * 7 is 42.").with_usage(12, 5))
+        })
+    }
 }
 
 struct Server {
@@ -68,6 +94,10 @@ impl Server {
                 let builder = builder.toolset(concierge_demo::crm::toolset_with(store)).agents(agents);
                 config.apply_hub(builder)
             }
+            Agents::Streaming => builder
+                .toolset(concierge_demo::calculator::toolset())
+                .agents(concierge_demo::agents())
+                .model(StreamingModel),
         };
         let rt = builder.build().await.unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -816,5 +846,37 @@ async fn the_openapi_document_describes_the_endpoint() {
     assert!(path["responses"]["422"].is_object(), "{path}");
     let schema = &doc["components"]["schemas"]["RunAgentInput"];
     assert_eq!(schema["required"], json!(["threadId", "runId", "messages"]), "{schema}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn model_deltas_stream_as_the_content_of_one_text_message() {
+    let server = Server::start(Agents::Streaming).await;
+    let mut input = ask("streamed", "run-1", "what is 6 times 7?");
+    input["forwardedProps"] = json!({"agent": "calculator"});
+    let events = server.agui(input).await;
+    assert_well_formed(&events);
+    let contents: Vec<&str> = of_type(&events, "TEXT_MESSAGE_CONTENT")
+        .iter()
+        .map(|e| e["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["6 * 7 ", "is ", "42."], "{events:#?}");
+    assert_eq!(of_type(&events, "TEXT_MESSAGE_START").len(), 1);
+    let message = of_type(&events, "TEXT_MESSAGE_END")[0]["messageId"].clone();
+    let snapshot = &of_type(&events, "MESSAGES_SNAPSHOT")[0]["messages"];
+    let last_message = snapshot.as_array().unwrap().last().unwrap();
+    assert_eq!(last_message["id"], message);
+    assert_eq!(last_message["content"], "6 * 7 is 42.");
+    let finished = last(&events);
+    assert_eq!(finished["result"], "6 * 7 is 42.");
+    assert_eq!(
+        finished["usage"],
+        json!([{"inputTokens": 12, "outputTokens": 5, "totalTokens": 17}])
+    );
+    let usage = of_type(&events, "CUSTOM")
+        .into_iter()
+        .find(|e| e["name"] == "usage")
+        .unwrap();
+    assert_eq!(usage["value"]["run_total"]["input_tokens"], 12);
     server.stop().await;
 }

@@ -146,15 +146,15 @@ async fn answer(
                 state: blackboard(Some(&session)),
                 messages: session.history().len(),
                 client_messages: input.user_messages(),
-                follow: Follow::Confirm {
-                    after: EventId::durable(session.last_seq()),
-                    call_id: pending.call_id,
-                    fingerprint: pending.fingerprint,
-                    decision,
-                },
                 stopping: state.stopping(),
             };
-            Ok(respond(run.into_sse()))
+            let follow = Follow::Confirm {
+                after: EventId::durable(session.last_seq()),
+                call_id: pending.call_id,
+                fingerprint: pending.fingerprint,
+                decision,
+            };
+            Ok(respond(run.into_sse(follow)))
         }
         (Answer::Choose(option), _) => start(state, input, Thread::Existing(session), option.to_string()).await,
         (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
@@ -182,6 +182,12 @@ async fn start(state: &ApiState, input: &RunAgentInput, thread: Thread, text: St
         Thread::Existing(session) => (blackboard(Some(session)), session.history().len()),
         _ => (blackboard(None), 0),
     };
+    // Subscribed before the run starts, so that its live model deltas reach the client.
+    let after = match &thread {
+        Thread::Existing(session) => session.last_seq(),
+        _ => 0,
+    };
+    let events = rt.subscribe_after(thread.id().clone(), EventId::durable(after));
     let handle = match &thread {
         Thread::New { agent: Some(agent), .. } | Thread::Opened { agent: Some(agent), .. } => {
             rt.client(agent.clone())?.start(text, options).await?
@@ -199,12 +205,13 @@ async fn start(state: &ApiState, input: &RunAgentInput, thread: Thread, text: St
         state: state_before,
         messages,
         client_messages: input.user_messages(),
-        follow: Follow::Started {
-            after: EventId::durable(handle.first_seq().saturating_sub(1)),
-        },
         stopping: state.stopping(),
     };
-    Ok(respond(run.into_sse()))
+    let follow = Follow::Started {
+        events,
+        first_seq: handle.first_seq(),
+    };
+    Ok(respond(run.into_sse(follow)))
 }
 
 /// The session's blackboard as the AG-UI state (an empty one for a new thread).

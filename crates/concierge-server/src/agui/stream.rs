@@ -10,6 +10,7 @@ use axum::response::sse::Event as SseEvent;
 use concierge::core::Decision;
 use concierge::{CallId, Event, EventId, EventKind, RunStatus, Runtime, SessionId};
 use futures::channel::mpsc;
+use futures::stream::BoxStream;
 use futures::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -23,12 +24,14 @@ use super::translate::Translator;
 const BUFFER: usize = 64;
 
 /// What the run follows.
-#[derive(Debug)]
 pub enum Follow {
-    /// A run started by a message: its events come after `after`.
+    /// A run started by a message, subscribed to before it started (so its
+    /// live model deltas are not missed); its first event is `first_seq`.
     Started {
-        /// The last event before the run's first.
-        after: EventId,
+        /// The session's events from before the run on.
+        events: BoxStream<'static, concierge::Result<Event>>,
+        /// The run's first event.
+        first_seq: u64,
     },
     /// A parked call answered: the run resumes when the answer is given.
     Confirm {
@@ -44,7 +47,6 @@ pub enum Follow {
 }
 
 /// One run to stream.
-#[derive(Debug)]
 pub struct RunStream {
     /// The runtime.
     pub rt: Runtime,
@@ -60,8 +62,6 @@ pub struct RunStream {
     pub messages: usize,
     /// The client's user messages as (id, text), whose ids the messages snapshot keeps.
     pub client_messages: Vec<(String, String)>,
-    /// What to follow.
-    pub follow: Follow,
     /// Turns true when the server shuts down.
     pub stopping: watch::Receiver<bool>,
 }
@@ -83,13 +83,13 @@ fn sse(event: &AguiEvent) -> SseEvent {
 impl RunStream {
     /// The run's events as Server-Sent Events (the run is followed by a task
     /// of its own; a client that goes away stops the following, not the run).
-    pub fn into_sse(self) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    pub fn into_sse(self, follow: Follow) -> impl Stream<Item = Result<SseEvent, Infallible>> {
         let (tx, rx) = mpsc::channel::<AguiEvent>(BUFFER);
-        tokio::spawn(self.drive(tx));
+        tokio::spawn(self.drive(follow, tx));
         rx.map(|event| Ok(sse(&event)))
     }
 
-    async fn drive(self, mut tx: mpsc::Sender<AguiEvent>) {
+    async fn drive(self, follow: Follow, mut tx: mpsc::Sender<AguiEvent>) {
         let mut out = vec![
             AguiEvent::RunStarted {
                 thread_id: self.thread.to_string(),
@@ -103,33 +103,30 @@ impl RunStream {
         if !send(&mut tx, &mut out).await {
             return;
         }
-        let end = self.follow_run(&mut tx).await;
+        let end = self.follow_run(follow, &mut tx).await;
         let Some(end) = end else { return };
         let mut out = self.finish(end).await;
         send(&mut tx, &mut out).await;
     }
 
     /// Follows the run to its end; `None` if the client went away.
-    async fn follow_run(&self, tx: &mut mpsc::Sender<AguiEvent>) -> Option<End> {
+    async fn follow_run(&self, follow: Follow, tx: &mut mpsc::Sender<AguiEvent>) -> Option<End> {
         let mut translator = Translator::new(self.thread.clone(), self.messages, self.interrupts.clone());
         let mut last_state = self.state.clone();
-        let (after, confirm) = match &self.follow {
-            Follow::Started { after } => (*after, None),
+        let (mut events, first_seq, confirm) = match follow {
+            Follow::Started { events, first_seq } => (events, first_seq, None),
             Follow::Confirm {
                 after,
                 call_id,
                 fingerprint,
                 decision,
             } => {
+                // Subscribed before the answer is given: nothing is missed.
+                let events = self.rt.subscribe_after(self.thread.clone(), after);
                 let rt = self.rt.clone();
-                let (thread, call, fp, decision) = (
-                    self.thread.clone(),
-                    call_id.clone(),
-                    fingerprint.clone(),
-                    decision.clone(),
-                );
-                let task = tokio::spawn(async move { rt.confirm(thread, call, fp, decision).await });
-                (*after, Some(task))
+                let thread = self.thread.clone();
+                let task = tokio::spawn(async move { rt.confirm(thread, call_id, fingerprint, decision).await });
+                (events, after.seq + 1, Some(task))
             }
         };
         let mut confirming = confirm.is_some();
@@ -140,7 +137,6 @@ impl RunStream {
             }
         };
         tokio::pin!(confirm);
-        let mut events = self.rt.subscribe_after(self.thread.clone(), after);
         let mut stopping = self.stopping.clone();
         let stop = async move {
             let _ = stopping.wait_for(|stop| *stop).await;
@@ -159,6 +155,9 @@ impl RunStream {
                             return Some(End::Error(ErrorCode::StreamFailed, "the run's events ended before the run did".to_string()));
                         }
                     };
+                    if event.session == self.thread && event.seq < first_seq {
+                        continue;
+                    }
                     if translator.ends_root(&event) {
                         translator.close(&mut out);
                         let _ = send(tx, &mut out).await;
