@@ -2,7 +2,8 @@
 # Every check and every test: formatting, clippy, the workspace's tests, the
 # examples, the tests against real MCP servers (npm packages) and those against
 # a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
-# and started here, stopped at the end).
+# and started here, stopped at the end), and the official AG-UI client (npm)
+# against real `concierge serve` processes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
@@ -15,6 +16,8 @@ setup_pid=$!
 
 # The MCP servers the tests talk to (npm, pinned by package-lock.json).
 scripts/setup-mcp.sh
+# The official AG-UI client the AG-UI endpoint's ignored test drives (npm).
+scripts/setup-agui-client.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings

@@ -1,9 +1,12 @@
 //! concierge's front doors: the runtime's tools and agents served to other
 //! programs. The HTTP API ([`http::HttpApi`]: sessions, runs, confirmations,
 //! choices, resumable Server-Sent Events, the catalogue and an OpenAPI
-//! document), and the MCP server ([`mcp::ConciergeMcp`]: each Rust tool, and
-//! each agent as an `ask_<agent>` tool, over stdio or streamable HTTP).
+//! document), the AG-UI endpoint on it ([`agui`]: AG-UI clients run agents
+//! and answer their confirmations and choices as interrupts), and the MCP
+//! server ([`mcp::ConciergeMcp`]: each Rust tool, and each agent as an
+//! `ask_<agent>` tool, over stdio or streamable HTTP).
 
+pub mod agui;
 pub mod http;
 pub mod mcp;
 

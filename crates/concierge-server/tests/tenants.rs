@@ -203,6 +203,14 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
             .await,
         server.post(GLOBEX, "/api/v1/sessions/a1/choose", json!({"option": 1})).await,
         server.post(GLOBEX, "/api/v1/sessions/a1/end", json!({})).await,
+        server
+            .post(
+                GLOBEX,
+                "/api/v1/agui",
+                json!({"threadId": "a1", "runId": "g-run", "messages": [{"id": "m1", "role": "user", "content": "who am I?"}],
+                       "tools": [], "context": [], "state": {}, "forwardedProps": {}}),
+            )
+            .await,
     ];
     for (status, body) in not_found {
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");

@@ -68,6 +68,8 @@ pub struct ApiState {
     ids: Arc<AtomicU64>,
     stopping: watch::Receiver<bool>,
     limiter: RunLimiter,
+    /// The interrupts the AG-UI endpoint raised (confirmations and choices).
+    interrupts: crate::agui::Interrupts,
 }
 
 impl ApiState {
@@ -91,6 +93,11 @@ impl ApiState {
             Ok(_) | Err(concierge::Error::SessionNotFound(_)) => Err(ApiError::unknown_session(id)),
             Err(error) => Err(error.into()),
         }
+    }
+
+    /// The interrupts the AG-UI endpoint raised.
+    pub(crate) fn interrupts(&self) -> &crate::agui::Interrupts {
+        &self.interrupts
     }
 
     /// A place for one more run of the caller's tenant (429 past the cap);
@@ -135,6 +142,7 @@ impl HttpApi {
                 ids: Arc::new(AtomicU64::new(seed)),
                 stopping,
                 limiter: RunLimiter::default(),
+                interrupts: crate::agui::Interrupts::default(),
             },
             stop,
             body_limit: DEFAULT_BODY_LIMIT,
@@ -162,6 +170,13 @@ impl HttpApi {
         self
     }
 
+    /// How long an AG-UI interrupt (a confirmation or a choice a run parked
+    /// on) can be answered; a later resume is refused. One hour by default.
+    pub fn interrupt_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.state.interrupts = crate::agui::Interrupts::new(ttl);
+        self
+    }
+
     /// The routes: `/healthz`, `/openapi.json` and `/api/v1/...`.
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
@@ -176,6 +191,7 @@ impl HttpApi {
             .route("/agents", get(catalog::agents))
             .route("/goals", get(catalog::goals))
             .route("/tools", get(catalog::tools))
+            .route("/agui", post(crate::agui::run))
             .fallback(unknown_route)
             .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate));
         Router::new()

@@ -28,10 +28,12 @@ use super::{catalog, events, sessions};
         catalog::agents,
         catalog::goals,
         catalog::tools,
+        crate::agui::run,
     ),
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
+        (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
     ),
     modifiers(&BearerTokens),
     // A server configured with API tokens requires one (a 401 otherwise);

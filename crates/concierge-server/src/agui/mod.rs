@@ -1,0 +1,244 @@
+//! The AG-UI endpoint, `POST /api/v1/agui`: the open agent–UI event protocol
+//! (AG-UI 1.0, as `@ag-ui/core`/`@ag-ui/client` 1.0.0 define it), so that
+//! AG-UI clients (CopilotKit-style frontends, `HttpAgent`) talk to concierge's
+//! agents unchanged.
+//!
+//! The client posts a `RunAgentInput` (JSON); the answer is
+//! `text/event-stream`, one AG-UI event per `data:` line. A thread is a
+//! concierge session: a new `threadId` starts a session (with the agent
+//! `forwardedProps.agent` or `?agent=` names, else the default agent), and
+//! the last `user` message of `messages` is what the agent is asked.
+//!
+//! A run that parks on a confirmation or a choice finishes with an interrupt
+//! outcome; the thread's next input answers it in `resume` (see
+//! [`interrupts`]). A resume the server cannot accept (expired, answered
+//! already, not the call that waits, unclear choice) is refused with a lone
+//! `RUN_ERROR` and nothing runs. A malformed input is a 4xx naming the field,
+//! as everywhere in the API.
+
+pub mod events;
+pub mod input;
+pub mod interrupts;
+pub mod messages;
+pub mod resume;
+pub mod stream;
+pub mod thread;
+pub mod translate;
+
+use axum::extract::{Query, State};
+use axum::response::sse::{KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use concierge::EventId;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use utoipa::IntoParams;
+
+use crate::http::body::JsonBody;
+use crate::http::{ApiError, ApiState, Caller, ErrorBody};
+use events::{AguiEvent, ErrorCode};
+use input::RunAgentInput;
+pub use interrupts::{DEFAULT_INTERRUPT_TTL, Interrupts};
+use interrupts::{Parked, Refusal};
+use resume::Answer;
+use stream::{Follow, RunStream};
+use thread::Thread;
+
+/// The endpoint's query parameters.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+pub struct AguiQuery {
+    /// The agent that takes a new thread (`forwardedProps.agent` says the same in the body).
+    pub agent: Option<String>,
+}
+
+/// Runs the thread's agent on the input's last user message, or resumes the
+/// thread's parked run with the input's `resume`, and streams the run's
+/// AG-UI events.
+#[utoipa::path(
+    post, path = "/api/v1/agui", tag = "agui",
+    params(AguiQuery),
+    request_body(content = RunAgentInput, description = "AG-UI's RunAgentInput"),
+    responses(
+        (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = String),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 409, description = "A run is in progress in the thread, or the thread's session has ended", body = ErrorBody),
+        (status = 413, description = "The body or the message is too large", body = ErrorBody),
+        (status = 422, description = "A field is missing or malformed, or names an unknown agent", body = ErrorBody),
+    )
+)]
+pub async fn run(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Query(query): Query<AguiQuery>,
+    JsonBody(input): JsonBody<RunAgentInput>,
+) -> Result<Response, ApiError> {
+    input.check()?;
+    let agent = match query.agent {
+        Some(agent) => Some((agent, "agent")),
+        None => input.forwarded_agent()?.map(|agent| (agent, "forwardedProps.agent")),
+    };
+    let thread = thread::resolve(&state, &caller, &input.thread_id, agent).await?;
+    let resume = input.resume.clone().unwrap_or_default();
+    let parked = match &thread {
+        Thread::Existing(session) => Parked::of(session),
+        _ => None,
+    };
+    if !resume.is_empty() {
+        return answer(&state, &caller, &input, thread, parked.as_ref(), &resume).await;
+    }
+    if let Some(parked) = parked {
+        return Ok(respond_with(waiting(&state, &thread, &parked)));
+    }
+    let text = input.new_message()?;
+    start(&state, &caller, &input, thread, text).await
+}
+
+/// The thread waits for an answer and the input has none: refused, with the
+/// interrupt to answer (AG-UI: pending interrupts block new input).
+fn waiting(state: &ApiState, thread: &Thread, parked: &Parked) -> AguiEvent {
+    let interrupt = stream::raise(state.interrupts(), thread.id(), parked);
+    AguiEvent::RunError {
+        message: format!(
+            "this thread waits for an answer to \"{}\"; answer interrupt {} in the input's resume",
+            interrupt.message, interrupt.id
+        ),
+        code: ErrorCode::InterruptPending,
+        metadata: Some(json!({ "interrupts": [interrupt] })),
+    }
+}
+
+/// Answers the parked call with the resume, or refuses it.
+async fn answer(
+    state: &ApiState,
+    caller: &Caller,
+    input: &RunAgentInput,
+    thread: Thread,
+    parked: Option<&Parked>,
+    resume: &[input::ResumeEntry],
+) -> Result<Response, ApiError> {
+    let answers: Vec<(String, Option<String>)> = resume
+        .iter()
+        .map(|entry| (entry.interrupt_id.clone(), entry.fingerprint()))
+        .collect();
+    let read = |id: &str, parked: &Parked| -> Result<Answer, Refusal> {
+        match resume.iter().find(|entry| entry.interrupt_id == id) {
+            Some(entry) => resume::read(entry, parked),
+            None => Err(Refusal {
+                code: ErrorCode::ResumeIncomplete,
+                message: format!("the resume does not answer interrupt {id}"),
+            }),
+        }
+    };
+    let (answer, parked) = match state.interrupts().answer(thread.id(), parked, &answers, read) {
+        Ok(answered) => answered,
+        Err(refusal) => return Ok(respond(stream::refused(refusal))),
+    };
+    let Thread::Existing(session) = thread else {
+        return Ok(respond(stream::refused(Refusal {
+            code: ErrorCode::NothingToResume,
+            message: "this thread has no run to resume".to_string(),
+        })));
+    };
+    match (answer, parked) {
+        (Answer::Confirm(decision), Parked::Confirmation(pending)) => {
+            let permit = state.run_permit(caller)?;
+            let run = RunStream {
+                permit: Some(permit),
+                rt: state.runtime().clone(),
+                interrupts: state.interrupts().clone(),
+                thread: session.id().clone(),
+                run_id: input.run_id.clone(),
+                state: blackboard(Some(&session)),
+                messages: session.history().len(),
+                client_messages: input.user_messages(),
+                stopping: state.stopping(),
+            };
+            let follow = Follow::Confirm {
+                after: EventId::durable(session.last_seq()),
+                call_id: pending.call_id,
+                fingerprint: pending.fingerprint,
+                decision,
+            };
+            Ok(respond(run.into_sse(follow)))
+        }
+        (Answer::Choose(option), _) => start(state, caller, input, Thread::Existing(session), option.to_string()).await,
+        (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
+            start(state, caller, input, Thread::Existing(session), resume::NO_CHOICE.to_string()).await
+        }
+    }
+}
+
+/// Starts a run of the thread with `text` and streams it.
+async fn start(
+    state: &ApiState,
+    caller: &Caller,
+    input: &RunAgentInput,
+    thread: Thread,
+    text: String,
+) -> Result<Response, ApiError> {
+    let limit = state.runtime().max_message_bytes();
+    if text.len() > limit {
+        return Err(ApiError::field(
+            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
+            "messages",
+            format!(
+                "the message is {} bytes, over the limit of {limit} bytes; send it in smaller parts",
+                text.len()
+            ),
+        ));
+    }
+    let rt = state.runtime();
+    let permit = state.run_permit(caller)?;
+    let options = caller.options(thread.id().as_str());
+    let (state_before, messages) = match &thread {
+        Thread::Existing(session) => (blackboard(Some(session)), session.history().len()),
+        _ => (blackboard(None), 0),
+    };
+    // Subscribed before the run starts, so that its live model deltas reach the client.
+    let after = match &thread {
+        Thread::Existing(session) => session.last_seq(),
+        _ => 0,
+    };
+    let events = rt.subscribe_after(thread.id().clone(), EventId::durable(after));
+    let handle = match &thread {
+        Thread::New { agent: Some(agent), .. } => rt.client(agent.clone())?.start(text, options).await?,
+        _ => rt.start(text, options).await?,
+    };
+    let first_seq = handle.first_seq();
+    // The run holds its place under the tenant's cap until it stops.
+    tokio::spawn(async move {
+        let _ = handle.wait().await;
+        drop(permit);
+    });
+    let run = RunStream {
+        permit: None,
+        rt: rt.clone(),
+        interrupts: state.interrupts().clone(),
+        thread: thread.id().clone(),
+        run_id: input.run_id.clone(),
+        state: state_before,
+        messages,
+        client_messages: input.user_messages(),
+        stopping: state.stopping(),
+    };
+    let follow = Follow::Started { events, first_seq };
+    Ok(respond(run.into_sse(follow)))
+}
+
+/// The session's blackboard as the AG-UI state (an empty one for a new thread).
+fn blackboard(session: Option<&concierge::Session>) -> Value {
+    let value = match session {
+        Some(session) => serde_json::to_value(session.blackboard()),
+        None => serde_json::to_value(concierge::core::Blackboard::default()),
+    };
+    value.unwrap_or(Value::Null)
+}
+
+fn respond_with(event: AguiEvent) -> Response {
+    respond(stream::single(event))
+}
+
+fn respond(
+    events: impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>> + Send + 'static,
+) -> Response {
+    Sse::new(events).keep_alive(KeepAlive::default()).into_response()
+}
