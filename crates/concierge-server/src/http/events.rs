@@ -5,6 +5,11 @@
 //! kind as the SSE `event` name; the data is the event as JSON. A client that
 //! reconnects with the last id it saw gets every later event exactly once.
 //!
+//! A client that cannot set the header on its first request (a browser's
+//! `EventSource` sends it only on its own reconnects, so a reloaded page
+//! cannot) passes the same id as `?after=12.3`; the header, when present,
+//! takes precedence (a reconnect knows a later id than the URL).
+//!
 //! Events of child runs (agents called as tools) are in the stream too,
 //! marked by their `session` field, and are sent **without an `id`**: a
 //! browser keeps the parent's last id through them, so a reconnect resumes
@@ -14,11 +19,13 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use concierge::{Event, EventId, SessionId};
 use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
@@ -27,28 +34,39 @@ use super::sessions::view;
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";
 
-/// Streams the session's events after `Last-Event-ID` (from its first event
-/// without one): stored events first, then live ones, model deltas included.
+/// `?after=` for the event stream.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct EventsQuery {
+    /// The id of the last event seen (`12` or `12.3`), for a client that
+    /// cannot send `Last-Event-ID`; the header wins when both are given.
+    #[serde(default)]
+    pub after: Option<String>,
+}
+
+/// Streams the session's events after `Last-Event-ID` (or `?after=`; from
+/// its first event without either): stored events first, then live ones, model deltas included.
 #[utoipa::path(
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
         ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event seen (`12` or `12.3`); the stream resumes after it"),
+        EventsQuery,
     ),
     responses(
         (status = 200, description = "Server-Sent Events: `id` is the event id (absent for a child run's events), `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = String),
-        (status = 400, description = "Last-Event-ID is not an event id", body = ErrorBody),
+        (status = 400, description = "Last-Event-ID (or `after`) is not an event id", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
     )
 )]
 pub async fn events(
     State(state): State<ApiState>,
     Path(id): Path<String>,
+    Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let after = match headers.get(LAST_EVENT_ID) {
-        None => EventId::default(),
-        Some(value) => value
+    let after = match (headers.get(LAST_EVENT_ID), query.after) {
+        (Some(value), _) => value
             .to_str()
             .ok()
             .and_then(|text| text.parse::<EventId>().ok())
@@ -59,6 +77,14 @@ pub async fn events(
                     "Last-Event-ID is not an event id: send the id of the last event seen, such as 12 or 12.3",
                 )
             })?,
+        (None, Some(after)) => after.parse::<EventId>().map_err(|_| {
+            ApiError::field(
+                StatusCode::BAD_REQUEST,
+                "after",
+                "after is not an event id: send the id of the last event seen, such as 12 or 12.3",
+            )
+        })?,
+        (None, None) => EventId::default(),
     };
     view(&state, &id).await?;
     let root = SessionId::new(id.as_str());
