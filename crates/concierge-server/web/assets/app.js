@@ -61,6 +61,7 @@ function home() {
 }
 
 function close() {
+  delete document.body.dataset.stream;
   if (!current) return;
   current.stream.close();
   clearTimeout(current.refresh);
@@ -106,13 +107,15 @@ async function openNow(id) {
   const session = { id, conversation, busy: false, refresh: null };
   current = session;
   session.stream = new SessionStream(id, (event, how) => onEvent(session, event, how), (status) => {
-    if (current === session) ui.connection.textContent = CONNECTION[status] ?? '';
+    if (current !== session) return;
+    ui.connection.textContent = CONNECTION[status] ?? '';
+    document.body.dataset.stream = status;
   });
   session.stream.start(view.last_event_id);
   setBusy(session.busy);
   document.body.classList.remove('show-sidebar');
   ui.menu.setAttribute('aria-expanded', 'false');
-  markCurrent();
+  refreshSessions();
 }
 
 function onEvent(session, event, { replayed }) {
@@ -170,13 +173,6 @@ let listing = null;
 function refreshSessions() {
   clearTimeout(listing);
   listing = setTimeout(() => drawSessions(ui.sessions, current?.id, (id) => (location.hash = `#/s/${encodeURIComponent(id)}`)), 100);
-}
-
-function markCurrent() {
-  for (const b of ui.sessions.querySelectorAll('button.session')) {
-    if (b.dataset.session === current?.id) b.setAttribute('aria-current', 'true');
-    else b.removeAttribute('aria-current');
-  }
 }
 
 /** Starts a session with a goal's agent; its starter prompt greets the person. */

@@ -52,6 +52,11 @@ export class Panel {
 
   showUsage(total) {
     clear(this.usage);
+    this.total = total;
+    if (!total) {
+      this.usage.append(h('p', { class: 'empty' }, 'No conversation open.'));
+      return;
+    }
     const cost = (u) => {
       const usd = u?.cost_usd;
       if (usd === null || usd === undefined) return 'unknown';
@@ -65,7 +70,6 @@ export class Panel {
         this.runUsage ? [h('dt', {}, 'This run'), h('dd', {}, `${tokens(this.runUsage)} · ${cost(this.runUsage)}`)] : null,
       ),
     );
-    this.total = total;
   }
 
   /** Follows one event (the session's own, or a child's). */
