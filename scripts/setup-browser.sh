@@ -12,6 +12,11 @@ if ! command -v npm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; th
   $sudo apt-get update -qq
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium nodejs npm >/dev/null
 fi
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "the browser tests need Node.js 20 or later (playwright-core); this is $(node --version)" >&2
+  exit 1
+fi
 tests=crates/concierge-server/tests/browser
 if [ ! -f "$tests/node_modules/playwright-core/package.json" ]; then
   (cd "$tests" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)

@@ -15,6 +15,8 @@ setup_pid=$!
 
 # The MCP servers the tests talk to (npm, pinned by package-lock.json).
 scripts/setup-mcp.sh
+# The web chat's browser tests: Debian's chromium and playwright-core (npm).
+scripts/setup-browser.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -22,6 +24,11 @@ cargo test --workspace --locked
 for example in calculator confirmation; do
   cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
 done
+
+# The web chat in a real browser against a real `concierge serve`
+# (screenshots in $CONCIERGE_TEST_ARTIFACTS, default target/browser-artifacts).
+cargo build --quiet --locked -p concierge-cli
+(cd crates/concierge-server/tests/browser && npm test --silent)
 
 if ! wait "$setup_pid"; then
   cat "$CONCIERGE_CACHE/setup-model-server.log" >&2

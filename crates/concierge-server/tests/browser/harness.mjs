@@ -9,9 +9,10 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 
-export const repo = path.resolve(import.meta.dirname, '..', '..', '..', '..');
+export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 const targetDir = process.env.CARGO_TARGET_DIR
   ? path.resolve(repo, process.env.CARGO_TARGET_DIR)
   : path.join(repo, 'target');
