@@ -88,8 +88,24 @@ test('the catalogue starts a goal; a side effect is approved with the button, an
   await say(page, 'yes');
   await second.locator('.outcome', { hasText: 'Approved' }).waitFor();
   await replied(page, 'Booked PTO for Monday');
+  // Edit changes the arguments before approving them.
+  await say(page, "I'd like to take next Friday off");
+  const third = log(page).locator('li.ask.confirm').nth(2);
+  await third.getByRole('button', { name: 'Edit' }).click();
+  await third.getByLabel('Start').fill('next Tuesday');
+  await third.getByRole('button', { name: 'Approve with changes' }).click();
+  // The changed call is asked about again, and its card shows the new arguments.
+  await third.locator('.outcome', { hasText: 'Changed' }).waitFor();
+  const fourth = log(page).locator('li.ask.confirm').nth(3);
+  await fourth.locator('.ask-text', { hasText: "I'll book PTO for next Tuesday. Proceed?" }).waitFor();
+  assert.deepEqual(await log(page).locator('li.tool[data-tool="book_pto"]').last().locator('.args td').allTextContents(), ['next Tuesday']);
+  await fourth.getByRole('button', { name: 'Approve' }).click();
+  await fourth.locator('.outcome', { hasText: 'Approved' }).waitFor();
+  await replied(page, 'Booked PTO for Tuesday');
   // The answer is recorded as the approval, not as a message.
-  assert.deepEqual(await userTexts(page), ["I'd like to take next Friday off", "I'd like to take next Monday off"]);
+  assert.deepEqual(await userTexts(page), [
+    "I'd like to take next Friday off", "I'd like to take next Monday off", "I'd like to take next Friday off",
+  ]);
   assert.deepEqual(errors, []);
 });
 
@@ -212,27 +228,43 @@ test('a reload in the middle of a streamed answer continues it, nothing shown tw
   assert.deepEqual(errors, []);
 });
 
+test('a conversation without a goal starts at the hub; each handoff is marked and the badge follows', async (t) => {
+  const { page, errors } = await chat(t);
+  await say(page, 'how much PTO do I have?');
+  await log(page).locator('li.divider', { hasText: 'The hub hands you to HR' }).waitFor();
+  await replied(page, 'days of PTO');
+  assert.equal(await page.locator('#agent-badge').textContent(), 'HR');
+  await say(page, 'show me the food menu');
+  await log(page).locator('li.divider', { hasText: 'from HR to Food ordering' }).waitFor();
+  await replied(page, 'menu');
+  assert.equal(await page.locator('#agent-badge').textContent(), 'Food ordering');
+  assert.equal(await page.locator('[data-panel=agent]').textContent(), 'Food ordering');
+  assert.equal(await log(page).locator('li.divider').count(), 2);
+  await screenshot(page, '08-handoffs');
+  assert.deepEqual(errors, []);
+});
+
 test('on a phone-width window the chat is one column, the goals a menu away', async (t) => {
   const { page, errors } = await chat(t, { width: 390, height: 844 });
   assert.equal(await page.locator('#sidebar').isVisible(), false);
   assert.equal(await page.locator('#panel').isVisible(), false);
-  await screenshot(page, '08-phone-catalogue');
+  await screenshot(page, '09-phone-catalogue');
   await startGoal(page, 'hr');
   await page.locator('#log .chip', { hasText: "I'd like to take next Friday off" }).click();
   await log(page).locator('li.ask.confirm').getByRole('button', { name: 'Approve' }).waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than the window`);
-  await screenshot(page, '09-phone-confirmation');
+  await screenshot(page, '10-phone-confirmation');
 
   await page.locator('#menu-toggle').click();
   await page.locator('#sidebar').waitFor();
   assert.equal(await page.locator('#menu-toggle').getAttribute('aria-expanded'), 'true');
-  await screenshot(page, '10-phone-menu');
+  await screenshot(page, '11-phone-menu');
   await page.keyboard.press('Escape');
   await page.locator('#sidebar').waitFor({ state: 'hidden' });
   await page.locator('#panel-toggle').click();
   await page.locator('#panel').waitFor();
-  await screenshot(page, '11-phone-details');
+  await screenshot(page, '12-phone-details');
   assert.deepEqual(errors, []);
 });
 

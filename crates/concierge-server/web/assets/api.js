@@ -46,8 +46,11 @@ export const api = {
   session: (id) => call('GET', session(id)),
   create: (agent) => call('POST', '/sessions', agent ? { agent } : {}),
   send: (id, text) => call('POST', `${session(id)}/messages`, { text }),
-  confirm: (id, pending, decision) =>
-    call('POST', `${session(id)}/confirm`, { call_id: pending.call_id, fingerprint: pending.fingerprint, decision }),
+  /** Approves, denies, or (`amend`, with the complete new `args`) approves changed arguments. */
+  confirm: (id, pending, decision, args) =>
+    call('POST', `${session(id)}/confirm`, {
+      call_id: pending.call_id, fingerprint: pending.fingerprint, decision, ...(args ? { arguments: args } : {}),
+    }),
   choose: (id, option) => call('POST', `${session(id)}/choose`, { option }),
   end: (id) => call('POST', `${session(id)}/end`, {}),
   /** The URL of a session's event stream, resuming after `after` (an event id) when given. */

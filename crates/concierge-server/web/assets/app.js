@@ -219,9 +219,9 @@ const actions = {
   send: async (text) => {
     if (await send(text)) ui.input.focus();
   },
-  confirm: async (pending, decision) => {
+  confirm: async (pending, decision, args) => {
     try {
-      await api.confirm(current.id, pending, decision);
+      await api.confirm(current.id, pending, decision, args);
       return true;
     } catch (error) {
       toast(error.message);

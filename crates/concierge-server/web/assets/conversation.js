@@ -240,25 +240,53 @@ export class Conversation {
 
   confirmation(pending) {
     const key = this.askKey(pending);
-    if (this.confirms.has(key)) return;
+    const earlier = this.confirms.get(key);
+    if (earlier?.fingerprint === pending.fingerprint) return;
+    if (earlier && !earlier.resolved) {
+      // Changed arguments are asked about again: the earlier question is over.
+      earlier.resolved = true;
+      earlier.buttons.remove();
+      earlier.form.remove();
+      earlier.title.textContent = 'Approval';
+      earlier.block.classList.add('answered');
+      earlier.outcome.textContent = '✎ Changed';
+    }
+    const card = this.cards.get(key);
+    if (card && earlier) {
+      const table = argumentsTable(pending.arguments);
+      card.card.querySelector(':scope > table.args')?.replaceWith(table ?? '');
+    }
     const approve = h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve');
     const deny = h('button', { type: 'button', class: 'secondary', onclick: () => decide('deny') }, 'Deny');
+    const args = pending.arguments && typeof pending.arguments === 'object' ? pending.arguments : {};
+    const edit = Object.keys(args).length
+      ? h('button', { type: 'button', class: 'secondary', 'aria-expanded': 'false', onclick: () => toggleEdit() }, 'Edit')
+      : null;
     const outcome = h('div', { class: 'outcome', role: 'status' });
-    const buttons = h('div', { class: 'actions' }, approve, deny);
+    const buttons = h('div', { class: 'actions' }, approve, deny, edit);
+    const form = editForm(args, pending.tool, (changed) => decide('amend', changed), () => toggleEdit());
     const title = h('div', { class: 'ask-title' }, 'Needs your approval');
     const block = h('li', { class: 'ask confirm', 'data-call': pending.call_id },
       title,
       h('p', { class: 'ask-text' }, pending.message),
       buttons,
+      form,
       outcome,
     );
-    const parts = { block, title, approve, deny, buttons, outcome };
-    const decide = async (decision) => {
-      approve.disabled = deny.disabled = true;
-      outcome.textContent = decision === 'approve' ? 'Approving…' : 'Denying…';
-      const ok = await this.actions.confirm(pending, decision);
+    const parts = { block, title, approve, deny, buttons, form, outcome, fingerprint: pending.fingerprint };
+    const controls = () => [approve, deny, edit, ...form.querySelectorAll('button, input')].filter(Boolean);
+    const toggleEdit = () => {
+      form.hidden = !form.hidden;
+      edit?.setAttribute('aria-expanded', String(!form.hidden));
+      if (!form.hidden) form.querySelector('input')?.focus();
+      else edit?.focus();
+    };
+    const decide = async (decision, changed) => {
+      for (const c of controls()) c.disabled = true;
+      outcome.textContent = { approve: 'Approving…', deny: 'Denying…', amend: 'Approving with your changes…' }[decision];
+      const ok = await this.actions.confirm(pending, decision, changed);
       if (!ok && !parts.resolved) {
-        approve.disabled = deny.disabled = false;
+        for (const c of controls()) c.disabled = false;
         outcome.textContent = '';
       }
     };
@@ -271,6 +299,7 @@ export class Conversation {
     if (!parts || parts.resolved) return;
     parts.resolved = true;
     parts.buttons.remove();
+    parts.form.remove();
     parts.title.textContent = 'Approval';
     parts.block.classList.add(event.approved ? 'approved' : 'denied');
     parts.outcome.textContent = event.approved ? '✓ Approved' : '✕ Denied';
@@ -352,12 +381,17 @@ function assistantBubble(agent, text, nested) {
 }
 
 function divider(event) {
+  const from = agentName(event.from);
+  const to = agentName(event.to);
+  const byHub = /\bhub\b/i.test(event.reason ?? '');
   const text =
     event.to === 'hub'
-      ? `${agentName(event.from)} is done · back to the hub`
+      ? `${from} is done · back to the hub`
       : event.from === 'hub'
-        ? `Handed to ${agentName(event.to)}`
-        : `${agentName(event.from)} handed the conversation to ${agentName(event.to)}`;
+        ? `The hub hands you to ${to}`
+        : byHub
+          ? `The hub hands you from ${from} to ${to}`
+          : `${from} hands the conversation to ${to}`;
   return h('li', { class: 'divider', role: 'separator', 'aria-label': text, title: event.reason ?? '' }, h('span', {}, text));
 }
 
@@ -376,6 +410,46 @@ function argumentsTable(args) {
   return h('table', { class: 'args', 'aria-label': 'Arguments' },
     h('tbody', {}, entries.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, humanize(k)), h('td', {}, show(v))))),
   );
+}
+
+/**
+ * A form to change a call's arguments before approving it: one field per
+ * argument; a field keeps its argument's type (a number stays a number).
+ */
+function editForm(args, tool, onSubmit, onCancel) {
+  const fields = Object.entries(args).map(([key, value], i) => {
+    const id = `edit-${tool}-${key}-${Math.random().toString(36).slice(2, 8)}-${i}`;
+    const input = h('input', { id, name: key, value: show(value), autocomplete: 'off' });
+    return { key, value, input, row: h('div', { class: 'field' }, h('label', { for: id }, humanize(key)), input) };
+  });
+  const form = h('form', { class: 'edit', hidden: true, 'aria-label': `Change the arguments of ${humanize(tool)}` },
+    fields.map((f) => f.row),
+    h('div', { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary' }, 'Approve with changes'),
+      h('button', { type: 'button', class: 'secondary', onclick: onCancel }, 'Cancel'),
+    ),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const changed = {};
+    for (const { key, value, input } of fields) changed[key] = typed(input.value, value);
+    onSubmit(changed);
+  });
+  return form;
+}
+
+/** The text of a field as a value of the type `like` had. */
+function typed(text, like) {
+  if (typeof like === 'string') return text;
+  if (typeof like === 'number') {
+    const n = Number(text);
+    return text.trim() !== '' && Number.isFinite(n) ? n : text;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
 }
 
 /** A tool's result: its `message` in words when it has one, the rest behind "Details". */
