@@ -1,8 +1,10 @@
 //! concierge's front doors: the runtime's tools and agents served to other
 //! programs. The HTTP API ([`http::HttpApi`]: sessions, runs, confirmations,
 //! choices, resumable Server-Sent Events, the catalogue and an OpenAPI
-//! document), and the MCP server ([`mcp::ConciergeMcp`]: each Rust tool, and
-//! each agent as an `ask_<agent>` tool, over stdio or streamable HTTP).
+//! document), the web chat it serves at `/` ([`web`]: a page embedded in the
+//! binary that talks only to that API), and the MCP server
+//! ([`mcp::ConciergeMcp`]: each Rust tool, and each agent as an
+//! `ask_<agent>` tool, over stdio or streamable HTTP).
 
 pub mod http;
 pub mod mcp;

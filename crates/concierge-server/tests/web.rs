@@ -143,7 +143,12 @@ async fn the_page_and_its_files_are_served_with_their_types_and_validators() {
         ("app.css", "text/css; charset=utf-8"),
         ("icon.svg", "image/svg+xml"),
     ] {
-        let response = server.http.get(server.url(&format!("/assets/{file}"))).send().await.unwrap();
+        let response = server
+            .http
+            .get(server.url(&format!("/assets/{file}")))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{file}");
         assert_eq!(response.headers()["content-type"], content_type, "{file}");
         assert_eq!(response.headers()["x-content-type-options"], "nosniff");
@@ -154,7 +159,12 @@ async fn the_page_and_its_files_are_served_with_their_types_and_validators() {
     let app = app.text().await.unwrap();
     for line in app.lines().filter(|l| l.starts_with("import ")) {
         let file = line.split("'./").nth(1).unwrap().split('\'').next().unwrap();
-        let response = server.http.get(server.url(&format!("/assets/{file}"))).send().await.unwrap();
+        let response = server
+            .http
+            .get(server.url(&format!("/assets/{file}")))
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), StatusCode::OK, "{file}");
     }
 
@@ -211,6 +221,10 @@ async fn the_openapi_document_describes_the_after_parameter() {
         .unwrap();
     let after = params.iter().find(|p| p["name"] == "after").unwrap();
     assert_eq!(after["in"], "query");
-    assert!(params.iter().any(|p| p["name"] == "Last-Event-ID" && p["in"] == "header"));
+    assert!(
+        params
+            .iter()
+            .any(|p| p["name"] == "Last-Event-ID" && p["in"] == "header")
+    );
     server.stop().await;
 }

@@ -25,9 +25,7 @@ pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'
 /// The routes of the web chat: `/` and `/assets/{name}`. Merge them into the
 /// API's router.
 pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
-    Router::new()
-        .route("/", get(index))
-        .route("/assets/{name}", get(asset))
+    Router::new().route("/", get(index)).route("/assets/{name}", get(asset))
 }
 
 async fn index(headers: HeaderMap) -> Response {

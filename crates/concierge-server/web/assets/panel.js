@@ -117,6 +117,15 @@ export class Panel {
         }
         break;
       }
+      case 'awaiting_confirmation':
+      case 'choice_requested':
+        // The run is parked: its open calls wait for the person.
+        for (const bar of this.bars) if (bar.end === null) bar.waiting = true;
+        break;
+      case 'confirmation_resolved':
+      case 'choice_resolved':
+        for (const bar of this.bars) bar.waiting = false;
+        break;
       case 'usage':
         this.closeModel(event.session, at);
         if (root) {
@@ -156,10 +165,11 @@ export class Panel {
     const end = Math.max(this.runEnd ?? now ?? start, ...this.bars.map((b) => b.end ?? b.start));
     const span = Math.max(end - start, 1);
     const rows = this.bars.map((bar) => {
-      const fill = h('span', { class: `bar ${bar.kind}${bar.end === null ? ' running' : ''}${bar.ok === false ? ' failed' : ''}` });
+      const state = bar.end !== null ? '' : bar.waiting ? ' waiting' : ' running';
+      const fill = h('span', { class: `bar ${bar.kind}${state}${bar.ok === false ? ' failed' : ''}` });
       fill.style.left = `${((bar.start - start) / span) * 100}%`;
       fill.style.width = `${(((bar.end ?? end) - bar.start) / span) * 100}%`;
-      const label = bar.end === null ? 'running' : duration(bar.ms ?? bar.end - bar.start);
+      const label = bar.end !== null ? duration(bar.ms ?? bar.end - bar.start) : bar.waiting ? 'waiting' : 'running';
       return h('li', { class: 'row', 'aria-label': `${bar.label}: ${label}` },
         h('span', { class: 'label' }, bar.label),
         h('span', { class: 'track', 'aria-hidden': 'true' }, fill),

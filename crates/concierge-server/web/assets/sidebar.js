@@ -8,6 +8,9 @@ import { api } from './api.js';
 
 const META = 'concierge:sessions';
 
+/** Sessions whose first message was looked up already (found or not), this page. */
+const probed = new Set();
+
 /** What this browser remembers of its sessions: id → { title, goal }. */
 export function sessionMeta() {
   try {
@@ -72,7 +75,7 @@ export async function drawSessions(list, current, onOpen) {
   const untitled = [];
   for (const s of sessions) {
     const title = h('span', { class: 'session-title' }, meta[s.id]?.title ?? 'New conversation');
-    if (!meta[s.id]?.title) untitled.push([s.id, title]);
+    if (!meta[s.id]?.title && !probed.has(s.id)) untitled.push([s.id, title]);
     list.append(
       h('li', {},
         h('button', {
@@ -88,6 +91,7 @@ export async function drawSessions(list, current, onOpen) {
   }
   // Titles of sessions started elsewhere: their first message.
   for (const [id, node] of untitled.slice(0, 20)) {
+    probed.add(id);
     try {
       const view = await api.session(id);
       const first = view.history?.find((m) => m.role === 'user');
