@@ -40,8 +40,11 @@ function setBadge(agent) {
   ui.badge.textContent = agentName(agent);
 }
 
+const PLACEHOLDER = 'Write a message…';
+
 function setBusy(busy) {
   if (!current) return;
+  if (busy) ui.input.placeholder = PLACEHOLDER;
   current.busy = busy;
   ui.working.hidden = !busy;
   ui.workingText.textContent = busy ? `${agentName(current.conversation.agent)} is working…` : '';
@@ -52,6 +55,7 @@ const CONNECTION = { live: '', reconnecting: 'Reconnecting…', closed: 'Disconn
 
 function home() {
   close();
+  ui.input.placeholder = PLACEHOLDER;
   ui.welcome.hidden = false;
   ui.log.hidden = true;
   setBadge(null);
@@ -111,6 +115,7 @@ async function openNow(id) {
     ui.connection.textContent = CONNECTION[status] ?? '';
     document.body.dataset.stream = status;
   });
+  ui.input.placeholder = PLACEHOLDER;
   session.stream.start(view.last_event_id);
   setBusy(session.busy);
   document.body.classList.remove('show-sidebar');
@@ -138,6 +143,8 @@ function onEvent(session, event, { replayed }) {
     case 'choice_requested':
       // The run is parked: the person answers (a button, or typing "yes" or "2").
       setBusy(false);
+      ui.input.placeholder =
+        event.type === 'choice_requested' ? 'Pick an option above, or type its number…' : 'Approve or deny above, or type yes or no…';
       break;
     case 'run_finished':
       setBusy(false);

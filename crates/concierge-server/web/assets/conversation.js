@@ -222,7 +222,7 @@ export class Conversation {
     const parts = this.cards.get(`${event.session}/${event.call_id}`);
     if (!parts) return;
     parts.nested.hidden = false;
-    append(parts.nested, [h('li', { class: 'child-head' }, `${agentName(event.agent)} works on it`)]);
+    append(parts.nested, [h('li', { class: 'child-head' }, `Handed to ${agentName(event.agent)}`)]);
     this.children.set(event.child, parts.nested);
   }
 
