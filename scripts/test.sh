@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check and every test: formatting, clippy, the workspace's tests, the
-# examples, the tests against real MCP servers (npm packages) and those against
+# examples, the web chat in a real browser (Debian's chromium driven by
+# playwright-core), the tests against real MCP servers (npm packages) and those against
 # a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
 # and started here, stopped at the end).
 set -euo pipefail

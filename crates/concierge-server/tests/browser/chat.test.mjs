@@ -244,27 +244,44 @@ test('a conversation without a goal starts at the hub; each handoff is marked an
   assert.deepEqual(errors, []);
 });
 
+test('the side panel shows what the session knows as it learns it, and the run timeline', async (t) => {
+  const { page, errors } = await chat(t);
+  await startGoal(page, 'travel_events');
+  await say(page, "what's on in Melbourne in March?");
+  await replied(page, 'events in Melbourne');
+  const board = page.locator('[data-panel=blackboard] dl');
+  await board.locator('dt', { hasText: 'Event city' }).waitFor();
+  assert.equal(await board.locator('dt:has-text("Event city") + dd').textContent(), 'Melbourne');
+  await say(page, 'I fly from Sydney');
+  await replied(page, 'flights from Sydney');
+  await board.locator('dt', { hasText: 'Offer summary' }).waitFor();
+  const rows = await page.locator('[data-panel=timeline] .row .label').allTextContents();
+  assert.ok(rows.length >= 1, 'the run has tool calls on its timeline');
+  await screenshot(page, '09-blackboard');
+  assert.deepEqual(errors, []);
+});
+
 test('on a phone-width window the chat is one column, the goals a menu away', async (t) => {
   const { page, errors } = await chat(t, { width: 390, height: 844 });
   assert.equal(await page.locator('#sidebar').isVisible(), false);
   assert.equal(await page.locator('#panel').isVisible(), false);
-  await screenshot(page, '09-phone-catalogue');
+  await screenshot(page, '10-phone-catalogue');
   await startGoal(page, 'hr');
   await page.locator('#log .chip', { hasText: "I'd like to take next Friday off" }).click();
   await log(page).locator('li.ask.confirm').getByRole('button', { name: 'Approve' }).waitFor();
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow}px wider than the window`);
-  await screenshot(page, '10-phone-confirmation');
+  await screenshot(page, '11-phone-confirmation');
 
   await page.locator('#menu-toggle').click();
   await page.locator('#sidebar').waitFor();
   assert.equal(await page.locator('#menu-toggle').getAttribute('aria-expanded'), 'true');
-  await screenshot(page, '11-phone-menu');
+  await screenshot(page, '12-phone-menu');
   await page.keyboard.press('Escape');
   await page.locator('#sidebar').waitFor({ state: 'hidden' });
   await page.locator('#panel-toggle').click();
   await page.locator('#panel').waitFor();
-  await screenshot(page, '12-phone-details');
+  await screenshot(page, '13-phone-details');
   assert.deepEqual(errors, []);
 });
 

@@ -452,7 +452,11 @@ function typed(text, like) {
   }
 }
 
-/** A tool's result: its `message` in words when it has one, the rest behind "Details". */
+/**
+ * A tool's result, compact: its first line (the `message` of a result that
+ * has one) as the summary of a disclosure that holds the rest. A failure's
+ * sentence is shown whole.
+ */
 function resultView(value, failed) {
   const sentence =
     typeof value === 'string'
@@ -460,15 +464,20 @@ function resultView(value, failed) {
       : value && typeof value === 'object' && typeof value.message === 'string'
         ? value.message
         : null;
-  const details = typeof value === 'string' ? null : JSON.stringify(value, null, 2);
-  return [
-    sentence ? h('p', { class: failed ? 'result-text error' : 'result-text' }, sentence) : null,
-    details
-      ? h('details', { open: sentence ? null : true },
-          h('summary', {}, sentence ? 'Details' : failed ? 'Error' : 'Result'),
-          h('pre', {}, details))
-      : null,
-  ];
+  const json = typeof value === 'string' ? null : JSON.stringify(value, null, 2);
+  if (failed) {
+    return [
+      sentence ? h('p', { class: 'result-text error' }, sentence) : null,
+      json ? h('details', {}, h('summary', {}, 'Details'), h('pre', {}, json)) : null,
+    ];
+  }
+  const [first, ...rest] = (sentence ?? '').split('\n');
+  const more = rest.join('\n').trim();
+  return h('details', { class: 'result-more' },
+    h('summary', {}, h('span', { class: 'result-summary' }, first || 'Result')),
+    more ? h('p', { class: 'result-text' }, more) : null,
+    json ? h('pre', {}, json) : null,
+  );
 }
 
 /** Arrow keys move between a group's buttons. */
