@@ -70,6 +70,13 @@ test('the catalogue starts a goal; a side effect is approved with the button, an
   assert.deepEqual(await card.locator('.args td').allTextContents(), ['next Friday']);
   await screenshot(page, '02-confirmation');
 
+  // A reload while the run waits: the question is still there, once, and still answers.
+  await page.reload();
+  await page.locator('body[data-stream="live"]').waitFor();
+  await confirm.getByRole('button', { name: 'Approve' }).waitFor();
+  assert.equal(await log(page).locator('li.ask.confirm').count(), 1);
+  assert.equal(await log(page).locator('li.tool').count(), 1);
+
   await confirm.getByRole('button', { name: 'Approve' }).click();
   await confirm.locator('.outcome', { hasText: 'Approved' }).waitFor();
   await card.locator('.status', { hasText: 'Done' }).waitFor();
@@ -169,6 +176,21 @@ test('a reload between runs shows every event once, and the next run once', asyn
   assert.equal(afterRun.replies.length, before.replies.length + 1);
   assert.deepEqual(afterRun.replies.slice(0, before.replies.length), before.replies);
   assert.equal(afterRun.cards, before.cards + 1);
+
+  // A tab that kept nothing (a new one) draws the same conversation from the server's events.
+  const other = await page.context().newPage();
+  await other.goto(page.url());
+  await other.locator('body[data-stream="live"]').waitFor();
+  await log(other).locator('li.msg.user', { hasText: 'was my paycheck deposited?' }).waitFor();
+  await log(other).locator('li.msg.assistant:not(.greeting)').nth(afterRun.replies.length - 1).waitFor();
+  const fresh = await (async () => ({
+    users: await userTexts(other),
+    replies: await assistantTexts(other),
+    cards: await log(other).locator('li.tool').count(),
+    dividers: await log(other).locator('li.divider').count(),
+  }))();
+  assert.deepEqual(fresh, afterRun);
+  await other.close();
 
   // The session list names the conversation by its first message; another
   // conversation opens from it, and this one comes back whole.
