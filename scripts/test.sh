@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every check and every test: formatting, clippy, the workspace's tests, the
-# examples, the tests against real MCP servers (npm packages) and those against
+# examples, the web chat in a real browser (Debian's chromium driven by
+# playwright-core), the tests against real MCP servers (npm packages) and those against
 # a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
 # and started here, stopped at the end), and the official AG-UI client (npm)
 # against real `concierge serve` processes.
@@ -18,6 +19,8 @@ setup_pid=$!
 scripts/setup-mcp.sh
 # The official AG-UI client the AG-UI endpoint's ignored test drives (npm).
 scripts/setup-agui-client.sh
+# The web chat's browser tests: Debian's chromium and playwright-core (npm).
+scripts/setup-browser.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -25,6 +28,11 @@ cargo test --workspace --locked
 for example in calculator confirmation; do
   cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
 done
+
+# The web chat in a real browser against a real `concierge serve`
+# (screenshots in $CONCIERGE_TEST_ARTIFACTS, default target/browser-artifacts).
+cargo build --quiet --locked -p concierge-cli
+(cd crates/concierge-server/tests/browser && npm test --silent)
 
 if ! wait "$setup_pid"; then
   cat "$CONCIERGE_CACHE/setup-model-server.log" >&2

@@ -5,6 +5,11 @@
 //! kind as the SSE `event` name; the data is the event as JSON. A client that
 //! reconnects with the last id it saw gets every later event exactly once.
 //!
+//! A client that cannot set the header on its first request (a browser's
+//! `EventSource` sends it only on its own reconnects, so a reloaded page
+//! cannot) passes the same id as `?after=12.3`; the header, when present,
+//! takes precedence (a reconnect knows a later id than the URL).
+//!
 //! Events of child runs (agents called as tools) are in the stream too,
 //! marked by their `session` field, and are sent **without an `id`**: a
 //! browser keeps the parent's last id through them, so a reconnect resumes
@@ -19,6 +24,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use concierge::{Event, SessionId, StreamCursor};
 use futures::{Stream, StreamExt};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::ApiState;
 use super::auth::Caller;
@@ -29,7 +36,7 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 
 /// Where to resume when no header says: `?after=<id>` (a page that reloads
 /// opens a new `EventSource`, which sends no `Last-Event-ID` of its own).
-#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The id of the last event seen; `Last-Event-ID` wins when both are sent.

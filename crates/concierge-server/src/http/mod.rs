@@ -198,6 +198,7 @@ impl HttpApi {
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
+            .merge(crate::web::router())
             .fallback(unknown_route)
             .with_state(self.state.clone())
             .layer(RequestBodyLimitLayer::new(limit))

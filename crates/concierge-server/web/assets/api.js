@@ -1,0 +1,59 @@
+// The HTTP API the page talks to (and nothing else): /api/v1/...
+
+const BASE = '/api/v1';
+
+/** An API error, with the server's sentence as its message. */
+export class ApiError extends Error {
+  constructor(status, message, field) {
+    super(message);
+    this.status = status;
+    this.field = field;
+  }
+}
+
+async function call(method, path, body) {
+  const init = { method, headers: { accept: 'application/json' } };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(BASE + path, init);
+  } catch {
+    throw new ApiError(0, 'The server cannot be reached. Is `concierge serve` still running?');
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data && typeof data.error === 'string' ? data.error : `The server answered ${response.status}.`;
+    throw new ApiError(response.status, message, data?.field);
+  }
+  return data;
+}
+
+const session = (id) => `/sessions/${encodeURIComponent(id)}`;
+
+export const api = {
+  goals: () => call('GET', '/goals'),
+  agents: () => call('GET', '/agents'),
+  sessions: () => call('GET', '/sessions'),
+  session: (id) => call('GET', session(id)),
+  create: (agent) => call('POST', '/sessions', agent ? { agent } : {}),
+  send: (id, text) => call('POST', `${session(id)}/messages`, { text }),
+  /** Approves, denies, or (`amend`, with the complete new `args`) approves changed arguments. */
+  confirm: (id, pending, decision, args) =>
+    call('POST', `${session(id)}/confirm`, {
+      call_id: pending.call_id, fingerprint: pending.fingerprint, decision, ...(args ? { arguments: args } : {}),
+    }),
+  choose: (id, option) => call('POST', `${session(id)}/choose`, { option }),
+  end: (id) => call('POST', `${session(id)}/end`, {}),
+  /** The URL of a session's event stream, resuming after `after` (an event id) when given. */
+  eventsUrl: (id, after) =>
+    `${BASE}${session(id)}/events` + (after && after !== '0' ? `?after=${encodeURIComponent(after)}` : ''),
+};

@@ -1,0 +1,491 @@
+// The conversation: a session's events drawn as messages, tool cards,
+// confirmations, choices and handoff dividers. Child runs (agents called
+// as tools, whose events carry the session `<parent>.<call>`) are drawn
+// inside their call's card.
+
+import { h, append, clear, show, humanize, duration } from './dom.js';
+
+/** Names of agents for the page: set once the catalogue is loaded. */
+export const agentNames = new Map();
+
+/** An agent's display name. */
+export function agentName(id) {
+  if (!id) return 'Assistant';
+  if (id === 'hub') return 'Concierge';
+  return agentNames.get(id) ?? humanize(id);
+}
+
+/** The text after "Try:" in a starter prompt, as separate suggestions. */
+export function suggestions(prompt) {
+  const match = /Try:\s*(.+)$/s.exec(prompt ?? '');
+  if (!match) return [];
+  // Up to the first sentence that is not a suggestion ("Then tell me ...").
+  const list = match[1].split(/(?<=[.?!])\s+(?=[A-Z])/)[0];
+  return list
+    .split(/,\s+(?:or\s+)?|\s+or\s+(?=[a-z])/)
+    .map((s) => s.trim().replace(/[.]$/, ''))
+    .filter((s) => s.length > 1 && s.length < 120);
+}
+
+/**
+ * Draws one session's conversation into `list` (an `ol` with role=log).
+ * `actions` has `confirm(pending, decision)`, `choose(number)` and `send(text)`.
+ */
+export class Conversation {
+  constructor(session, list, actions) {
+    this.session = session;
+    this.list = list;
+    this.actions = actions;
+    this.cards = new Map(); // `${session}/${call}` → card parts
+    this.children = new Map(); // child session → the element its events go in
+    this.runs = new Map(); // `${session}/${run}` → { bubble, spoke }
+    this.confirms = new Map(); // call id → confirmation block parts
+    this.choices = new Map(); // call id → choice block parts
+    this.agent = null;
+    clear(list);
+  }
+
+  /** The welcome bubble of a conversation started from a goal, with its suggestions as buttons. */
+  greet(goal) {
+    if (!goal?.starter_prompt) return;
+    const chips = suggestions(goal.starter_prompt).map((text) =>
+      h('button', { type: 'button', class: 'chip', onclick: () => this.actions.send(text) }, text),
+    );
+    // With the suggestions as buttons, the bubble says only what comes before them.
+    const intro = chips.length ? goal.starter_prompt.split(/\s*Try:/)[0] : goal.starter_prompt;
+    this.add(
+      h('li', { class: 'msg assistant greeting' },
+        h('div', { class: 'who' }, agentName(goal.id)),
+        h('div', { class: 'bubble' }, intro || goal.starter_prompt),
+        chips.length ? h('div', { class: 'chips', role: 'group', 'aria-label': 'Suggestions' }, chips) : null,
+      ),
+    );
+  }
+
+  add(node, into = this.list) {
+    into.append(node);
+    if (into === this.list) node.scrollIntoView?.({ block: 'nearest' });
+    return node;
+  }
+
+  /** The element a session's events are drawn in: the log, or a call card's nested list. */
+  place(event) {
+    return event.session === this.session ? this.list : this.children.get(event.session) ?? null;
+  }
+
+  run(event) {
+    const key = `${event.session}/${event.run}`;
+    if (!this.runs.has(key)) this.runs.set(key, { bubble: null, spoke: false });
+    return this.runs.get(key);
+  }
+
+  /** Applies one event. */
+  apply(event) {
+    const into = this.place(event);
+    if (!into) return; // a child whose start this page did not see
+    const root = into === this.list;
+    switch (event.type) {
+      case 'run_started':
+        if (root) this.agent = event.agent;
+        break;
+      case 'agent_changed':
+        if (root) {
+          this.agent = event.to;
+          this.add(divider(event));
+        }
+        break;
+      case 'model_delta':
+        this.delta(event, into);
+        break;
+      case 'message':
+        this.message(event, into, root);
+        break;
+      case 'tool_requested':
+        this.toolRequested(event, into);
+        break;
+      case 'tool_reused': {
+        const card = this.cards.get(`${event.session}/${event.call_id}`);
+        if (card) setStatus(card, 'ok', 'Reused earlier result');
+        break;
+      }
+      case 'tool_finished':
+        this.toolFinished(event);
+        break;
+      case 'child_started':
+        this.childStarted(event);
+        break;
+      // A child's question reaches the person through the parent's event;
+      // its answer may be recorded by the child alone.
+      case 'awaiting_confirmation':
+        this.waiting(event.pending, 'Waiting for approval');
+        if (root) this.confirmation(event.pending);
+        break;
+      case 'confirmation_resolved':
+        this.confirmationResolved(event);
+        break;
+      case 'choice_requested':
+        this.waiting(event.pending, 'Waiting for your choice');
+        if (root) this.choice(event.pending);
+        break;
+      case 'choice_resolved':
+        this.choiceResolved(event);
+        break;
+      case 'cap_reached':
+        if (root) this.add(note('info', 'This run reached one of its limits, so the assistant sums up what it has.'));
+        break;
+      case 'run_finished':
+        this.runFinished(event, into, root);
+        break;
+      case 'error':
+        this.add(note('error', event.message), into);
+        break;
+      case 'session_ended':
+        if (root) this.add(note('info', 'This conversation has ended.'));
+        break;
+      default:
+        break;
+    }
+  }
+
+  delta(event, into) {
+    if (into !== this.list) return; // a child's answer shows as its call's result
+    const run = this.run(event);
+    if (!run.bubble) {
+      run.bubble = assistantBubble(this.agentOf(event), '', into !== this.list);
+      run.bubble.li.classList.add('streaming');
+      run.bubble.text.setAttribute('aria-busy', 'true');
+      this.add(run.bubble.li, into);
+    }
+    run.bubble.text.append(document.createTextNode(event.text));
+  }
+
+  agentOf(event) {
+    return event.session === this.session ? this.agent : null;
+  }
+
+  message(event, into, root) {
+    const message = event.message ?? {};
+    if (message.role === 'user') {
+      if (root) this.add(h('li', { class: 'msg user' }, h('div', { class: 'bubble' }, message.content ?? '')));
+      return;
+    }
+    // A child's answer shows as its call's result.
+    if (message.role !== 'assistant' || !message.content || !root) return;
+    const run = this.run(event);
+    if (run.bubble) {
+      // The streamed text is replaced by the message as it was kept.
+      run.bubble.text.textContent = message.content;
+      run.bubble.text.removeAttribute('aria-busy');
+      run.bubble.li.classList.remove('streaming');
+      run.bubble = null;
+    } else {
+      this.add(assistantBubble(message.agent, message.content, !root).li, into);
+    }
+    run.spoke = true;
+  }
+
+  toolRequested(event, into) {
+    const key = `${event.session}/${event.call_id}`;
+    if (this.cards.has(key)) return;
+    const status = h('span', { class: 'status running' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), 'Running');
+    const time = h('span', { class: 'duration' });
+    const result = h('div', { class: 'result', hidden: true });
+    const nested = h('ol', { class: 'nested', hidden: true, 'aria-label': `Steps of ${humanize(event.tool)}` });
+    const card = h('li', { class: 'tool', 'data-call': event.call_id, 'data-tool': event.tool },
+      h('div', { class: 'tool-head' },
+        h('span', { class: 'tool-icon', 'aria-hidden': 'true' }, '⚙'),
+        h('span', { class: 'tool-name' }, humanize(event.tool)),
+        status,
+        time,
+      ),
+      argumentsTable(event.arguments),
+      nested,
+      result,
+    );
+    this.cards.set(key, { card, status, time, result, nested });
+    this.add(card, into);
+  }
+
+  toolFinished(event) {
+    const parts = this.cards.get(`${event.session}/${event.call_id}`);
+    if (!parts) return;
+    setStatus(parts, event.ok ? 'ok' : 'failed', event.ok ? 'Done' : 'Failed');
+    parts.time.textContent = duration(event.duration_ms);
+    const outcome = event.outcome ?? {};
+    const value = 'ok' in outcome ? outcome.ok : outcome.error;
+    clear(parts.result);
+    append(parts.result, [resultView(value, !event.ok)]);
+    parts.result.hidden = false;
+  }
+
+  childStarted(event) {
+    const parts = this.cards.get(`${event.session}/${event.call_id}`);
+    if (!parts) return;
+    parts.nested.hidden = false;
+    append(parts.nested, [h('li', { class: 'child-head' }, `Handed to ${agentName(event.agent)}`)]);
+    this.children.set(event.child, parts.nested);
+  }
+
+  /** Marks the card of a call that waits for the person. */
+  waiting(pending, text) {
+    const session = pending.session ?? this.session;
+    const parts = this.cards.get(`${session}/${pending.call_id}`);
+    if (parts && parts.status.classList.contains('running')) setStatus(parts, 'waiting', text);
+  }
+
+  /** The key of the call a question is about: its session and call id. */
+  askKey(pending) {
+    return `${pending.session ?? this.session}/${pending.call_id}`;
+  }
+
+  confirmation(pending) {
+    const key = this.askKey(pending);
+    const earlier = this.confirms.get(key);
+    if (earlier?.fingerprint === pending.fingerprint) return;
+    if (earlier && !earlier.resolved) {
+      // Changed arguments are asked about again: the earlier question is over.
+      earlier.resolved = true;
+      earlier.buttons.remove();
+      earlier.form.remove();
+      earlier.title.textContent = 'Approval';
+      earlier.block.classList.add('answered');
+      earlier.outcome.textContent = '✎ Changed';
+    }
+    const card = this.cards.get(key);
+    if (card && earlier) {
+      const table = argumentsTable(pending.arguments);
+      card.card.querySelector(':scope > table.args')?.replaceWith(table ?? '');
+    }
+    const approve = h('button', { type: 'button', class: 'primary', onclick: () => decide('approve') }, 'Approve');
+    const deny = h('button', { type: 'button', class: 'secondary', onclick: () => decide('deny') }, 'Deny');
+    const args = pending.arguments && typeof pending.arguments === 'object' ? pending.arguments : {};
+    const edit = Object.keys(args).length
+      ? h('button', { type: 'button', class: 'secondary', 'aria-expanded': 'false', onclick: () => toggleEdit() }, 'Edit')
+      : null;
+    const outcome = h('div', { class: 'outcome', role: 'status' });
+    const buttons = h('div', { class: 'actions' }, approve, deny, edit);
+    const form = editForm(args, pending.tool, (changed) => decide('amend', changed), () => toggleEdit());
+    const title = h('div', { class: 'ask-title' }, 'Needs your approval');
+    const block = h('li', { class: 'ask confirm', 'data-call': pending.call_id },
+      title,
+      h('p', { class: 'ask-text' }, pending.message),
+      buttons,
+      form,
+      outcome,
+    );
+    const parts = { block, title, approve, deny, buttons, form, outcome, fingerprint: pending.fingerprint };
+    const controls = () => [approve, deny, edit, ...form.querySelectorAll('button, input')].filter(Boolean);
+    const toggleEdit = () => {
+      form.hidden = !form.hidden;
+      edit?.setAttribute('aria-expanded', String(!form.hidden));
+      if (!form.hidden) form.querySelector('input')?.focus();
+      else edit?.focus();
+    };
+    const decide = async (decision, changed) => {
+      for (const c of controls()) c.disabled = true;
+      outcome.textContent = { approve: 'Approving…', deny: 'Denying…', amend: 'Approving with your changes…' }[decision];
+      const ok = await this.actions.confirm(pending, decision, changed);
+      if (!ok && !parts.resolved) {
+        for (const c of controls()) c.disabled = false;
+        outcome.textContent = '';
+      }
+    };
+    this.confirms.set(key, parts);
+    this.add(block);
+  }
+
+  confirmationResolved(event) {
+    const parts = this.confirms.get(`${event.session}/${event.call_id}`);
+    if (!parts || parts.resolved) return;
+    parts.resolved = true;
+    parts.buttons.remove();
+    parts.form.remove();
+    parts.title.textContent = 'Approval';
+    parts.block.classList.add(event.approved ? 'approved' : 'denied');
+    parts.outcome.textContent = event.approved ? '✓ Approved' : '✕ Denied';
+  }
+
+  choice(pending) {
+    const key = this.askKey(pending);
+    if (this.choices.has(key)) return;
+    const options = pending.choice?.options ?? [];
+    const buttons = options.map((option, i) =>
+      h('button', {
+        type: 'button', class: 'option', 'data-number': i + 1, 'data-id': JSON.stringify(option.id),
+        onclick: () => pick(i + 1),
+      }, h('span', { class: 'number' }, String(i + 1)), h('span', {}, option.label)),
+    );
+    const group = h('div', { class: 'options', role: 'group', 'aria-label': pending.choice?.question ?? 'Options' }, buttons);
+    group.addEventListener('keydown', (e) => moveFocus(e, buttons));
+    const outcome = h('div', { class: 'outcome', role: 'status' });
+    const title = h('div', { class: 'ask-title' }, 'Choose one');
+    const block = h('li', { class: 'ask choice', 'data-call': pending.call_id },
+      title,
+      h('p', { class: 'ask-text' }, pending.choice?.question ?? ''),
+      group,
+      outcome,
+    );
+    const parts = { block, title, buttons, outcome, options };
+    const pick = async (number) => {
+      for (const b of buttons) b.disabled = true;
+      const ok = await this.actions.choose(number);
+      if (!ok && !parts.resolved) for (const b of buttons) b.disabled = false;
+    };
+    this.choices.set(key, parts);
+    this.add(block);
+  }
+
+  choiceResolved(event) {
+    const parts = this.choices.get(`${event.session}/${event.call_id}`);
+    if (!parts || parts.resolved) return;
+    parts.resolved = true;
+    parts.title.textContent = 'Your choice';
+    parts.block.classList.add('answered');
+    const index = parts.options.findIndex((o) => JSON.stringify(o.id) === JSON.stringify(event.chosen));
+    parts.buttons.forEach((b, i) => {
+      b.disabled = true;
+      if (i === index) b.classList.add('chosen');
+    });
+    parts.outcome.textContent = index >= 0 ? `✓ ${parts.options[index].label}` : 'Answered in your own words';
+  }
+
+  runFinished(event, into, root) {
+    const run = this.run(event);
+    if (run.bubble) {
+      run.bubble.li.classList.remove('streaming');
+      run.bubble.text.removeAttribute('aria-busy');
+      run.bubble = null;
+      run.spoke = true;
+    }
+    const waiting = event.status === 'awaiting_confirmation' || event.status === 'awaiting_choice';
+    if (!root || waiting) return;
+    if (event.status === 'failed') {
+      this.add(note('error', event.reply || 'The run failed.'));
+    } else if (event.status === 'cancelled') {
+      this.add(note('info', 'The run was cancelled.'));
+    } else if (event.reply && !run.spoke) {
+      // The run's output, when no message said it.
+      this.add(assistantBubble(this.agent, event.reply, false).li);
+    }
+    run.spoke = true;
+  }
+}
+
+function assistantBubble(agent, text, nested) {
+  const body = h('div', { class: 'bubble' }, text);
+  const li = h('li', { class: nested ? 'msg assistant nested-msg' : 'msg assistant' },
+    nested ? null : h('div', { class: 'who' }, agentName(agent)),
+    body,
+  );
+  return { li, text: body };
+}
+
+function divider(event) {
+  const from = agentName(event.from);
+  const to = agentName(event.to);
+  const byHub = /\bhub\b/i.test(event.reason ?? '');
+  const text =
+    event.to === 'hub'
+      ? `${from} is done · back to the hub`
+      : event.from === 'hub'
+        ? `The hub hands you to ${to}`
+        : byHub
+          ? `The hub hands you from ${from} to ${to}`
+          : `${from} hands the conversation to ${to}`;
+  return h('li', { class: 'divider', role: 'separator', 'aria-label': text, title: event.reason ?? '' }, h('span', {}, text));
+}
+
+function note(kind, text) {
+  return h('li', { class: `note ${kind}`, role: kind === 'error' ? 'alert' : null }, text);
+}
+
+function setStatus(parts, kind, text) {
+  parts.status.className = `status ${kind}`;
+  parts.status.textContent = text;
+}
+
+function argumentsTable(args) {
+  const entries = args && typeof args === 'object' && !Array.isArray(args) ? Object.entries(args) : [];
+  if (!entries.length) return null;
+  return h('table', { class: 'args', 'aria-label': 'Arguments' },
+    h('tbody', {}, entries.map(([k, v]) => h('tr', {}, h('th', { scope: 'row' }, humanize(k)), h('td', {}, show(v))))),
+  );
+}
+
+/**
+ * A form to change a call's arguments before approving it: one field per
+ * argument; a field keeps its argument's type (a number stays a number).
+ */
+function editForm(args, tool, onSubmit, onCancel) {
+  const fields = Object.entries(args).map(([key, value], i) => {
+    const id = `edit-${tool}-${key}-${Math.random().toString(36).slice(2, 8)}-${i}`;
+    const input = h('input', { id, name: key, value: show(value), autocomplete: 'off' });
+    return { key, value, input, row: h('div', { class: 'field' }, h('label', { for: id }, humanize(key)), input) };
+  });
+  const form = h('form', { class: 'edit', hidden: true, 'aria-label': `Change the arguments of ${humanize(tool)}` },
+    fields.map((f) => f.row),
+    h('div', { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary' }, 'Approve with changes'),
+      h('button', { type: 'button', class: 'secondary', onclick: onCancel }, 'Cancel'),
+    ),
+  );
+  form.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const changed = {};
+    for (const { key, value, input } of fields) changed[key] = typed(input.value, value);
+    onSubmit(changed);
+  });
+  return form;
+}
+
+/** The text of a field as a value of the type `like` had. */
+function typed(text, like) {
+  if (typeof like === 'string') return text;
+  if (typeof like === 'number') {
+    const n = Number(text);
+    return text.trim() !== '' && Number.isFinite(n) ? n : text;
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A tool's result, compact: its first line (the `message` of a result that
+ * has one) as the summary of a disclosure that holds the rest. A failure's
+ * sentence is shown whole.
+ */
+function resultView(value, failed) {
+  const sentence =
+    typeof value === 'string'
+      ? value
+      : value && typeof value === 'object' && typeof value.message === 'string'
+        ? value.message
+        : null;
+  const json = typeof value === 'string' ? null : JSON.stringify(value, null, 2);
+  if (failed) {
+    return [
+      sentence ? h('p', { class: 'result-text error' }, sentence) : null,
+      json ? h('details', {}, h('summary', {}, 'Details'), h('pre', {}, json)) : null,
+    ];
+  }
+  const [first, ...rest] = (sentence ?? '').split('\n');
+  const more = rest.join('\n').trim();
+  return h('details', { class: 'result-more' },
+    h('summary', {}, h('span', { class: 'result-summary' }, first || 'Result')),
+    more ? h('p', { class: 'result-text' }, more) : null,
+    json ? h('pre', {}, json) : null,
+  );
+}
+
+/** Arrow keys move between a group's buttons. */
+function moveFocus(event, buttons) {
+  const i = buttons.indexOf(document.activeElement);
+  if (i < 0) return;
+  const step = { ArrowDown: 1, ArrowRight: 1, ArrowUp: -1, ArrowLeft: -1 }[event.key];
+  if (!step) return;
+  event.preventDefault();
+  buttons[(i + step + buttons.length) % buttons.length].focus();
+}
