@@ -11,8 +11,33 @@ export class ApiError extends Error {
   }
 }
 
-async function call(method, path, body) {
+const TOKEN_KEY = 'concierge:token';
+
+/** The API token this browser keeps for a server that needs one. */
+function token() {
+  try {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null;
+  }
+}
+
+/** Asks the person for the server's API token once; true if one was given. */
+function askToken() {
+  const given = window.prompt('This server needs an API token. Paste the token you were given:');
+  if (!given || !given.trim()) return false;
+  try {
+    localStorage.setItem(TOKEN_KEY, given.trim());
+  } catch {
+    return false;
+  }
+  return true;
+}
+
+async function call(method, path, body, retried = false) {
   const init = { method, headers: { accept: 'application/json' } };
+  const bearer = token();
+  if (bearer) init.headers.authorization = `Bearer ${bearer}`;
   if (body !== undefined) {
     init.headers['content-type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -29,6 +54,9 @@ async function call(method, path, body) {
     data = text ? JSON.parse(text) : null;
   } catch {
     data = null;
+  }
+  if (response.status === 401 && !retried && askToken()) {
+    return call(method, path, body, true);
   }
   if (!response.ok) {
     const message = data && typeof data.error === 'string' ? data.error : `The server answered ${response.status}.`;
@@ -53,7 +81,17 @@ export const api = {
     }),
   choose: (id, option) => call('POST', `${session(id)}/choose`, { option }),
   end: (id) => call('POST', `${session(id)}/end`, {}),
-  /** The URL of a session's event stream, resuming after `after` (an event id) when given. */
-  eventsUrl: (id, after) =>
-    `${BASE}${session(id)}/events` + (after && after !== '0' ? `?after=${encodeURIComponent(after)}` : ''),
+  /**
+   * The URL of a session's event stream, resuming after `after` (the last
+   * SSE id seen) when given; with the API token in the query, since an
+   * EventSource cannot send headers.
+   */
+  eventsUrl: (id, after) => {
+    const query = new URLSearchParams();
+    if (after && after !== '0') query.set('after', after);
+    const bearer = token();
+    if (bearer) query.set('access_token', bearer);
+    const text = query.toString();
+    return `${BASE}${session(id)}/events` + (text ? `?${text}` : '');
+  },
 };

@@ -1,9 +1,10 @@
 // A session's event stream that survives a reload: every event is applied
-// once, in order. The last event id (and the events seen, to draw the
-// conversation again) are kept in sessionStorage per session; a reloaded
-// page draws what it had and reopens the stream after that id (`?after=`,
-// since a browser's EventSource sends Last-Event-ID only on its own
-// reconnects).
+// once, in order. The stream's place (the last SSE id: the session's last
+// event and, while child runs are open, theirs) and the events seen, to draw
+// the conversation again, are kept in sessionStorage per session; a
+// reloaded page draws what it had and reopens the stream at that place
+// (`?after=`, since a browser's EventSource sends Last-Event-ID only on its
+// own reconnects).
 
 import { api } from './api.js';
 
@@ -12,7 +13,7 @@ export const KINDS = [
   'run_started', 'phase_changed', 'agent_changed', 'agent_routed', 'model_requested', 'model_delta',
   'tool_requested', 'tool_reused', 'awaiting_confirmation', 'confirmation_resolved', 'tool_finished',
   'child_started', 'choice_requested', 'choice_resolved', 'message', 'usage', 'cap_reached',
-  'run_finished', 'error', 'session_ended', 'data_changed',
+  'run_finished', 'error', 'session_ended', 'data_changed', 'session_opened',
 ];
 
 /** The most sessionStorage keeps of one session's events (characters of JSON). */
@@ -92,7 +93,7 @@ export class SessionStream {
 
   open() {
     this.close();
-    const source = new EventSource(api.eventsUrl(this.session, this.kept.last));
+    const source = new EventSource(api.eventsUrl(this.session, this.kept.cursor ?? this.kept.last));
     this.source = source;
     source.onopen = () => this.onStatus('live');
     source.onerror = () => this.onStatus(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
@@ -117,6 +118,8 @@ export class SessionStream {
       if (!after(id, seen)) return;
       this.kept.children[event.session] = id;
     }
+    // The SSE id is the place in the whole stream, children included.
+    if (message.lastEventId) this.kept.cursor = message.lastEventId;
     this.keep(event);
     this.onEvent(event, { replayed: false });
   }
