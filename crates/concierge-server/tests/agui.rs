@@ -750,6 +750,13 @@ async fn agents_called_as_tools_are_subagents_of_the_run() {
         last(&resumed)["result"].as_str().unwrap().contains("John Park"),
         "{resumed:#?}"
     );
+    // The child goes on in the resumed run's stream: its call runs again
+    // with the choice, attributed to it.
+    let again = of_type(&resumed, "TOOL_CALL_RESULT")
+        .into_iter()
+        .find(|e| e["subagentRunId"] == child)
+        .unwrap_or_else(|| panic!("the child's call after the resume: {resumed:#?}"));
+    assert!(again["content"].as_str().unwrap().contains("John Park"), "{again}");
     server.stop().await;
 }
 

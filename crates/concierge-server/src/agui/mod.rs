@@ -28,7 +28,8 @@ pub mod translate;
 use axum::extract::{Query, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use concierge::EventId;
+use concierge::{EventId, StreamCursor};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
@@ -153,7 +154,7 @@ async fn answer(
                 stopping: state.stopping(),
             };
             let follow = Follow::Confirm {
-                after: EventId::durable(session.last_seq()),
+                after: state.runtime().place(session.id().clone()).await?,
                 call_id: pending.call_id,
                 fingerprint: pending.fingerprint,
                 decision,
@@ -198,7 +199,16 @@ async fn start(
         Thread::Existing(session) => session.last_seq(),
         _ => 0,
     };
-    let events = rt.subscribe_after(thread.id().clone(), EventId::durable(after));
+    // From the stream's place now: a child that asked the question answered
+    // here goes on in the same stream.
+    let place = match &thread {
+        Thread::Existing(_) => rt.place(thread.id().clone()).await?,
+        _ => StreamCursor::from(EventId::durable(after)),
+    };
+    let events = rt
+        .follow(thread.id().clone(), place)
+        .map(|item| item.map(|(event, _)| event))
+        .boxed();
     let handle = match &thread {
         Thread::New { agent: Some(agent), .. } => rt.client(agent.clone())?.start(text, options).await?,
         _ => rt.start(text, options).await?,

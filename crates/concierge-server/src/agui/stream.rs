@@ -8,7 +8,7 @@ use std::convert::Infallible;
 
 use axum::response::sse::Event as SseEvent;
 use concierge::core::Decision;
-use concierge::{CallId, Event, EventId, EventKind, RunStatus, Runtime, SessionId};
+use concierge::{CallId, Event, EventKind, RunStatus, Runtime, SessionId, StreamCursor};
 use futures::channel::mpsc;
 use futures::stream::BoxStream;
 use futures::{SinkExt, Stream, StreamExt};
@@ -35,8 +35,8 @@ pub enum Follow {
     },
     /// A parked call answered: the run resumes when the answer is given.
     Confirm {
-        /// The session's last event before the answer.
-        after: EventId,
+        /// The stream's place before the answer (children asking included).
+        after: StreamCursor,
         /// The parked call.
         call_id: CallId,
         /// Its arguments' fingerprint.
@@ -125,11 +125,16 @@ impl RunStream {
                 decision,
             } => {
                 // Subscribed before the answer is given: nothing is missed.
-                let events = self.rt.subscribe_after(self.thread.clone(), after);
+                let first_seq = after.root.seq + 1;
+                let events = self
+                    .rt
+                    .follow(self.thread.clone(), after)
+                    .map(|item| item.map(|(event, _)| event))
+                    .boxed();
                 let rt = self.rt.clone();
                 let thread = self.thread.clone();
                 let task = tokio::spawn(async move { rt.confirm(thread, call_id, fingerprint, decision).await });
-                (events, after.seq + 1, Some(task))
+                (events, first_seq, Some(task))
             }
         };
         let mut confirming = confirm.is_some();

@@ -44,6 +44,13 @@ impl StreamCursor {
         !self.children.is_empty()
     }
 
+    /// Notes an open child (by its session relative to the subscribed one),
+    /// its last event seen and the stops of it shown that the parent has
+    /// not answered.
+    pub(crate) fn open_child(&mut self, relative: String, at: EventId, stops: u32) {
+        self.children.insert(relative, ChildPlace { at, stops });
+    }
+
     /// The child sessions of `root` this cursor follows, parents before their children.
     pub(crate) fn child_sessions(&self, root: &SessionId) -> Vec<(SessionId, ChildPlace)> {
         let mut children: Vec<_> = self

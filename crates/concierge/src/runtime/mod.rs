@@ -1007,6 +1007,39 @@ impl Runtime {
         }
     }
 
+    /// The place at the end of the session's stream now, for [`Runtime::follow`]:
+    /// its last event and, while it waits on a question a child run asked
+    /// (an agent called as a tool), the last events of that child and of
+    /// the children between. A subscriber that starts here sees what
+    /// happens next, in the children too.
+    pub async fn place(&self, session: impl Into<SessionId>) -> Result<StreamCursor> {
+        let root = session.into();
+        let state = self.session(root.clone()).await?;
+        let mut cursor = StreamCursor::from(EventId::durable(state.last_seq()));
+        let asking = state
+            .pending_confirmation()
+            .and_then(|p| p.session)
+            .or_else(|| state.pending_choice().and_then(|p| p.session));
+        let Some(asking) = asking else {
+            return Ok(cursor);
+        };
+        let Some(relative) = asking.as_str().strip_prefix(&format!("{root}.")).map(str::to_string) else {
+            return Ok(cursor);
+        };
+        // Each session from the root's child down to the one asking is open,
+        // its question (a stop) shown and not yet answered.
+        let mut path = String::new();
+        for part in relative.split('.') {
+            if !path.is_empty() {
+                path.push('.');
+            }
+            path.push_str(part);
+            let child = self.session(SessionId::new(format!("{root}.{path}"))).await?;
+            cursor.open_child(path.clone(), EventId::durable(child.last_seq()), 1);
+        }
+        Ok(cursor)
+    }
+
     /// The session's events after `cursor` with its child runs' merged in,
     /// each with the cursor to resume after it: a subscriber that stops
     /// anywhere (in a child's events too) and comes back with the last
