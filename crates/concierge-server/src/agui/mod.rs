@@ -62,6 +62,8 @@ pub struct AguiQuery {
         (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = String),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 409, description = "A run is in progress in the thread, or the thread's session has ended", body = ErrorBody),
+        (status = 404, description = "The thread is another tenant's", body = ErrorBody),
+        (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
         (status = 413, description = "The body or the message is too large", body = ErrorBody),
         (status = 422, description = "A field is missing or malformed, or names an unknown agent", body = ErrorBody),
     )
