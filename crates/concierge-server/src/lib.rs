@@ -2,10 +2,13 @@
 //! programs. The HTTP API ([`http::HttpApi`]: sessions, runs, confirmations,
 //! choices, resumable Server-Sent Events, the catalogue and an OpenAPI
 //! document), and the MCP server ([`mcp::ConciergeMcp`]: each Rust tool, and
-//! each agent as an `ask_<agent>` tool, over stdio or streamable HTTP).
+//! each agent as an `ask_<agent>` tool, over stdio or streamable HTTP), and
+//! the OpenAI-compatible chat endpoint ([`openai`]: `/v1/chat/completions`
+//! and `/v1/models`, agents as models, sessions named by a header).
 
 pub mod http;
 pub mod mcp;
+pub mod openai;
 
 pub use http::{BindError, HttpApi, check_unauthenticated_addr};
 pub use mcp::{AGENT_TOOL_PREFIX, ConciergeMcp, ServeError};

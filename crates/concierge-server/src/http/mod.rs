@@ -61,7 +61,7 @@ pub fn check_unauthenticated_addr(addr: SocketAddr) -> Result<(), BindError> {
 /// What the handlers share.
 #[derive(Clone)]
 pub struct ApiState {
-    rt: Runtime,
+    pub(crate) rt: Runtime,
     /// Sessions created here that have had no message yet, with the agent
     /// that takes their first message.
     opened: Arc<Mutex<BTreeMap<SessionId, Option<AgentId>>>>,
@@ -72,7 +72,7 @@ pub struct ApiState {
 impl ApiState {
     /// A fresh session id: the process id and a counter that starts at the
     /// server's start time (in milliseconds), so ids do not repeat across restarts.
-    fn new_session_id(&self) -> String {
+    pub(crate) fn new_session_id(&self) -> String {
         let n = self.ids.fetch_add(1, Ordering::Relaxed);
         format!("s-{}-{n}", std::process::id())
     }
@@ -90,13 +90,13 @@ impl ApiState {
 
     /// The agent of a session created here with no message yet (`Some(None)`
     /// for the default agent); `None` if it is not such a session.
-    fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
+    pub(crate) fn opened_agent(&self, id: &str) -> Option<Option<AgentId>> {
         let opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         opened.get(&SessionId::new(id)).cloned()
     }
 
     /// Forgets a created session (its first run started, or it ended); true if it was one.
-    fn forget_opened(&self, id: &str) -> bool {
+    pub(crate) fn forget_opened(&self, id: &str) -> bool {
         let mut opened = self.opened.lock().unwrap_or_else(PoisonError::into_inner);
         opened.remove(&SessionId::new(id)).is_some()
     }
@@ -107,7 +107,7 @@ impl ApiState {
     }
 
     /// Turns true when the server begins to shut down (event streams end then).
-    fn stopping(&self) -> watch::Receiver<bool> {
+    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.clone()
     }
 }
@@ -153,7 +153,8 @@ impl HttpApi {
         self
     }
 
-    /// The routes: `/healthz`, `/openapi.json` and `/api/v1/...`.
+    /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` and the
+    /// OpenAI-compatible `/v1/...` ([`crate::openai`]).
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
         let api = Router::new()
@@ -172,6 +173,7 @@ impl HttpApi {
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
+            .merge(crate::openai::router())
             .fallback(unknown_route)
             .with_state(self.state.clone())
             .layer(RequestBodyLimitLayer::new(limit))

@@ -27,10 +27,13 @@ use super::{catalog, events, sessions};
         catalog::agents,
         catalog::goals,
         catalog::tools,
+        crate::openai::models::list,
+        crate::openai::chat::completions,
     ),
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
+        (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),
     )
 )]
 pub struct ApiDoc;
