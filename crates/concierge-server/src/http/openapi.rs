@@ -30,6 +30,7 @@ use super::{catalog, events, sessions};
         crate::openai::models::list,
         crate::openai::chat::completions,
     ),
+    components(schemas(crate::openai::stream::ChatCompletionChunk)),
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),

@@ -7,6 +7,7 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use concierge::EventId;
 
 use super::completion::{ChatCompletion, completion};
 use super::error::{OpenAiError, OpenAiErrorBody};
@@ -52,7 +53,7 @@ pub async fn completions(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, OpenAiError> {
     let body = body.map_err(unreadable)?;
-    let request: ChatCompletionRequest = parse(&body)?;
+    let request: ChatCompletionRequest = parse(&body).map_err(missing_field_param)?;
     let turn = request.into_turn()?;
     let Some(target) = target(&state.rt, &turn.model) else {
         return Err(OpenAiError::new(
@@ -78,6 +79,14 @@ pub async fn completions(
         .param("messages"));
     }
     let conversation = resolve(&state, &headers, &target).await?;
+    // The engine streams a model's deltas only to a session someone listens
+    // to: listen before the run starts (the stream then reads the run's
+    // events from its first one).
+    let listening = turn.stream.then(|| {
+        state
+            .rt
+            .subscribe_after(conversation.id.clone(), EventId::durable(u64::MAX))
+    });
     let handle = start(&state, &conversation, &turn).await?;
     let session = HeaderValue::from_str(conversation.id.as_str()).map_err(|_| {
         OpenAiError::new(
@@ -97,11 +106,29 @@ pub async fn completions(
         let stopped = async move {
             let _ = stopping.wait_for(|stop| *stop).await;
         };
-        return Ok(([header], stream::respond(handle, setup, stopped)).into_response());
+        return Ok(([header], stream::respond(handle, setup, listening, stopped)).into_response());
     }
     let output = handle.wait().await?;
     let answer: ChatCompletion = completion(&output, &turn.model, created);
     Ok(([header], Json(answer)).into_response())
+}
+
+/// serde names a missing field in its message only (`messages[0]`: "missing
+/// field `role`"); the param is then the field itself (`messages[0].role`).
+fn missing_field_param(error: crate::http::ApiError) -> OpenAiError {
+    let mut error = OpenAiError::from(error);
+    let message = &error.body.error.message;
+    let missing = message
+        .find("missing field `")
+        .map(|at| &message[at + "missing field `".len()..])
+        .and_then(|rest| rest.find('`').map(|end| rest[..end].to_string()));
+    if let (Some(param), Some(name)) = (&error.body.error.param, missing)
+        && param != &name
+        && !param.ends_with(&format!(".{name}"))
+    {
+        error.body.error.param = Some(format!("{param}.{name}"));
+    }
+    error
 }
 
 fn unreadable(rejection: BytesRejection) -> OpenAiError {

@@ -208,10 +208,7 @@ impl ChatCompletionRequest {
             text,
             earlier: turns,
             stream: self.stream.unwrap_or(false),
-            include_usage: self
-                .stream_options
-                .and_then(|o| o.include_usage)
-                .unwrap_or(false),
+            include_usage: self.stream_options.and_then(|o| o.include_usage).unwrap_or(false),
         })
     }
 }
@@ -267,7 +264,9 @@ mod tests {
     use super::*;
 
     fn turn(body: Value) -> Result<Turn, OpenAiError> {
-        serde_json::from_value::<ChatCompletionRequest>(body).unwrap().into_turn()
+        serde_json::from_value::<ChatCompletionRequest>(body)
+            .unwrap()
+            .into_turn()
     }
 
     #[test]
@@ -317,6 +316,9 @@ mod tests {
             param(json!({"model": "m", "n": 2, "messages": [{"role": "user", "content": "x"}]})),
             "n"
         );
-        assert_eq!(param(json!({"model": " ", "messages": [{"role": "user", "content": "x"}]})), "model");
+        assert_eq!(
+            param(json!({"model": " ", "messages": [{"role": "user", "content": "x"}]})),
+            "model"
+        );
     }
 }

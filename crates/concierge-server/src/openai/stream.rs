@@ -16,7 +16,8 @@
 use std::convert::Infallible;
 
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use concierge::{EventKind, RunHandle, SessionId};
+use concierge::{Event, EventKind, RunHandle, SessionId};
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde::Serialize;
 use tokio::sync::mpsc;
@@ -85,13 +86,21 @@ pub struct StreamSetup {
 
 /// The chunks of `handle`'s run as Server-Sent Events; the stream ends
 /// when the run stops or `stopping` resolves (the server shuts down).
+///
+/// `listening` is a subscription to the session taken before the run
+/// started (so that the engine streams the model's deltas); it is held
+/// until the run stops.
 pub fn respond(
     handle: RunHandle,
     setup: StreamSetup,
+    listening: Option<BoxStream<'static, concierge::Result<Event>>>,
     stopping: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let (tx, rx) = mpsc::channel::<SseEvent>(64);
-    tokio::spawn(pump(handle, setup, tx));
+    tokio::spawn(async move {
+        pump(handle, setup, tx).await;
+        drop(listening);
+    });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|event| (Ok::<_, Infallible>(event), rx))
     })
@@ -144,7 +153,10 @@ async fn pump(handle: RunHandle, setup: StreamSetup, tx: mpsc::Sender<SseEvent>)
                     return;
                 }
             }
-            EventKind::RunFinished { .. } => break,
+            // The run stops: it finished, or parked on the person's answer.
+            EventKind::RunFinished { .. }
+            | EventKind::AwaitingConfirmation { .. }
+            | EventKind::ChoiceRequested { .. } => break,
             _ => {}
         }
     }
