@@ -3,7 +3,8 @@
 //! manager's example on its rules: the script
 //! `crates/concierge-server/tests/openai_client/check.py` asserts what the
 //! client sees. Ignored by default (it needs the Python client); the second
-//! phase of `scripts/test.sh` runs it.
+//! phase of `scripts/test.sh` runs it. And `concierge bench --http`, which
+//! drives the same endpoint of a `concierge serve` on the bench fixture.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -37,6 +38,90 @@ impl Drop for Server {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// The first line a child prints (the URL it serves at).
+fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line.trim().to_string()
+}
+
+#[test]
+fn bench_http_drives_serve_through_the_openai_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let concierge = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_concierge"));
+        command
+            .current_dir(dir.path())
+            .env_remove("CONCIERGE_MODEL")
+            .env_remove("CONCIERGE_BASE_URL")
+            .env_remove("CONCIERGE_DB");
+        command
+    };
+    let mut fixture = concierge()
+        .args(["bench", "--serve-fake", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let model_url = first_line(&mut fixture);
+    let _fixture = Server(fixture);
+    let mut serve = concierge()
+        .args([
+            "--base-url",
+            &model_url,
+            "--model",
+            "openai:fake",
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = first_line(&mut serve);
+    let _serve = Server(serve);
+    for stream in [false, true] {
+        let mut args = vec![
+            "bench",
+            "--http",
+            &url,
+            "--sessions",
+            "3",
+            "--turns",
+            "2",
+            "--concurrency",
+            "2",
+        ];
+        if stream {
+            args.push("--stream");
+        }
+        let out = concierge().args(&args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+        assert_eq!(report["errors"], 0, "{report}");
+        assert_eq!(report["sessions"], 3);
+        assert!(report["turns_per_s"].as_f64().unwrap() > 0.0, "{report}");
+        assert!(
+            report["variant"].as_str().unwrap().contains("/v1/chat/completions"),
+            "{report}"
+        );
+    }
+    let out = concierge().args(["bench", "--http", "localhost:1"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not an http:// or https:// URL"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
