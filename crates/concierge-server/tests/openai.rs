@@ -676,3 +676,34 @@ async fn the_openapi_document_describes_the_openai_endpoints() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn an_oversized_body_or_message_is_a_413_in_openais_shape() {
+    let server = Server::with(|dir| demo(dir).max_message_bytes(1000)).await;
+    let long = "x".repeat(300 * 1024);
+    let (status, _, body) = server
+        .chat(
+            None,
+            json!({"model": "calculator", "messages": [{"role": "user", "content": long}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("over the limit"),
+        "{body}"
+    );
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let (status, _, body) = server
+        .chat(
+            None,
+            json!({"model": "calculator", "messages": [{"role": "user", "content": "y".repeat(1001)}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE, "{body}");
+    assert_eq!(body["error"]["param"], "messages", "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("1001 bytes"),
+        "{body}"
+    );
+    server.stop().await;
+}

@@ -204,6 +204,7 @@ impl HttpApi {
 
 /// A 413 from the body limit, said in a sentence as every error is.
 async fn explain_too_large(req: Request, next: Next, limit: usize) -> Response {
+    let openai = req.uri().path().starts_with("/v1/");
     let response = next.run(req).await;
     let json = response
         .headers()
@@ -211,6 +212,9 @@ async fn explain_too_large(req: Request, next: Next, limit: usize) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !json {
+        if openai {
+            return crate::openai::OpenAiError::body_too_large(limit).into_response();
+        }
         return ApiError::body_too_large(limit).into_response();
     }
     response

@@ -137,6 +137,7 @@ fn unreadable(rejection: BytesRejection) -> OpenAiError {
             StatusCode::PAYLOAD_TOO_LARGE,
             "the request body is over the size limit; send a smaller one",
         )
+        .param("messages")
     } else {
         OpenAiError::new(
             rejection.status(),

@@ -68,6 +68,15 @@ impl OpenAiError {
         Self::new(StatusCode::BAD_REQUEST, message).param(param)
     }
 
+    /// 413 for a body over the server's size limit (in OpenAI's shape,
+    /// where the HTTP API says it in its own).
+    pub fn body_too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("the request body is over the limit of {limit} bytes; send a smaller one"),
+        )
+    }
+
     /// Names the field at fault.
     pub fn param(mut self, param: impl Into<String>) -> Self {
         self.body.error.param = Some(param.into());
