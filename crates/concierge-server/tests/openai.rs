@@ -707,3 +707,67 @@ async fn an_oversized_body_or_message_is_a_413_in_openais_shape() {
     );
     server.stop().await;
 }
+
+/// Checks `instance` against the schema the OpenAPI document declares for
+/// `path`'s `status` answer in `content_type` (or a component by name).
+fn check_against(doc: &Value, schema: Value, instance: &Value) {
+    let root = json!({"allOf": [schema], "components": doc["components"]});
+    let validator = jsonschema::validator_for(&root).unwrap();
+    let errors: Vec<String> = validator.iter_errors(instance).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{instance} does not fit {root}: {errors:?}");
+}
+
+fn declared(doc: &Value, method: &str, path: &str, status: &str) -> Value {
+    let schema = doc["paths"][path][method]["responses"][status]["content"]["application/json"]["schema"].clone();
+    assert!(schema.is_object(), "{method} {path} declares no JSON body for {status}");
+    schema
+}
+
+#[tokio::test]
+async fn every_answer_fits_the_schema_the_document_declares() {
+    let server = Server::start().await;
+    let (_, doc) = server.get("/openapi.json").await;
+    let completions = "/v1/chat/completions";
+
+    let (_, models) = server.get("/v1/models").await;
+    check_against(&doc, declared(&doc, "get", "/v1/models", "200"), &models);
+
+    let (status, _, answer) = server
+        .chat(
+            Some("fits"),
+            json!({"model": "task", "messages": [{"role": "user", "content": "create a task to fix the printer"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    check_against(&doc, declared(&doc, "post", completions, "200"), &answer);
+
+    let (_, data) = server
+        .stream(
+            Some("fits"),
+            json!({"model": "task", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "yes"}]}),
+        )
+        .await;
+    let (chunks, _) = read_chunks(&data);
+    let chunk = json!({"$ref": "#/components/schemas/ChatCompletionChunk"});
+    for c in &chunks {
+        check_against(&doc, chunk.clone(), c);
+    }
+
+    let user = json!([{"role": "user", "content": "hi"}]);
+    for (status, body, header) in [
+        ("404", json!({"model": "nobody", "messages": user}), None),
+        ("400", json!({"model": "calculator", "messages": []}), None),
+        ("400", json!({"model": "calculator", "messages": user}), Some("bad id!")),
+    ] {
+        let (got, _, error) = server.chat(header, body).await;
+        assert_eq!(got.as_str(), status, "{error}");
+        check_against(&doc, declared(&doc, "post", completions, status), &error);
+    }
+    server.rt.end("fits", "done").await.unwrap();
+    let (got, _, error) = server
+        .chat(Some("fits"), json!({"model": "task", "messages": user}))
+        .await;
+    assert_eq!(got, StatusCode::CONFLICT, "{error}");
+    check_against(&doc, declared(&doc, "post", completions, "409"), &error);
+    server.stop().await;
+}
