@@ -12,7 +12,7 @@ use concierge::EventId;
 use super::completion::{ChatCompletion, completion};
 use super::error::{OpenAiError, OpenAiErrorBody};
 use super::models::{model_ids, target};
-use super::request::ChatCompletionRequest;
+use super::request::{ChatCompletionRequest, EMPTY_MODEL};
 use super::session::{SESSION_HEADER, resolve, start};
 use super::stream::{self, StreamSetup};
 use super::unix_now;
@@ -54,19 +54,24 @@ pub async fn completions(
 ) -> Result<Response, OpenAiError> {
     let body = body.map_err(unreadable)?;
     let request: ChatCompletionRequest = parse(&body).map_err(missing_field_param)?;
-    let turn = request.into_turn()?;
-    let Some(target) = target(&state.rt, &turn.model) else {
-        return Err(OpenAiError::new(
-            StatusCode::NOT_FOUND,
-            format!(
-                "there is no model {:?}; the models are: {}",
-                turn.model,
-                model_ids(&state.rt).join(", ")
-            ),
-        )
-        .param("model")
-        .code("model_not_found"));
+    // The model first: a request to no model is a 404 whatever else it says.
+    let model = request.model.trim();
+    let target = match target(&state.rt, model) {
+        Some(target) => target,
+        None if model.is_empty() => return Err(OpenAiError::invalid("model", EMPTY_MODEL)),
+        None => {
+            return Err(OpenAiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "there is no model {model:?}; the models are: {}",
+                    model_ids(&state.rt).join(", ")
+                ),
+            )
+            .param("model")
+            .code("model_not_found"));
+        }
     };
+    let turn = request.into_turn()?;
     let limit = state.rt.max_message_bytes();
     if turn.text.len() > limit {
         return Err(OpenAiError::new(

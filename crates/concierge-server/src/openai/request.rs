@@ -12,17 +12,22 @@ use utoipa::ToSchema;
 
 use super::error::OpenAiError;
 
+/// What an empty `model` is told.
+pub const EMPTY_MODEL: &str = "model is empty: name an agent (GET /v1/models lists them) or use \"concierge\"";
+
 /// `POST /v1/chat/completions`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ChatCompletionRequest {
     /// An agent's id, or `concierge` for the default agent (the hub, which
     /// routes each message as `concierge run` without `--agent` does).
+    #[schema(min_length = 1, pattern = "\\S")]
     pub model: String,
     /// The conversation. Only the last message is new (it must be the
     /// user's): the session named by `X-Concierge-Session` holds the rest.
     /// For a new session, earlier user and assistant messages become its
     /// history; system and developer messages are ignored (the agents have
     /// their own instructions).
+    #[schema(min_items = 1)]
     pub messages: Vec<ChatMessage>,
     /// Stream the answer as Server-Sent Events of `chat.completion.chunk` objects.
     #[serde(default)]
@@ -31,11 +36,12 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub stream_options: Option<StreamOptions>,
     /// How many answers: only 1 is supported.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
+    #[schema(minimum = 1, maximum = 1)]
     pub n: Option<u32>,
     /// Client-side tools: not supported (concierge runs its agents' own tools).
     #[serde(default)]
-    #[schema(value_type = Option<Vec<Object>>)]
+    #[schema(value_type = Option<Vec<Object>>, max_items = 0)]
     pub tools: Option<Vec<Value>>,
     /// Log probabilities: not supported (only `false`).
     #[serde(default)]
@@ -47,10 +53,10 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub top_p: Option<f64>,
     /// Accepted and ignored.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_tokens: Option<u64>,
     /// Accepted and ignored.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub max_completion_tokens: Option<u64>,
     /// Accepted and ignored.
     #[serde(default)]
@@ -59,7 +65,7 @@ pub struct ChatCompletionRequest {
     #[serde(default)]
     pub frequency_penalty: Option<f64>,
     /// Accepted and ignored.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub seed: Option<i64>,
     /// Accepted and ignored (a string or a list of strings).
     #[serde(default)]
@@ -68,6 +74,31 @@ pub struct ChatCompletionRequest {
     /// Accepted and ignored: the session is named by the `X-Concierge-Session` header.
     #[serde(default)]
     pub user: Option<String>,
+}
+
+/// An optional whole number, written `3` or `3.0` (JSON Schema's integer).
+fn whole_number<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: TryFrom<i128>,
+{
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = if let Some(n) = number.as_i64() {
+        Some(i128::from(n))
+    } else if let Some(n) = number.as_u64() {
+        Some(i128::from(n))
+    } else {
+        number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 1e18)
+            .map(|f| f as i128)
+    };
+    whole
+        .and_then(|n| T::try_from(n).ok())
+        .map(Some)
+        .ok_or_else(|| serde::de::Error::custom(format!("expected a whole number in range, found {number}")))
 }
 
 /// `stream_options`.
@@ -149,10 +180,7 @@ impl ChatCompletionRequest {
     /// Checks the request: the error names the field at fault.
     pub fn into_turn(self) -> Result<Turn, OpenAiError> {
         if self.model.trim().is_empty() {
-            return Err(OpenAiError::invalid(
-                "model",
-                "model is empty: name an agent (GET /v1/models lists them) or use \"concierge\"",
-            ));
+            return Err(OpenAiError::invalid("model", EMPTY_MODEL));
         }
         if let Some(n) = self.n
             && n != 1
@@ -290,6 +318,16 @@ mod tests {
             vec![(Role::User, "hi".to_string()), (Role::Assistant, "hello".to_string())]
         );
         assert!(t.stream && t.include_usage);
+        let whole = json!({"model": "m", "messages": [{"role": "user", "content": "x"}], "max_tokens": 5.0, "seed": -3, "n": 1.0});
+        let request: ChatCompletionRequest = serde_json::from_value(whole).unwrap();
+        assert_eq!(
+            (request.max_tokens, request.seed, request.n),
+            (Some(5), Some(-3), Some(1))
+        );
+        for bad in [json!(1.5), json!(-1), json!("5")] {
+            let body = json!({"model": "m", "messages": [], "max_tokens": bad});
+            assert!(serde_json::from_value::<ChatCompletionRequest>(body).is_err(), "{bad}");
+        }
     }
 
     #[test]
