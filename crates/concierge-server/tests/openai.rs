@@ -771,3 +771,58 @@ async fn every_answer_fits_the_schema_the_document_declares() {
     check_against(&doc, declared(&doc, "post", completions, "409"), &error);
     server.stop().await;
 }
+
+/// A test model that answers only when the test lets it, and says when it is asked.
+struct Gated {
+    asked: tokio::sync::mpsc::UnboundedSender<()>,
+    open: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+impl Model for Gated {
+    fn name(&self) -> String {
+        "scripted:gated".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        _cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        let _ = self.asked.send(());
+        Box::pin(async move {
+            let _permit = self.open.acquire().await;
+            Ok(ModelReply::text("Done at last."))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_session_busy_with_a_run_is_a_409_in_openais_shape() {
+    let (asked, mut was_asked) = tokio::sync::mpsc::unbounded_channel();
+    let open = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let gate = open.clone();
+    let server = Server::with(move |_| {
+        Runtime::builder()
+            .agent(AgentSpec::new("slow").instructions("Take your time."))
+            .model(Gated { asked, open: gate })
+    })
+    .await;
+    let body = json!({"model": "slow", "messages": [{"role": "user", "content": "hi"}]});
+    let first = {
+        let (http, url, body) = (server.http.clone(), server.url("/v1/chat/completions"), body.clone());
+        tokio::spawn(async move {
+            let response = http.post(url).header(SESSION, "busy").json(&body).send().await.unwrap();
+            (response.status(), response.json::<Value>().await.unwrap())
+        })
+    };
+    was_asked.recv().await.unwrap();
+    let (status, _, refused) = server.chat(Some("busy"), body).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["error"]["code"], "session_busy", "{refused}");
+    assert_eq!(refused["error"]["type"], "invalid_request_error");
+    open.add_permits(1);
+    let (status, answer) = first.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Done at last.");
+    server.stop().await;
+}
