@@ -551,6 +551,11 @@ async fn each_malformed_request_is_a_400_naming_its_param() {
         (json!({"model": 5, "messages": user}), "model"),
         (json!({"model": "calculator", "messages": []}), "messages"),
         (json!({"model": "calculator", "messages": "hi"}), "messages"),
+        (json!({"model": "calculator", "messages": ["hi"]}), "messages[0]"),
+        (
+            json!({"model": "calculator", "messages": user, "stream_options": true}),
+            "stream_options",
+        ),
         (
             json!({"model": "calculator", "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}),
             "messages",
@@ -598,7 +603,11 @@ async fn each_malformed_request_is_a_400_naming_its_param() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body} → {answer}");
         assert_eq!(answer["error"]["param"], param, "{body} → {answer}");
         assert_eq!(answer["error"]["type"], "invalid_request_error");
-        assert!(!answer["error"]["message"].as_str().unwrap().is_empty());
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(!message.is_empty());
+        for rust in ["f64", "u64", "u32", "i64", "Vec<", "Option<", "struct", "ChatMessage"] {
+            assert!(!message.contains(rust), "said in words: {message}");
+        }
         assert!(session.is_none());
     }
     let (status, _, answer) = server

@@ -84,6 +84,12 @@ pub async fn completions(
         .param("messages"));
     }
     let conversation = resolve(&state, &headers, &target).await?;
+    let session = HeaderValue::from_str(conversation.id.as_str()).map_err(|_| {
+        OpenAiError::invalid(
+            "X-Concierge-Session",
+            "the session id cannot be sent back in a header; use letters, digits, '-', '_' or '.'",
+        )
+    })?;
     // The engine streams a model's deltas only to a session someone listens
     // to: listen before the run starts (the stream then reads the run's
     // events from its first one).
@@ -93,12 +99,6 @@ pub async fn completions(
             .subscribe_after(conversation.id.clone(), EventId::durable(u64::MAX))
     });
     let handle = start(&state, &conversation, &turn).await?;
-    let session = HeaderValue::from_str(conversation.id.as_str()).map_err(|_| {
-        OpenAiError::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the session id cannot be sent in a header",
-        )
-    })?;
     let header = (HeaderName::from_static(SESSION_HEADER), session);
     let created = unix_now();
     if turn.stream {
@@ -118,8 +118,10 @@ pub async fn completions(
     Ok(([header], Json(answer)).into_response())
 }
 
-/// serde names a missing field in its message only (`messages[0]`: "missing
-/// field `role`"); the param is then the field itself (`messages[0].role`).
+/// A body error said for a person: serde names a missing field in its
+/// message only (`messages[0]`: "missing field `role`"), so the param is
+/// then the field itself (`messages[0].role`); and Rust's number types are
+/// said in words.
 fn missing_field_param(error: crate::http::ApiError) -> OpenAiError {
     let mut error = OpenAiError::from(error);
     let message = &error.body.error.message;
@@ -133,6 +135,22 @@ fn missing_field_param(error: crate::http::ApiError) -> OpenAiError {
     {
         error.body.error.param = Some(format!("{param}.{name}"));
     }
+    let mut message = error.body.error.message.clone();
+    for (rust, words) in [
+        ("expected f64", "expected a number"),
+        ("expected f32", "expected a number"),
+        ("expected u64", "expected a whole number"),
+        ("expected u32", "expected a whole number"),
+        ("expected i64", "expected a whole number"),
+    ] {
+        message = message.replace(rust, words);
+    }
+    if let Some(at) = message.find("expected struct ") {
+        let rest = &message[at + "expected struct ".len()..];
+        let end = rest.find(|c: char| !c.is_alphanumeric()).unwrap_or(rest.len());
+        message = format!("{}expected an object{}", &message[..at], &rest[end..]);
+    }
+    error.body.error.message = message;
     error
 }
 
