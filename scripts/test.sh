@@ -21,6 +21,9 @@ scripts/setup-mcp.sh
 scripts/setup-agui-client.sh
 # The web chat's browser tests: Debian's chromium and playwright-core (npm).
 scripts/setup-browser.sh
+# The official OpenAI Python client (PyPI, pinned), for the ignored test that
+# talks to `concierge serve`'s /v1/chat/completions with it.
+scripts/setup-openai-client.sh
 
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
@@ -42,7 +45,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
-# Every ignored test (real model, real MCP servers) except the crash tests'
+# Every ignored test (real model, real MCP servers, the OpenAI Python client) except the crash tests'
 # and chaos suites' child entry points, which only run inside their parents.
 CONCIERGE_TEST_MODEL_URL="$url" cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child
 echo "all checks and tests passed"

@@ -216,6 +216,31 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         assert!(body["error"].as_str().unwrap().contains("no session \"a1\""), "{body}");
     }
+    // Nor through the OpenAI-compatible endpoint.
+    let response = server
+        .http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .bearer_auth(GLOBEX)
+        .header("X-Concierge-Session", "a1")
+        .json(&json!({"model": "desk", "messages": [{"role": "user", "content": "who am I?"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let (status, _) = server.call(None, reqwest::Method::GET, "/v1/models", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "the OpenAI-compatible endpoint needs a token too");
+    let response = server
+        .http
+        .post(format!("{}/v1/chat/completions", server.base))
+        .bearer_auth(ACME)
+        .header("X-Concierge-Session", "a1")
+        .json(&json!({"model": "desk", "messages": [{"role": "user", "content": "who am I?"}]}))
+        .send()
+        .await
+        .unwrap();
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "You are jordan.");
+
     // Not even by claiming its id.
     let (status, body) = server.post(GLOBEX, "/api/v1/sessions", json!({"id": "a1"})).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");

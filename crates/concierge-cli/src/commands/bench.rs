@@ -52,6 +52,10 @@ pub struct BenchArgs {
     /// Print one JSON line (the default).
     #[arg(long)]
     pub json: bool,
+    /// Send the turns through a running `concierge serve` at this URL (its
+    /// OpenAI-compatible `/v1/chat/completions`) instead of in process.
+    #[arg(long, value_name = "URL", conflicts_with = "serve_fake")]
+    pub http: Option<String>,
 }
 
 /// Counts model calls.
@@ -77,13 +81,13 @@ impl Model for Counting {
 
 /// What this process has used so far, from procfs.
 #[derive(Clone, Copy, Debug, Default)]
-struct Usage {
-    cpu_s: f64,
+pub(crate) struct Usage {
+    pub(crate) cpu_s: f64,
     write_bytes: u64,
-    max_rss_mb: f64,
+    pub(crate) max_rss_mb: f64,
 }
 
-fn proc_usage() -> Usage {
+pub(crate) fn proc_usage() -> Usage {
     // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
     let cpu_s = std::fs::read_to_string("/proc/self/stat")
         .ok()
@@ -140,7 +144,7 @@ pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[rank.min(sorted.len() - 1)]
 }
 
-fn round(x: f64, digits: i32) -> f64 {
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
@@ -152,16 +156,21 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
             .map_err(|e| Error::InvalidConfig(format!("cannot serve the fixture on {addr}: {e}")))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let Some(base_url) = cli.base_url.clone() else {
-        return Err(Error::InvalidConfig(
-            "bench needs --base-url URL (start the fixture with: concierge bench --serve-fake 127.0.0.1:8090)".into(),
-        ));
-    };
     if args.sessions == 0 || args.turns == 0 || args.concurrency == 0 {
         return Err(Error::InvalidConfig(
             "--sessions, --turns and --concurrency must be at least 1".into(),
         ));
     }
+    if let Some(url) = &args.http {
+        super::bench_http::check_url(url)?;
+        let report = super::bench_http::run(args, url).await?;
+        return print(args, report);
+    }
+    let Some(base_url) = cli.base_url.clone() else {
+        return Err(Error::InvalidConfig(
+            "bench needs --base-url URL (start the fixture with: concierge bench --serve-fake 127.0.0.1:8090)".into(),
+        ));
+    };
     let model_name = cli
         .model
         .as_deref()
@@ -169,6 +178,11 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         .unwrap_or("fake")
         .to_string();
     let report = run(args, &base_url, &model_name).await?;
+    print(args, report)
+}
+
+/// Prints the report as asked; failure when a turn failed.
+fn print(args: &BenchArgs, report: Report) -> Result<ExitCode> {
     if args.table {
         print_table(&report);
     } else {

@@ -1,6 +1,7 @@
 //! The subcommands.
 
 pub mod bench;
+pub mod bench_http;
 pub mod chat;
 pub mod inspect;
 pub mod mcp;

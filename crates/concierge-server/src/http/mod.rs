@@ -64,7 +64,7 @@ pub fn check_unauthenticated_addr(addr: SocketAddr) -> Result<(), BindError> {
 /// What the handlers share.
 #[derive(Clone)]
 pub struct ApiState {
-    rt: Runtime,
+    pub(crate) rt: Runtime,
     ids: Arc<AtomicU64>,
     stopping: watch::Receiver<bool>,
     limiter: RunLimiter,
@@ -177,7 +177,9 @@ impl HttpApi {
         self
     }
 
-    /// The routes: `/healthz`, `/openapi.json` and `/api/v1/...`.
+    /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` (AG-UI at
+    /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`])
+    /// and the web chat at `/`.
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
         let api = Router::new()
@@ -199,6 +201,10 @@ impl HttpApi {
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
             .merge(crate::web::router())
+            .merge(
+                crate::openai::router()
+                    .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate)),
+            )
             .fallback(unknown_route)
             .with_state(self.state.clone())
             .layer(RequestBodyLimitLayer::new(limit))
@@ -229,6 +235,7 @@ impl HttpApi {
 
 /// A 413 from the body limit, said in a sentence as every error is.
 async fn explain_too_large(req: Request, next: Next, limit: usize) -> Response {
+    let openai = req.uri().path().starts_with("/v1/");
     let response = next.run(req).await;
     let json = response
         .headers()
@@ -236,6 +243,9 @@ async fn explain_too_large(req: Request, next: Next, limit: usize) -> Response {
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.starts_with("application/json"));
     if response.status() == StatusCode::PAYLOAD_TOO_LARGE && !json {
+        if openai {
+            return crate::openai::OpenAiError::body_too_large(limit).into_response();
+        }
         return ApiError::body_too_large(limit).into_response();
     }
     response

@@ -29,11 +29,15 @@ use super::{catalog, events, sessions};
         catalog::goals,
         catalog::tools,
         crate::agui::run,
+        crate::openai::models::list,
+        crate::openai::chat::completions,
     ),
+    components(schemas(crate::openai::stream::ChatCompletionChunk)),
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
         (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
+        (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),
     ),
     modifiers(&BearerTokens),
     // A server configured with API tokens requires one (a 401 otherwise);

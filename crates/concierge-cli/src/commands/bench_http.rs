@@ -1,0 +1,180 @@
+//! `concierge bench --http URL`: the same load as `concierge bench` (S
+//! sessions of T turns asking the calculator agent, C sessions at a time),
+//! sent through a running `concierge serve`'s OpenAI-compatible endpoint:
+//! `POST URL/v1/chat/completions` with model `calculator`, each session named
+//! by the `X-Concierge-Session` header (with `--stream`, streamed answers read
+//! to `[DONE]`). Start the server on a model, e.g. the fixture:
+//!
+//! ```sh
+//! concierge bench --serve-fake 127.0.0.1:8090 &
+//! concierge --base-url http://127.0.0.1:8090/v1 --model openai:fake serve --addr 127.0.0.1:8080 &
+//! concierge bench --http http://127.0.0.1:8080 --table
+//! ```
+//!
+//! The CPU and memory figures are this driver's own, not the server's, and
+//! the model calls are not seen from here (`llm_calls` is 0).
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Instant;
+
+use concierge::{Error, Result};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde_json::{Value, json};
+use tokio::sync::Semaphore;
+
+use super::bench::{BenchArgs, Report, percentile, proc_usage, round};
+
+/// Runs the load against the server at `url` (its root, e.g. `http://127.0.0.1:8080`).
+pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
+    let endpoint = format!("{}/v1/chat/completions", url.trim_end_matches('/'));
+    let http = reqwest::Client::new();
+    let total = (args.sessions * args.turns) as u64;
+    let bar = ProgressBar::with_draw_target(
+        Some(total),
+        if std::io::stderr().is_terminal() {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        },
+    );
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} turns {per_sec} eta {eta}") {
+        bar.set_style(style);
+    }
+    let semaphore = Arc::new(Semaphore::new(args.concurrency));
+    let run_id = std::process::id();
+    let before = proc_usage();
+    let started = Instant::now();
+    let mut tasks = Vec::with_capacity(args.sessions);
+    for s in 0..args.sessions {
+        let http = http.clone();
+        let endpoint = endpoint.clone();
+        let semaphore = semaphore.clone();
+        let bar = bar.clone();
+        let (turns, stream) = (args.turns, args.stream);
+        tasks.push(tokio::spawn(async move {
+            let Ok(_permit) = semaphore.acquire_owned().await else {
+                return (Vec::new(), turns as u64);
+            };
+            let session = format!("bench-{run_id}-{s}");
+            let mut latencies = Vec::with_capacity(turns);
+            let mut errors = 0u64;
+            for t in 0..turns {
+                let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
+                let start = Instant::now();
+                let result = turn(&http, &endpoint, &session, &question, stream).await;
+                latencies.push(start.elapsed().as_secs_f64() * 1000.0);
+                if let Err(error) = result {
+                    errors += 1;
+                    tracing::warn!(session, %error, "turn failed");
+                }
+                bar.inc(1);
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies = Vec::with_capacity(total as usize);
+    let mut errors = 0;
+    for task in tasks {
+        match task.await {
+            Ok((l, e)) => {
+                latencies.extend(l);
+                errors += e;
+            }
+            Err(_) => errors += args.turns as u64,
+        }
+    }
+    let wall = started.elapsed();
+    let after = proc_usage();
+    bar.finish_and_clear();
+    latencies.sort_by(f64::total_cmp);
+    let turns = total as f64;
+    let cpu = after.cpu_s - before.cpu_s;
+    Ok(Report {
+        sessions: args.sessions,
+        turns: args.turns,
+        concurrency: args.concurrency,
+        wall_s: round(wall.as_secs_f64(), 3),
+        turns_per_s: round(turns / wall.as_secs_f64().max(1e-9), 3),
+        cpu_s: round(cpu, 2),
+        max_rss_mb: round(after.max_rss_mb, 1),
+        llm_calls: 0,
+        p50_turn_ms: round(percentile(&latencies, 50.0), 2),
+        p95_turn_ms: round(percentile(&latencies, 95.0), 2),
+        errors,
+        variant: format!(
+            "http {endpoint}{} (CPU and memory: this driver's)",
+            if args.stream { ", streamed" } else { "" }
+        ),
+        cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
+        bytes_written_per_turn: None,
+        journal_bytes_per_turn: None,
+        fsyncs_per_turn: None,
+    })
+}
+
+/// One turn: the question in the session; an error unless the answer is
+/// a 200 with text that is not a failure.
+async fn turn(
+    http: &reqwest::Client,
+    endpoint: &str,
+    session: &str,
+    question: &str,
+    stream: bool,
+) -> std::result::Result<(), String> {
+    let body = json!({
+        "model": "calculator",
+        "stream": stream,
+        "messages": [{"role": "user", "content": question}],
+    });
+    let response = http
+        .post(endpoint)
+        .header("x-concierge-session", session)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return Err(format!("{status}: {text}"));
+    }
+    let text = if stream {
+        let mut body = response.bytes_stream();
+        let mut raw = Vec::new();
+        while let Some(bytes) = body.next().await {
+            raw.extend_from_slice(&bytes.map_err(|e| e.to_string())?);
+        }
+        let raw = String::from_utf8_lossy(&raw);
+        if !raw.contains("data: [DONE]") {
+            return Err("the stream ended without [DONE]".into());
+        }
+        raw.lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .filter_map(|chunk| chunk["choices"][0]["delta"]["content"].as_str().map(str::to_string))
+            .collect::<String>()
+    } else {
+        let answer: Value = response.json().await.map_err(|e| e.to_string())?;
+        answer["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    if text.trim().is_empty() || text.starts_with("Something went wrong") {
+        return Err(format!("the answer is not one: {text:?}"));
+    }
+    Ok(())
+}
+
+/// `--http` needs a URL the server answers at.
+pub fn check_url(url: &str) -> Result<()> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(Error::InvalidConfig(format!(
+            "--http {url:?} is not an http:// or https:// URL; pass the server's root, e.g. http://127.0.0.1:8080"
+        )))
+    }
+}

@@ -1,0 +1,142 @@
+//! The conversation behind a request: the concierge session named by the
+//! `X-Concierge-Session` header, or a new one. Every handler that touches a
+//! session goes through [`resolve`].
+
+use axum::http::{HeaderMap, HeaderValue};
+use concierge::core::Message;
+use concierge::{AgentId, RunHandle, SessionId};
+
+use super::error::OpenAiError;
+use super::models::Target;
+use super::request::{Role, Turn};
+use crate::http::{ApiError, ApiState, Caller};
+
+/// The header that names the session, in requests and in responses.
+pub const SESSION_HEADER: &str = "x-concierge-session";
+
+/// The longest session id a client may choose.
+const MAX_ID_LEN: usize = 128;
+
+/// A request's session, resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conversation {
+    /// The session's id.
+    pub id: SessionId,
+    /// Whether the session has no history yet (the request's earlier
+    /// messages become its history).
+    pub new: bool,
+    /// The agent that takes the message: the model's; `None` continues
+    /// with the session's current agent (for a session created through the
+    /// HTTP API, the one it was opened with; for a new one the default).
+    pub agent: Option<AgentId>,
+}
+
+/// The session `headers` name (created if it does not exist, with that id),
+/// or a new one when they name none; the agent for `target`. Another
+/// tenant's session is a 404, as one that does not exist would be to it.
+pub async fn resolve(
+    state: &ApiState,
+    caller: &Caller,
+    headers: &HeaderMap,
+    target: &Target,
+) -> Result<Conversation, OpenAiError> {
+    let named = match headers.get(SESSION_HEADER) {
+        None => None,
+        Some(value) => Some(check_id(value)?),
+    };
+    let Some(id) = named else {
+        return Ok(Conversation {
+            id: SessionId::new(state.new_session_id()),
+            new: true,
+            agent: agent_for(target, None),
+        });
+    };
+    let new = match state.rt.session(id.as_str()).await {
+        Ok(session) if caller.owns(session.tenant()) => session.history().is_empty(),
+        Ok(_) => {
+            return Err(OpenAiError::from(ApiError::unknown_session(&id))
+                .param("X-Concierge-Session")
+                .code("session_not_found"));
+        }
+        Err(concierge::Error::SessionNotFound(_)) => true,
+        Err(error) => return Err(error.into()),
+    };
+    Ok(Conversation {
+        id: SessionId::new(id),
+        new,
+        agent: agent_for(target, None),
+    })
+}
+
+fn agent_for(target: &Target, opened_with: Option<AgentId>) -> Option<AgentId> {
+    match target {
+        Target::Agent(agent) => Some(agent.clone()),
+        Target::Default => opened_with,
+    }
+}
+
+fn check_id(value: &HeaderValue) -> Result<String, OpenAiError> {
+    let id = value.to_str().unwrap_or_default().trim();
+    let ok = !id.is_empty()
+        && id.len() <= MAX_ID_LEN
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(id.to_string())
+    } else {
+        Err(OpenAiError::invalid(
+            "X-Concierge-Session",
+            format!(
+                "X-Concierge-Session names a session by 1 to {MAX_ID_LEN} letters, digits, '-', '_' or '.'; leave it out to start a new session"
+            ),
+        ))
+    }
+}
+
+/// Starts the turn's run in the conversation's session. A new session gets
+/// the client's earlier messages as its history, before the new one. The
+/// run holds a place under the tenant's cap until it stops.
+pub async fn start(
+    state: &ApiState,
+    caller: &Caller,
+    conversation: &Conversation,
+    turn: &Turn,
+) -> Result<RunHandle, OpenAiError> {
+    let permit = state.run_permit(caller).map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
+    let mut messages = Vec::new();
+    if conversation.new {
+        let speaker = conversation
+            .agent
+            .clone()
+            .or_else(|| state.rt.default_agent())
+            .unwrap_or_else(|| AgentId::new(super::models::DEFAULT_MODEL));
+        for (role, content) in &turn.earlier {
+            messages.push(match role {
+                Role::Assistant => Message::Assistant {
+                    agent: speaker.clone(),
+                    content: content.clone(),
+                    tool_calls: Vec::new(),
+                },
+                _ => Message::user(content.clone()),
+            });
+        }
+    }
+    messages.push(Message::user(turn.text.clone()));
+    let options = caller.options(conversation.id.as_str());
+    let handle = match &conversation.agent {
+        Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
+        None => state.rt.start(messages, options).await,
+    }
+    .map_err(|error| match error {
+        concierge::Error::RunStartFailed(_) => OpenAiError::from(error).param("messages"),
+        other => other.into(),
+    })?;
+    let rt = state.rt.clone();
+    let session = conversation.id.clone();
+    tokio::spawn(async move {
+        let _ = rt.wait(session).await;
+        drop(permit);
+    });
+    Ok(handle)
+}
