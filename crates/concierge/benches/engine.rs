@@ -58,6 +58,7 @@ fn entry(session: &str, index: u64) -> Entry {
             at: Timestamp(1_795_232_112_296),
         },
         agent: (index == 0).then(|| "calculator".into()),
+        tenant: None,
         first_since_claim: index == 0,
         snapshot: None,
         compact: None,

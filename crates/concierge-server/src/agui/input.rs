@@ -10,9 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::ApiError;
-
-/// The longest thread or run id.
-const MAX_ID_LEN: usize = 128;
+use crate::http::checks::{ID_RULE, MAX_ID_LEN, valid_id};
 
 /// A request to run the agent of a thread (AG-UI's `RunAgentInput`).
 #[derive(Clone, Debug, Deserialize, ToSchema)]
@@ -184,18 +182,13 @@ fn text_of(content: &Value) -> Option<String> {
 }
 
 fn check_id(field: &str, id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if valid_id(id) {
         Ok(())
     } else {
         Err(ApiError::field(
             StatusCode::UNPROCESSABLE_ENTITY,
             field,
-            format!("{field} is 1 to {MAX_ID_LEN} letters, digits, '-', '_' or '.'"),
+            format!("{field} is {ID_RULE}"),
         ))
     }
 }

@@ -35,6 +35,7 @@ use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::http::body::JsonBody;
+use crate::http::checks::oversized_message;
 use crate::http::{ApiError, ApiState, Caller, ErrorBody};
 use events::{AguiEvent, ErrorCode};
 use input::RunAgentInput;
@@ -165,7 +166,14 @@ async fn answer(
         }
         (Answer::Choose(option), _) => start(state, caller, input, Thread::Existing(session), option.to_string()).await,
         (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
-            start(state, caller, input, Thread::Existing(session), resume::NO_CHOICE.to_string()).await
+            start(
+                state,
+                caller,
+                input,
+                Thread::Existing(session),
+                resume::NO_CHOICE.to_string(),
+            )
+            .await
         }
     }
 }
@@ -178,15 +186,11 @@ async fn start(
     thread: Thread,
     text: String,
 ) -> Result<Response, ApiError> {
-    let limit = state.runtime().max_message_bytes();
-    if text.len() > limit {
+    if let Some(why) = oversized_message(state.runtime(), &text) {
         return Err(ApiError::field(
             axum::http::StatusCode::PAYLOAD_TOO_LARGE,
             "messages",
-            format!(
-                "the message is {} bytes, over the limit of {limit} bytes; send it in smaller parts",
-                text.len()
-            ),
+            why,
         ));
     }
     let rt = state.runtime();

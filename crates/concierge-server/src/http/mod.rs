@@ -14,6 +14,7 @@
 pub mod auth;
 pub mod body;
 pub mod catalog;
+pub mod checks;
 pub mod error;
 pub mod events;
 pub mod limit;

@@ -10,14 +10,12 @@ use concierge::{AgentId, SessionId};
 use super::ApiState;
 use super::auth::Caller;
 use super::body::{JsonBody, OptionalJsonBody};
+use super::checks::{ID_RULE, oversized_message, valid_id};
 use super::error::{ApiError, ErrorBody};
 use super::types::{
     ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted, RunOutputView,
     SessionList, SessionListItem, SessionView, WaitQuery,
 };
-
-/// The longest session id a client may choose.
-const MAX_ID_LEN: usize = 128;
 
 /// Creates a session, optionally with its id and the agent that takes its
 /// first message. It exists from now on; its first message starts its first run.
@@ -77,18 +75,13 @@ pub async fn create(
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if valid_id(id) {
         Ok(())
     } else {
         Err(ApiError::field(
             StatusCode::UNPROCESSABLE_ENTITY,
             "id",
-            format!("a session id is 1 to {MAX_ID_LEN} letters, digits, '-', '_' or '.'"),
+            format!("a session id is {ID_RULE}"),
         ))
     }
 }
@@ -156,16 +149,8 @@ pub async fn post_message(
             "the message is empty; say something",
         ));
     }
-    let limit = state.rt.max_message_bytes();
-    if body.text.len() > limit {
-        return Err(ApiError::field(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "text",
-            format!(
-                "the message is {} bytes, over the limit of {limit} bytes; send it in smaller parts",
-                body.text.len()
-            ),
-        ));
+    if let Some(why) = oversized_message(&state.rt, &body.text) {
+        return Err(ApiError::field(StatusCode::PAYLOAD_TOO_LARGE, "text", why));
     }
     if let Some(run) = &body.run_id {
         check_run_id(run)?;
@@ -178,7 +163,7 @@ fn check_run_id(run: &str) -> Result<(), ApiError> {
         ApiError::field(
             StatusCode::UNPROCESSABLE_ENTITY,
             "run_id",
-            format!("a run id is 1 to {MAX_ID_LEN} letters, digits, '-', '_' or '.'"),
+            format!("a run id is {ID_RULE}"),
         )
     })
 }

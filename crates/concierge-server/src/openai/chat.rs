@@ -16,8 +16,9 @@ use super::request::{ChatCompletionRequest, EMPTY_MODEL};
 use super::session::{SESSION_HEADER, resolve, start};
 use super::stream::{self, StreamSetup};
 use super::unix_now;
-use crate::http::{ApiState, Caller};
 use crate::http::body::parse;
+use crate::http::checks::oversized_message;
+use crate::http::{ApiState, Caller};
 
 /// Sends the last user message of `messages` to the agent `model` names
 /// (`concierge`: the session's current agent, the hub for a new session) in
@@ -73,16 +74,8 @@ pub async fn completions(
         }
     };
     let turn = request.into_turn()?;
-    let limit = state.rt.max_message_bytes();
-    if turn.text.len() > limit {
-        return Err(OpenAiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the message is {} bytes, over the limit of {limit} bytes; send it in smaller parts",
-                turn.text.len()
-            ),
-        )
-        .param("messages"));
+    if let Some(why) = oversized_message(&state.rt, &turn.text) {
+        return Err(OpenAiError::new(StatusCode::PAYLOAD_TOO_LARGE, why).param("messages"));
     }
     let conversation = resolve(&state, &caller, &headers, &target).await?;
     let session = HeaderValue::from_str(conversation.id.as_str()).map_err(|_| {

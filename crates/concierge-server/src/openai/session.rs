@@ -9,13 +9,11 @@ use concierge::{AgentId, RunHandle, SessionId};
 use super::error::OpenAiError;
 use super::models::Target;
 use super::request::{Role, Turn};
+use crate::http::checks::{ID_RULE, valid_id};
 use crate::http::{ApiError, ApiState, Caller};
 
 /// The header that names the session, in requests and in responses.
 pub const SESSION_HEADER: &str = "x-concierge-session";
-
-/// The longest session id a client may choose.
-const MAX_ID_LEN: usize = 128;
 
 /// A request's session, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,19 +75,12 @@ fn agent_for(target: &Target, opened_with: Option<AgentId>) -> Option<AgentId> {
 
 fn check_id(value: &HeaderValue) -> Result<String, OpenAiError> {
     let id = value.to_str().unwrap_or_default().trim();
-    let ok = !id.is_empty()
-        && id.len() <= MAX_ID_LEN
-        && id
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok {
+    if valid_id(id) {
         Ok(id.to_string())
     } else {
         Err(OpenAiError::invalid(
             "X-Concierge-Session",
-            format!(
-                "X-Concierge-Session names a session by 1 to {MAX_ID_LEN} letters, digits, '-', '_' or '.'; leave it out to start a new session"
-            ),
+            format!("X-Concierge-Session names a session by {ID_RULE}; leave it out to start a new session"),
         ))
     }
 }
@@ -103,7 +94,9 @@ pub async fn start(
     conversation: &Conversation,
     turn: &Turn,
 ) -> Result<RunHandle, OpenAiError> {
-    let permit = state.run_permit(caller).map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
+    let permit = state
+        .run_permit(caller)
+        .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let mut messages = Vec::new();
     if conversation.new {
         let speaker = conversation

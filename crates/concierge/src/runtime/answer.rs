@@ -25,7 +25,7 @@
 use std::sync::Arc;
 
 use concierge_core::{
-    Answer, Catalog, Decision, Message, ModelRequest, PendingConfirmation, SessionId, Timestamp, ToolChoice, ToolDef,
+    Answer, Catalog, Decision, Message, ModelRequest, PendingConfirmation, SessionId, StartRun, ToolChoice, ToolDef,
     ToolSpec, check_arguments, interpret_answer,
 };
 use serde::Deserialize;
@@ -72,12 +72,10 @@ impl Runtime {
         &self,
         engine: &Arc<dyn Engine>,
         session: &SessionId,
-        agent: Option<&concierge_core::AgentId>,
-        tenant: Option<&str>,
-        messages: &[Message],
+        start: &StartRun,
         catalog: &Catalog,
-        at: Timestamp,
     ) -> Option<RunHandle> {
+        let (agent, tenant, messages, at) = (start.agent.as_ref(), start.tenant.as_deref(), &start.messages, start.at);
         let models = self.inner.executor.models();
         // Cheap checks first: most messages answer nothing, and without a
         // model there is nothing to ask.

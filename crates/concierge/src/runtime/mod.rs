@@ -5,9 +5,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, PendingConfirmation,
-    OpenSession, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError, ToolId,
-    ToolSpec,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, OpenSession,
+    PendingConfirmation, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError,
+    ToolId, ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -15,8 +15,8 @@ use serde_json::Value;
 
 mod answer;
 mod children;
-mod cursor;
 mod client;
+mod cursor;
 #[cfg(feature = "mcp")]
 mod mcp;
 
@@ -659,18 +659,7 @@ impl Runtime {
         };
         let catalog = self.catalog();
         // An answer to a parked call that the rules cannot read goes to the model first.
-        if let Some(handle) = self
-            .answer_with_model(
-                &engine,
-                &session,
-                start.agent.as_ref(),
-                start.tenant.as_deref(),
-                &start.messages,
-                &catalog,
-                start.at,
-            )
-            .await
-        {
+        if let Some(handle) = self.answer_with_model(&engine, &session, &start, &catalog).await {
             return Ok(handle);
         }
         // A new session that names no agent starts with the default one (the hub in multi mode).

@@ -1098,6 +1098,7 @@ mod tests {
                 at: Timestamp(index + 1),
             },
             agent: None,
+            tenant: None,
             first_since_claim: first,
             snapshot: None,
             compact: None,
