@@ -6,6 +6,7 @@
 
 pub mod http;
 pub mod mcp;
+pub mod metrics;
 
 pub use http::{BindError, HttpApi, check_unauthenticated_addr};
 pub use mcp::{AGENT_TOOL_PREFIX, ConciergeMcp, ServeError};

@@ -58,6 +58,7 @@ pub mod model;
 pub mod options;
 pub mod runtime;
 pub mod tool;
+pub mod tls;
 
 pub use concierge_core as core;
 pub use concierge_core::{

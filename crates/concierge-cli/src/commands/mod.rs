@@ -8,8 +8,10 @@ pub mod run;
 pub mod serve;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use concierge::Result;
+use concierge_server::metrics::Metrics;
 
 use crate::setup::Access;
 use crate::{Cli, Command, setup};
@@ -31,7 +33,9 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
             (Access::Read, "concierge")
         }
     };
-    let rt = setup::runtime(&cli, access, label).await?;
+    // `concierge serve` counts runs, model and tool calls for `/metrics`.
+    let metrics = matches!(cli.command, Command::Serve(_)).then(|| Arc::new(Metrics::new()));
+    let rt = setup::runtime(&cli, access, label, metrics.as_ref()).await?;
     let result = match &cli.command {
         Command::Run(args) => run::run(&rt, args).await,
         Command::Confirm(args) => run::confirm(&rt, args).await,
@@ -42,7 +46,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
-        Command::Serve(args) => serve::serve(&rt, args).await,
+        Command::Serve(args) => serve::serve(&rt, args, metrics).await,
         Command::Bench(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;

@@ -3,9 +3,11 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use concierge::{Error, Result, Runtime};
+use concierge_server::metrics::Metrics;
 use concierge_server::{HttpApi, check_unauthenticated_addr};
 
 /// `concierge serve`.
@@ -20,7 +22,7 @@ pub struct ServeArgs {
     pub body_limit: usize,
 }
 
-pub async fn serve(rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
+pub async fn serve(rt: &Runtime, args: &ServeArgs, metrics: Option<Arc<Metrics>>) -> Result<ExitCode> {
     check_unauthenticated_addr(args.addr).map_err(|e| Error::InvalidConfig(e.to_string()))?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
@@ -32,9 +34,11 @@ pub async fn serve(rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
     eprintln!(
         "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), on this machine only (no API tokens are configured); Ctrl-C stops"
     );
-    HttpApi::new(rt.clone())
-        .body_limit(args.body_limit)
-        .serve(listener, stop_signal())
+    let mut api = HttpApi::new(rt.clone()).body_limit(args.body_limit);
+    if let Some(metrics) = metrics {
+        api = api.metrics(metrics);
+    }
+    api.serve(listener, stop_signal())
         .await
         .map_err(|e| Error::InvalidConfig(format!("the HTTP server failed: {e}")))?;
     eprintln!("stopped; letting sessions go");

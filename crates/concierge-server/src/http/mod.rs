@@ -117,6 +117,7 @@ pub struct HttpApi {
     state: ApiState,
     stop: watch::Sender<bool>,
     body_limit: usize,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl std::fmt::Debug for HttpApi {
@@ -144,7 +145,15 @@ impl HttpApi {
             },
             stop,
             body_limit: DEFAULT_BODY_LIMIT,
+            metrics: None,
         }
+    }
+
+    /// Serves `metrics` at `/metrics` (the runtime must have been built with
+    /// [`Metrics::hooks`](crate::metrics::Metrics::hooks) to fill them).
+    pub fn metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Refuses request bodies over `bytes` (413).
@@ -153,9 +162,11 @@ impl HttpApi {
         self
     }
 
-    /// The routes: `/healthz`, `/openapi.json` and `/api/v1/...`.
+    /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` and, with
+    /// metrics, `/metrics`.
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
+        let metrics = self.metrics.as_ref().map_or_else(Router::new, crate::metrics::Metrics::router);
         let api = Router::new()
             .route("/sessions", post(sessions::create).get(sessions::list))
             .route("/sessions/{id}", get(sessions::show))
@@ -172,6 +183,7 @@ impl HttpApi {
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
+            .merge(metrics)
             .fallback(unknown_route)
             .with_state(self.state.clone())
             .layer(RequestBodyLimitLayer::new(limit))
