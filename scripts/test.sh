@@ -2,7 +2,8 @@
 # Every check and every test: formatting, clippy, the workspace's tests, the
 # examples, the tests against real MCP servers (npm packages) and those against
 # a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
-# and started here, stopped at the end).
+# and started here, stopped at the end), and Schemathesis against a running
+# `concierge serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
@@ -22,6 +23,8 @@ cargo test --workspace --locked
 for example in calculator confirmation; do
   cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
 done
+# The HTTP API against its own OpenAPI document (Schemathesis from PyPI).
+scripts/schemathesis.sh
 
 if ! wait "$setup_pid"; then
   cat "$CONCIERGE_CACHE/setup-model-server.log" >&2

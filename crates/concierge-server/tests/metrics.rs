@@ -45,10 +45,14 @@ fn parse(text: &str) -> BTreeMap<Key, f64> {
         let value: f64 = value.parse().unwrap_or_else(|_| panic!("bad value in {line:?}"));
         let (name, labels) = match series.split_once('{') {
             Some((name, rest)) => {
-                let body = rest.strip_suffix('}').unwrap_or_else(|| panic!("unclosed labels in {line:?}"));
+                let body = rest
+                    .strip_suffix('}')
+                    .unwrap_or_else(|| panic!("unclosed labels in {line:?}"));
                 let mut labels = BTreeMap::new();
                 for pair in body.split("\",").filter(|p| !p.is_empty()) {
-                    let (key, value) = pair.split_once("=\"").unwrap_or_else(|| panic!("bad label in {line:?}"));
+                    let (key, value) = pair
+                        .split_once("=\"")
+                        .unwrap_or_else(|| panic!("bad label in {line:?}"));
                     labels.insert(key.to_string(), value.trim_end_matches('"').to_string());
                 }
                 (name.to_string(), labels)
@@ -145,7 +149,10 @@ async fn runs_over_the_api_move_their_agents_counters() {
     let http = reqwest::Client::new();
 
     let before = scrape(&http, &base).await;
-    assert_eq!(value(&before, "concierge_runs_started_total", &[("agent", "calculator")]), 0.0);
+    assert_eq!(
+        value(&before, "concierge_runs_started_total", &[("agent", "calculator")]),
+        0.0
+    );
 
     let out = say(&http, &base, "calculator", "calculate 5 + 3").await;
     assert_eq!(out["status"], "completed", "{out}");

@@ -57,8 +57,8 @@ pub mod mcp;
 pub mod model;
 pub mod options;
 pub mod runtime;
-pub mod tool;
 pub mod tls;
+pub mod tool;
 
 pub use concierge_core as core;
 pub use concierge_core::{

@@ -23,6 +23,7 @@ use futures::{Stream, StreamExt};
 use super::ApiState;
 use super::error::{ApiError, ErrorBody};
 use super::sessions::view;
+use super::types::SseMessage;
 
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";
@@ -33,10 +34,10 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
-        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event seen (`12` or `12.3`); the stream resumes after it"),
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?$", description = "The id of the last event seen (`12` or `12.3`); the stream resumes after it"),
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `id` is the event id (absent for a child run's events), `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `id` is the event id (absent for a child run's events), `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = SseMessage),
         (status = 400, description = "Last-Event-ID is not an event id", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
     )

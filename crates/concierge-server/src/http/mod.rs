@@ -166,7 +166,10 @@ impl HttpApi {
     /// metrics, `/metrics`.
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
-        let metrics = self.metrics.as_ref().map_or_else(Router::new, crate::metrics::Metrics::router);
+        let metrics = self
+            .metrics
+            .as_ref()
+            .map_or_else(Router::new, crate::metrics::Metrics::router);
         let api = Router::new()
             .route("/sessions", post(sessions::create).get(sessions::list))
             .route("/sessions/{id}", get(sessions::show))

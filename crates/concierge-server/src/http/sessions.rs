@@ -1,14 +1,14 @@
 //! Sessions: create, list, show, post a message, confirm, choose, end.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use concierge::core::Decision;
 use concierge::{AgentId, RunOptions, SessionId};
 
 use super::ApiState;
-use super::body::{JsonBody, OptionalJsonBody};
+use super::body::{JsonBody, OptionalJsonBody, QueryParams};
 use super::error::{ApiError, ErrorBody};
 use super::types::{
     ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted, RunOutputView,
@@ -22,9 +22,11 @@ const MAX_ID_LEN: usize = 128;
 /// first message. It exists from now on; its first message starts its first run.
 #[utoipa::path(
     post, path = "/api/v1/sessions", tag = "sessions",
-    request_body = CreateSession,
+    request_body(content = Option<CreateSession>, description = "The session's id and agent (optional)"),
     responses(
         (status = 201, description = "The session was created", body = SessionView),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
         (status = 409, description = "A session with this id exists", body = ErrorBody),
         (status = 422, description = "A field is malformed or names an unknown agent", body = ErrorBody),
     )
@@ -152,6 +154,7 @@ pub(super) async fn view(state: &ApiState, id: &str) -> Result<SessionView, ApiE
     responses(
         (status = 200, description = "The run's output (with wait=true)", body = RunOutputView),
         (status = 202, description = "The run started", body = RunAccepted),
+        (status = 400, description = "The body is missing or not JSON, or the query string is malformed", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "A run is in progress, or the session has ended", body = ErrorBody),
         (status = 413, description = "The message is too long", body = ErrorBody),
@@ -161,7 +164,7 @@ pub(super) async fn view(state: &ApiState, id: &str) -> Result<SessionView, ApiE
 pub async fn post_message(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<PostMessage>,
 ) -> Result<Response, ApiError> {
     if body.text.trim().is_empty() {
@@ -241,8 +244,10 @@ async fn start(
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "The run's output at its next stop", body = RunOutputView),
+        (status = 400, description = "The body is missing or not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for approval, or the call or fingerprint is not the pending one", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
         (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
@@ -305,15 +310,17 @@ pub async fn confirm(
     responses(
         (status = 200, description = "The run's output (with wait=true)", body = RunOutputView),
         (status = 202, description = "The run resumed", body = RunAccepted),
+        (status = 400, description = "The body is missing or not JSON, or the query string is malformed", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for a choice", body = ErrorBody),
-        (status = 422, description = "No option has this number", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "No option has this number, or a field is malformed", body = ErrorBody),
     )
 )]
 pub async fn choose(
     State(state): State<ApiState>,
     Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<ChooseRequest>,
 ) -> Result<Response, ApiError> {
     let session = view(&state, &id).await?;
@@ -342,7 +349,11 @@ pub async fn choose(
     request_body(content = Option<EndRequest>, description = "Why the session ends (optional)"),
     responses(
         (status = 200, description = "The session ended; the cancelled run's output, if one was in progress", body = Option<RunOutputView>),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
+        (status = 409, description = "The session has ended already", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
 pub async fn end(

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use concierge_core::{
-    AgentCall, AgentId, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, RunOutput, SessionId, ToolCall,
-    ToolId, ToolOutcome, Usage,
+    AgentCall, AgentId, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, RunOutput, SessionId,
+    ToolCall, ToolId, ToolOutcome, Usage,
 };
 use tracing::Instrument;
 

@@ -490,11 +490,15 @@ impl Actor {
                 let Some(run_id) = step.run().cloned() else {
                     return Err(Error::Storage("the run started without an id".into()));
                 };
-                self.shared.parts.executor.exec_hooks().run_started(&crate::engine::RunInfo {
-                    session: &self.id,
-                    run: &run_id,
-                    agent: &run_agent,
-                });
+                self.shared
+                    .parts
+                    .executor
+                    .exec_hooks()
+                    .run_started(&crate::engine::RunInfo {
+                        session: &self.id,
+                        run: &run_id,
+                        agent: &run_agent,
+                    });
                 let (tx, rx) = oneshot::channel();
                 self.waiters.entry(run_id.clone()).or_default().push(tx);
                 self.act(step).await?;
