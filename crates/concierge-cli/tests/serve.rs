@@ -97,9 +97,18 @@ fn serve_counts_a_run_and_its_tool_call_at_metrics() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut url = String::new();
     stdout.read_line(&mut url).unwrap();
-    let addr = url.trim().trim_start_matches("http://").trim_end_matches('/').to_string();
+    let addr = url
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
 
-    let created = http(&addr, "POST", "/api/v1/sessions", r#"{"id": "m1", "agent": "calculator"}"#);
+    let created = http(
+        &addr,
+        "POST",
+        "/api/v1/sessions",
+        r#"{"id": "m1", "agent": "calculator"}"#,
+    );
     assert!(created.starts_with("HTTP/1.1 201"), "{created}");
     let answered = http(
         &addr,
