@@ -1,8 +1,26 @@
 #!/usr/bin/env bash
-# The demo: a terminal conversation with the calculator agent on the embedded
-# engine (./concierge.db); it runs on the agent's rules, no model needed.
-# With a model:  scripts/demo.sh --model openai:<name> --base-url <url>
+# The demo: seed 000's assistant, the goals catalogue of examples/assistant
+# (travel, a hint game, finance, HR, food, orders, tasks, CRM), served by
+# `concierge serve` on the embedded engine; open the printed URL in a browser.
+# Offline, every goal runs on its rules; with a model each plans with it:
+#   scripts/demo.sh --model openai:<name> --base-url <url>
+# Any other option of `concierge serve` passes through (--addr 127.0.0.1:PORT).
+# The data stays in examples/assistant/*.db (gitignored); Ctrl-C stops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --quiet --locked -p concierge-cli
-exec target/release/concierge "$@" chat --agent calculator
+target=${CARGO_TARGET_DIR:-$PWD/target}
+bin=$target/debug/concierge
+
+# A debug build: it skips the optimiser, so it compiles much sooner than a
+# release build, and one person's chat does not notice the difference.
+if [[ ! -x $bin ]]; then
+  echo "Building concierge: the first build compiles every dependency and takes several minutes" >&2
+  echo "(about 5 minutes on 2 cores); later runs start at once." >&2
+fi
+# The orders goal's MCP server (examples/assistant/agents/orders.toml starts
+# it with `cargo run`) is built now too, so its first question does not wait.
+cargo build --locked -p concierge-cli -p concierge-orders
+
+cd examples/assistant
+echo "Starting the assistant; open the address below in a browser (Ctrl-C stops):" >&2
+exec "$bin" serve "$@"

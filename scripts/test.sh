@@ -3,8 +3,9 @@
 # examples, the web chat in a real browser (Debian's chromium driven by
 # playwright-core), the tests against real MCP servers (npm packages) and those against
 # a real model server (llama.cpp serving SmolLM2-135M on loopback, installed
-# and started here, stopped at the end), and the official AG-UI client (npm)
-# against real `concierge serve` processes.
+# and started here, stopped at the end), the official AG-UI client (npm)
+# against real `concierge serve` processes, and Schemathesis against a
+# running `concierge serve`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
@@ -31,6 +32,8 @@ cargo test --workspace --locked
 for example in calculator confirmation; do
   cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
 done
+# The HTTP API against its own OpenAPI document (Schemathesis from PyPI).
+scripts/schemathesis.sh
 
 # The web chat in a real browser against a real `concierge serve`
 # (screenshots in $CONCIERGE_TEST_ARTIFACTS, default target/browser-artifacts).

@@ -1,6 +1,7 @@
 //! Turns flags, environment and `concierge.toml` into a runtime.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use concierge::config::{Config, build_model, load_agents};
 use concierge::{Result, RunOutput, Runtime, SessionId};
@@ -50,8 +51,14 @@ pub enum Access {
 
 /// Builds the runtime: demo agents, file agents, the default model and the
 /// models agents name, prices, the database. A writer resumes the runs that
-/// processes now gone left unfinished; a reader takes nothing over.
-pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> {
+/// processes now gone left unfinished; a reader takes nothing over. With
+/// `metrics`, model calls, tool calls and runs are counted into them.
+pub async fn runtime(
+    cli: &Cli,
+    access: Access,
+    label: &str,
+    metrics: Option<&Arc<concierge_server::metrics::Metrics>>,
+) -> Result<Runtime> {
     let resolved = resolve(cli)?;
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
@@ -73,6 +80,11 @@ pub async fn runtime(cli: &Cli, access: Access, label: &str) -> Result<Runtime> 
         .log_prompts(config.log_prompts);
     if access == Access::Read {
         builder = builder.read_only();
+    }
+    if let Some(metrics) = metrics {
+        builder = builder.hooks(metrics.hooks(concierge::engine::TracingHooks {
+            log_prompts: config.log_prompts,
+        }));
     }
     for (name, server) in servers {
         builder = builder.mcp_server(name, server);

@@ -221,6 +221,8 @@ async fn concierge_serves_mcp_over_http() {
     BufReader::new(server.stdout.take().unwrap())
         .read_line(&mut url)
         .unwrap();
+    // rmcp's client is reqwest on rustls: it needs the process's crypto provider.
+    concierge::tls::install_crypto_provider();
     let transport =
         StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url.trim()));
     let client = ().serve(transport).await.unwrap();

@@ -1,5 +1,5 @@
 //! `concierge serve` through the binary: loopback only without tokens,
-//! `/healthz` answers, SIGTERM stops it cleanly.
+//! `/healthz` answers, `/metrics` counts runs, SIGTERM stops it cleanly.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -67,6 +67,72 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert!(status.success(), "a clean stop: {status:?}");
+}
+
+/// One HTTP/1.1 request on a fresh connection; the whole response.
+#[cfg(unix)]
+fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[cfg(unix)]
+#[test]
+fn serve_counts_a_run_and_its_tool_call_at_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = concierge(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let addr = url
+        .trim()
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+
+    let created = http(
+        &addr,
+        "POST",
+        "/api/v1/sessions",
+        r#"{"id": "m1", "agent": "calculator"}"#,
+    );
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    let answered = http(
+        &addr,
+        "POST",
+        "/api/v1/sessions/m1/messages?wait=true",
+        r#"{"text": "calculate 5 + 3"}"#,
+    );
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    let metrics = http(&addr, "GET", "/metrics", "");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    for line in [
+        r#"concierge_runs_started_total{agent="calculator"} 1"#,
+        r#"concierge_runs_stopped_total{agent="calculator",status="completed"} 1"#,
+        r#"concierge_tool_calls_total{agent="calculator",tool="calculator",outcome="ok"} 1"#,
+    ] {
+        assert!(metrics.lines().any(|l| l == line), "no {line:?} in {metrics}");
+    }
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
 }
 
 /// A request to `addr` with an optional bearer token; the response's status line.

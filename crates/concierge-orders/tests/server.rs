@@ -259,6 +259,8 @@ async fn over_streamable_http() {
         }
     };
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    // rmcp's client is reqwest on rustls: it needs the process's crypto provider.
+    concierge::tls::install_crypto_provider();
     let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
     let client = ().serve(transport).await.unwrap();
     exercise(&client, &db).await;

@@ -12,6 +12,7 @@
 pub mod agui;
 pub mod http;
 pub mod mcp;
+pub mod metrics;
 pub mod openai;
 pub mod web;
 

@@ -57,6 +57,7 @@ pub mod mcp;
 pub mod model;
 pub mod options;
 pub mod runtime;
+pub mod tls;
 pub mod tool;
 
 pub use concierge_core as core;

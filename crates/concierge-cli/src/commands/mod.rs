@@ -10,8 +10,10 @@ pub mod serve;
 pub mod token;
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use concierge::Result;
+use concierge_server::metrics::Metrics;
 
 use crate::setup::Access;
 use crate::{Cli, Command, setup};
@@ -34,7 +36,9 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
             (Access::Read, "concierge")
         }
     };
-    let rt = setup::runtime(&cli, access, label).await?;
+    // `concierge serve` counts runs, model and tool calls for `/metrics`.
+    let metrics = matches!(cli.command, Command::Serve(_)).then(|| Arc::new(Metrics::new()));
+    let rt = setup::runtime(&cli, access, label, metrics.as_ref()).await?;
     let result = match &cli.command {
         Command::Run(args) => run::run(&rt, args).await,
         Command::Confirm(args) => run::confirm(&rt, args).await,
@@ -45,7 +49,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::History(args) => inspect::history(&rt, args).await,
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
-        Command::Serve(args) => serve::serve(&cli, &rt, args).await,
+        Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;

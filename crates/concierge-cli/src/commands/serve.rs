@@ -3,9 +3,11 @@
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Args;
 use concierge::{Error, Result, Runtime};
+use concierge_server::metrics::Metrics;
 use concierge_server::{HttpApi, Tokens, check_unauthenticated_addr};
 
 use crate::{Cli, setup};
@@ -26,7 +28,7 @@ pub struct ServeArgs {
     pub max_runs_per_tenant: Option<usize>,
 }
 
-pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs) -> Result<ExitCode> {
+pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Arc<Metrics>>) -> Result<ExitCode> {
     let server = setup::resolve(cli)?.config.server;
     let tokens = Tokens::from_config(&server.tokens).map_err(|e| Error::InvalidConfig(e.to_string()))?;
     if tokens.is_empty() {
@@ -54,11 +56,14 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs) -> Result<ExitCode
     eprintln!(
         "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), {who}; at most {max_runs} runs in progress per tenant; Ctrl-C stops"
     );
-    HttpApi::new(rt.clone())
+    let mut api = HttpApi::new(rt.clone())
         .body_limit(args.body_limit)
         .tokens(tokens)
-        .max_runs_per_tenant(max_runs)
-        .serve(listener, stop_signal())
+        .max_runs_per_tenant(max_runs);
+    if let Some(metrics) = metrics {
+        api = api.metrics(metrics);
+    }
+    api.serve(listener, stop_signal())
         .await
         .map_err(|e| Error::InvalidConfig(format!("the HTTP server failed: {e}")))?;
     eprintln!("stopped; letting sessions go");

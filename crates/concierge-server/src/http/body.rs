@@ -3,8 +3,9 @@
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{FromRequest, Request};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
@@ -23,7 +24,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// An optional JSON body: empty means `None`.
+/// An optional JSON body: empty (or JSON `null`) means `None`.
 #[derive(Debug)]
 pub struct OptionalJsonBody<T>(pub Option<T>);
 
@@ -35,7 +36,38 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJsonBody<T>
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(None));
         }
-        parse(&bytes).map(|v| OptionalJsonBody(Some(v)))
+        parse::<Option<T>>(&bytes).map(OptionalJsonBody)
+    }
+}
+
+/// Query parameters of type `T`; a malformed query string is refused with
+/// a 400 naming the parameter (in JSON, as every error).
+#[derive(Debug)]
+pub struct QueryParams<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, ApiError> {
+        match Query::<T>::try_from_uri(&parts.uri) {
+            Ok(Query(value)) => Ok(QueryParams(value)),
+            Err(rejection) => {
+                let text = rejection.body_text();
+                let detail = text
+                    .strip_prefix("Failed to deserialize query string: ")
+                    .unwrap_or(&text)
+                    .to_string();
+                let field = detail
+                    .split_once(": ")
+                    .map(|(field, _)| field.to_string())
+                    .filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                let message = format!("the query string does not fit: {detail}");
+                Err(match field {
+                    Some(field) => ApiError::field(StatusCode::BAD_REQUEST, field, message),
+                    None => ApiError::new(StatusCode::BAD_REQUEST, message),
+                })
+            }
+        }
     }
 }
 
@@ -59,6 +91,14 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "the request has no body: send a JSON object",
+        ));
+    }
+    // serde reads a struct from an array too (its fields in order); no body
+    // of this API is an array.
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+        return Err(ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "the body is an array; send a JSON object",
         ));
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -140,5 +180,8 @@ mod tests {
         let broken = parse::<Message>(b"{\"text\": ").unwrap_err();
         assert_eq!(broken.status, StatusCode::BAD_REQUEST);
         assert_eq!(parse::<Message>(b"").unwrap_err().status, StatusCode::BAD_REQUEST);
+        let array = parse::<Message>(br#"["hi", null]"#).unwrap_err();
+        assert_eq!(array.status, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(parse::<Option<Message>>(b"null").unwrap().is_none());
     }
 }

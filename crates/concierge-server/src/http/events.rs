@@ -30,6 +30,7 @@ use utoipa::IntoParams;
 use super::ApiState;
 use super::auth::Caller;
 use super::error::{ApiError, ErrorBody};
+use super::types::SseMessage;
 
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";
@@ -50,11 +51,11 @@ pub struct EventsQuery {
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
-        ("Last-Event-ID" = Option<String>, Header, description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,10}){0,16}$", description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
         EventsQuery,
     ),
     responses(
-        (status = 200, description = "Server-Sent Events: `id` is the place in the stream, `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = String),
+        (status = 200, description = "Server-Sent Events: `id` is the place in the stream, `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = SseMessage),
         (status = 400, description = "Last-Event-ID (or after) is not an event id", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
     )

@@ -119,6 +119,7 @@ pub struct HttpApi {
     stop: watch::Sender<bool>,
     body_limit: usize,
     tokens: Tokens,
+    metrics: Option<Arc<crate::metrics::Metrics>>,
 }
 
 impl std::fmt::Debug for HttpApi {
@@ -148,6 +149,7 @@ impl HttpApi {
             stop,
             body_limit: DEFAULT_BODY_LIMIT,
             tokens: Tokens::default(),
+            metrics: None,
         }
     }
 
@@ -156,6 +158,13 @@ impl HttpApi {
     /// token's user.
     pub fn tokens(mut self, tokens: Tokens) -> Self {
         self.tokens = tokens;
+        self
+    }
+
+    /// Serves `metrics` at `/metrics` (the runtime must have been built with
+    /// [`Metrics::hooks`](crate::metrics::Metrics::hooks) to fill them).
+    pub fn metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
         self
     }
 
@@ -179,10 +188,14 @@ impl HttpApi {
     }
 
     /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` (AG-UI at
-    /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`])
-    /// and the web chat at `/`.
+    /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`]),
+    /// the web chat at `/` and, with metrics, `/metrics`.
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
+        let metrics = self
+            .metrics
+            .as_ref()
+            .map_or_else(Router::new, crate::metrics::Metrics::router);
         let api = Router::new()
             .route("/sessions", post(sessions::create).get(sessions::list))
             .route("/sessions/{id}", get(sessions::show))
@@ -206,6 +219,7 @@ impl HttpApi {
                 crate::openai::router()
                     .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate)),
             )
+            .merge(metrics)
             .fallback(unknown_route)
             .with_state(self.state.clone())
             .layer(RequestBodyLimitLayer::new(limit))

@@ -2,9 +2,12 @@
 //! body types (served at `/openapi.json`).
 
 use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
+use super::ApiState;
 use super::types::Health;
 use super::{catalog, events, sessions};
 
@@ -68,7 +71,43 @@ pub async fn health() -> Json<Health> {
     Json(Health { status: "ok".into() })
 }
 
-/// The OpenAPI document.
-pub async fn document() -> Json<utoipa::openapi::OpenApi> {
-    Json(ApiDoc::openapi())
+/// The OpenAPI document, with what only the running server knows or the
+/// Rust types cannot say: the agents a session may name, and that an
+/// `amend` decision needs its arguments.
+pub async fn document(State(state): State<ApiState>) -> Json<Value> {
+    let agents: Vec<String> = state.rt.agents().iter().map(|a| a.id.to_string()).collect();
+    Json(described(&agents))
+}
+
+/// The document for a server with `agents`.
+fn described(agents: &[String]) -> Value {
+    let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
+    if let Some(agent) = doc.pointer_mut("/components/schemas/CreateSession/properties/agent") {
+        agent["enum"] = agents
+            .iter()
+            .map(|a| Value::from(a.as_str()))
+            .chain([Value::Null])
+            .collect();
+    }
+    if let Some(confirm) = doc.pointer_mut("/components/schemas/ConfirmRequest") {
+        confirm["if"] = json!({"properties": {"decision": {"const": "amend"}}, "required": ["decision"]});
+        confirm["then"] = json!({"required": ["arguments"], "properties": {"arguments": {"type": "object"}}});
+    }
+    doc
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_document_names_the_agents_and_what_amend_needs() {
+        let doc = described(&["calculator".to_string(), "hub".to_string()]);
+        let agent = &doc["components"]["schemas"]["CreateSession"]["properties"]["agent"];
+        assert_eq!(agent["enum"], json!(["calculator", "hub", null]));
+        let confirm = &doc["components"]["schemas"]["ConfirmRequest"];
+        assert_eq!(confirm["then"]["required"], json!(["arguments"]));
+    }
 }

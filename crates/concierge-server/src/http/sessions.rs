@@ -1,7 +1,7 @@
 //! Sessions: create, list, show, post a message, confirm, choose, end.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use concierge::core::{Decision, StepError};
@@ -9,7 +9,7 @@ use concierge::{AgentId, SessionId};
 
 use super::ApiState;
 use super::auth::Caller;
-use super::body::{JsonBody, OptionalJsonBody};
+use super::body::{JsonBody, OptionalJsonBody, QueryParams};
 use super::checks::{ID_RULE, oversized_message, valid_id};
 use super::error::{ApiError, ErrorBody};
 use super::types::{
@@ -21,9 +21,11 @@ use super::types::{
 /// first message. It exists from now on; its first message starts its first run.
 #[utoipa::path(
     post, path = "/api/v1/sessions", tag = "sessions",
-    request_body = CreateSession,
+    request_body(content = Option<CreateSession>, description = "The session's id and agent (optional)"),
     responses(
         (status = 201, description = "The session was created", body = SessionView),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
         (status = 409, description = "A session with this id exists", body = ErrorBody),
         (status = 422, description = "A field is malformed or names an unknown agent", body = ErrorBody),
     )
@@ -128,6 +130,7 @@ pub async fn show(
     responses(
         (status = 200, description = "The run's output (with wait=true)", body = RunOutputView),
         (status = 202, description = "The run started", body = RunAccepted),
+        (status = 400, description = "The body is missing or not JSON, or the query string is malformed", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "A run is in progress, or the session has ended", body = ErrorBody),
         (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
@@ -139,7 +142,7 @@ pub async fn post_message(
     State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<PostMessage>,
 ) -> Result<Response, ApiError> {
     if body.text.trim().is_empty() {
@@ -212,9 +215,11 @@ async fn start(
     request_body = ConfirmRequest,
     responses(
         (status = 200, description = "The run's output at its next stop", body = RunOutputView),
+        (status = 400, description = "The body is missing or not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for approval, or the call or fingerprint is not the pending one", body = ErrorBody),
         (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
         (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
@@ -280,17 +285,19 @@ pub async fn confirm(
     responses(
         (status = 200, description = "The run's output (with wait=true)", body = RunOutputView),
         (status = 202, description = "The run resumed", body = RunAccepted),
+        (status = 400, description = "The body is missing or not JSON, or the query string is malformed", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
         (status = 409, description = "Nothing waits for a choice", body = ErrorBody),
         (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
-        (status = 422, description = "No option has this number", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "No option has this number, or a field is malformed", body = ErrorBody),
     )
 )]
 pub async fn choose(
     State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(query): Query<WaitQuery>,
+    QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<ChooseRequest>,
 ) -> Result<Response, ApiError> {
     let session = SessionView::of(&state.session_of(&caller, &id).await?);
@@ -319,7 +326,11 @@ pub async fn choose(
     request_body(content = Option<EndRequest>, description = "Why the session ends (optional)"),
     responses(
         (status = 200, description = "The session ended; the cancelled run's output, if one was in progress", body = Option<RunOutputView>),
+        (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
+        (status = 409, description = "The session has ended already", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
 pub async fn end(

@@ -16,6 +16,7 @@ pub struct CreateSession {
     /// The session's id; one is made up when absent. Letters, digits, `-`,
     /// `_` and `.`, at most 128 characters.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub id: Option<String>,
     /// The agent that takes the session's first message; without one the
     /// default agent does (the hub when there are several).
@@ -27,10 +28,13 @@ pub struct CreateSession {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PostMessage {
-    /// What the person says.
+    /// What the person says (not blank).
+    #[schema(min_length = 1, pattern = "\\S")]
     pub text: String,
-    /// The run's id; the session numbers runs itself when absent.
+    /// The run's id; the session numbers runs itself when absent. Letters,
+    /// digits, `-`, `_` and `.`, at most 128 characters.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub run_id: Option<String>,
 }
 
@@ -80,7 +84,25 @@ pub struct ConfirmRequest {
 #[serde(deny_unknown_fields)]
 pub struct ChooseRequest {
     /// The chosen option's number, from 1, as the pending choice numbers them.
+    #[serde(deserialize_with = "whole_number")]
+    #[schema(minimum = 1)]
     pub option: u32,
+}
+
+/// A whole number in range, written `2` or `2.0` (JSON Schema's integers
+/// include `2.0`, so clients and validators may send it so).
+fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    let whole = match number.as_u64() {
+        Some(n) => Some(n),
+        None => number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX))
+            .map(|f| f as u64),
+    };
+    whole
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not an option number (a whole number from 1)")))
 }
 
 /// `POST /api/v1/sessions/{id}/end` (the body is optional).
@@ -90,6 +112,21 @@ pub struct EndRequest {
     /// Why the session ends, recorded with it.
     #[serde(default)]
     pub reason: Option<String>,
+}
+
+/// One Server-Sent Event of a session's stream, as a client's SSE parser
+/// reads it (OpenAPI 3.1 describes an event stream event by event).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SseMessage {
+    /// The event's kind (`run_started`, `model_delta`, `tool_finished`...;
+    /// `stream_error` when the stream cannot go on).
+    pub event: String,
+    /// The event's id (`12`, or `12.3` for a model delta), to send back as
+    /// `Last-Event-ID`; absent for a child run's events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The event as JSON (for `stream_error`, a sentence).
+    pub data: String,
 }
 
 /// A session in the list.

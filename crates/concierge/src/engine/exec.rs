@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use concierge_core::{
-    AgentCall, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, SessionId, ToolCall, ToolId,
-    ToolOutcome, Usage,
+    AgentCall, AgentId, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, RunOutput, SessionId,
+    ToolCall, ToolId, ToolOutcome, Usage,
 };
 use tracing::Instrument;
 
@@ -65,6 +65,28 @@ pub trait ExecHooks: Send + Sync + 'static {
     fn tool_finished(&self, call: &ToolCallInfo<'_>, outcome: &ToolOutcome, elapsed: Duration) {
         let _ = (call, outcome, elapsed);
     }
+
+    /// A run started in this process (child runs of agents-as-tools too).
+    fn run_started(&self, run: &RunInfo<'_>) {
+        let _ = run;
+    }
+
+    /// A run stopped in this process: it finished, failed, or parked for the
+    /// person (a confirmation, a choice, a question); `output.status` says which.
+    fn run_stopped(&self, output: &RunOutput) {
+        let _ = output;
+    }
+}
+
+/// A run that started, as hooks see it.
+#[derive(Clone, Copy, Debug)]
+pub struct RunInfo<'a> {
+    /// The session the run belongs to.
+    pub session: &'a SessionId,
+    /// The run.
+    pub run: &'a RunId,
+    /// The agent that takes the run.
+    pub agent: &'a AgentId,
 }
 
 /// The default hooks: an OpenTelemetry GenAI `chat` span per model call.
@@ -215,6 +237,11 @@ impl Executor {
     pub fn hooks(mut self, hooks: Arc<dyn ExecHooks>) -> Self {
         self.hooks = hooks;
         self
+    }
+
+    /// The hooks executions are observed with (engines call their run hooks).
+    pub fn exec_hooks(&self) -> &Arc<dyn ExecHooks> {
+        &self.hooks
     }
 
     /// The models calls are made with.

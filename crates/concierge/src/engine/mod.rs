@@ -31,7 +31,7 @@ pub use children::call_agent;
 pub use embedded::Embedded;
 #[doc(hidden)]
 pub use embedded::bench;
-pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, ToolCallInfo, TracingHooks, Unavailable};
+pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
 pub use setup::RunSetup;
 
 use crate::error::{Error, Result};

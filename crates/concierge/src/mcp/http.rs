@@ -41,6 +41,7 @@ impl GuardedHttp {
     /// would stall the next request), and only redirects to the same origin
     /// that keep the request's method and body are followed.
     pub(crate) fn new(server: &str, limit: usize) -> Result<Self, reqwest::Error> {
+        crate::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .redirect(reqwest::redirect::Policy::custom(|attempt| {

@@ -219,6 +219,7 @@ impl Connection {
 }
 
 fn build_client(connect_timeout: Duration, pool: bool) -> reqwest::Client {
+    crate::tls::install_crypto_provider();
     let mut builder = reqwest::Client::builder().connect_timeout(connect_timeout);
     if !pool {
         builder = builder.pool_max_idle_per_host(0);

@@ -547,6 +547,8 @@ impl std::fmt::Debug for Runtime {
 impl Runtime {
     /// Starts building a runtime.
     pub fn builder() -> RuntimeBuilder {
+        // Any HTTP client built in this process (a test's, rmcp's) then has TLS.
+        crate::tls::install_crypto_provider();
         RuntimeBuilder::default()
     }
 

@@ -492,11 +492,21 @@ impl Actor {
         if start.catalog_version.is_none() {
             start.catalog_version = self.shared.record_current_catalog();
         }
+        let run_agent = start.agent.clone().unwrap_or(current);
         match self.journal(Input::StartRun(start)).await {
             Ok(step) => {
                 let Some(run_id) = step.run().cloned() else {
                     return Err(Error::Storage("the run started without an id".into()));
                 };
+                self.shared
+                    .parts
+                    .executor
+                    .exec_hooks()
+                    .run_started(&crate::engine::RunInfo {
+                        session: &self.id,
+                        run: &run_id,
+                        agent: &run_agent,
+                    });
                 let (tx, rx) = oneshot::channel();
                 self.waiters.entry(run_id.clone()).or_default().push(tx);
                 self.act(step).await?;
@@ -789,6 +799,7 @@ impl Actor {
                     });
                 }
                 Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    self.shared.parts.executor.exec_hooks().run_stopped(&output);
                     if let Some(waiters) = self.waiters.remove(&output.run_id) {
                         for waiter in waiters {
                             let _ = waiter.send(output.clone());
