@@ -76,6 +76,9 @@ pub enum Command {
 }
 
 fn main() -> ExitCode {
+    // Every HTTP client of the process (models, MCP, `bench --http`) uses
+    // rustls on ring: installed once, before any client is built.
+    concierge::tls::install_crypto_provider();
     let cli = Cli::parse();
     // Without -v the command reports failures itself, once: the runtime's
     // warnings (each retry of a model call, for one) would say them again.
