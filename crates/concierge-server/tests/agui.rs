@@ -806,6 +806,18 @@ async fn malformed_input_gets_a_4xx_naming_the_field() {
         ),
         (json!({"threadId": "t t", "runId": "r", "messages": []}), "threadId"),
         (json!({"threadId": "t", "runId": "", "messages": []}), "runId"),
+        (
+            json!({"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": "i", "status": "maybe"}]}),
+            "resume[0].status",
+        ),
+    ] {
+        let (status, error) = server.agui_raw(&body.to_string()).await;
+        assert!(status.is_client_error(), "{body}: {status} {error}");
+        assert_eq!(error["field"], field, "{body}: {error}");
+        assert!(!error["error"].as_str().unwrap().is_empty());
+    }
+    // Well formed but nothing to run: a lone RUN_ERROR naming the field.
+    for (body, field) in [
         (json!({"threadId": "t", "runId": "r", "messages": []}), "messages"),
         (
             json!({"threadId": "t", "runId": "r", "messages": [{"id": "a", "role": "assistant", "content": "hi"}]}),
@@ -819,15 +831,12 @@ async fn malformed_input_gets_a_4xx_naming_the_field() {
             json!({"threadId": "t", "runId": "r", "messages": [{"id": "m", "role": "user", "content": "hi"}], "forwardedProps": {"agent": "nobody"}}),
             "forwardedProps.agent",
         ),
-        (
-            json!({"threadId": "t", "runId": "r", "messages": [], "resume": [{"interruptId": "i", "status": "maybe"}]}),
-            "resume[0].status",
-        ),
     ] {
-        let (status, error) = server.agui_raw(&body.to_string()).await;
-        assert!(status.is_client_error(), "{body}: {status} {error}");
-        assert_eq!(error["field"], field, "{body}: {error}");
-        assert!(!error["error"].as_str().unwrap().is_empty());
+        let events = server.agui(body.clone()).await;
+        assert_eq!(events.len(), 1, "{body}: {events:?}");
+        assert_eq!(events[0]["type"], "RUN_ERROR", "{body}: {events:?}");
+        assert_eq!(events[0]["code"], "INVALID_INPUT", "{body}: {events:?}");
+        assert_eq!(events[0]["metadata"]["field"], field, "{body}: {events:?}");
     }
     // Nothing was created by the refused inputs.
     let sessions = server.get("/api/v1/sessions").await;

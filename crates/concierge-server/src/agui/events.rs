@@ -263,6 +263,10 @@ pub enum ErrorCode {
     AnswerRefused,
     /// The event stream broke.
     StreamFailed,
+    /// The input is well formed but gives nothing to run: no user message,
+    /// a message with no text, an agent that does not exist (`metadata.field`
+    /// names the field).
+    InvalidInput,
 }
 
 impl AguiEvent {

@@ -17,8 +17,10 @@ use crate::http::checks::{ID_RULE, MAX_ID_LEN, valid_id};
 #[serde(rename_all = "camelCase")]
 pub struct RunAgentInput {
     /// The conversation: the concierge session's id. A new id starts a new session.
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub thread_id: String,
     /// The run's id, chosen by the client; the events name it.
+    #[schema(min_length = 1, max_length = 128, pattern = "\\S")]
     pub run_id: String,
     /// The conversation so far; the last `user` message is the new one.
     pub messages: Vec<InputMessage>,
@@ -101,7 +103,7 @@ impl RunAgentInput {
     /// Checks the ids (a 422 naming the field when one is not usable).
     pub fn check(&self) -> Result<(), ApiError> {
         check_id("threadId", &self.thread_id)?;
-        if self.run_id.trim().is_empty() || self.run_id.len() > MAX_ID_LEN {
+        if self.run_id.trim().is_empty() || self.run_id.chars().count() > MAX_ID_LEN {
             return Err(ApiError::field(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "runId",

@@ -60,7 +60,7 @@ pub struct AguiQuery {
     params(AguiQuery),
     request_body(content = RunAgentInput, description = "AG-UI's RunAgentInput"),
     responses(
-        (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = String),
+        (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = crate::http::types::SseMessage),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 409, description = "A run is in progress in the thread, or the thread's session has ended", body = ErrorBody),
         (status = 404, description = "The thread is another tenant's", body = ErrorBody),
@@ -78,9 +78,16 @@ pub async fn run(
     input.check()?;
     let agent = match query.agent {
         Some(agent) => Some((agent, "agent")),
-        None => input.forwarded_agent()?.map(|agent| (agent, "forwardedProps.agent")),
+        None => match input.forwarded_agent() {
+            Ok(agent) => agent.map(|agent| (agent, "forwardedProps.agent")),
+            Err(error) => return Ok(refuse_input(error)),
+        },
     };
-    let thread = thread::resolve(&state, &caller, &input.thread_id, agent).await?;
+    let thread = match thread::resolve(&state, &caller, &input.thread_id, agent).await {
+        Ok(thread) => thread,
+        Err(error) if error.status == axum::http::StatusCode::UNPROCESSABLE_ENTITY => return Ok(refuse_input(error)),
+        Err(error) => return Err(error),
+    };
     let resume = input.resume.clone().unwrap_or_default();
     let parked = match &thread {
         Thread::Existing(session) => Parked::of(session),
@@ -92,8 +99,21 @@ pub async fn run(
     if let Some(parked) = parked {
         return Ok(respond_with(waiting(&state, &thread, &parked)));
     }
-    let text = input.new_message()?;
+    let text = match input.new_message() {
+        Ok(text) => text,
+        Err(error) => return Ok(refuse_input(error)),
+    };
     start(&state, &caller, &input, thread, text).await
+}
+
+/// A well-formed input that gives nothing to run, refused the AG-UI way: a
+/// lone `RUN_ERROR` saying why, naming the field in its metadata.
+fn refuse_input(error: ApiError) -> Response {
+    respond_with(AguiEvent::RunError {
+        message: error.body.error,
+        code: ErrorCode::InvalidInput,
+        metadata: Some(json!({ "field": error.body.field })),
+    })
 }
 
 /// The thread waits for an answer and the input has none: refused, with the

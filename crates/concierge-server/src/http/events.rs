@@ -19,7 +19,7 @@
 
 use std::convert::Infallible;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use concierge::{Event, SessionId, StreamCursor};
@@ -29,6 +29,7 @@ use utoipa::IntoParams;
 
 use super::ApiState;
 use super::auth::Caller;
+use super::body::QueryParams;
 use super::error::{ApiError, ErrorBody};
 use super::types::SseMessage;
 
@@ -41,6 +42,10 @@ pub const LAST_EVENT_ID: &str = "last-event-id";
 #[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// The id of the last event seen; `Last-Event-ID` wins when both are sent.
+    #[param(
+        nullable = false,
+        pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$"
+    )]
     pub after: Option<String>,
 }
 
@@ -51,7 +56,7 @@ pub struct EventsQuery {
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
-        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,10}){0,16}$", description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$", description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
         EventsQuery,
     ),
     responses(
@@ -64,19 +69,19 @@ pub async fn events(
     State(state): State<ApiState>,
     caller: Caller,
     Path(id): Path<String>,
-    Query(query): Query<EventsQuery>,
+    QueryParams(query): QueryParams<EventsQuery>,
     headers: HeaderMap,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
-    let (field, given) = match headers.get(LAST_EVENT_ID) {
-        Some(value) => ("Last-Event-ID", Some(value.to_str().unwrap_or("\u{fffd}").to_string())),
-        None => ("after", query.after),
+    // Both are checked, whichever wins: a malformed one is an error either way.
+    let header = match headers.get(LAST_EVENT_ID) {
+        Some(value) => Some(cursor_in("Last-Event-ID", value.to_str().unwrap_or("\u{fffd}"))?),
+        None => None,
     };
-    let cursor = match given {
-        None => StreamCursor::default(),
-        Some(text) => text
-            .parse::<StreamCursor>()
-            .map_err(|error| ApiError::field(StatusCode::BAD_REQUEST, field, format!("{field}: {error}")))?,
+    let query = match &query.after {
+        Some(text) => Some(cursor_in("after", text)?),
+        None => None,
     };
+    let cursor = header.or(query).unwrap_or_default();
     state.session_of(&caller, &id).await?;
     let stopping = state.stopping();
     let stream = state
@@ -93,6 +98,12 @@ pub async fn events(
             let _ = stopping.wait_for(|stop| *stop).await;
         });
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// The stream place `text` names, or a 400 naming `field`.
+fn cursor_in(field: &str, text: &str) -> Result<StreamCursor, ApiError> {
+    text.parse::<StreamCursor>()
+        .map_err(|error| ApiError::field(StatusCode::BAD_REQUEST, field, format!("{field}: {error}")))
 }
 
 /// One event as SSE, with the cursor after it as its id.

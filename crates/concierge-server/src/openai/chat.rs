@@ -39,7 +39,7 @@ use crate::http::{ApiState, Caller};
             headers(("X-Concierge-Session" = String, description = "The session's id")),
             content(
                 (ChatCompletion = "application/json"),
-                (String = "text/event-stream"),
+                (crate::http::types::SseMessage = "text/event-stream"),
             )
         ),
         (status = 400, description = "A field is malformed or not supported; `param` names it", body = OpenAiErrorBody),
