@@ -1,0 +1,117 @@
+//! Where the Temporal server is and how concierge names what it puts there.
+
+use std::time::Duration;
+
+use concierge_core::{AgentId, SessionId};
+
+/// How to reach Temporal and name concierge's queues and workflows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemporalConfig {
+    /// The frontend's address, `host:port` or a URL (`http://127.0.0.1:7233`).
+    pub address: String,
+    /// The namespace the sessions live in.
+    pub namespace: String,
+    /// Prefixes every task queue and workflow id (two deployments sharing a
+    /// namespace keep apart with different prefixes).
+    pub task_queue_prefix: String,
+    /// An API key (Temporal Cloud); setting one turns TLS on.
+    pub api_key: Option<String>,
+    /// Whether to connect with TLS (the system's roots verify the server).
+    pub tls: bool,
+    /// How long connecting may take before the server counts as unreachable.
+    pub connect_timeout: Duration,
+    /// How long a query (a session's snapshot, its events) may wait for a
+    /// worker to answer.
+    pub query_timeout: Duration,
+    /// How often a subscriber asks for new events when none came.
+    pub poll_interval: Duration,
+}
+
+impl Default for TemporalConfig {
+    fn default() -> Self {
+        Self {
+            address: "127.0.0.1:7233".into(),
+            namespace: "default".into(),
+            task_queue_prefix: "concierge".into(),
+            api_key: None,
+            tls: false,
+            connect_timeout: Duration::from_secs(5),
+            query_timeout: Duration::from_secs(10),
+            poll_interval: Duration::from_millis(250),
+        }
+    }
+}
+
+impl TemporalConfig {
+    /// A configuration for the server at `address`, namespace `default`.
+    pub fn new(address: impl Into<String>) -> Self {
+        Self {
+            address: address.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Uses `namespace`.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Prefixes task queues and workflow ids with `prefix`.
+    pub fn task_queue_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.task_queue_prefix = prefix.into();
+        self
+    }
+
+    /// Authenticates with `key` (and connects with TLS).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Connects with TLS.
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
+
+    /// Subscribers ask for new events this often when none came.
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every;
+        self
+    }
+
+    /// The address as a URL (a bare `host:port` gets `http://`, or
+    /// `https://` with TLS).
+    pub(crate) fn url(&self) -> String {
+        if self.address.contains("://") {
+            return self.address.clone();
+        }
+        let scheme = if self.tls || self.api_key.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.address)
+    }
+
+    /// The queue the session workflows run on.
+    pub fn sessions_queue(&self) -> String {
+        format!("{}-sessions", self.task_queue_prefix)
+    }
+
+    /// The queue model calls (and agents called as tools) run on.
+    pub fn models_queue(&self) -> String {
+        format!("{}-models", self.task_queue_prefix)
+    }
+
+    /// The queue `agent`'s tool calls run on.
+    pub fn tools_queue(&self, agent: &AgentId) -> String {
+        format!("{}-tools-{agent}", self.task_queue_prefix)
+    }
+
+    /// The id of `session`'s workflow.
+    pub fn workflow_id(&self, session: &SessionId) -> String {
+        format!("{}:session:{session}", self.task_queue_prefix)
+    }
+}
