@@ -216,6 +216,7 @@ impl TemporalEngine {
             start.catalog_version = self.parts.catalogs.current().id;
         }
         let request = StartRequest {
+            session: session.clone(),
             first_agent: start.agent.clone().or_else(|| setup.first_agent_of().cloned()),
             plans: self.plans(&setup),
             start,
@@ -293,7 +294,10 @@ impl TemporalEngine {
                     session: session.clone(),
                 },
                 SessionWorkflow::open,
-                OpenRequest { open },
+                OpenRequest {
+                    session: session.clone(),
+                    open,
+                },
                 self.with_start_options(&session),
             )
             .await

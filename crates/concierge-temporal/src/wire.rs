@@ -27,6 +27,8 @@ pub struct Plan {
 /// The `start_run` update.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct StartRequest {
+    /// The session (an update may arrive before the workflow's body begins).
+    pub session: SessionId,
     /// The run's first input.
     pub start: StartRun,
     /// The agent a new session starts with.
@@ -71,6 +73,8 @@ pub struct EndRequest {
 /// The `open` update.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpenRequest {
+    /// The session.
+    pub session: SessionId,
     /// The session's agent and tenant.
     pub open: OpenSession,
 }

@@ -318,7 +318,9 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
 impl SessionWorkflow {
     #[run(name = "concierge.session")]
     pub async fn run(ctx: &mut WorkflowContext<Self>, begin: Begin) -> WorkflowResult<Option<RunOutput>> {
-        ctx.state_mut(|w| w.st.id = Some(begin.session));
+        ctx.state_mut(|w| {
+            w.st.id.get_or_insert(begin.session);
+        });
         let mut in_flight: Vec<Answer> = Vec::new();
         loop {
             let effects = ctx.state_mut(|w| std::mem::take(&mut w.st.queued));
@@ -360,10 +362,12 @@ impl SessionWorkflow {
     #[update(name = "start_run")]
     pub fn start_run(&mut self, ctx: &mut SyncWorkflowContext<Self>, request: StartRequest) -> Reply<StartReply> {
         let StartRequest {
+            session,
             mut start,
             first_agent,
             plans,
         } = request;
+        self.st.id.get_or_insert(session);
         let created = self.st.session.is_none();
         if created {
             let Some(agent) = start.agent.clone().or(first_agent) else {
@@ -464,6 +468,7 @@ impl SessionWorkflow {
         if self.st.session.is_some() {
             return Reply::Refused(Refusal::AlreadyOpen);
         }
+        self.st.id.get_or_insert(request.session);
         let Some(id) = self.st.id.clone() else {
             return Reply::Refused(self.refusal());
         };

@@ -1,0 +1,220 @@
+//! The Temporal engine end to end, against a real Temporal dev server on
+//! loopback (ignored: run them with the dev server installed,
+//! `CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh) cargo test -p concierge-temporal -- --ignored`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+mod support;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use concierge::model::ScriptedModel;
+use concierge::{
+    AgentSpec, Decision, Error, Event, EventId, ModelReply, RunOptions, RunStatus, Runtime, StepError, ToolContext,
+    tool,
+};
+use concierge_temporal::{Temporal, TemporalConfig, Workers};
+use futures::StreamExt;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use support::DevServer;
+
+fn session(id: &str) -> RunOptions {
+    RunOptions::new().session_id(id)
+}
+
+/// The session's events from the start, as a subscriber from seq 1 gets them.
+async fn events(rt: &Runtime, id: &str) -> Vec<Event> {
+    let last = rt.session(id).await.unwrap().last_seq();
+    rt.subscribe_after(id, EventId::default())
+        .take(usize::try_from(last).unwrap())
+        .map(Result::unwrap)
+        .collect()
+        .await
+}
+
+/// What an event says, without its times and durations.
+fn shape(event: &Event) -> (u64, String) {
+    let value = serde_json::to_value(event).unwrap();
+    (event.seq, value["type"].as_str().unwrap_or_default().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn the_calculator_answers_as_on_the_embedded_engine() {
+    let server = DevServer::start().await;
+
+    let embedded = concierge_demo::install(Runtime::builder())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let expected = embedded
+        .client("calculator")
+        .unwrap()
+        .run("calculate 5 + 3", session("s1"))
+        .await
+        .unwrap();
+
+    let rt = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(server.config("calc")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    let out = rt
+        .client("calculator")
+        .unwrap()
+        .run("calculate 5 + 3", session("s1"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.reply.as_deref(), Some("5 + 3 = 8"));
+    assert_eq!(out.reply, expected.reply);
+    assert_eq!(out.tool_executions.len(), expected.tool_executions.len());
+
+    // A second run in the same session goes on from the first.
+    let again = rt
+        .client("calculator")
+        .unwrap()
+        .run("calculate 2 * 21", session("s1"))
+        .await
+        .unwrap();
+    assert_eq!(again.reply.as_deref(), Some("2 * 21 = 42"));
+    embedded
+        .client("calculator")
+        .unwrap()
+        .run("calculate 2 * 21", session("s1"))
+        .await
+        .unwrap();
+
+    // Subscribed from seq 1: every event of the session, in order, the same
+    // as the embedded engine's.
+    let got = events(&rt, "s1").await;
+    let want = events(&embedded, "s1").await;
+    let seqs: Vec<u64> = got.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, (1..=got.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        got.iter().map(shape).collect::<Vec<_>>(),
+        want.iter().map(shape).collect::<Vec<_>>()
+    );
+    // From the middle: only what follows.
+    let tail: Vec<Event> = rt
+        .subscribe_after("s1", EventId::durable(3))
+        .take(got.len() - 3)
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(tail, got[3..].to_vec());
+
+    let held = rt.session("s1").await.unwrap();
+    assert_eq!(held.history(), embedded.session("s1").await.unwrap().history());
+    let listed = rt.sessions().await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].id.as_str(), "s1");
+    assert!(!listed[0].live);
+
+    rt.end("s1", "done").await.unwrap();
+    let refused = rt
+        .client("calculator")
+        .unwrap()
+        .run("calculate 1 + 1", session("s1"))
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Rejected(StepError::SessionEnded)), "{refused}");
+
+    rt.shutdown().await;
+    server.stop().await;
+}
+
+static PAID: AtomicUsize = AtomicUsize::new(0);
+
+#[derive(Deserialize, JsonSchema)]
+struct PayArgs {
+    amount: u32,
+}
+
+/// Pays an amount (needs the person's approval).
+#[tool(requires_confirmation)]
+async fn pay(args: PayArgs, cx: ToolContext) -> Result<String, String> {
+    PAID.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("paid {} with key {}", args.amount, cx.idempotency_key))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_confirmed_call_runs_once_and_a_denied_one_never() {
+    let server = DevServer::start().await;
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 10}"#))
+        .reply(ModelReply::text("Paid."))
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 99}"#))
+        .reply(ModelReply::text("OK, I did not pay."));
+    let rt = Runtime::builder()
+        .tool(Pay)
+        .agent(AgentSpec::new("payer").instructions("Pay.").tool("pay"))
+        .model(model.clone())
+        .engine(Temporal::new(server.config("pay")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+
+    let parked = rt.client("payer").unwrap().run("pay 10", session("a")).await.unwrap();
+    assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
+    let pending = parked.pending_confirmation.unwrap();
+    assert_eq!(PAID.load(Ordering::SeqCst), 0, "nothing runs before the answer");
+    // While parked, the run waits for the person: `wait` says so at once.
+    let waiting = rt.wait("a").await.unwrap().unwrap();
+    assert_eq!(waiting.status, RunStatus::AwaitingConfirmation);
+    // A wrong fingerprint is refused and changes nothing.
+    let wrong = rt
+        .confirm("a", pending.call_id.clone(), "ffffffffffffffff", Decision::Approve)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(wrong, Error::Rejected(StepError::ConfirmationMismatch { .. })),
+        "{wrong}"
+    );
+    let out = rt.answer(&pending, "a", true).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.reply.as_deref(), Some("Paid."));
+    assert_eq!(PAID.load(Ordering::SeqCst), 1, "the approved call ran once");
+
+    let parked = rt.client("payer").unwrap().run("pay 99", session("b")).await.unwrap();
+    let pending = parked.pending_confirmation.unwrap();
+    let out = rt
+        .confirm(
+            "b",
+            pending.call_id,
+            pending.fingerprint,
+            Decision::Deny {
+                reason: Some("too much".into()),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("OK, I did not pay."));
+    assert_eq!(PAID.load(Ordering::SeqCst), 1, "the denied call never ran");
+    let seen = model.requests()[3].messages.last().unwrap().text();
+    assert!(seen.contains("declined") && seen.contains("too much"), "{seen}");
+
+    rt.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_server_is_an_error_naming_its_address() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let error = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(TemporalConfig::new(address.clone())))
+        .build()
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains(&address), "{message}");
+    assert!(message.contains("cannot be reached"), "{message}");
+}
