@@ -27,8 +27,8 @@ use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use crate::engine::TemporalEngine;
 
-/// How often a working activity heartbeats.
-pub(crate) const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+/// How often a working activity heartbeats when its timeout is not known.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
 
 /// A model call's input.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -54,9 +54,13 @@ pub struct ToolCallInput {
 
 /// Runs `work`, heartbeating meanwhile.
 async fn heartbeating<T>(ctx: &ActivityContext, work: impl std::future::Future<Output = T>) -> T {
+    let every = ctx
+        .info()
+        .heartbeat_timeout
+        .map_or(HEARTBEAT_EVERY, |timeout| (timeout / 3).max(Duration::from_millis(100)));
     let beats = async {
         loop {
-            tokio::time::sleep(HEARTBEAT_EVERY).await;
+            tokio::time::sleep(every).await;
             if ctx.record_heartbeat(()).await.is_err() {
                 tracing::debug!("a heartbeat could not be recorded");
             }

@@ -25,6 +25,10 @@ pub struct TemporalConfig {
     pub query_timeout: Duration,
     /// How often a subscriber asks for new events when none came.
     pub poll_interval: Duration,
+    /// How long a tool call may go without a heartbeat before Temporal
+    /// counts its worker as lost (a working call heartbeats three times as
+    /// often).
+    pub tool_heartbeat_timeout: Duration,
 }
 
 impl Default for TemporalConfig {
@@ -38,6 +42,7 @@ impl Default for TemporalConfig {
             connect_timeout: Duration::from_secs(5),
             query_timeout: Duration::from_secs(10),
             poll_interval: Duration::from_millis(250),
+            tool_heartbeat_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -78,6 +83,12 @@ impl TemporalConfig {
     /// Subscribers ask for new events this often when none came.
     pub fn poll_interval(mut self, every: Duration) -> Self {
         self.poll_interval = every;
+        self
+    }
+
+    /// Counts a tool call's worker as lost after `timeout` without a heartbeat.
+    pub fn tool_heartbeat_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_heartbeat_timeout = timeout;
         self
     }
 

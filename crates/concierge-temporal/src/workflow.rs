@@ -257,7 +257,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
             let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(600))
                 .task_queue(config.tools_queue(&agent))
                 .activity_id(key.to_string())
-                .heartbeat_timeout(Duration::from_secs(10))
+                .heartbeat_timeout(config.tool_heartbeat_timeout)
                 .retry_policy(retries(safe))
                 .build();
             let probe = Effect::CallTool {
