@@ -387,7 +387,9 @@ struct Follow {
 }
 
 /// The session's events after `after`: pages from the `events` query,
-/// asked again every [`TemporalConfig::poll_interval`] while none come.
+/// asked again every [`TemporalConfig::poll_interval`] while none come (a
+/// session that does not exist yet is followed from its first event). The
+/// stream ends after the last event of an ended session.
 pub(crate) fn follow(
     engine: Arc<TemporalEngine>,
     session: SessionId,
@@ -419,10 +421,8 @@ pub(crate) fn follow(
                     st.done = page.ended;
                     st.buffered.extend(page.events);
                 }
-                Ok(None) => {
-                    st.done = true;
-                    return Some((Err(Error::SessionNotFound(st.session.clone())), st));
-                }
+                // Not begun yet: its events come once it does.
+                Ok(None) => {}
                 Err(error) => {
                     st.done = true;
                     return Some((Err(error), st));

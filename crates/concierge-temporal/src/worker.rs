@@ -127,10 +127,11 @@ fn build(
     let mut workers = Vec::new();
     if which.sessions {
         let catalogs = parts.catalogs.clone();
+        let executor = parts.executor.clone();
         let shared = config.clone();
         let options = WorkerOptions::new(config.sessions_queue())
             .register_workflow_with_factory::<SessionWorkflow, _>(move || {
-                SessionWorkflow::new(catalogs.clone(), shared.clone())
+                SessionWorkflow::new(catalogs.clone(), executor.clone(), shared.clone())
             })
             .map_err(|e| worker_error(config, e))?
             .sticky_queue_schedule_to_start_timeout(Duration::from_secs(3))

@@ -26,9 +26,10 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, UNIX_EPOCH};
 
-use concierge::engine::Catalogs;
+use concierge::engine::{Catalogs, Executor};
 use concierge_core::{
-    AgentId, Catalog, Confirmation, Effect, Event, Input, RunOutput, Session, SessionId, StepError, Timestamp,
+    AgentId, Catalog, Confirmation, Decision, Effect, Event, Input, RunOutput, Session, SessionId, StepError,
+    Timestamp, ToolCall,
 };
 use futures::FutureExt;
 use temporalio_common::RetryPolicy;
@@ -72,6 +73,9 @@ struct State {
 #[workflow]
 pub struct SessionWorkflow {
     catalogs: Arc<Catalogs>,
+    /// Checks a parked call's arguments before the person is asked (pure:
+    /// the tools' schemas).
+    executor: Arc<Executor>,
     config: Arc<TemporalConfig>,
     st: State,
 }
@@ -86,9 +90,10 @@ fn at(time: Option<std::time::SystemTime>) -> Timestamp {
 
 impl SessionWorkflow {
     /// A workflow instance for a worker whose runtime has `catalogs`.
-    pub(crate) fn new(catalogs: Arc<Catalogs>, config: Arc<TemporalConfig>) -> Self {
+    pub(crate) fn new(catalogs: Arc<Catalogs>, executor: Arc<Executor>, config: Arc<TemporalConfig>) -> Self {
         Self {
             catalogs,
+            executor,
             config,
             st: State::default(),
         }
@@ -101,7 +106,10 @@ impl SessionWorkflow {
             .unwrap_or_else(|| self.catalogs.current().catalog)
     }
 
-    /// Steps `input`: keeps its events, records the stops, queues the other effects.
+    /// Steps `input`: keeps its events, records the stops, queues the other
+    /// effects. A call parked for the person whose arguments would fail
+    /// validation is not put to them: it fails at once and the run goes on
+    /// (as on the embedded engine).
     fn apply(&mut self, input: Input) -> Result<(), StepError> {
         let catalog = match &input {
             Input::StartRun(start) => self.catalog(start.catalog_version.as_deref()),
@@ -112,12 +120,30 @@ impl SessionWorkflow {
         };
         let step = session.step(input, &catalog)?;
         self.st.ended = session.is_ended();
+        let invalid = step.effects.iter().find_map(|effect| match effect {
+            // A child's call (asked through this session) was checked in the child.
+            Effect::AwaitUser(output) => output
+                .pending_confirmation
+                .as_ref()
+                .filter(|p| p.session.is_none())
+                .and_then(|pending| {
+                    let call = ToolCall {
+                        id: pending.call_id.clone(),
+                        name: pending.tool.clone(),
+                        arguments: pending.arguments.clone(),
+                    };
+                    let checked = self.executor.tools().check_arguments(&call);
+                    checked.err().map(|error| (pending.clone(), error))
+                }),
+            _ => None,
+        });
         if let Some(last) = step.events.last() {
             self.st.updated_at = last.at;
         }
         self.st.events.extend(step.events);
         for effect in step.effects {
             match effect {
+                Effect::AwaitUser(_) if invalid.is_some() => {}
                 Effect::AwaitUser(output) | Effect::Finish(output) => {
                     self.st.stops += 1;
                     self.st.outputs.push_back((self.st.stops, output));
@@ -128,7 +154,16 @@ impl SessionWorkflow {
                 other => self.st.queued.push(other),
             }
         }
-        Ok(())
+        match invalid {
+            Some((pending, error)) => self.apply(Input::Confirm(Confirmation {
+                run_id: pending.run_id,
+                call_id: pending.call_id,
+                fingerprint: pending.fingerprint,
+                decision: Decision::Invalid { error },
+                at: self.st.updated_at,
+            })),
+            None => Ok(()),
+        }
     }
 
     fn output_of(&self, stop: u64) -> Option<RunOutput> {

@@ -31,7 +31,9 @@ struct NoteArgs {
 /// Logs a note about a contact.
 #[tool]
 async fn log_note(args: NoteArgs) -> Result<String, String> {
-    DONE.lock().unwrap().push(format!("note {}: {}", args.contact, args.text));
+    DONE.lock()
+        .unwrap()
+        .push(format!("note {}: {}", args.contact, args.text));
     Ok(format!("Logged the note for {}: {}.", args.contact, args.text))
 }
 

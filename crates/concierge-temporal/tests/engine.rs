@@ -61,6 +61,8 @@ async fn the_calculator_answers_as_on_the_embedded_engine() {
         .build()
         .await
         .unwrap();
+    // Followed before it exists: its events arrive as they happen.
+    let live = rt.subscribe_after("s1", EventId::default());
     let out = rt
         .client("calculator")
         .unwrap()
@@ -97,6 +99,8 @@ async fn the_calculator_answers_as_on_the_embedded_engine() {
         got.iter().map(shape).collect::<Vec<_>>(),
         want.iter().map(shape).collect::<Vec<_>>()
     );
+    let followed: Vec<Event> = live.take(got.len()).map(Result::unwrap).collect().await;
+    assert_eq!(followed, got);
     // From the middle: only what follows.
     let tail: Vec<Event> = rt
         .subscribe_after("s1", EventId::durable(3))
@@ -114,6 +118,21 @@ async fn the_calculator_answers_as_on_the_embedded_engine() {
     assert!(!listed[0].live);
 
     rt.end("s1", "done").await.unwrap();
+    // An ended session's stream ends after its last event.
+    let all: Vec<Event> = rt
+        .subscribe_after("s1", EventId::default())
+        .map(Result::unwrap)
+        .collect()
+        .await;
+    assert_eq!(all[..got.len()], got[..]);
+    assert!(
+        matches!(
+            all.last().map(|e| &e.kind),
+            Some(concierge::EventKind::SessionEnded { .. })
+        ),
+        "{:?}",
+        all.last()
+    );
     let refused = rt
         .client("calculator")
         .unwrap()
@@ -148,7 +167,9 @@ async fn a_confirmed_call_runs_once_and_a_denied_one_never() {
         .reply(ModelReply::tool_call("pay", r#"{"amount": 10}"#))
         .reply(ModelReply::text("Paid."))
         .reply(ModelReply::tool_call("pay", r#"{"amount": 99}"#))
-        .reply(ModelReply::text("OK, I did not pay."));
+        .reply(ModelReply::text("OK, I did not pay."))
+        .reply(ModelReply::tool_call("pay", r#"{"amount": "a lot"}"#))
+        .reply(ModelReply::tool_call("pay", r#"{"amount": 5}"#));
     let rt = Runtime::builder()
         .tool(Pay)
         .agent(AgentSpec::new("payer").instructions("Pay.").tool("pay"))
@@ -196,6 +217,19 @@ async fn a_confirmed_call_runs_once_and_a_denied_one_never() {
     assert_eq!(PAID.load(Ordering::SeqCst), 1, "the denied call never ran");
     let seen = model.requests()[3].messages.last().unwrap().text();
     assert!(seen.contains("declined") && seen.contains("too much"), "{seen}");
+
+    // A call whose arguments would fail validation is never put to the
+    // person: the model sees why and corrects it; only the valid call asks.
+    let parked = rt.client("payer").unwrap().run("pay", session("c")).await.unwrap();
+    assert_eq!(parked.status, RunStatus::AwaitingConfirmation);
+    let pending = parked.pending_confirmation.unwrap();
+    assert_eq!(pending.arguments, serde_json::json!({"amount": 5}));
+    assert_eq!(
+        model.requests().len(),
+        6,
+        "the model was asked again after the invalid call"
+    );
+    assert_eq!(PAID.load(Ordering::SeqCst), 1);
 
     rt.shutdown().await;
     server.stop().await;
