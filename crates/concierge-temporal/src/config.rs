@@ -29,6 +29,10 @@ pub struct TemporalConfig {
     /// counts its worker as lost (a working call heartbeats three times as
     /// often).
     pub tool_heartbeat_timeout: Duration,
+    /// A session's workflow continues as new (its state carried over) at
+    /// the first idle point after its history has this many events, or
+    /// when Temporal suggests it (4 MB or 4,096 events by default).
+    pub continue_after_events: u32,
 }
 
 impl Default for TemporalConfig {
@@ -43,6 +47,7 @@ impl Default for TemporalConfig {
             query_timeout: Duration::from_secs(10),
             poll_interval: Duration::from_millis(250),
             tool_heartbeat_timeout: Duration::from_secs(10),
+            continue_after_events: 2_000,
         }
     }
 }
@@ -89,6 +94,12 @@ impl TemporalConfig {
     /// Counts a tool call's worker as lost after `timeout` without a heartbeat.
     pub fn tool_heartbeat_timeout(mut self, timeout: Duration) -> Self {
         self.tool_heartbeat_timeout = timeout;
+        self
+    }
+
+    /// Continues a session's workflow as new after `events` history events.
+    pub fn continue_after_events(mut self, events: u32) -> Self {
+        self.continue_after_events = events;
         self
     }
 

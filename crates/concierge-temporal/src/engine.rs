@@ -21,6 +21,7 @@ use temporalio_client::{
     WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions,
     WorkflowUpdateWithStartOptions,
 };
+use temporalio_common::HasWorkflowDefinition;
 
 use crate::config::TemporalConfig;
 use crate::wire::{
@@ -92,6 +93,39 @@ impl std::fmt::Debug for TemporalEngine {
 
 type Handle = WorkflowHandle<Client, SessionWorkflow>;
 
+/// Whether an update failed because the run it reached had just closed: a
+/// session workflow that continued as new goes on in a new run, which the
+/// update reaches when sent again (its id makes that safe).
+fn run_closed(error: &WorkflowUpdateError) -> bool {
+    matches!(error, WorkflowUpdateError::Rpc(status) if status.code() == temporalio_client::tonic::Code::FailedPrecondition)
+}
+
+/// Sends an update, once more if the run it reached had just closed.
+async fn update<U>(
+    handle: &Handle,
+    update: impl Fn() -> U,
+    input: U::Input,
+    id: String,
+) -> Result<U::Output, WorkflowUpdateError>
+where
+    U: temporalio_common::UpdateDefinition<Workflow = <SessionWorkflow as HasWorkflowDefinition>::Run>,
+    U::Input: Send + Clone,
+    U::Output: 'static,
+{
+    let options = WorkflowExecuteUpdateOptions::builder().update_id(id).build();
+    match handle.execute_update(update(), input.clone(), options.clone()).await {
+        Err(error) if run_closed(&error) => handle.execute_update(update(), input, options).await,
+        other => other,
+    }
+}
+
+/// A fresh id for an update.
+fn update_id(kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{kind}:{}:{}:{n}", std::process::id(), now().0)
+}
+
 /// An error talking to the server, as a sentence.
 fn server(config: &TemporalConfig, what: &str, error: impl std::fmt::Display) -> Error {
     Error::Storage(format!("Temporal at {} could not {what}: {error}", config.address))
@@ -145,10 +179,7 @@ impl TemporalEngine {
         let handle = self.handle(session);
         let config = self.config.clone();
         RunStop::later(async move {
-            let options = WorkflowExecuteUpdateOptions::builder()
-                .update_id(format!("wait:{stop}"))
-                .build();
-            match handle.execute_update(SessionWorkflow::wait_stop, stop, options).await {
+            match update(&handle, || SessionWorkflow::wait_stop, stop, format!("wait:{stop}")).await {
                 Ok(Some(output)) => Ok(output),
                 Ok(None) => Err(Error::RunInterrupted),
                 Err(error) => Err(server(&config, "say where the run stopped", error)),
@@ -227,6 +258,7 @@ impl TemporalEngine {
                 SessionWorkflow::run,
                 Begin {
                     session: session.clone(),
+                    carried: None,
                 },
                 SessionWorkflow::start_run,
                 request,
@@ -274,11 +306,14 @@ impl TemporalEngine {
 
     async fn do_end(&self, session: SessionId, reason: String) -> Result<Option<RunOutput>> {
         let request = EndRequest { reason, at: now() };
-        let reply = self
-            .handle(&session)
-            .execute_update(SessionWorkflow::end, request, WorkflowExecuteUpdateOptions::default())
-            .await
-            .map_err(|e| self.update_error(&session, e))?;
+        let reply = update(
+            &self.handle(&session),
+            || SessionWorkflow::end,
+            request,
+            update_id("end"),
+        )
+        .await
+        .map_err(|e| self.update_error(&session, e))?;
         match reply {
             Reply::Done(output) => Ok(output),
             Reply::Refused(refusal) => Err(refusal.into()),
@@ -292,6 +327,7 @@ impl TemporalEngine {
                 SessionWorkflow::run,
                 Begin {
                     session: session.clone(),
+                    carried: None,
                 },
                 SessionWorkflow::open,
                 OpenRequest {

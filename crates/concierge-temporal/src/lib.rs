@@ -43,6 +43,15 @@
 //! timer. A failed activity becomes the core's input (`ModelFailed`, a
 //! `ToolFinished` with an error), never a failed workflow.
 //!
+//! # History within Temporal's limits
+//!
+//! At an idle point (no effect in flight, no run under way, every update
+//! handled) after [`TemporalConfig::continue_after_events`] history events,
+//! or when Temporal suggests it, the workflow continues as new, carrying the
+//! session, its last 2,048 events and its last stops into the new run.
+//! Updates wait until a run has restored that state; one that reaches a run
+//! just closed is sent again.
+//!
 //! # Workers
 //!
 //! [`Workers`] says which workers the program runs besides its client: the
@@ -54,6 +63,8 @@
 //!
 //! * Subscribers poll the session's `events` query: a new event reaches
 //!   them within [`TemporalConfig::poll_interval`] (250 ms by default).
+//! * A session that continued as new serves its last 2,048 events to
+//!   subscribers, not the older ones (its history has every message).
 //! * Model deltas are not streamed (the model call runs in some worker).
 //! * Remembered toolsets (`remember_toolset`) live in this process only.
 //! * Nothing is resumed by `recover`: Temporal resumes workflows itself.

@@ -8,11 +8,33 @@ use concierge_core::{
 };
 use serde::{Deserialize, Serialize};
 
-/// The session workflow's input: which session it holds.
+/// The session workflow's input: which session it holds, and what an
+/// earlier run of the workflow carried over when it continued as new.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Begin {
     /// The session.
     pub session: SessionId,
+    /// The state carried over (`None` for a new session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Box<Carried>>,
+}
+
+/// What a session workflow carries into its next run when it continues as
+/// new (at an idle point: no effect in flight, no run under way).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Carried {
+    /// The session.
+    pub session: Option<Session>,
+    /// Its latest events (a bounded tail).
+    pub events: Vec<Event>,
+    /// How many times a run stopped so far.
+    pub stops: u64,
+    /// The last stops' outputs, by number.
+    pub outputs: Vec<(u64, RunOutput)>,
+    /// When its last input was accepted.
+    pub updated_at: Timestamp,
+    /// How many times the workflow continued as new before.
+    pub continued: u32,
 }
 
 /// How a run of an agent plans, as the runtime decided for each agent.

@@ -12,8 +12,8 @@
 //! that takes the workflow over rebuilds the same session.
 //!
 //! Queries read the session (`snapshot`, `summary`, `current`) and its
-//! events after a sequence number (`events`): the workflow keeps every
-//! event of the session in its state.
+//! events after a sequence number (`events`): the workflow keeps the
+//! session's events in its state (a bounded tail across continue-as-new).
 
 // The workflow macros' expansion unwraps internally and makes public marker
 // items; neither is ours to change.
@@ -34,12 +34,12 @@ use concierge_core::{
 use futures::FutureExt;
 use temporalio_common::RetryPolicy;
 use temporalio_macros::{workflow, workflow_methods};
-use temporalio_sdk::{ActivityOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult};
+use temporalio_sdk::{ActivityOptions, ContinueAsNewOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
 use crate::config::TemporalConfig;
 use crate::wire::{
-    Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
+    Begin, Carried, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
     StartRequest, Summary,
 };
 
@@ -52,6 +52,10 @@ const EVENTS_PER_PAGE: usize = 256;
 
 /// The last stops kept for late waiters.
 const STOPS_KEPT: usize = 16;
+
+/// The events a workflow carries into its next run when it continues as new
+/// (older ones are no longer served to subscribers).
+const EVENTS_CARRIED: usize = 2048;
 
 /// What the workflow knows of its session.
 #[derive(Default)]
@@ -67,6 +71,44 @@ struct State {
     outputs: VecDeque<(u64, RunOutput)>,
     updated_at: Timestamp,
     ended: bool,
+    /// How many times the workflow continued as new.
+    continued: u32,
+    /// Whether the run has begun (its carried state restored).
+    begun: bool,
+}
+
+impl State {
+    fn restore(&mut self, carried: Carried) {
+        self.session = carried.session;
+        self.events = carried.events;
+        self.stops = carried.stops;
+        self.outputs = carried.outputs.into_iter().collect();
+        self.updated_at = carried.updated_at;
+        self.ended = self.session.as_ref().is_some_and(Session::is_ended);
+        self.continued = carried.continued;
+    }
+
+    fn carry(&self) -> Carried {
+        let from = self.events.len().saturating_sub(EVENTS_CARRIED);
+        Carried {
+            session: self.session.clone(),
+            events: self.events[from..].to_vec(),
+            stops: self.stops,
+            outputs: self.outputs.iter().cloned().collect(),
+            updated_at: self.updated_at,
+            continued: self.continued + 1,
+        }
+    }
+
+    /// No effect waits and no run is under way (one parked for the person
+    /// waits in the session itself).
+    fn idle(&self) -> bool {
+        self.queued.is_empty()
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|s| s.active_run().is_none() || s.waits_for_person())
+    }
 }
 
 /// One concierge session as a Temporal workflow.
@@ -349,15 +391,167 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
     }
 }
 
+/// Waits until the workflow's run has begun: an update that arrives with
+/// the workflow's first task (update-with-start, or right after it
+/// continued as new) is handled once the state it acts on is restored.
+async fn begun(ctx: &WorkflowContext<SessionWorkflow>) {
+    let _ = ctx.wait_condition(|w| w.st.begun).await;
+}
+
+impl SessionWorkflow {
+    /// Steps a run's start (creating the session if new).
+    fn take_start(&mut self, now: Timestamp, request: StartRequest) -> Reply<StartReply> {
+        let StartRequest {
+            session,
+            mut start,
+            first_agent,
+            plans,
+        } = request;
+        self.st.id.get_or_insert(session);
+        let created = self.st.session.is_none();
+        if created {
+            let Some(agent) = start.agent.clone().or(first_agent) else {
+                return Reply::Refused(self.refusal());
+            };
+            let Some(id) = self.st.id.clone() else {
+                return Reply::Refused(self.refusal());
+            };
+            start.agent = Some(agent.clone());
+            self.st.session = Some(Session::new(id, agent));
+        }
+        let (current, first_seq) = match &self.st.session {
+            Some(s) => (s.agent().clone(), s.last_seq() + 1),
+            None => return Reply::Refused(self.refusal()),
+        };
+        let taker = start.agent.clone().unwrap_or(current);
+        if let Some(plan) = plans.get(&taker) {
+            start.planner = plan.planner;
+            if plan.policy.is_some() {
+                start.policy = plan.policy.clone();
+            }
+        }
+        if start.at == Timestamp(0) {
+            start.at = now;
+        }
+        let stop = self.st.stops + 1;
+        let events_before = self.st.events.len();
+        match self.apply(Input::StartRun(start)) {
+            Ok(()) => {
+                let run_id = self.st.events[events_before..]
+                    .iter()
+                    .find_map(|e| e.run.clone())
+                    .or_else(|| self.st.session.as_ref().and_then(|s| s.active_run().cloned()));
+                match run_id {
+                    Some(run_id) => Reply::Done(StartReply {
+                        run_id,
+                        first_seq,
+                        stop,
+                    }),
+                    None => Reply::Refused(Refusal::Other {
+                        message: "the run started without an id".into(),
+                    }),
+                }
+            }
+            Err(error) => {
+                if created && self.st.events.is_empty() {
+                    self.st.session = None;
+                }
+                Reply::Refused(error.into())
+            }
+        }
+    }
+
+    /// Steps the person's answer to the parked call.
+    fn take_confirm(&mut self, request: ConfirmRequest) -> Reply<u64> {
+        let Some(session) = &self.st.session else {
+            return Reply::Refused(self.refusal());
+        };
+        let Some(run_id) = session.active_run().cloned() else {
+            return Reply::Refused(Refusal::NotAwaitingConfirmation);
+        };
+        let stop = self.st.stops + 1;
+        let input = Input::Confirm(Confirmation {
+            run_id,
+            call_id: request.call_id,
+            fingerprint: request.fingerprint,
+            decision: request.decision,
+            at: request.at,
+        });
+        match self.apply(input) {
+            Ok(()) => Reply::Done(stop),
+            Err(error) => Reply::Refused(error.into()),
+        }
+    }
+
+    /// Steps the session's end.
+    fn take_end(&mut self, request: EndRequest) -> Reply<Option<RunOutput>> {
+        let Some(session) = &self.st.session else {
+            return Reply::Refused(self.refusal());
+        };
+        let active = session.active_run().cloned();
+        if let Err(error) = self.apply(Input::End {
+            reason: request.reason,
+            at: request.at,
+        }) {
+            return Reply::Refused(error.into());
+        }
+        self.st.ended = true;
+        let last = self.st.session.as_ref().and_then(Session::last_output);
+        Reply::Done(match (active, last) {
+            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
+            _ => None,
+        })
+    }
+
+    /// Opens the session before its first message.
+    fn take_open(&mut self, request: OpenRequest) -> Reply<()> {
+        if self.st.session.is_some() {
+            return Reply::Refused(Refusal::AlreadyOpen);
+        }
+        self.st.id.get_or_insert(request.session);
+        let Some(id) = self.st.id.clone() else {
+            return Reply::Refused(self.refusal());
+        };
+        self.st.session = Some(Session::new(id, request.open.agent.clone()));
+        match self.apply(Input::Open(request.open)) {
+            Ok(()) => Reply::Done(()),
+            Err(error) => {
+                self.st.session = None;
+                Reply::Refused(error.into())
+            }
+        }
+    }
+}
+
 #[workflow_methods(factory_only)]
 impl SessionWorkflow {
     #[run(name = "concierge.session")]
     pub async fn run(ctx: &mut WorkflowContext<Self>, begin: Begin) -> WorkflowResult<Option<RunOutput>> {
         ctx.state_mut(|w| {
             w.st.id.get_or_insert(begin.session);
+            if let Some(carried) = begin.carried {
+                w.st.restore(*carried);
+            }
+            w.st.begun = true;
         });
         let mut in_flight: Vec<Answer> = Vec::new();
         loop {
+            // History stays within Temporal's limits: at an idle point, the
+            // session goes on in a new run of the workflow.
+            let long = ctx.continue_as_new_suggested()
+                || ctx.history_length() >= ctx.state(|w| w.config.continue_after_events);
+            if long && in_flight.is_empty() && ctx.state(|w| w.st.idle() && !w.st.ended) {
+                let c = ctx.clone();
+                ctx.wait_condition(move |_| c.all_handlers_finished()).await?;
+                // An update may have arrived while the handlers finished.
+                if ctx.state(|w| w.st.idle() && !w.st.ended) {
+                    let next = ctx.state(|w| Begin {
+                        session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
+                        carried: Some(Box::new(w.st.carry())),
+                    });
+                    ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+                }
+            }
             let effects = ctx.state_mut(|w| std::mem::take(&mut w.st.queued));
             for effect in effects {
                 if let Some(answer) = perform(ctx, effect) {
@@ -395,132 +589,35 @@ impl SessionWorkflow {
     }
 
     #[update(name = "start_run")]
-    pub fn start_run(&mut self, ctx: &mut SyncWorkflowContext<Self>, request: StartRequest) -> Reply<StartReply> {
-        let StartRequest {
-            session,
-            mut start,
-            first_agent,
-            plans,
-        } = request;
-        self.st.id.get_or_insert(session);
-        let created = self.st.session.is_none();
-        if created {
-            let Some(agent) = start.agent.clone().or(first_agent) else {
-                return Reply::Refused(self.refusal());
-            };
-            let Some(id) = self.st.id.clone() else {
-                return Reply::Refused(self.refusal());
-            };
-            start.agent = Some(agent.clone());
-            self.st.session = Some(Session::new(id, agent));
-        }
-        let (current, first_seq) = match &self.st.session {
-            Some(s) => (s.agent().clone(), s.last_seq() + 1),
-            None => return Reply::Refused(self.refusal()),
-        };
-        let taker = start.agent.clone().unwrap_or(current);
-        if let Some(plan) = plans.get(&taker) {
-            start.planner = plan.planner;
-            if plan.policy.is_some() {
-                start.policy = plan.policy.clone();
-            }
-        }
-        if start.at == Timestamp(0) {
-            start.at = at(ctx.workflow_time());
-        }
-        let stop = self.st.stops + 1;
-        let events_before = self.st.events.len();
-        match self.apply(Input::StartRun(start)) {
-            Ok(()) => {
-                let run_id = self.st.events[events_before..]
-                    .iter()
-                    .find_map(|e| e.run.clone())
-                    .or_else(|| self.st.session.as_ref().and_then(|s| s.active_run().cloned()));
-                match run_id {
-                    Some(run_id) => Reply::Done(StartReply {
-                        run_id,
-                        first_seq,
-                        stop,
-                    }),
-                    None => Reply::Refused(Refusal::Other {
-                        message: "the run started without an id".into(),
-                    }),
-                }
-            }
-            Err(error) => {
-                if created && self.st.events.is_empty() {
-                    self.st.session = None;
-                }
-                Reply::Refused(error.into())
-            }
-        }
+    pub async fn start_run(ctx: &mut WorkflowContext<Self>, request: StartRequest) -> Reply<StartReply> {
+        begun(ctx).await;
+        let now = at(ctx.workflow_time());
+        ctx.state_mut(|w| w.take_start(now, request))
     }
 
     #[update(name = "confirm")]
-    pub fn confirm(&mut self, _ctx: &mut SyncWorkflowContext<Self>, request: ConfirmRequest) -> Reply<u64> {
-        let Some(session) = &self.st.session else {
-            return Reply::Refused(self.refusal());
-        };
-        let Some(run_id) = session.active_run().cloned() else {
-            return Reply::Refused(Refusal::NotAwaitingConfirmation);
-        };
-        let stop = self.st.stops + 1;
-        let input = Input::Confirm(Confirmation {
-            run_id,
-            call_id: request.call_id,
-            fingerprint: request.fingerprint,
-            decision: request.decision,
-            at: request.at,
-        });
-        match self.apply(input) {
-            Ok(()) => Reply::Done(stop),
-            Err(error) => Reply::Refused(error.into()),
-        }
+    pub async fn confirm(ctx: &mut WorkflowContext<Self>, request: ConfirmRequest) -> Reply<u64> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_confirm(request))
     }
 
     #[update(name = "end")]
-    pub fn end(&mut self, _ctx: &mut SyncWorkflowContext<Self>, request: EndRequest) -> Reply<Option<RunOutput>> {
-        let Some(session) = &self.st.session else {
-            return Reply::Refused(self.refusal());
-        };
-        let active = session.active_run().cloned();
-        if let Err(error) = self.apply(Input::End {
-            reason: request.reason,
-            at: request.at,
-        }) {
-            return Reply::Refused(error.into());
-        }
-        self.st.ended = true;
-        let last = self.st.session.as_ref().and_then(Session::last_output);
-        Reply::Done(match (active, last) {
-            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
-            _ => None,
-        })
+    pub async fn end(ctx: &mut WorkflowContext<Self>, request: EndRequest) -> Reply<Option<RunOutput>> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_end(request))
     }
 
     #[update(name = "open")]
-    pub fn open(&mut self, _ctx: &mut SyncWorkflowContext<Self>, request: OpenRequest) -> Reply<()> {
-        if self.st.session.is_some() {
-            return Reply::Refused(Refusal::AlreadyOpen);
-        }
-        self.st.id.get_or_insert(request.session);
-        let Some(id) = self.st.id.clone() else {
-            return Reply::Refused(self.refusal());
-        };
-        self.st.session = Some(Session::new(id, request.open.agent.clone()));
-        match self.apply(Input::Open(request.open)) {
-            Ok(()) => Reply::Done(()),
-            Err(error) => {
-                self.st.session = None;
-                Reply::Refused(error.into())
-            }
-        }
+    pub async fn open(ctx: &mut WorkflowContext<Self>, request: OpenRequest) -> Reply<()> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_open(request))
     }
 
     /// Waits for stop number `stop` and answers with its output (or the
     /// session's last output, when the session ended before it).
     #[update(name = "wait_stop")]
     pub async fn wait_stop(ctx: &mut WorkflowContext<Self>, stop: u64) -> Option<RunOutput> {
+        begun(ctx).await;
         let reached = ctx.wait_condition(move |w| w.st.stops >= stop || w.st.ended).await;
         if reached.is_err() {
             return None;

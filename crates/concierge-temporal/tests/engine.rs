@@ -145,6 +145,75 @@ async fn the_calculator_answers_as_on_the_embedded_engine() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_long_session_continues_as_new_and_loses_nothing() {
+    let server = DevServer::start().await;
+    let config = server.config("long").continue_after_events(30);
+    let embedded = concierge_demo::install(Runtime::builder())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let rt = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(config.clone()).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    for n in 1..=6 {
+        let ask = format!("calculate {n} + {n}");
+        let out = rt
+            .client("calculator")
+            .unwrap()
+            .run(ask.as_str(), session("l"))
+            .await
+            .unwrap();
+        assert_eq!(out.reply, Some(format!("{n} + {n} = {}", 2 * n)));
+        embedded
+            .client("calculator")
+            .unwrap()
+            .run(ask.as_str(), session("l"))
+            .await
+            .unwrap();
+    }
+
+    // The workflow went on in a new run at least once (visibility is
+    // eventually consistent: asked until it shows).
+    let client = concierge_temporal::connect(&config).await.unwrap();
+    let id = config.workflow_id(&"l".into());
+    let query = format!("WorkflowId = '{id}' AND ExecutionStatus = 'ContinuedAsNew'");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let found = client
+            .list_workflows(query.clone(), temporalio_client::WorkflowListOptions::default())
+            .count()
+            .await;
+        if found > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the session never continued as new"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+
+    // Nothing was lost: the same history and the same events as on the embedded engine.
+    assert_eq!(
+        rt.session("l").await.unwrap().history(),
+        embedded.session("l").await.unwrap().history()
+    );
+    let got = events(&rt, "l").await;
+    let want = events(&embedded, "l").await;
+    assert_eq!(
+        got.iter().map(shape).collect::<Vec<_>>(),
+        want.iter().map(shape).collect::<Vec<_>>()
+    );
+
+    rt.shutdown().await;
+    server.stop().await;
+}
+
 static PAID: AtomicUsize = AtomicUsize::new(0);
 
 #[derive(Deserialize, JsonSchema)]
