@@ -214,6 +214,72 @@ async fn a_long_session_continues_as_new_and_loses_nothing() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_new_worker_replays_a_session_and_goes_on() {
+    let server = DevServer::start().await;
+    let embedded = concierge_demo::install(Runtime::builder())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let first = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(server.config("again")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    for ask in ["calculate 1 + 2", "calculate 3 * 4"] {
+        first
+            .client("calculator")
+            .unwrap()
+            .run(ask, session("r"))
+            .await
+            .unwrap();
+        embedded
+            .client("calculator")
+            .unwrap()
+            .run(ask, session("r"))
+            .await
+            .unwrap();
+    }
+    first.shutdown().await;
+    drop(first);
+
+    // Another program's workers have never seen the session: they rebuild
+    // it from Temporal's history (a replay) before it goes on.
+    let second = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(server.config("again")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    let out = second
+        .client("calculator")
+        .unwrap()
+        .run("calculate 10 - 4", session("r"))
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("10 - 4 = 6"));
+    embedded
+        .client("calculator")
+        .unwrap()
+        .run("calculate 10 - 4", session("r"))
+        .await
+        .unwrap();
+    assert_eq!(
+        second.session("r").await.unwrap().history(),
+        embedded.session("r").await.unwrap().history()
+    );
+    let got = events(&second, "r").await;
+    let want = events(&embedded, "r").await;
+    assert_eq!(
+        got.iter().map(shape).collect::<Vec<_>>(),
+        want.iter().map(shape).collect::<Vec<_>>()
+    );
+
+    second.shutdown().await;
+    server.stop().await;
+}
+
 static PAID: AtomicUsize = AtomicUsize::new(0);
 
 #[derive(Deserialize, JsonSchema)]
