@@ -137,3 +137,104 @@ impl TemporalConfig {
         format!("{}:session:{session}", self.task_queue_prefix)
     }
 }
+
+/// The `[temporal]` section of a configuration file, for a program (the
+/// CLI, say) that selects this engine with `engine = "temporal"`:
+///
+/// ```toml
+/// [temporal]
+/// address = "temporal.example.com:7233"
+/// namespace = "concierge"
+/// task_queue_prefix = "concierge"
+/// api_key_env = "TEMPORAL_API_KEY"   # the API key's variable (TLS then on)
+/// tls = true
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemporalSection {
+    /// The frontend's address (default `127.0.0.1:7233`).
+    pub address: Option<String>,
+    /// The namespace (default `default`).
+    pub namespace: Option<String>,
+    /// The prefix of task queues and workflow ids (default `concierge`).
+    pub task_queue_prefix: Option<String>,
+    /// The environment variable holding an API key.
+    pub api_key_env: Option<String>,
+    /// Whether to connect with TLS (default: only with an API key).
+    #[serde(default)]
+    pub tls: bool,
+}
+
+impl TemporalSection {
+    /// The configuration the section describes (the API key read from its
+    /// variable, which must then be set).
+    pub fn resolve(&self) -> concierge::Result<TemporalConfig> {
+        let mut config = TemporalConfig::default();
+        if let Some(address) = &self.address {
+            config.address = address.clone();
+        }
+        if let Some(namespace) = &self.namespace {
+            config.namespace = namespace.clone();
+        }
+        if let Some(prefix) = &self.task_queue_prefix {
+            if prefix.is_empty() || prefix.contains(char::is_whitespace) {
+                return Err(concierge::Error::InvalidConfig(format!(
+                    "temporal.task_queue_prefix {prefix:?} must be a non-empty name without spaces"
+                )));
+            }
+            config.task_queue_prefix = prefix.clone();
+        }
+        if let Some(var) = &self.api_key_env {
+            match std::env::var(var) {
+                Ok(key) if !key.is_empty() => config.api_key = Some(key),
+                _ => {
+                    return Err(concierge::Error::InvalidConfig(format!(
+                        "temporal.api_key_env names {var}, which is not set: set it to the Temporal API key"
+                    )));
+                }
+            }
+        }
+        config.tls = self.tls;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_section_gives_the_configuration_and_names_what_is_wrong() {
+        let section = TemporalSection {
+            address: Some("temporal.example.com:7233".into()),
+            namespace: Some("concierge".into()),
+            task_queue_prefix: Some("prod".into()),
+            api_key_env: None,
+            tls: true,
+        };
+        let config = section.resolve().unwrap();
+        assert_eq!(config.url(), "https://temporal.example.com:7233");
+        assert_eq!(config.namespace, "concierge");
+        assert_eq!(config.sessions_queue(), "prod-sessions");
+        assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
+        assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");
+
+        let defaults = TemporalSection::default().resolve().unwrap();
+        assert_eq!(defaults.url(), "http://127.0.0.1:7233");
+
+        let missing = TemporalSection {
+            api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),
+            ..TemporalSection::default()
+        };
+        let error = missing.resolve().unwrap_err().to_string();
+        assert!(error.contains("CONCIERGE_TEST_NO_SUCH_VARIABLE"), "{error}");
+
+        let spaced = TemporalSection {
+            task_queue_prefix: Some("my queue".into()),
+            ..TemporalSection::default()
+        };
+        assert!(spaced.resolve().unwrap_err().to_string().contains("task_queue_prefix"));
+    }
+}

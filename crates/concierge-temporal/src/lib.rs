@@ -82,7 +82,7 @@ use concierge::Result;
 use concierge::engine::{Engine, EngineParts, OpenEngine};
 use futures::future::BoxFuture;
 
-pub use config::TemporalConfig;
+pub use config::{TemporalConfig, TemporalSection};
 pub use engine::{TemporalEngine, connect};
 pub use worker::Workers;
 

@@ -542,9 +542,11 @@ impl SessionWorkflow {
                 || ctx.history_length() >= ctx.state(|w| w.config.continue_after_events);
             if long && in_flight.is_empty() && ctx.state(|w| w.st.idle() && !w.st.ended) {
                 let c = ctx.clone();
-                ctx.wait_condition(move |_| c.all_handlers_finished()).await?;
-                // An update may have arrived while the handlers finished.
-                if ctx.state(|w| w.st.idle() && !w.st.ended) {
+                // A run that starts meanwhile goes first (its waiters would
+                // keep a handler open until it stops).
+                ctx.wait_condition(move |w| c.all_handlers_finished() || !w.st.idle() || w.st.ended)
+                    .await?;
+                if ctx.all_handlers_finished() && ctx.state(|w| w.st.idle() && !w.st.ended) {
                     let next = ctx.state(|w| Begin {
                         session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
                         carried: Some(Box::new(w.st.carry())),
