@@ -68,14 +68,23 @@ async fn record(args: RecordArgs, cx: ToolContext) -> Result<String, String> {
     Ok(format!("recorded {}", args.entry))
 }
 
-fn agent() -> AgentSpec {
-    AgentSpec::new("ledger").instructions("Record.").tool("record")
+/// Charges an amount: not safe to run twice (the ledger says if it did).
+#[tool]
+async fn charge(args: RecordArgs, cx: ToolContext) -> Result<String, String> {
+    record(args, cx).await
 }
 
-fn config(address: &str) -> TemporalConfig {
+fn agent() -> AgentSpec {
+    AgentSpec::new("ledger")
+        .instructions("Record.")
+        .tool("record")
+        .tool("charge")
+}
+
+fn config(address: &str, prefix: &str) -> TemporalConfig {
     TemporalConfig::new(address)
         .namespace(support::NAMESPACE)
-        .task_queue_prefix("loss")
+        .task_queue_prefix(prefix)
         .poll_interval(Duration::from_millis(50))
         .tool_heartbeat_timeout(Duration::from_secs(2))
 }
@@ -85,11 +94,13 @@ fn config(address: &str) -> TemporalConfig {
 #[ignore = "only runs inside a_killed_tools_worker_s_call_runs_once_on_the_next_one"]
 async fn worker_child() {
     let address = std::env::var("WORKER_ADDRESS").expect("only runs inside its parent test");
+    let prefix = std::env::var("WORKER_PREFIX").expect("WORKER_PREFIX");
     let _rt = Runtime::builder()
         .tool(Record)
+        .tool(Charge)
         .agent(agent())
         .model(ScriptedModel::new())
-        .engine(Temporal::new(config(&address)).workers(Workers::none().tools_of(["ledger"])))
+        .engine(Temporal::new(config(&address, &prefix)).workers(Workers::none().tools_of(["ledger"])))
         .build()
         .await
         .unwrap();
@@ -97,7 +108,7 @@ async fn worker_child() {
     std::future::pending::<()>().await;
 }
 
-fn spawn_worker(address: &str, dir: &Path) -> Child {
+fn spawn_worker(address: &str, prefix: &str, dir: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "worker_child",
@@ -108,6 +119,7 @@ fn spawn_worker(address: &str, dir: &Path) -> Child {
         ])
         .env("WORKER_ADDRESS", address)
         .env("WORKER_DIR", dir)
+        .env("WORKER_PREFIX", prefix)
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .kill_on_drop(true)
@@ -127,14 +139,15 @@ async fn a_killed_tools_worker_s_call_runs_once_on_the_next_one() {
         .reply(ModelReply::text("Recorded."));
     let rt = Runtime::builder()
         .tool(Record)
+        .tool(Charge)
         .agent(agent())
         .model(model)
-        .engine(Temporal::new(config(&server.address)).workers(Workers::all().no_tools()))
+        .engine(Temporal::new(config(&server.address, "loss")).workers(Workers::all().no_tools()))
         .build()
         .await
         .unwrap();
 
-    let mut first = spawn_worker(&server.address, dir.path());
+    let mut first = spawn_worker(&server.address, "loss", dir.path());
     let handle = rt
         .client("ledger")
         .unwrap()
@@ -147,7 +160,7 @@ async fn a_killed_tools_worker_s_call_runs_once_on_the_next_one() {
     }
     first.kill().await.unwrap();
     std::fs::write(dir.path().join("gate"), "open").unwrap();
-    let mut second = spawn_worker(&server.address, dir.path());
+    let mut second = spawn_worker(&server.address, "loss", dir.path());
 
     let out = handle.wait().await.unwrap();
     assert_eq!(out.status, RunStatus::Completed);
@@ -159,6 +172,58 @@ async fn a_killed_tools_worker_s_call_runs_once_on_the_next_one() {
     assert_eq!(started, 2, "the call was retried on the second worker: {ledger:?}");
     assert_eq!(effects.len(), 1, "the effect happened once: {ledger:?}");
     assert!(effects[0].starts_with(&format!("effect {key}")), "{ledger:?}");
+
+    second.kill().await.unwrap();
+    rt.shutdown().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_side_effecting_call_is_not_run_again_after_its_worker_is_lost() {
+    let server = DevServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("charge", r#"{"entry": "y"}"#))
+        .reply(ModelReply::text("The charge did not go through."));
+    let rt = Runtime::builder()
+        .tool(Record)
+        .tool(Charge)
+        .agent(agent())
+        .model(model.clone())
+        .engine(Temporal::new(config(&server.address, "once")).workers(Workers::all().no_tools()))
+        .build()
+        .await
+        .unwrap();
+
+    let mut first = spawn_worker(&server.address, "once", dir.path());
+    let handle = rt
+        .client("ledger")
+        .unwrap()
+        .start("charge y", RunOptions::new().session_id("c"))
+        .await
+        .unwrap();
+    while !lines(&ledger).iter().any(|l| l.starts_with("started ")) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().await.unwrap();
+    std::fs::write(dir.path().join("gate"), "open").unwrap();
+    let mut second = spawn_worker(&server.address, "once", dir.path());
+
+    // The call is not retried blindly: the model hears it did not complete.
+    let out = handle.wait().await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed);
+    assert_eq!(out.reply.as_deref(), Some("The charge did not go through."));
+    let seen = model.requests()[1].messages.last().unwrap().text();
+    assert!(seen.contains("did not complete"), "{seen}");
+    let ledger = lines(&ledger);
+    assert_eq!(
+        ledger.iter().filter(|l| l.starts_with("started ")).count(),
+        1,
+        "the call ran once: {ledger:?}"
+    );
+    assert!(!ledger.iter().any(|l| l.starts_with("effect ")), "{ledger:?}");
 
     second.kill().await.unwrap();
     rt.shutdown().await;
