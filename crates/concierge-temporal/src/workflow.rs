@@ -28,8 +28,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use concierge::engine::{Catalogs, Executor};
 use concierge_core::{
-    AgentId, Catalog, Confirmation, Decision, Effect, Event, Input, RunOutput, Session, SessionId, StepError,
-    Timestamp, ToolCall,
+    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, RunId, RunOutput, Session, SessionId,
+    StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
 };
 use futures::FutureExt;
 use temporalio_common::RetryPolicy;
@@ -243,39 +243,15 @@ fn retries(safe: bool) -> RetryPolicy {
     }
 }
 
-/// What answers the core when an activity could not: the error as data.
-fn failed(ctx: &WorkflowContext<SessionWorkflow>, effect: &Effect, why: String) -> Option<Input> {
-    let now = at(ctx.workflow_time());
-    match effect {
-        Effect::CallModel { run_id, call, .. } => Some(Input::ModelFailed {
-            run_id: run_id.clone(),
-            call: *call,
-            error: format!("the model call did not complete: {why}"),
-            at: now,
-        }),
-        Effect::CallTool { run_id, call, .. } => Some(Input::ToolFinished {
-            run_id: run_id.clone(),
-            call_id: call.id.clone(),
-            outcome: concierge_core::ToolOutcome::Error(concierge_core::ToolError::failed(format!(
-                "the tool {} did not complete: {why}",
-                call.name
-            ))),
-            duration_ms: 0,
-            usage: None,
-            at: now,
-        }),
-        Effect::CallAgent(call) => Some(Input::ToolFinished {
-            run_id: call.run_id.clone(),
-            call_id: call.call.id.clone(),
-            outcome: concierge_core::ToolOutcome::Error(concierge_core::ToolError::failed(format!(
-                "the {} agent could not answer: {why}",
-                call.agent
-            ))),
-            duration_ms: 0,
-            usage: None,
-            at: now,
-        }),
-        Effect::WakeAt { .. } | Effect::AwaitUser(_) | Effect::Finish(_) => None,
+/// A tool's (or an agent's) call that did not complete, as the core's input.
+fn call_failed(ctx: &WorkflowContext<SessionWorkflow>, run_id: RunId, call_id: CallId, why: String) -> Input {
+    Input::ToolFinished {
+        run_id,
+        call_id,
+        outcome: ToolOutcome::Error(ToolError::failed(why)),
+        duration_ms: 0,
+        usage: None,
+        at: at(ctx.workflow_time()),
     }
 }
 
@@ -306,15 +282,16 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 .heartbeat_timeout(Duration::from_secs(30))
                 .retry_policy(retries(true))
                 .build();
-            let probe = Effect::CallModel {
-                run_id,
-                call,
-                request: input.request.clone(),
-            };
             Some(Box::pin(async move {
                 match c.execute_activity(ModelActivities::call_model, input, options).await {
                     Ok(answer) => answer,
-                    Err(error) => failed(&c, &probe, error.to_string()).unwrap_or(Input::Tick { at: Timestamp(0) }),
+                    // The error as data: the run goes on (or fails) as the core decides.
+                    Err(error) => Input::ModelFailed {
+                        run_id,
+                        call,
+                        error: format!("the model call did not complete: {error}"),
+                        at: at(c.workflow_time()),
+                    },
                 }
             }))
         }
@@ -337,14 +314,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 .heartbeat_timeout(config.tool_heartbeat_timeout)
                 .retry_policy(retries(safe))
                 .build();
-            let probe = Effect::CallTool {
-                run_id: run_id.clone(),
-                call: call.clone(),
-                key: key.clone(),
-                user: None,
-                blackboard: Default::default(),
-                asked_at,
-            };
+            let (failed_run, failed_call, tool) = (run_id.clone(), call.id.clone(), call.name.clone());
             let input = ToolCallInput {
                 session,
                 run_id,
@@ -358,7 +328,12 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
             Some(Box::pin(async move {
                 match c.execute_activity(ToolActivities::call_tool, input, options).await {
                     Ok(answer) => answer,
-                    Err(error) => failed(&c, &probe, error.to_string()).unwrap_or(Input::Tick { at: Timestamp(0) }),
+                    Err(error) => call_failed(
+                        &c,
+                        failed_run,
+                        failed_call,
+                        format!("the tool {tool} did not complete: {error}"),
+                    ),
                 }
             }))
         }
@@ -369,11 +344,16 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 .heartbeat_timeout(Duration::from_secs(30))
                 .retry_policy(retries(true))
                 .build();
-            let probe = Effect::CallAgent(call.clone());
+            let (failed_run, failed_call, agent) = (call.run_id.clone(), call.call.id.clone(), call.agent.clone());
             Some(Box::pin(async move {
                 match c.execute_activity(ModelActivities::call_agent, *call, options).await {
                     Ok(answer) => answer,
-                    Err(error) => failed(&c, &probe, error.to_string()).unwrap_or(Input::Tick { at: Timestamp(0) }),
+                    Err(error) => call_failed(
+                        &c,
+                        failed_run,
+                        failed_call,
+                        format!("the {agent} agent could not answer: {error}"),
+                    ),
                 }
             }))
         }
