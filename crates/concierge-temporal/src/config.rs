@@ -25,6 +25,9 @@ pub struct TemporalConfig {
     pub query_timeout: Duration,
     /// How often a subscriber asks for new events when none came.
     pub poll_interval: Duration,
+    /// How long an input (a run's start, a confirmation, the end) may wait
+    /// for a worker to take it before it fails.
+    pub input_timeout: Duration,
     /// How long a tool call may go without a heartbeat before Temporal
     /// counts its worker as lost (a working call heartbeats three times as
     /// often).
@@ -46,6 +49,7 @@ impl Default for TemporalConfig {
             connect_timeout: Duration::from_secs(5),
             query_timeout: Duration::from_secs(10),
             poll_interval: Duration::from_millis(250),
+            input_timeout: Duration::from_secs(30),
             tool_heartbeat_timeout: Duration::from_secs(10),
             continue_after_events: 2_000,
         }
@@ -88,6 +92,12 @@ impl TemporalConfig {
     /// Subscribers ask for new events this often when none came.
     pub fn poll_interval(mut self, every: Duration) -> Self {
         self.poll_interval = every;
+        self
+    }
+
+    /// An input fails when no worker took it within `timeout`.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.input_timeout = timeout;
         self
     }
 

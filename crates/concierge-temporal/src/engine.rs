@@ -132,6 +132,21 @@ fn server(config: &TemporalConfig, what: &str, error: impl std::fmt::Display) ->
 }
 
 impl TemporalEngine {
+    /// Waits for `delivery` of an input, failing when no worker took it in time.
+    async fn within<T>(&self, session: &SessionId, delivery: impl std::future::Future<Output = T>) -> Result<T> {
+        tokio::time::timeout(self.config.input_timeout, delivery)
+            .await
+            .map_err(|_| {
+                Error::RunStartFailed(format!(
+                    "no concierge worker took the input for session {session} within {} s: run the session \
+                     workers (task queue {} on Temporal at {}) and try again",
+                    self.config.input_timeout.as_secs(),
+                    self.config.sessions_queue(),
+                    self.config.address
+                ))
+            })
+    }
+
     pub(crate) fn new(client: Client, config: Arc<TemporalConfig>, parts: EngineParts) -> Arc<Self> {
         Arc::new_cyclic(|me| Self {
             client,
@@ -252,19 +267,19 @@ impl TemporalEngine {
             plans: self.plans(&setup),
             start,
         };
+        let delivered = self.client.execute_update_with_start_workflow(
+            SessionWorkflow::run,
+            Begin {
+                session: session.clone(),
+                carried: None,
+            },
+            SessionWorkflow::start_run,
+            request,
+            self.with_start_options(&session),
+        );
         let reply = self
-            .client
-            .execute_update_with_start_workflow(
-                SessionWorkflow::run,
-                Begin {
-                    session: session.clone(),
-                    carried: None,
-                },
-                SessionWorkflow::start_run,
-                request,
-                self.with_start_options(&session),
-            )
-            .await
+            .within(&session, delivered)
+            .await?
             .map_err(|e| self.start_error(&session, e))?;
         match reply {
             Reply::Done(started) => Ok(Started {
@@ -289,14 +304,11 @@ impl TemporalEngine {
             decision,
             at: now(),
         };
+        let handle = self.handle(&session);
+        let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
         let reply = self
-            .handle(&session)
-            .execute_update(
-                SessionWorkflow::confirm,
-                request,
-                WorkflowExecuteUpdateOptions::default(),
-            )
-            .await
+            .within(&session, delivered)
+            .await?
             .map_err(|e| self.update_error(&session, e))?;
         match reply {
             Reply::Done(stop) => Ok(self.stop(&session, stop)),
@@ -306,14 +318,12 @@ impl TemporalEngine {
 
     async fn do_end(&self, session: SessionId, reason: String) -> Result<Option<RunOutput>> {
         let request = EndRequest { reason, at: now() };
-        let reply = update(
-            &self.handle(&session),
-            || SessionWorkflow::end,
-            request,
-            update_id("end"),
-        )
-        .await
-        .map_err(|e| self.update_error(&session, e))?;
+        let handle = self.handle(&session);
+        let delivered = update(&handle, || SessionWorkflow::end, request, update_id("end"));
+        let reply = self
+            .within(&session, delivered)
+            .await?
+            .map_err(|e| self.update_error(&session, e))?;
         match reply {
             Reply::Done(output) => Ok(output),
             Reply::Refused(refusal) => Err(refusal.into()),
@@ -321,22 +331,22 @@ impl TemporalEngine {
     }
 
     async fn do_open(&self, session: SessionId, open: OpenSession) -> Result<()> {
+        let delivered = self.client.execute_update_with_start_workflow(
+            SessionWorkflow::run,
+            Begin {
+                session: session.clone(),
+                carried: None,
+            },
+            SessionWorkflow::open,
+            OpenRequest {
+                session: session.clone(),
+                open,
+            },
+            self.with_start_options(&session),
+        );
         let reply = self
-            .client
-            .execute_update_with_start_workflow(
-                SessionWorkflow::run,
-                Begin {
-                    session: session.clone(),
-                    carried: None,
-                },
-                SessionWorkflow::open,
-                OpenRequest {
-                    session: session.clone(),
-                    open,
-                },
-                self.with_start_options(&session),
-            )
-            .await
+            .within(&session, delivered)
+            .await?
             .map_err(|e| self.start_error(&session, e))?;
         match reply {
             Reply::Done(()) => Ok(()),

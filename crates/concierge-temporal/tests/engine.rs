@@ -370,6 +370,28 @@ async fn a_confirmed_call_runs_once_and_a_denied_one_never() {
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn an_input_no_worker_takes_fails_naming_the_queue() {
+    let server = DevServer::start().await;
+    let config = server.config("idle").input_timeout(std::time::Duration::from_secs(1));
+    let rt = concierge_demo::install(Runtime::builder())
+        .engine(Temporal::new(config))
+        .build()
+        .await
+        .unwrap();
+    let error = rt
+        .client("calculator")
+        .unwrap()
+        .run("calculate 1 + 1", session("w"))
+        .await
+        .unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("no concierge worker"), "{message}");
+    assert!(message.contains("idle-sessions"), "{message}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn an_unreachable_server_is_an_error_naming_its_address() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
