@@ -66,6 +66,9 @@
 //! * A session that continued as new serves its last 2,048 events to
 //!   subscribers, not the older ones (its history has every message).
 //! * Model deltas are not streamed (the model call runs in some worker).
+//! * `sessions()` lists from Temporal's visibility store, which may lag a
+//!   moment behind a new session, and asks each session's workflow for its
+//!   summary (one query per session).
 //! * Remembered toolsets (`remember_toolset`) live in this process only.
 //! * Nothing is resumed by `recover`: Temporal resumes workflows itself.
 

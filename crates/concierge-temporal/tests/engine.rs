@@ -112,7 +112,16 @@ async fn the_calculator_answers_as_on_the_embedded_engine() {
 
     let held = rt.session("s1").await.unwrap();
     assert_eq!(held.history(), embedded.session("s1").await.unwrap().history());
-    let listed = rt.sessions().await.unwrap();
+    // Listing reads Temporal's visibility store, which may lag a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let listed = loop {
+        let listed = rt.sessions().await.unwrap();
+        if !listed.is_empty() {
+            break listed;
+        }
+        assert!(std::time::Instant::now() < deadline, "the session is never listed");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].id.as_str(), "s1");
     assert!(!listed[0].live);
