@@ -72,9 +72,7 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
 /// A request to `addr` with an optional bearer token; the response's status line.
 fn status_of(addr: &str, path: &str, token: Option<&str>) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
+    let auth = token.map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
@@ -110,11 +108,7 @@ fn a_token_made_by_token_new_opens_the_api_and_nothing_else_does() {
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut url = String::new();
     stdout.read_line(&mut url).unwrap();
-    let addr = url
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let addr = url.trim().trim_start_matches("http://").trim_end_matches('/').to_string();
     assert!(status_of(&addr, "/api/v1/sessions", None).contains("401"));
     assert!(status_of(&addr, "/api/v1/sessions", Some("cx_wrong")).contains("401"));
     assert!(status_of(&addr, "/api/v1/sessions", Some(&token)).contains("200"));
@@ -136,8 +130,5 @@ fn a_malformed_token_hash_in_the_config_is_a_clear_error() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("malformed hash") && err.contains("concierge token new"),
-        "{err}"
-    );
+    assert!(err.contains("malformed hash") && err.contains("concierge token new"), "{err}");
 }

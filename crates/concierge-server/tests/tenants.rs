@@ -30,15 +30,11 @@ impl Tool for WhoAmI {
     type Args = Nothing;
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "whoami",
-            "Says who is asking.",
-            concierge::tool::schema_for::<Nothing>(),
-        )
-        .annotations(concierge::ToolAnnotations {
-            read_only: true,
-            ..Default::default()
-        })
+        ToolSpec::new("whoami", "Says who is asking.", concierge::tool::schema_for::<Nothing>())
+            .annotations(concierge::ToolAnnotations {
+                read_only: true,
+                ..Default::default()
+            })
     }
 
     async fn call(&self, _args: Nothing, cx: ToolContext) -> Result<Value, ToolError> {
@@ -127,13 +123,7 @@ impl Server {
         }
     }
 
-    async fn call(
-        &self,
-        token: Option<&str>,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<Value>,
-    ) -> (StatusCode, Value) {
+    async fn call(&self, token: Option<&str>, method: reqwest::Method, path: &str, body: Option<Value>) -> (StatusCode, Value) {
         let mut request = self.http.request(method, format!("{}{path}", self.base));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -188,17 +178,9 @@ async fn a_request_without_a_valid_token_is_refused_with_401() {
 async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
-    let (status, created) = server
-        .post(ACME, "/api/v1/sessions", json!({"id": "a1", "agent": "desk"}))
-        .await;
+    let (status, created) = server.post(ACME, "/api/v1/sessions", json!({"id": "a1", "agent": "desk"})).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
-    let (status, out) = server
-        .post(
-            ACME,
-            "/api/v1/sessions/a1/messages?wait=true",
-            json!({"text": "who am I?"}),
-        )
-        .await;
+    let (status, out) = server.post(ACME, "/api/v1/sessions/a1/messages?wait=true", json!({"text": "who am I?"})).await;
     assert_eq!(status, StatusCode::OK, "{out}");
     assert_eq!(out["reply"], "You are jordan.", "the token's user is the run's user");
     let (status, shown) = server.get(ACME, "/api/v1/sessions/a1").await;
@@ -242,20 +224,11 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
     let (_, created) = server.post(GLOBEX, "/api/v1/sessions", json!({"agent": "desk"})).await;
     let g1 = created["id"].as_str().unwrap().to_string();
     let (_, out) = server
-        .post(
-            GLOBEX,
-            &format!("/api/v1/sessions/{g1}/messages?wait=true"),
-            json!({"text": "who am I?"}),
-        )
+        .post(GLOBEX, &format!("/api/v1/sessions/{g1}/messages?wait=true"), json!({"text": "who am I?"}))
         .await;
     assert_eq!(out["reply"], "You are sam.");
     let (_, listed) = server.get(ACME, "/api/v1/sessions").await;
-    let ids: Vec<&str> = listed["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["id"].as_str().unwrap())
-        .collect();
+    let ids: Vec<&str> = listed["sessions"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["a1"]);
 
     // A browser's EventSource sends its token in the query.
@@ -277,14 +250,10 @@ async fn a_tenant_past_its_cap_of_runs_in_progress_gets_429_and_others_do_not() 
     let hold = Arc::new(Semaphore::new(0));
     let server = Server::start(&dir.path().join("c.db"), hold.clone(), 1).await;
     for id in ["a1", "a2"] {
-        let (status, _) = server
-            .post(ACME, "/api/v1/sessions", json!({"id": id, "agent": "desk"}))
-            .await;
+        let (status, _) = server.post(ACME, "/api/v1/sessions", json!({"id": id, "agent": "desk"})).await;
         assert_eq!(status, StatusCode::CREATED);
     }
-    let (status, accepted) = server
-        .post(ACME, "/api/v1/sessions/a1/messages", json!({"text": "hold on"}))
-        .await;
+    let (status, accepted) = server.post(ACME, "/api/v1/sessions/a1/messages", json!({"text": "hold on"})).await;
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
 
     let response = server
@@ -298,13 +267,7 @@ async fn a_tenant_past_its_cap_of_runs_in_progress_gets_429_and_others_do_not() 
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(response.headers()["retry-after"], "1");
     let body: Value = response.json().await.unwrap();
-    assert!(
-        body["error"]
-            .as_str()
-            .unwrap()
-            .contains("tenant \"acme\" has 1 runs in progress"),
-        "{body}"
-    );
+    assert!(body["error"].as_str().unwrap().contains("tenant \"acme\" has 1 runs in progress"), "{body}");
     let (_, shown) = server.get(ACME, "/api/v1/sessions/a2").await;
     assert_eq!(shown["history"], json!([]), "the refused message ran nothing");
 
@@ -312,11 +275,7 @@ async fn a_tenant_past_its_cap_of_runs_in_progress_gets_429_and_others_do_not() 
     let (_, created) = server.post(GLOBEX, "/api/v1/sessions", json!({"agent": "desk"})).await;
     let g1 = created["id"].as_str().unwrap().to_string();
     let (status, _) = server
-        .post(
-            GLOBEX,
-            &format!("/api/v1/sessions/{g1}/messages?wait=true"),
-            json!({"text": "who am I?"}),
-        )
+        .post(GLOBEX, &format!("/api/v1/sessions/{g1}/messages?wait=true"), json!({"text": "who am I?"}))
         .await;
     assert_eq!(status, StatusCode::OK);
 
@@ -339,11 +298,7 @@ async fn a_tenant_past_its_cap_of_runs_in_progress_gets_429_and_others_do_not() 
     // until then (a 429 names the cap; anything else is an error).
     loop {
         let (status, body) = server
-            .post(
-                ACME,
-                "/api/v1/sessions/a2/messages?wait=true",
-                json!({"text": "who am I?"}),
-            )
+            .post(ACME, "/api/v1/sessions/a2/messages?wait=true", json!({"text": "who am I?"}))
             .await;
         match status {
             StatusCode::OK => {
@@ -362,9 +317,7 @@ async fn a_created_session_survives_a_restart_and_its_first_message_goes_to_its_
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("c.db");
     let server = Server::start(&db, Arc::new(Semaphore::new(0)), 4).await;
-    let (status, created) = server
-        .post(ACME, "/api/v1/sessions", json!({"id": "early", "agent": "desk"}))
-        .await;
+    let (status, created) = server.post(ACME, "/api/v1/sessions", json!({"id": "early", "agent": "desk"})).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     assert_eq!(created["last_event_id"], "1");
     server.stop().await;
@@ -374,11 +327,7 @@ async fn a_created_session_survives_a_restart_and_its_first_message_goes_to_its_
     assert_eq!(listed["sessions"][0]["id"], "early", "{listed}");
     assert_eq!(listed["sessions"][0]["agent"], "desk");
     let (status, out) = server
-        .post(
-            ACME,
-            "/api/v1/sessions/early/messages?wait=true",
-            json!({"text": "who am I?"}),
-        )
+        .post(ACME, "/api/v1/sessions/early/messages?wait=true", json!({"text": "who am I?"}))
         .await;
     assert_eq!(status, StatusCode::OK, "{out}");
     assert_eq!(out["agent"], "desk");

@@ -368,31 +368,17 @@ async fn what_a_tool_writes_is_declared_in_rust_or_by_configuration() {
 
 /// The merged stream from `cursor` until the session's own run finishes
 /// completed: each event's (session, id, kind) and the cursor after it.
-async fn follow_to_the_end(
-    rt: &Runtime,
-    session: &str,
-    cursor: StreamCursor,
-) -> Vec<((String, String, String), StreamCursor)> {
+async fn follow_to_the_end(rt: &Runtime, session: &str, cursor: StreamCursor) -> Vec<((String, String, String), StreamCursor)> {
     let root = session.to_string();
     rt.follow(session, cursor)
         .map(|item| item.unwrap())
         .take_while(|(event, _)| {
             let done = event.session == root.as_str()
-                && matches!(
-                    &event.kind,
-                    EventKind::RunFinished {
-                        status: RunStatus::Completed,
-                        ..
-                    }
-                );
+                && matches!(&event.kind, EventKind::RunFinished { status: RunStatus::Completed, .. });
             async move { !done }
         })
         .map(|(event, cursor)| {
-            let key = (
-                event.session.to_string(),
-                event.id().to_string(),
-                event.kind.name().to_string(),
-            );
+            let key = (event.session.to_string(), event.id().to_string(), event.kind.name().to_string());
             (key, cursor)
         })
         .collect()
@@ -416,10 +402,7 @@ async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_
 
     let full = follow_to_the_end(&rt, "s6", StreamCursor::default()).await;
     let sessions: std::collections::BTreeSet<&str> = full.iter().map(|((s, _, _), _)| s.as_str()).collect();
-    assert_eq!(
-        sessions.into_iter().collect::<Vec<_>>(),
-        ["s6", "s6.call_1", "s6.call_2"]
-    );
+    assert_eq!(sessions.into_iter().collect::<Vec<_>>(), ["s6", "s6.call_1", "s6.call_2"]);
     assert!(
         full.iter().any(|(_, cursor)| cursor.has_children()),
         "the cursors inside a child's events name the child"
@@ -427,11 +410,7 @@ async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_
     for (k, (_, cursor)) in full.iter().enumerate() {
         let written = cursor.to_string();
         let cursor: StreamCursor = written.parse().unwrap();
-        let resumed: Vec<_> = follow_to_the_end(&rt, "s6", cursor)
-            .await
-            .into_iter()
-            .map(|(key, _)| key)
-            .collect();
+        let resumed: Vec<_> = follow_to_the_end(&rt, "s6", cursor).await.into_iter().map(|(key, _)| key).collect();
         let mut expected: Vec<_> = full[k + 1..].iter().map(|(key, _)| key.clone()).collect();
         let mut got = resumed.clone();
         expected.sort();

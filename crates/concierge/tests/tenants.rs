@@ -88,20 +88,14 @@ async fn an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_a
     }
     let rt = runtime(&db, &notes).await;
     let listed = rt.sessions().await.unwrap();
-    let s1 = listed
-        .iter()
-        .find(|s| s.id == "s1")
-        .expect("the opened session is listed");
+    let s1 = listed.iter().find(|s| s.id == "s1").expect("the opened session is listed");
     assert_eq!(s1.agent, "notes");
     assert_eq!(s1.tenant.as_deref(), Some("acme"));
     let session = rt.session("s1").await.unwrap();
     assert_eq!(session.runs_started(), 0);
     assert!(session.is_pinned());
     let first: Vec<_> = rt.subscribe("s1", 1).take(1).collect().await;
-    assert!(matches!(
-        &first[0].as_ref().unwrap().kind,
-        EventKind::SessionOpened { .. }
-    ));
+    assert!(matches!(&first[0].as_ref().unwrap().kind, EventKind::SessionOpened { .. }));
 
     let out = rt.send("note: buy milk", acme("s1")).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -122,10 +116,7 @@ async fn another_tenants_session_is_not_found_and_runs_nothing() {
     let globex = RunOptions::new().session_id("s1").tenant("globex");
     let error = rt.send("note: from globex", globex).await.unwrap_err();
     assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
-    let error = rt
-        .send("note: from nobody", RunOptions::new().session_id("s1"))
-        .await
-        .unwrap_err();
+    let error = rt.send("note: from nobody", RunOptions::new().session_id("s1")).await.unwrap_err();
     assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
     assert_eq!(notes.lock().unwrap().as_slice(), ["for acme"]);
     assert_eq!(rt.session("s1").await.unwrap().tenant(), Some("acme"));
@@ -168,19 +159,13 @@ async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_cha
     let changed: Vec<_> = seen
         .iter()
         .filter_map(|e| match &e.kind {
-            EventKind::DataChanged { tool, changed, .. } => {
-                Some((e.session.to_string(), tool.to_string(), changed.clone()))
-            }
+            EventKind::DataChanged { tool, changed, .. } => Some((e.session.to_string(), tool.to_string(), changed.clone())),
             _ => None,
         })
         .collect();
     assert_eq!(
         changed,
-        [(
-            "s1.call_1".to_string(),
-            "save_note".to_string(),
-            vec!["notes".to_string()]
-        )],
+        [("s1.call_1".to_string(), "save_note".to_string(), vec!["notes".to_string()])],
         "the child's write, once; the agent call itself changes nothing of its own"
     );
 }

@@ -33,9 +33,7 @@ pub fn token(args: &TokenArgs) -> Result<ExitCode> {
         TokenCommand::New { tenant, user } => {
             let (tenant, user) = (tenant.trim(), user.trim());
             if tenant.is_empty() || user.is_empty() {
-                return Err(Error::InvalidConfig(
-                    "give a tenant and a user: --tenant T --user U".into(),
-                ));
+                return Err(Error::InvalidConfig("give a tenant and a user: --tenant T --user U".into()));
             }
             let (token, hash) = Tokens::generate()
                 .map_err(|e| Error::InvalidConfig(format!("the system gave no randomness for a token: {e}")))?;

@@ -69,11 +69,7 @@ fn an_opened_session_has_its_agent_and_tenant_and_an_event() {
     ));
     // Its first message goes to the opened agent.
     let step = session.step(start("hello", Some("acme")), &catalog).unwrap();
-    assert!(
-        step.events
-            .iter()
-            .any(|e| matches!(&e.kind, EventKind::RunStarted { agent, .. } if agent.as_str() == "other"))
-    );
+    assert!(step.events.iter().any(|e| matches!(&e.kind, EventKind::RunStarted { agent, .. } if agent.as_str() == "other")));
 }
 
 #[test]
@@ -82,18 +78,12 @@ fn a_session_cannot_be_opened_twice_or_after_a_run() {
     let mut session = Session::new("s1", "main");
     session.step(open("main", false, None), &catalog).unwrap();
     let before = session.clone();
-    assert_eq!(
-        session.step(open("main", false, None), &catalog).unwrap_err(),
-        StepError::AlreadyOpen
-    );
+    assert_eq!(session.step(open("main", false, None), &catalog).unwrap_err(), StepError::AlreadyOpen);
     assert_eq!(session, before);
 
     let mut ran = Session::new("s2", "main");
     ran.step(start("look", None), &catalog).unwrap();
-    assert_eq!(
-        ran.step(open("main", false, None), &catalog).unwrap_err(),
-        StepError::AlreadyOpen
-    );
+    assert_eq!(ran.step(open("main", false, None), &catalog).unwrap_err(), StepError::AlreadyOpen);
 }
 
 #[test]
@@ -110,14 +100,8 @@ fn the_first_run_decides_the_tenant_and_another_tenant_is_refused() {
     session.step(start("look", Some("acme")), &catalog).unwrap();
     assert_eq!(session.tenant(), Some("acme"));
     let before = session.clone();
-    assert_eq!(
-        session.step(start("look", Some("globex")), &catalog).unwrap_err(),
-        StepError::OtherTenant
-    );
-    assert_eq!(
-        session.step(start("look", None), &catalog).unwrap_err(),
-        StepError::OtherTenant
-    );
+    assert_eq!(session.step(start("look", Some("globex")), &catalog).unwrap_err(), StepError::OtherTenant);
+    assert_eq!(session.step(start("look", None), &catalog).unwrap_err(), StepError::OtherTenant);
     assert_eq!(session, before, "a refused input changes nothing");
     // The same tenant gets the session's own answer (a run is in progress).
     assert!(matches!(
@@ -131,10 +115,7 @@ fn an_opened_sessions_tenant_holds_for_its_first_run() {
     let catalog = catalog();
     let mut session = Session::new("s1", "main");
     session.step(open("main", false, Some("acme")), &catalog).unwrap();
-    assert_eq!(
-        session.step(start("look", Some("globex")), &catalog).unwrap_err(),
-        StepError::OtherTenant
-    );
+    assert_eq!(session.step(start("look", Some("globex")), &catalog).unwrap_err(), StepError::OtherTenant);
     session.step(start("look", Some("acme")), &catalog).unwrap();
 }
 
@@ -179,14 +160,8 @@ fn changed(events: &[EventKind]) -> Option<Vec<String>> {
 fn a_writing_tool_that_succeeds_says_what_changed() {
     let events = events_after_tool("save it", ToolOutcome::Ok(json!({"id": 1})));
     assert_eq!(changed(&events), Some(vec!["notes".to_string()]), "its declared writes");
-    let finished = events
-        .iter()
-        .position(|k| matches!(k, EventKind::ToolFinished { .. }))
-        .unwrap();
-    let data = events
-        .iter()
-        .position(|k| matches!(k, EventKind::DataChanged { .. }))
-        .unwrap();
+    let finished = events.iter().position(|k| matches!(k, EventKind::ToolFinished { .. })).unwrap();
+    let data = events.iter().position(|k| matches!(k, EventKind::DataChanged { .. })).unwrap();
     assert!(data > finished, "after the result");
 
     let events = events_after_tool("stamp it", ToolOutcome::Ok(json!("ok")));

@@ -163,14 +163,7 @@ async fn answer(
         }
         (Answer::Choose(option), _) => start(state, caller, input, Thread::Existing(session), option.to_string()).await,
         (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
-            start(
-                state,
-                caller,
-                input,
-                Thread::Existing(session),
-                resume::NO_CHOICE.to_string(),
-            )
-            .await
+            start(state, caller, input, Thread::Existing(session), resume::NO_CHOICE.to_string()).await
         }
     }
 }

@@ -169,7 +169,9 @@ pub async fn authenticate(State(tokens): State<Tokens>, mut req: Request, next: 
 fn bearer(req: &Request) -> Option<String> {
     let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_string())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim().to_string())
 }
 
 fn query_token(req: &Request) -> Option<String> {

@@ -72,9 +72,13 @@ pub async fn events(
     };
     let cursor = match given {
         None => StreamCursor::default(),
-        Some(text) => text
-            .parse::<StreamCursor>()
-            .map_err(|error| ApiError::field(StatusCode::BAD_REQUEST, field, format!("{field}: {error}")))?,
+        Some(text) => text.parse::<StreamCursor>().map_err(|error| {
+            ApiError::field(
+                StatusCode::BAD_REQUEST,
+                field,
+                format!("{field}: {error}"),
+            )
+        })?,
     };
     state.session_of(&caller, &id).await?;
     let stopping = state.stopping();

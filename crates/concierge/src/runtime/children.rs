@@ -162,12 +162,7 @@ impl Merged {
     /// Notes what an event says about children: one starting, one stopping.
     fn note(&mut self, event: &Event) {
         if let EventKind::ChildStarted { call_id, child, .. } = &event.kind {
-            self.adopt(
-                event.session.clone(),
-                call_id.clone(),
-                child.clone(),
-                ChildPlace::default(),
-            );
+            self.adopt(event.session.clone(), call_id.clone(), child.clone(), ChildPlace::default());
         }
         let stop = matches!(
             event.kind,

@@ -75,7 +75,9 @@ impl fmt::Display for StreamCursor {
 
 /// A string that is not a stream position.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a stream position: send the id of the last event seen, such as 12, 12.3 or 12;call_1=5/0")]
+#[error(
+    "{0:?} is not a stream position: send the id of the last event seen, such as 12, 12.3 or 12;call_1=5/0"
+)]
 pub struct InvalidCursor(pub String);
 
 impl FromStr for StreamCursor {
@@ -125,16 +127,7 @@ mod tests {
 
     #[test]
     fn malformed_cursors_are_refused() {
-        for text in [
-            "",
-            "x",
-            "12;",
-            "12;call_1",
-            "12;call_1=5",
-            "12;=5/0",
-            "12;a..b=1/0",
-            "12;call_1=5/x",
-        ] {
+        for text in ["", "x", "12;", "12;call_1", "12;call_1=5", "12;=5/0", "12;a..b=1/0", "12;call_1=5/x"] {
             assert!(text.parse::<StreamCursor>().is_err(), "{text:?}");
         }
     }

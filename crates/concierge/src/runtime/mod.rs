@@ -5,9 +5,9 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, OpenSession,
-    PendingConfirmation, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError,
-    ToolId, ToolSpec,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, PendingConfirmation,
+    OpenSession, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError, ToolId,
+    ToolSpec,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -15,8 +15,8 @@ use serde_json::Value;
 
 mod answer;
 mod children;
-mod client;
 mod cursor;
+mod client;
 #[cfg(feature = "mcp")]
 mod mcp;
 

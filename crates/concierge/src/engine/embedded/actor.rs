@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use concierge_core::{
-    CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, OpenSession, RunId, RunOutput, Session,
-    SessionId, StartRun, Step, StepError,
+    CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, OpenSession, RunId, RunOutput, Session, SessionId,
+    StartRun, Step, StepError,
 };
 use tokio::sync::{mpsc, oneshot};
 

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use concierge_core::{CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun};
+use concierge_core::{CallId, Decision, Event, OpenSession, EventId, RunOutput, Session, SessionId, StartRun};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
