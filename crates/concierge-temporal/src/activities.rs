@@ -1,0 +1,147 @@
+//! Model calls, tool calls and agent calls as Temporal activities.
+//!
+//! Each activity answers with the core [`Input`] that its effect waits for,
+//! made by the runtime's [`Executor`] exactly as the embedded engine makes
+//! it: a model's or a tool's failure is data in that input (`ModelFailed`,
+//! `ToolFinished` with an error), never an activity failure, so Temporal
+//! retries only what broke underneath (a lost worker, a timeout). While an
+//! activity works it heartbeats, so a worker that dies is noticed within the
+//! heartbeat timeout.
+
+// The `#[activities]` macro's expansion unwraps internally and makes public
+// marker items; neither is ours to change.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use concierge::engine::{EngineParts, Executor, call_agent};
+use concierge::model::ModelContext;
+use concierge::tool::ToolContext;
+use concierge_core::{AgentCall, AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use temporalio_macros::activities;
+use temporalio_sdk::activities::{ActivityContext, ActivityError};
+
+use crate::engine::TemporalEngine;
+
+/// How often a working activity heartbeats when its timeout is not known.
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
+
+/// A model call's input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ModelCallInput {
+    pub session: SessionId,
+    pub run_id: RunId,
+    pub call: u32,
+    pub request: ModelRequest,
+}
+
+/// A tool call's input.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolCallInput {
+    pub session: SessionId,
+    pub run_id: RunId,
+    pub agent: AgentId,
+    pub call: ToolCall,
+    pub key: IdempotencyKey,
+    pub user: Option<String>,
+    pub blackboard: BTreeMap<String, Value>,
+    pub asked_at: Timestamp,
+}
+
+/// Runs `work`, heartbeating meanwhile.
+async fn heartbeating<T>(ctx: &ActivityContext, work: impl std::future::Future<Output = T>) -> T {
+    let every = ctx
+        .info()
+        .heartbeat_timeout
+        .map_or(HEARTBEAT_EVERY, |timeout| (timeout / 3).max(Duration::from_millis(100)));
+    let beats = async {
+        loop {
+            tokio::time::sleep(every).await;
+            if ctx.record_heartbeat(()).await.is_err() {
+                tracing::debug!("a heartbeat could not be recorded");
+            }
+        }
+    };
+    tokio::select! {
+        out = work => out,
+        never = beats => never,
+    }
+}
+
+/// Model calls and agents called as tools (the models queue).
+pub struct ModelActivities {
+    pub(crate) executor: Arc<Executor>,
+    pub(crate) parts: EngineParts,
+    pub(crate) engine: Weak<TemporalEngine>,
+}
+
+#[activities]
+impl ModelActivities {
+    #[activity(name = "concierge.call_model")]
+    pub async fn call_model(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ModelCallInput,
+    ) -> Result<Input, ActivityError> {
+        let cx = ModelContext::default();
+        let call = self
+            .executor
+            .call_model(&input.session, input.run_id, input.call, &input.request, &cx);
+        let (answer, _) = heartbeating(&ctx, call).await;
+        Ok(answer)
+    }
+
+    #[activity(name = "concierge.call_agent")]
+    pub async fn call_agent(self: Arc<Self>, ctx: ActivityContext, call: AgentCall) -> Result<Input, ActivityError> {
+        let Some(engine) = self.engine.upgrade() else {
+            return Err(ActivityError::from(std::io::Error::other(
+                "the engine of this worker is closing; another worker answers",
+            )));
+        };
+        let call = self.parts.executor.agent_call(call);
+        let answer = heartbeating(&ctx, call_agent(engine.as_ref(), &self.parts.setup, &call)).await;
+        Ok(answer)
+    }
+}
+
+/// One agent's tool calls (its tools queue).
+pub struct ToolActivities {
+    pub(crate) executor: Arc<Executor>,
+    pub(crate) agent: AgentId,
+}
+
+#[activities]
+impl ToolActivities {
+    #[activity(name = "concierge.call_tool")]
+    pub async fn call_tool(
+        self: Arc<Self>,
+        ctx: ActivityContext,
+        input: ToolCallInput,
+    ) -> Result<Input, ActivityError> {
+        if input.agent != self.agent {
+            let refusal = format!(
+                "this worker runs the tools of agent {}, not of agent {}",
+                self.agent, input.agent
+            );
+            return Err(ActivityError::application(
+                temporalio_common::error::ApplicationFailure::non_retryable(std::io::Error::other(refusal)),
+            ));
+        }
+        let cx = ToolContext {
+            asked_at: input.asked_at,
+            session_id: input.session,
+            run_id: input.run_id,
+            call_id: input.call.id.clone(),
+            agent: input.agent,
+            idempotency_key: input.key,
+            user: input.user,
+            blackboard: Arc::new(input.blackboard),
+        };
+        let answer = heartbeating(&ctx, self.executor.call_tool(cx, &input.call)).await;
+        Ok(answer)
+    }
+}

@@ -1,0 +1,250 @@
+//! Where the Temporal server is and how concierge names what it puts there.
+
+use std::time::Duration;
+
+use concierge_core::{AgentId, SessionId};
+
+/// How to reach Temporal and name concierge's queues and workflows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TemporalConfig {
+    /// The frontend's address, `host:port` or a URL (`http://127.0.0.1:7233`).
+    pub address: String,
+    /// The namespace the sessions live in.
+    pub namespace: String,
+    /// Prefixes every task queue and workflow id (two deployments sharing a
+    /// namespace keep apart with different prefixes).
+    pub task_queue_prefix: String,
+    /// An API key (Temporal Cloud); setting one turns TLS on.
+    pub api_key: Option<String>,
+    /// Whether to connect with TLS (the system's roots verify the server).
+    pub tls: bool,
+    /// How long connecting may take before the server counts as unreachable.
+    pub connect_timeout: Duration,
+    /// How long a query (a session's snapshot, its events) may wait for a
+    /// worker to answer.
+    pub query_timeout: Duration,
+    /// How often a subscriber asks for new events when none came.
+    pub poll_interval: Duration,
+    /// How long an input (a run's start, a confirmation, the end) may wait
+    /// for a worker to take it before it fails.
+    pub input_timeout: Duration,
+    /// How long a tool call may go without a heartbeat before Temporal
+    /// counts its worker as lost (a working call heartbeats three times as
+    /// often).
+    pub tool_heartbeat_timeout: Duration,
+    /// A session's workflow continues as new (its state carried over) at
+    /// the first idle point after its history has this many events, or
+    /// when Temporal suggests it (4 MB or 4,096 events by default).
+    pub continue_after_events: u32,
+}
+
+impl Default for TemporalConfig {
+    fn default() -> Self {
+        Self {
+            address: "127.0.0.1:7233".into(),
+            namespace: "default".into(),
+            task_queue_prefix: "concierge".into(),
+            api_key: None,
+            tls: false,
+            connect_timeout: Duration::from_secs(5),
+            query_timeout: Duration::from_secs(10),
+            poll_interval: Duration::from_millis(250),
+            input_timeout: Duration::from_secs(30),
+            tool_heartbeat_timeout: Duration::from_secs(10),
+            continue_after_events: 2_000,
+        }
+    }
+}
+
+impl TemporalConfig {
+    /// A configuration for the server at `address`, namespace `default`.
+    pub fn new(address: impl Into<String>) -> Self {
+        Self {
+            address: address.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Uses `namespace`.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// Prefixes task queues and workflow ids with `prefix`.
+    pub fn task_queue_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.task_queue_prefix = prefix.into();
+        self
+    }
+
+    /// Authenticates with `key` (and connects with TLS).
+    pub fn api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Connects with TLS.
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
+
+    /// Subscribers ask for new events this often when none came.
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval = every;
+        self
+    }
+
+    /// An input fails when no worker took it within `timeout`.
+    pub fn input_timeout(mut self, timeout: Duration) -> Self {
+        self.input_timeout = timeout;
+        self
+    }
+
+    /// Counts a tool call's worker as lost after `timeout` without a heartbeat.
+    pub fn tool_heartbeat_timeout(mut self, timeout: Duration) -> Self {
+        self.tool_heartbeat_timeout = timeout;
+        self
+    }
+
+    /// Continues a session's workflow as new after `events` history events.
+    pub fn continue_after_events(mut self, events: u32) -> Self {
+        self.continue_after_events = events;
+        self
+    }
+
+    /// The address as a URL (a bare `host:port` gets `http://`, or
+    /// `https://` with TLS).
+    pub(crate) fn url(&self) -> String {
+        if self.address.contains("://") {
+            return self.address.clone();
+        }
+        let scheme = if self.tls || self.api_key.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        format!("{scheme}://{}", self.address)
+    }
+
+    /// The queue the session workflows run on.
+    pub fn sessions_queue(&self) -> String {
+        format!("{}-sessions", self.task_queue_prefix)
+    }
+
+    /// The queue model calls (and agents called as tools) run on.
+    pub fn models_queue(&self) -> String {
+        format!("{}-models", self.task_queue_prefix)
+    }
+
+    /// The queue `agent`'s tool calls run on.
+    pub fn tools_queue(&self, agent: &AgentId) -> String {
+        format!("{}-tools-{agent}", self.task_queue_prefix)
+    }
+
+    /// The id of `session`'s workflow.
+    pub fn workflow_id(&self, session: &SessionId) -> String {
+        format!("{}:session:{session}", self.task_queue_prefix)
+    }
+}
+
+/// The `[temporal]` section of a configuration file, for a program (the
+/// CLI, say) that selects this engine with `engine = "temporal"`:
+///
+/// ```toml
+/// [temporal]
+/// address = "temporal.example.com:7233"
+/// namespace = "concierge"
+/// task_queue_prefix = "concierge"
+/// api_key_env = "TEMPORAL_API_KEY"   # the API key's variable (TLS then on)
+/// tls = true
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemporalSection {
+    /// The frontend's address (default `127.0.0.1:7233`).
+    pub address: Option<String>,
+    /// The namespace (default `default`).
+    pub namespace: Option<String>,
+    /// The prefix of task queues and workflow ids (default `concierge`).
+    pub task_queue_prefix: Option<String>,
+    /// The environment variable holding an API key.
+    pub api_key_env: Option<String>,
+    /// Whether to connect with TLS (default: only with an API key).
+    #[serde(default)]
+    pub tls: bool,
+}
+
+impl TemporalSection {
+    /// The configuration the section describes (the API key read from its
+    /// variable, which must then be set).
+    pub fn resolve(&self) -> concierge::Result<TemporalConfig> {
+        let mut config = TemporalConfig::default();
+        if let Some(address) = &self.address {
+            config.address = address.clone();
+        }
+        if let Some(namespace) = &self.namespace {
+            config.namespace = namespace.clone();
+        }
+        if let Some(prefix) = &self.task_queue_prefix {
+            if prefix.is_empty() || prefix.contains(char::is_whitespace) {
+                return Err(concierge::Error::InvalidConfig(format!(
+                    "temporal.task_queue_prefix {prefix:?} must be a non-empty name without spaces"
+                )));
+            }
+            config.task_queue_prefix = prefix.clone();
+        }
+        if let Some(var) = &self.api_key_env {
+            match std::env::var(var) {
+                Ok(key) if !key.is_empty() => config.api_key = Some(key),
+                _ => {
+                    return Err(concierge::Error::InvalidConfig(format!(
+                        "temporal.api_key_env names {var}, which is not set: set it to the Temporal API key"
+                    )));
+                }
+            }
+        }
+        config.tls = self.tls;
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_section_gives_the_configuration_and_names_what_is_wrong() {
+        let section = TemporalSection {
+            address: Some("temporal.example.com:7233".into()),
+            namespace: Some("concierge".into()),
+            task_queue_prefix: Some("prod".into()),
+            api_key_env: None,
+            tls: true,
+        };
+        let config = section.resolve().unwrap();
+        assert_eq!(config.url(), "https://temporal.example.com:7233");
+        assert_eq!(config.namespace, "concierge");
+        assert_eq!(config.sessions_queue(), "prod-sessions");
+        assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
+        assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");
+
+        let defaults = TemporalSection::default().resolve().unwrap();
+        assert_eq!(defaults.url(), "http://127.0.0.1:7233");
+
+        let missing = TemporalSection {
+            api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),
+            ..TemporalSection::default()
+        };
+        let error = missing.resolve().unwrap_err().to_string();
+        assert!(error.contains("CONCIERGE_TEST_NO_SUCH_VARIABLE"), "{error}");
+
+        let spaced = TemporalSection {
+            task_queue_prefix: Some("my queue".into()),
+            ..TemporalSection::default()
+        };
+        assert!(spaced.resolve().unwrap_err().to_string().contains("task_queue_prefix"));
+    }
+}

@@ -1,0 +1,567 @@
+//! [`TemporalEngine`]: the [`Engine`] whose sessions are Temporal workflows.
+
+use std::collections::{BTreeMap, HashMap};
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, Weak};
+
+use concierge::engine::{Engine, EngineParts, RunSetup, RunStop, SessionSummary, Started};
+use concierge::{Error, Result};
+use concierge_core::{
+    AgentId, CallId, Decision, Event, EventId, OpenSession, PlannerMode, RunOutput, Session, SessionId, StartRun,
+    Timestamp,
+};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use temporalio_client::errors::{
+    WorkflowQueryError, WorkflowStartError, WorkflowUpdateError, WorkflowUpdateWithStartError,
+};
+use temporalio_client::{
+    Client, ClientOptions, Connection, ConnectionOptions, RpcOptions, TlsOptions, Url, WorkflowExecuteUpdateOptions,
+    WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions,
+    WorkflowUpdateWithStartOptions,
+};
+use temporalio_common::HasWorkflowDefinition;
+
+use crate::config::TemporalConfig;
+use crate::wire::{
+    Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartRequest, Summary,
+};
+use crate::worker::WorkerThread;
+use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
+
+/// The time now, as the core counts it.
+pub(crate) fn now() -> Timestamp {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+/// Connects to the server `config` names; an unreachable one is an error
+/// that names its address.
+pub async fn connect(config: &TemporalConfig) -> Result<Client> {
+    let unreachable = |why: String| {
+        Error::Storage(format!(
+            "the Temporal server at {} cannot be reached ({why}); start it or check the address",
+            config.address
+        ))
+    };
+    let url = Url::from_str(&config.url()).map_err(|e| {
+        Error::InvalidConfig(format!(
+            "the Temporal address {:?} is not a valid address: {e}",
+            config.address
+        ))
+    })?;
+    let mut options = ConnectionOptions::new(url)
+        .identity(format!("concierge@{}", std::process::id()))
+        .connect_timeout(config.connect_timeout)
+        .maybe_api_key(config.api_key.clone())
+        .build();
+    if config.tls || config.api_key.is_some() {
+        options.tls_options = Some(TlsOptions::default());
+    }
+    let connection = Connection::connect(options)
+        .await
+        .map_err(|e| unreachable(e.to_string()))?;
+    Client::new(connection, ClientOptions::new(config.namespace.clone()).build())
+        .map_err(|e| unreachable(e.to_string()))
+}
+
+/// Sessions as Temporal workflows, reached through a client. Open it with
+/// [`Temporal`](crate::Temporal) (as a runtime's engine); the workers that
+/// run the workflows and activities run where
+/// [`Workers`](crate::Workers) says.
+pub struct TemporalEngine {
+    client: Client,
+    config: Arc<TemporalConfig>,
+    parts: EngineParts,
+    toolsets: Mutex<BTreeMap<String, String>>,
+    pub(crate) workers: Mutex<Option<WorkerThread>>,
+    me: Weak<TemporalEngine>,
+}
+
+impl std::fmt::Debug for TemporalEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TemporalEngine")
+            .field("address", &self.config.address)
+            .field("namespace", &self.config.namespace)
+            .finish()
+    }
+}
+
+type Handle = WorkflowHandle<Client, SessionWorkflow>;
+
+/// Whether an update failed because the run it reached had just closed: a
+/// session workflow that continued as new goes on in a new run, which the
+/// update reaches when sent again (its id makes that safe).
+fn run_closed(error: &WorkflowUpdateError) -> bool {
+    matches!(error, WorkflowUpdateError::Rpc(status) if status.code() == temporalio_client::tonic::Code::FailedPrecondition)
+}
+
+/// Sends an update, once more if the run it reached had just closed.
+async fn update<U>(
+    handle: &Handle,
+    update: impl Fn() -> U,
+    input: U::Input,
+    id: String,
+) -> Result<U::Output, WorkflowUpdateError>
+where
+    U: temporalio_common::UpdateDefinition<Workflow = <SessionWorkflow as HasWorkflowDefinition>::Run>,
+    U::Input: Send + Clone,
+    U::Output: 'static,
+{
+    let options = WorkflowExecuteUpdateOptions::builder().update_id(id).build();
+    match handle.execute_update(update(), input.clone(), options.clone()).await {
+        Err(error) if run_closed(&error) => handle.execute_update(update(), input, options).await,
+        other => other,
+    }
+}
+
+/// A fresh id for an update.
+fn update_id(kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{kind}:{}:{}:{n}", std::process::id(), now().0)
+}
+
+/// An error talking to the server, as a sentence.
+fn server(config: &TemporalConfig, what: &str, error: impl std::fmt::Display) -> Error {
+    Error::Storage(format!("Temporal at {} could not {what}: {error}", config.address))
+}
+
+impl TemporalEngine {
+    /// Waits for `delivery` of an input, failing when no worker took it in time.
+    async fn within<T>(&self, session: &SessionId, delivery: impl std::future::Future<Output = T>) -> Result<T> {
+        tokio::time::timeout(self.config.input_timeout, delivery)
+            .await
+            .map_err(|_| {
+                Error::RunStartFailed(format!(
+                    "no concierge worker took the input for session {session} within {} s: run the session \
+                     workers (task queue {} on Temporal at {}) and try again",
+                    self.config.input_timeout.as_secs(),
+                    self.config.sessions_queue(),
+                    self.config.address
+                ))
+            })
+    }
+
+    pub(crate) fn new(client: Client, config: Arc<TemporalConfig>, parts: EngineParts) -> Arc<Self> {
+        Arc::new_cyclic(|me| Self {
+            client,
+            config,
+            parts,
+            toolsets: Mutex::new(BTreeMap::new()),
+            workers: Mutex::new(None),
+            me: me.clone(),
+        })
+    }
+
+    fn handle(&self, session: &SessionId) -> Handle {
+        self.client
+            .get_workflow_handle::<SessionWorkflow>(self.config.workflow_id(session))
+    }
+
+    fn query_options(&self) -> WorkflowQueryOptions {
+        WorkflowQueryOptions::builder()
+            .rpc_options(RpcOptions::builder().timeout(self.config.query_timeout).build())
+            .build()
+    }
+
+    /// Per agent of the current catalog, how `setup` has its runs plan.
+    fn plans(&self, setup: &RunSetup) -> BTreeMap<AgentId, Plan> {
+        let catalog = self.parts.catalogs.current().catalog;
+        catalog
+            .agents()
+            .map(|resolved| {
+                let agent = resolved.spec.id.clone();
+                let mut probe = StartRun::new("", PlannerMode::Model, Timestamp(0));
+                setup.apply(&mut probe, &agent);
+                (
+                    agent,
+                    Plan {
+                        planner: probe.planner,
+                        policy: probe.policy,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Where stop number `stop` of the session's run will be.
+    fn stop(&self, session: &SessionId, stop: u64) -> RunStop {
+        let handle = self.handle(session);
+        let config = self.config.clone();
+        RunStop::later(async move {
+            match update(&handle, || SessionWorkflow::wait_stop, stop, format!("wait:{stop}")).await {
+                Ok(Some(output)) => Ok(output),
+                Ok(None) => Err(Error::RunInterrupted),
+                Err(error) => Err(server(&config, "say where the run stopped", error)),
+            }
+        })
+    }
+
+    async fn query_events(&self, session: &SessionId, after: u64) -> Result<Option<EventsPage>> {
+        match self
+            .handle(session)
+            .query(SessionWorkflow::events, after, self.query_options())
+            .await
+        {
+            Ok(page) => Ok(Some(page)),
+            Err(WorkflowQueryError::NotFound(_)) => Ok(None),
+            Err(error) => Err(self.query_error(error)),
+        }
+    }
+
+    fn query_error(&self, error: WorkflowQueryError) -> Error {
+        match error {
+            WorkflowQueryError::Rpc(status) if status.code() == temporalio_client::tonic::Code::DeadlineExceeded => {
+                Error::Storage(format!(
+                    "no concierge worker answered on task queue {} of Temporal at {}; start one",
+                    self.config.sessions_queue(),
+                    self.config.address
+                ))
+            }
+            other => server(&self.config, "read the session", other),
+        }
+    }
+
+    fn update_error(&self, session: &SessionId, error: WorkflowUpdateError) -> Error {
+        match error {
+            WorkflowUpdateError::NotFound(_) => Error::SessionNotFound(session.clone()),
+            WorkflowUpdateError::Rpc(status) if status.code() == temporalio_client::tonic::Code::FailedPrecondition => {
+                Error::Rejected(concierge_core::StepError::SessionEnded)
+            }
+            other => server(&self.config, "deliver the input", other),
+        }
+    }
+
+    fn start_error(&self, session: &SessionId, error: WorkflowUpdateWithStartError) -> Error {
+        match error {
+            WorkflowUpdateWithStartError::Start(WorkflowStartError::AlreadyStarted { .. }) => {
+                Error::Rejected(concierge_core::StepError::SessionEnded)
+            }
+            WorkflowUpdateWithStartError::Update(inner) => self.update_error(session, inner),
+            other => server(&self.config, "start the run", other),
+        }
+    }
+
+    fn with_start_options(&self, session: &SessionId) -> WorkflowUpdateWithStartOptions {
+        WorkflowUpdateWithStartOptions::new(
+            self.config.sessions_queue(),
+            self.config.workflow_id(session),
+            WorkflowIdConflictPolicy::UseExisting,
+        )
+        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .build()
+    }
+
+    async fn do_start(&self, session: SessionId, mut start: StartRun, setup: RunSetup) -> Result<Started> {
+        if start.catalog_version.is_none() {
+            start.catalog_version = self.parts.catalogs.current().id;
+        }
+        let request = StartRequest {
+            session: session.clone(),
+            first_agent: start.agent.clone().or_else(|| setup.first_agent_of().cloned()),
+            plans: self.plans(&setup),
+            start,
+        };
+        let delivered = self.client.execute_update_with_start_workflow(
+            SessionWorkflow::run,
+            Begin {
+                session: session.clone(),
+                carried: None,
+            },
+            SessionWorkflow::start_run,
+            request,
+            self.with_start_options(&session),
+        );
+        let reply = self
+            .within(&session, delivered)
+            .await?
+            .map_err(|e| self.start_error(&session, e))?;
+        match reply {
+            Reply::Done(started) => Ok(Started {
+                run_id: started.run_id,
+                first_seq: started.first_seq,
+                stop: self.stop(&session, started.stop),
+            }),
+            Reply::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    async fn do_confirm(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        fingerprint: String,
+        decision: Decision,
+    ) -> Result<RunStop> {
+        let request = ConfirmRequest {
+            call_id,
+            fingerprint,
+            decision,
+            at: now(),
+        };
+        let handle = self.handle(&session);
+        let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
+        let reply = self
+            .within(&session, delivered)
+            .await?
+            .map_err(|e| self.update_error(&session, e))?;
+        match reply {
+            Reply::Done(stop) => Ok(self.stop(&session, stop)),
+            Reply::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    async fn do_end(&self, session: SessionId, reason: String) -> Result<Option<RunOutput>> {
+        let request = EndRequest { reason, at: now() };
+        let handle = self.handle(&session);
+        let delivered = update(&handle, || SessionWorkflow::end, request, update_id("end"));
+        let reply = self
+            .within(&session, delivered)
+            .await?
+            .map_err(|e| self.update_error(&session, e))?;
+        match reply {
+            Reply::Done(output) => Ok(output),
+            Reply::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    async fn do_open(&self, session: SessionId, open: OpenSession) -> Result<()> {
+        let delivered = self.client.execute_update_with_start_workflow(
+            SessionWorkflow::run,
+            Begin {
+                session: session.clone(),
+                carried: None,
+            },
+            SessionWorkflow::open,
+            OpenRequest {
+                session: session.clone(),
+                open,
+            },
+            self.with_start_options(&session),
+        );
+        let reply = self
+            .within(&session, delivered)
+            .await?
+            .map_err(|e| self.start_error(&session, e))?;
+        match reply {
+            Reply::Done(()) => Ok(()),
+            Reply::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    async fn do_wait(&self, session: SessionId) -> Result<Option<RunStop>> {
+        let current = match self
+            .handle(&session)
+            .query(SessionWorkflow::current, (), self.query_options())
+            .await
+        {
+            Ok(current) => current,
+            Err(WorkflowQueryError::NotFound(_)) => return Ok(None),
+            Err(error) => return Err(self.query_error(error)),
+        };
+        Ok(match current {
+            Current::Idle => None,
+            Current::Parked(output) => Some(RunStop::ready(*output)),
+            Current::At(stop) => Some(self.stop(&session, stop)),
+        })
+    }
+
+    async fn do_session(&self, session: SessionId) -> Result<Option<Session>> {
+        match self
+            .handle(&session)
+            .query(SessionWorkflow::snapshot, (), self.query_options())
+            .await
+        {
+            Ok(snapshot) => Ok(snapshot.map(|s| *s)),
+            Err(WorkflowQueryError::NotFound(_)) => Ok(None),
+            Err(error) => Err(self.query_error(error)),
+        }
+    }
+
+    async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {
+        let query = format!(
+            "WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{}'",
+            self.config.sessions_queue()
+        );
+        let mut listed = self.client.list_workflows(query, WorkflowListOptions::default());
+        let mut ids = Vec::new();
+        while let Some(execution) = listed.next().await {
+            let execution = execution.map_err(|e| server(&self.config, "list the sessions", e))?;
+            ids.push(execution.id().to_string());
+        }
+        let mut summaries = HashMap::new();
+        for id in ids {
+            let handle = self.client.get_workflow_handle::<SessionWorkflow>(id);
+            let summary: Option<Summary> = match handle.query(SessionWorkflow::summary, (), self.query_options()).await
+            {
+                Ok(summary) => summary,
+                Err(WorkflowQueryError::NotFound(_)) => None,
+                Err(error) => return Err(self.query_error(error)),
+            };
+            if let Some(s) = summary {
+                summaries.insert(
+                    s.id.clone(),
+                    SessionSummary {
+                        id: s.id,
+                        agent: s.agent,
+                        live: s.live,
+                        updated_at: s.updated_at,
+                        tenant: s.tenant,
+                    },
+                );
+            }
+        }
+        let mut all: Vec<SessionSummary> = summaries.into_values().collect();
+        all.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        Ok(all)
+    }
+}
+
+/// A subscription's state between polls.
+struct Follow {
+    engine: Arc<TemporalEngine>,
+    session: SessionId,
+    after: u64,
+    buffered: std::collections::VecDeque<Event>,
+    done: bool,
+    first: bool,
+}
+
+/// The session's events after `after`: pages from the `events` query,
+/// asked again every [`TemporalConfig::poll_interval`] while none come (a
+/// session that does not exist yet is followed from its first event). The
+/// stream ends after the last event of an ended session.
+pub(crate) fn follow(
+    engine: Arc<TemporalEngine>,
+    session: SessionId,
+    after: EventId,
+) -> BoxStream<'static, Result<Event>> {
+    let state = Follow {
+        engine,
+        session,
+        after: after.seq,
+        buffered: Default::default(),
+        done: false,
+        first: true,
+    };
+    Box::pin(futures::stream::unfold(state, |mut st| async move {
+        loop {
+            if let Some(event) = st.buffered.pop_front() {
+                st.after = event.seq;
+                return Some((Ok(event), st));
+            }
+            if st.done {
+                return None;
+            }
+            if !st.first {
+                tokio::time::sleep(st.engine.config.poll_interval).await;
+            }
+            st.first = false;
+            match st.engine.query_events(&st.session, st.after).await {
+                Ok(Some(page)) => {
+                    st.done = page.ended;
+                    st.buffered.extend(page.events);
+                }
+                // Not begun yet: its events come once it does.
+                Ok(None) => {}
+                Err(error) => {
+                    st.done = true;
+                    return Some((Err(error), st));
+                }
+            }
+        }
+    }))
+}
+
+impl Engine for TemporalEngine {
+    fn start(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<Started>> {
+        Box::pin(self.do_start(session, start, setup))
+    }
+
+    fn confirm(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        fingerprint: String,
+        decision: Decision,
+    ) -> BoxFuture<'_, Result<RunStop>> {
+        Box::pin(self.do_confirm(session, call_id, fingerprint, decision))
+    }
+
+    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.do_open(session, open))
+    }
+
+    fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        Box::pin(self.do_end(session, reason))
+    }
+
+    fn wait(&self, session: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>> {
+        Box::pin(self.do_wait(session))
+    }
+
+    fn session(&self, session: SessionId) -> BoxFuture<'_, Result<Option<Session>>> {
+        Box::pin(self.do_session(session))
+    }
+
+    fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
+        Box::pin(self.do_sessions())
+    }
+
+    fn subscribe(&self, session: SessionId, after: EventId) -> BoxStream<'static, Result<Event>> {
+        match self.me.upgrade() {
+            Some(engine) => follow(engine, session, after),
+            None => Box::pin(futures::stream::once(async { Err(Error::RunInterrupted) })),
+        }
+    }
+
+    /// Nothing to do: Temporal resumes every session's workflow by itself
+    /// on whichever worker polls its queue.
+    fn recover(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn take_resumed(&self) -> Vec<(SessionId, RunStop)> {
+        Vec::new()
+    }
+
+    fn remember_toolset(&self, name: &str, tools: String) {
+        if let Ok(mut toolsets) = self.toolsets.lock() {
+            toolsets.insert(name.to_string(), tools);
+        }
+    }
+
+    fn remembered_toolsets(&self) -> Result<Vec<(String, String)>> {
+        Ok(self
+            .toolsets
+            .lock()
+            .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+            .unwrap_or_default())
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let workers = self.workers.lock().ok().and_then(|mut w| w.take());
+            if let Some(workers) = workers {
+                workers.stop().await;
+            }
+        })
+    }
+}
+
+impl TemporalEngine {
+    /// The configuration it was opened with.
+    pub fn config(&self) -> &TemporalConfig {
+        &self.config
+    }
+
+    /// Its client (cheap to clone).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}

@@ -1,0 +1,135 @@
+//! concierge on [Temporal](https://temporal.io): an [`Engine`] whose sessions
+//! are Temporal workflows, on the official Rust SDK.
+//!
+//! Use it as a runtime's engine:
+//!
+//! ```no_run
+//! # async fn demo() -> concierge::Result<()> {
+//! use concierge_temporal::{Temporal, TemporalConfig, Workers};
+//!
+//! let config = TemporalConfig::new("127.0.0.1:7233").namespace("concierge");
+//! let rt = concierge_demo::install(concierge::Runtime::builder())
+//!     .engine(Temporal::new(config).workers(Workers::all()))
+//!     .build()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # One workflow per session
+//!
+//! Each session is one workflow (type `concierge.session`, id
+//! `<prefix>:session:<session id>`, queue `<prefix>-sessions`) that holds the
+//! core's `Session` and steps it. Not one per run, because:
+//!
+//! * the session is the durable unit: its history, blackboard, agent and a
+//!   parked confirmation live across runs, and a workflow per run would have
+//!   to load the previous run's state from somewhere else;
+//! * Temporal runs one workflow id one task at a time, so two inputs to a
+//!   session (a message and an end racing) are ordered without a lock;
+//! * a run parked on a confirmation costs nothing while it waits;
+//! * reads (snapshot, events), waits and lists address one stable id.
+//!
+//! Inputs arrive as updates (`start_run` with update-with-start, so the
+//! first message creates the workflow; `confirm`, `end`, `open`), which
+//! step the core at once and answer with the refusal when the core refuses
+//! (the session unchanged). Effects become activities: model calls
+//! (`concierge.call_model`) and agents called as tools
+//! (`concierge.call_agent`, which drives the child session through this
+//! engine, as every engine does) on `<prefix>-models`; tool calls
+//! (`concierge.call_tool`) on `<prefix>-tools-<agent>`, with the call's
+//! idempotency key as activity id. Read-only and idempotent tools are
+//! retried after a lost worker or a timeout; other tools get one attempt
+//! (their failure reaches the model as the tool's error). `WakeAt` is a
+//! timer. A failed activity becomes the core's input (`ModelFailed`, a
+//! `ToolFinished` with an error), never a failed workflow.
+//!
+//! # History within Temporal's limits
+//!
+//! At an idle point (no effect in flight, no run under way, every update
+//! handled) after [`TemporalConfig::continue_after_events`] history events,
+//! or when Temporal suggests it, the workflow continues as new, carrying the
+//! session, its last 2,048 events and its last stops into the new run.
+//! Updates wait until a run has restored that state; one that reaches a run
+//! just closed is sent again.
+//!
+//! # Workers
+//!
+//! [`Workers`] says which workers the program runs besides its client: the
+//! session workflows, the model calls, and which agents' tools; they run on
+//! a thread of their own. A process can be a client only
+//! ([`Workers::none`]), a tools worker for some agents, or everything.
+//!
+//! # Differences from the embedded engine
+//!
+//! * Subscribers poll the session's `events` query: a new event reaches
+//!   them within [`TemporalConfig::poll_interval`] (250 ms by default).
+//! * A session that continued as new serves its last 2,048 events to
+//!   subscribers, not the older ones (its history has every message).
+//! * Model deltas are not streamed (the model call runs in some worker).
+//! * `sessions()` lists from Temporal's visibility store, which may lag a
+//!   moment behind a new session, and asks each session's workflow for its
+//!   summary (one query per session).
+//! * Remembered toolsets (`remember_toolset`) live in this process only.
+//! * Nothing is resumed by `recover`: Temporal resumes workflows itself.
+
+mod activities;
+mod config;
+mod engine;
+mod wire;
+mod worker;
+mod workflow;
+
+use std::sync::Arc;
+
+use concierge::Result;
+use concierge::engine::{Engine, EngineParts, OpenEngine};
+use futures::future::BoxFuture;
+
+pub use config::{TemporalConfig, TemporalSection};
+pub use engine::{TemporalEngine, connect};
+pub use worker::Workers;
+
+use worker::WorkerThread;
+
+/// Opens a [`TemporalEngine`] as a runtime's engine
+/// ([`RuntimeBuilder::engine`](concierge::RuntimeBuilder::engine)), with the
+/// workers this program runs.
+#[derive(Clone, Debug)]
+pub struct Temporal {
+    config: TemporalConfig,
+    workers: Workers,
+}
+
+impl Temporal {
+    /// The engine for the server `config` names; the program runs no
+    /// workers unless [`Temporal::workers`] says which.
+    pub fn new(config: TemporalConfig) -> Self {
+        Self {
+            config,
+            workers: Workers::none(),
+        }
+    }
+
+    /// Runs these workers in this program.
+    pub fn workers(mut self, workers: Workers) -> Self {
+        self.workers = workers;
+        self
+    }
+}
+
+impl OpenEngine for Temporal {
+    fn open(self: Box<Self>, parts: EngineParts) -> BoxFuture<'static, Result<Arc<dyn Engine>>> {
+        Box::pin(async move {
+            let config = Arc::new(self.config);
+            let client = connect(&config).await?;
+            let engine = TemporalEngine::new(client, config.clone(), parts.clone());
+            if self.workers.any() {
+                let thread = WorkerThread::spawn(config, parts, Arc::downgrade(&engine), self.workers).await?;
+                if let Ok(mut slot) = engine.workers.lock() {
+                    *slot = Some(thread);
+                }
+            }
+            Ok(engine as Arc<dyn Engine>)
+        })
+    }
+}

