@@ -34,7 +34,25 @@ fn a_non_loopback_address_is_refused_without_tokens() {
 #[test]
 fn serve_answers_healthz_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = concierge(dir.path())
+    let (mut child, addr) = serve(dir.path());
+    let response = request(&addr, "GET", "/healthz", "", "");
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    assert!(response.ends_with(r#"{"status":"ok"}"#), "{response}");
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "a clean stop: {status:?}");
+}
+
+/// `concierge serve` on a free loopback port in `dir`, and its address
+/// (read from the URL it prints first).
+#[cfg(unix)]
+fn serve(dir: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = concierge(dir)
         .args(["serve", "--addr", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -49,33 +67,17 @@ fn serve_answers_healthz_and_stops_on_sigterm() {
         .and_then(|rest| rest.strip_suffix('/'))
         .unwrap_or_else(|| panic!("the first line is the URL: {url:?}"))
         .to_string();
-    let mut stream = TcpStream::connect(&addr).unwrap();
-    write!(
-        stream,
-        "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
-    assert!(response.ends_with(r#"{"status":"ok"}"#), "{response}");
-
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
-    assert!(status.success(), "a clean stop: {status:?}");
+    (child, addr)
 }
 
-/// One HTTP/1.1 request on a fresh connection; the whole response.
+/// One HTTP/1.1 request on a fresh connection, with `headers` (each line
+/// ending in CRLF); the whole response.
 #[cfg(unix)]
-fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
+fn request(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -84,24 +86,17 @@ fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
     response
 }
 
+/// A JSON request; the whole response.
+#[cfg(unix)]
+fn http(addr: &str, method: &str, path: &str, body: &str) -> String {
+    request(addr, method, path, "Content-Type: application/json\r\n", body)
+}
+
 #[cfg(unix)]
 #[test]
 fn serve_counts_a_run_and_its_tool_call_at_metrics() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = concierge(dir.path())
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut url = String::new();
-    stdout.read_line(&mut url).unwrap();
-    let addr = url
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = serve(dir.path());
 
     let created = http(
         &addr,
@@ -135,19 +130,13 @@ fn serve_counts_a_run_and_its_tool_call_at_metrics() {
     assert!(child.wait().unwrap().success());
 }
 
-/// A request to `addr` with an optional bearer token; the response's status line.
+/// A GET to `addr` with an optional bearer token; the response's status line.
+#[cfg(unix)]
 fn status_of(addr: &str, path: &str, token: Option<&str>) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
     let auth = token
         .map(|t| format!("Authorization: Bearer {t}\r\n"))
         .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
+    let response = request(addr, "GET", path, &auth, "");
     response.lines().next().unwrap_or_default().to_string()
 }
 
@@ -167,20 +156,7 @@ fn a_token_made_by_token_new_opens_the_api_and_nothing_else_does() {
     let config = &lines[lines.find("[[server.tokens]]").unwrap()..];
     std::fs::write(dir.path().join("concierge.toml"), config).unwrap();
 
-    let mut child = concierge(dir.path())
-        .args(["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut url = String::new();
-    stdout.read_line(&mut url).unwrap();
-    let addr = url
-        .trim()
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
+    let (mut child, addr) = serve(dir.path());
     assert!(status_of(&addr, "/api/v1/sessions", None).contains("401"));
     assert!(status_of(&addr, "/api/v1/sessions", Some("cx_wrong")).contains("401"));
     assert!(status_of(&addr, "/api/v1/sessions", Some(&token)).contains("200"));
