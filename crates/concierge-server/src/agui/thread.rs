@@ -46,13 +46,11 @@ pub async fn resolve(
         Some((agent, field)) => Some(known_agent(state, &agent, field)?),
         None => None,
     };
-    match state.runtime().session(id.clone()).await {
-        Ok(session) if caller.owns(session.tenant()) => Ok(Thread::Existing(Box::new(session))),
-        // Another tenant's thread is, to this caller, no thread at all.
-        Ok(_) => Err(ApiError::unknown_session(thread_id)),
-        Err(concierge::Error::SessionNotFound(_)) => Ok(Thread::New { id, agent: named }),
-        Err(error) => Err(error.into()),
-    }
+    // Another tenant's thread is, to this caller, no thread at all (a 404).
+    Ok(match state.maybe_session_of(caller, thread_id).await? {
+        Some(session) => Thread::Existing(Box::new(session)),
+        None => Thread::New { id, agent: named },
+    })
 }
 
 fn known_agent(state: &ApiState, agent: &str, field: &'static str) -> Result<AgentId, ApiError> {

@@ -89,9 +89,18 @@ impl ApiState {
     /// Session `id` if it is `caller`'s; another tenant's session is a 404,
     /// as one that does not exist.
     pub async fn session_of(&self, caller: &Caller, id: &str) -> Result<Session, ApiError> {
+        self.maybe_session_of(caller, id)
+            .await?
+            .ok_or_else(|| ApiError::unknown_session(id))
+    }
+
+    /// Session `id` if it is `caller`'s, `None` if no session has this id;
+    /// another tenant's session is a 404 (a caller may not take its id).
+    pub async fn maybe_session_of(&self, caller: &Caller, id: &str) -> Result<Option<Session>, ApiError> {
         match self.rt.session(id).await {
-            Ok(session) if caller.owns(session.tenant()) => Ok(session),
-            Ok(_) | Err(concierge::Error::SessionNotFound(_)) => Err(ApiError::unknown_session(id)),
+            Ok(session) if caller.owns(session.tenant()) => Ok(Some(session)),
+            Ok(_) => Err(ApiError::unknown_session(id)),
+            Err(concierge::Error::SessionNotFound(_)) => Ok(None),
             Err(error) => Err(error.into()),
         }
     }

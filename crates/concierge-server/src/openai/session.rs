@@ -2,7 +2,7 @@
 //! `X-Concierge-Session` header, or a new one. Every handler that touches a
 //! session goes through [`resolve`].
 
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use concierge::core::Message;
 use concierge::{AgentId, RunHandle, SessionId};
 
@@ -10,7 +10,7 @@ use super::error::OpenAiError;
 use super::models::Target;
 use super::request::{Role, Turn};
 use crate::http::checks::{ID_RULE, valid_id};
-use crate::http::{ApiError, ApiState, Caller};
+use crate::http::{ApiState, Caller};
 
 /// The header that names the session, in requests and in responses.
 pub const SESSION_HEADER: &str = "x-concierge-session";
@@ -49,14 +49,14 @@ pub async fn resolve(
             agent: agent_for(target, None),
         });
     };
-    let new = match state.rt.session(id.as_str()).await {
-        Ok(session) if caller.owns(session.tenant()) => session.history().is_empty(),
-        Ok(_) => {
-            return Err(OpenAiError::from(ApiError::unknown_session(&id))
+    let new = match state.maybe_session_of(caller, &id).await {
+        Ok(Some(session)) => session.history().is_empty(),
+        Ok(None) => true,
+        Err(error) if error.status == StatusCode::NOT_FOUND => {
+            return Err(OpenAiError::from(error)
                 .param("X-Concierge-Session")
                 .code("session_not_found"));
         }
-        Err(concierge::Error::SessionNotFound(_)) => true,
         Err(error) => return Err(error.into()),
     };
     Ok(Conversation {
