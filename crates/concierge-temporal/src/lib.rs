@@ -75,6 +75,7 @@
 mod activities;
 mod config;
 mod engine;
+mod history;
 mod wire;
 mod worker;
 mod workflow;
@@ -87,6 +88,7 @@ use futures::future::BoxFuture;
 
 pub use config::{TemporalConfig, TemporalSection};
 pub use engine::{TemporalEngine, connect};
+pub use history::{HistoryCost, history_cost};
 pub use worker::Workers;
 
 use worker::WorkerThread;

@@ -1,6 +1,9 @@
 //! `concierge bench`: S sessions of T turns against the calculator agent with
 //! the LLM planner, C sessions at a time, over an OpenAI-compatible server
-//! (`--serve-fake ADDR` runs the instant, deterministic fixture).
+//! (`--serve-fake ADDR` runs the instant, deterministic fixture), on the
+//! embedded engine (in memory, or SQLite with `--durable`) or on Temporal
+//! (`--temporal ADDRESS`, workers in this process; `--compare-embedded` runs
+//! the embedded engine on the same workload first).
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -11,13 +14,15 @@ use std::time::Instant;
 
 use clap::Args;
 use concierge::model::{Model, ModelContext, ModelError, OpenAiCompatible};
-use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime};
+use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime, SessionId};
+use concierge_temporal::{Temporal, TemporalConfig, Workers};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
+use super::bench_temporal::{self, TemporalFigures};
 use crate::{Cli, fake_server};
 
 /// `concierge bench`.
@@ -56,6 +61,29 @@ pub struct BenchArgs {
     /// OpenAI-compatible `/v1/chat/completions`) instead of in process.
     #[arg(long, value_name = "URL", conflicts_with = "serve_fake")]
     pub http: Option<String>,
+    /// Run the sessions on the Temporal server at this address (host:port),
+    /// with the workers (sessions, models, tools) in this process.
+    #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["http", "serve_fake"])]
+    pub temporal: Option<String>,
+    /// The Temporal namespace the sessions run in.
+    #[arg(long, value_name = "NAMESPACE", default_value = "default", requires = "temporal")]
+    pub temporal_namespace: String,
+    /// The Temporal server's process id: its CPU per turn is reported too
+    /// (read from /proc, so the server runs on this machine).
+    #[arg(long, value_name = "PID", requires = "temporal")]
+    pub temporal_server_pid: Option<u32>,
+    /// With --temporal, first run the same workload on the embedded engine
+    /// (in memory, or SQLite with --durable) and report both.
+    #[arg(long, requires = "temporal")]
+    pub compare_embedded: bool,
+}
+
+/// Which engine a benchmark runs its sessions on.
+enum Target {
+    /// The embedded engine (in memory, or SQLite with `--durable`).
+    Embedded,
+    /// Temporal, with the workers in this process.
+    Temporal(TemporalConfig),
 }
 
 /// Counts model calls.
@@ -133,6 +161,9 @@ pub struct Report {
     pub journal_bytes_per_turn: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsyncs_per_turn: Option<f64>,
+    /// What the Temporal engine adds (its workers' and server's CPU, history).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub temporal: Option<TemporalFigures>,
 }
 
 /// The `p`th percentile (0–100) of sorted values, nearest rank; 0 when there are none.
@@ -177,8 +208,30 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         .map(|m| m.split_once(':').map_or(m, |(_, name)| name))
         .unwrap_or("fake")
         .to_string();
-    let report = run(args, &base_url, &model_name).await?;
-    print(args, report)
+    let Some(address) = &args.temporal else {
+        let report = run(args, &base_url, &model_name, Target::Embedded).await?;
+        return print(args, report);
+    };
+    if args.durable && !args.compare_embedded {
+        return Err(Error::InvalidConfig(
+            "--durable chooses the embedded engine's journal: with --temporal it needs --compare-embedded".into(),
+        ));
+    }
+    if let Some(pid) = args.temporal_server_pid {
+        bench_temporal::process_cpu_s(pid)?;
+    }
+    let mut failed = false;
+    if args.compare_embedded {
+        let report = run(args, &base_url, &model_name, Target::Embedded).await?;
+        failed |= print(args, report)? != ExitCode::SUCCESS;
+        if args.table {
+            println!();
+        }
+    }
+    let config = bench_temporal::config(address, &args.temporal_namespace);
+    let report = run(args, &base_url, &model_name, Target::Temporal(config)).await?;
+    failed |= print(args, report)? != ExitCode::SUCCESS;
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// Prints the report as asked; failure when a turn failed.
@@ -196,7 +249,7 @@ fn print(args: &BenchArgs, report: Report) -> Result<ExitCode> {
     })
 }
 
-async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Report> {
+async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target) -> Result<Report> {
     let calls = Arc::new(AtomicU64::new(0));
     let model = Counting {
         inner: OpenAiCompatible::new(model_name).base_url(base_url),
@@ -206,10 +259,10 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
     let mut builder = concierge_demo::install(Runtime::builder())
         .model(model)
         .commit_window(std::time::Duration::from_micros(args.commit_window_us));
-    builder = if args.durable {
-        builder.sqlite(dir.path().join("bench.db"))
-    } else {
-        builder.in_memory()
+    builder = match &target {
+        Target::Temporal(config) => builder.engine(Temporal::new(config.clone()).workers(Workers::all())),
+        Target::Embedded if args.durable => builder.sqlite(dir.path().join("bench.db")),
+        Target::Embedded => builder.in_memory(),
     };
     let rt = builder.build().await?;
     let client = rt.client("calculator")?;
@@ -229,6 +282,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
     }
     let semaphore = Arc::new(Semaphore::new(args.concurrency));
     let before = proc_usage();
+    let threads_before = bench_temporal::thread_cpu();
+    let server_before = match (&target, args.temporal_server_pid) {
+        (Target::Temporal(_), Some(pid)) => Some(bench_temporal::process_cpu_s(pid)?),
+        _ => None,
+    };
     let stats_before = rt.journal_stats();
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(args.sessions);
@@ -289,12 +347,36 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
     }
     let wall = started.elapsed();
     let after = proc_usage();
+    let threads_after = bench_temporal::thread_cpu();
+    let server_cpu_s = match (server_before, args.temporal_server_pid) {
+        (Some(before), Some(pid)) => Some(bench_temporal::process_cpu_s(pid)? - before),
+        _ => None,
+    };
     bar.finish_and_clear();
     let stats = rt.journal_stats();
     latencies.sort_by(f64::total_cmp);
     let turns = total as f64;
     let cpu = after.cpu_s - before.cpu_s;
-    let durable = |x: f64| args.durable.then(|| round(x / turns, 2));
+    let durable_run = args.durable && matches!(target, Target::Embedded);
+    let durable = |x: f64| durable_run.then(|| round(x / turns, 2));
+    let temporal = match &target {
+        Target::Embedded => None,
+        Target::Temporal(config) => {
+            let sessions: Vec<SessionId> = (0..args.sessions)
+                .map(|s| SessionId::new(format!("bench-{s}")))
+                .collect();
+            let figures = bench_temporal::figures(
+                config,
+                &sessions,
+                turns,
+                (threads_before, threads_after),
+                server_cpu_s,
+            )
+            .await?;
+            rt.shutdown().await;
+            Some(figures)
+        }
+    };
     Ok(Report {
         sessions: args.sessions,
         turns: args.turns,
@@ -309,19 +391,18 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str) -> Result<Repor
         errors,
         variant: format!(
             "{}{}",
-            if args.durable {
-                format!("sqlite (commit window {} us)", args.commit_window_us)
-            } else {
-                "memory".into()
+            match &target {
+                Target::Temporal(_) => "temporal (workers in process)".to_string(),
+                Target::Embedded if args.durable => format!("sqlite (commit window {} us)", args.commit_window_us),
+                Target::Embedded => "memory".into(),
             },
             if args.stream { ", streamed" } else { "" }
         ),
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
         bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
         journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),
-        fsyncs_per_turn: args
-            .durable
-            .then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
+        fsyncs_per_turn: durable_run.then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
+        temporal,
     })
 }
 
@@ -349,5 +430,22 @@ fn print_table(r: &Report) {
             "{:<18} {b:.0} B written, {j:.0} B journal payload, {f:.3} fsyncs",
             "per turn"
         );
+    }
+    if let Some(t) = &r.temporal {
+        println!("{:<18} {}", "temporal", t.temporal);
+        println!(
+            "{:<18} {:.3} ms workers' thread, {:.3} ms the rest (client)",
+            "CPU per turn", t.worker_thread_cpu_ms_per_turn, t.client_cpu_ms_per_turn
+        );
+        if let Some(server) = t.server_cpu_ms_per_turn {
+            println!("{:<18} {server:.3} ms/turn", "server CPU");
+        }
+        println!(
+            "{:<18} {:.2} events, {:.0} bytes",
+            "history per turn", t.history_events_per_turn, t.history_bytes_per_turn
+        );
+        for (kind, n) in &t.history_events_by_type_per_turn {
+            println!("{:<18}   {n:>6.2} {kind}", "");
+        }
     }
 }

@@ -111,6 +111,7 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
         bytes_written_per_turn: None,
         journal_bytes_per_turn: None,
         fsyncs_per_turn: None,
+        temporal: None,
     })
 }
 

@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bench_http;
+pub mod bench_temporal;
 pub mod chat;
 pub mod inspect;
 pub mod mcp;
