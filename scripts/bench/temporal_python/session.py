@@ -63,13 +63,16 @@ MAX_MODEL_CALLS = 8
 
 @workflow.defn(name="bench.session")
 class Session:
-    def __init__(self) -> None:
+    # The start input reaches the constructor, so an update that arrives
+    # with the workflow's first task (update-with-start) sees the queues.
+    @workflow.init
+    def __init__(self, queues: dict) -> None:
+        self.queues = queues
         self.messages: list = [{"role": "system", "content": SYSTEM}]
         self.ended = False
 
     @workflow.run
     async def run(self, queues: dict) -> None:
-        self.queues = queues
         await workflow.wait_condition(lambda: self.ended)
 
     @workflow.update
