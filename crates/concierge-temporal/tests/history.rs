@@ -37,12 +37,20 @@ async fn a_sessions_history_is_counted_by_workflow_and_by_event_type() {
     let first = history_cost(&config, &sessions[..1], false).await.unwrap();
     assert_eq!(both.workflows, 2);
     assert!(first.events > 0 && first.bytes > 0, "{first:?}");
-    assert!(both.events > first.events && both.bytes > first.bytes, "{both:?} {first:?}");
+    assert!(
+        both.events > first.events && both.bytes > first.bytes,
+        "{both:?} {first:?}"
+    );
     assert!(first.by_type.is_empty(), "types are counted only when asked");
     // The types are the first session's, every event counted once.
     assert_eq!(both.by_type.values().sum::<u64>(), first.events, "{:?}", both.by_type);
     assert_eq!(both.by_type.get("WORKFLOW_EXECUTION_STARTED"), Some(&1));
-    assert_eq!(both.by_type.get("ACTIVITY_TASK_SCHEDULED"), Some(&2), "{:?}", both.by_type);
+    assert_eq!(
+        both.by_type.get("ACTIVITY_TASK_SCHEDULED"),
+        Some(&2),
+        "{:?}",
+        both.by_type
+    );
 
     let missing = history_cost(&config, &[SessionId::new("nobody")], false)
         .await

@@ -365,14 +365,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             let sessions: Vec<SessionId> = (0..args.sessions)
                 .map(|s| SessionId::new(format!("bench-{s}")))
                 .collect();
-            let figures = bench_temporal::figures(
-                config,
-                &sessions,
-                turns,
-                (threads_before, threads_after),
-                server_cpu_s,
-            )
-            .await?;
+            let figures =
+                bench_temporal::figures(config, &sessions, turns, (threads_before, threads_after), server_cpu_s)
+                    .await?;
             rt.shutdown().await;
             Some(figures)
         }
@@ -434,7 +429,7 @@ fn print_table(r: &Report) {
     if let Some(t) = &r.temporal {
         println!("{:<18} {}", "temporal", t.temporal);
         println!(
-            "{:<18} {:.3} ms workers' thread, {:.3} ms the rest (client)",
+            "{:<18} {:.3} ms workers' threads, {:.3} ms the rest (client)",
             "CPU per turn", t.worker_thread_cpu_ms_per_turn, t.client_cpu_ms_per_turn
         );
         if let Some(server) = t.server_cpu_ms_per_turn {

@@ -20,9 +20,10 @@ use serde::Serialize;
 
 use super::bench::round;
 
-/// The name (as the kernel keeps it, 15 bytes at most) of the thread the
-/// Temporal workers run on: `concierge-temporal-workers`, cut short.
-const WORKERS_THREAD: &str = "concierge-tempo";
+/// The names (as the kernel keeps them, 15 bytes at most) of the threads
+/// the Temporal workers run on: concierge's `concierge-temporal-workers`
+/// and the SDK's own `workflow-processing` and `temporal-real-sysinfo`.
+const WORKER_THREADS: [&str; 3] = ["concierge-tempo", "workflow-proces", "temporal-real-s"];
 
 /// What the Temporal engine adds to a benchmark's report, per turn.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -30,7 +31,7 @@ pub struct TemporalFigures {
     /// The server's address and namespace, and the prefix of this run's
     /// queues and workflow ids.
     pub temporal: String,
-    /// CPU of the workers' thread (workflow tasks, activities, polling).
+    /// CPU of the workers' threads (workflow tasks, activities, polling).
     pub worker_thread_cpu_ms_per_turn: f64,
     /// CPU of the rest of the process (the client: updates, waiting).
     pub client_cpu_ms_per_turn: f64,
@@ -82,10 +83,10 @@ pub fn process_cpu_s(pid: u32) -> Result<f64> {
 }
 
 /// CPU seconds this process's threads have used, split into the workers'
-/// thread and the others (threads that ended are not counted).
+/// threads and the others (threads that ended are not counted).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ThreadCpu {
-    /// The Temporal workers' thread.
+    /// The Temporal workers' threads.
     pub workers_s: f64,
     /// Every other live thread.
     pub others_s: f64,
@@ -107,7 +108,7 @@ pub fn thread_cpu() -> ThreadCpu {
             .map(|(name, _)| name)
             .unwrap_or_default();
         let used = stat_cpu_s(&stat).unwrap_or_default();
-        if name == WORKERS_THREAD {
+        if WORKER_THREADS.contains(&name) {
             cpu.workers_s += used;
         } else {
             cpu.others_s += used;
