@@ -17,7 +17,8 @@
 # history from describing each session's workflow.
 #
 # Environment: CONCIERGE_BIN (default: $CARGO_TARGET_DIR or target, /release/concierge),
-# CONCIERGE_CACHE (default ~/.cache/concierge; the Python venv and the Temporal CLI go there).
+# CONCIERGE_CACHE (default ~/.cache/concierge; the Python venv and the Temporal CLI go there),
+# KEEP=1 keeps the servers' and workers' logs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
@@ -42,7 +43,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  rm -rf "$work"
+  if [ "${KEEP:-0}" = 1 ]; then echo "logs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
@@ -88,7 +89,8 @@ start_server concierge
 echo "concierge (embedded, then temporal) on $address..." >&2
 "$bin" --base-url "$base_url" --model openai:fake bench --sessions "$sessions" --turns "$turns" \
   --concurrency "$concurrency" --temporal "$address" --temporal-namespace concierge \
-  --temporal-server-pid "$server_pid" --compare-embedded --json >"$work/concierge.jsonl"
+  --temporal-server-pid "$server_pid" --compare-embedded --json >"$work/concierge.jsonl" \
+  || echo "concierge bench reported failed turns (see the errors column)" >&2
 stop_server
 
 python_run() { # NAME [--unsandboxed]
@@ -105,7 +107,9 @@ python_run() { # NAME [--unsandboxed]
   done
   "$venv/bin/python" "$pydir/driver.py" --address "$address" --namespace concierge --prefix "$name" \
     --worker-pid "$worker" --server-pid "$server_pid" --sessions "$sessions" --turns "$turns" \
-    --concurrency "$concurrency" | sed "s/\"engine\": \"python\"/\"engine\": \"$name\"/" >>"$work/python.jsonl"
+    --concurrency "$concurrency" 2>"$work/driver-$name.log" \
+    | sed "s/\"engine\": \"python\"/\"engine\": \"$name\"/" >>"$work/python.jsonl" \
+    || echo "the Python driver reported failed turns (log: $work/driver-$name.log)" >&2
   kill "$worker"
   wait "$worker" 2>/dev/null || true
   stop_server
