@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use concierge::config::TemporalSection;
 use concierge_core::{AgentId, SessionId};
 
 /// How to reach Temporal and name concierge's queues and workflows.
@@ -148,45 +149,18 @@ impl TemporalConfig {
     }
 }
 
-/// The `[temporal]` section of a configuration file, for a program (the
-/// CLI, say) that selects this engine with `engine = "temporal"`:
-///
-/// ```toml
-/// [temporal]
-/// address = "temporal.example.com:7233"
-/// namespace = "concierge"
-/// task_queue_prefix = "concierge"
-/// api_key_env = "TEMPORAL_API_KEY"   # the API key's variable (TLS then on)
-/// tls = true
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TemporalSection {
-    /// The frontend's address (default `127.0.0.1:7233`).
-    pub address: Option<String>,
-    /// The namespace (default `default`).
-    pub namespace: Option<String>,
-    /// The prefix of task queues and workflow ids (default `concierge`).
-    pub task_queue_prefix: Option<String>,
-    /// The environment variable holding an API key.
-    pub api_key_env: Option<String>,
-    /// Whether to connect with TLS (default: only with an API key).
-    #[serde(default)]
-    pub tls: bool,
-}
-
-impl TemporalSection {
-    /// The configuration the section describes (the API key read from its
-    /// variable, which must then be set).
-    pub fn resolve(&self) -> concierge::Result<TemporalConfig> {
-        let mut config = TemporalConfig::default();
-        if let Some(address) = &self.address {
+impl TemporalConfig {
+    /// The configuration a `[temporal]` section of `concierge.toml`
+    /// describes (the API key read from its variable, which must then be set).
+    pub fn from_section(section: &TemporalSection) -> concierge::Result<Self> {
+        let mut config = Self::default();
+        if let Some(address) = &section.address {
             config.address = address.clone();
         }
-        if let Some(namespace) = &self.namespace {
+        if let Some(namespace) = &section.namespace {
             config.namespace = namespace.clone();
         }
-        if let Some(prefix) = &self.task_queue_prefix {
+        if let Some(prefix) = &section.task_queue_prefix {
             if prefix.is_empty() || prefix.contains(char::is_whitespace) {
                 return Err(concierge::Error::InvalidConfig(format!(
                     "temporal.task_queue_prefix {prefix:?} must be a non-empty name without spaces"
@@ -194,7 +168,7 @@ impl TemporalSection {
             }
             config.task_queue_prefix = prefix.clone();
         }
-        if let Some(var) = &self.api_key_env {
+        if let Some(var) = &section.api_key_env {
             match std::env::var(var) {
                 Ok(key) if !key.is_empty() => config.api_key = Some(key),
                 _ => {
@@ -204,7 +178,7 @@ impl TemporalSection {
                 }
             }
         }
-        config.tls = self.tls;
+        config.tls = section.tls;
         Ok(config)
     }
 }
@@ -224,27 +198,32 @@ mod tests {
             api_key_env: None,
             tls: true,
         };
-        let config = section.resolve().unwrap();
+        let config = TemporalConfig::from_section(&section).unwrap();
         assert_eq!(config.url(), "https://temporal.example.com:7233");
         assert_eq!(config.namespace, "concierge");
         assert_eq!(config.sessions_queue(), "prod-sessions");
         assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
         assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");
 
-        let defaults = TemporalSection::default().resolve().unwrap();
+        let defaults = TemporalConfig::from_section(&TemporalSection::default()).unwrap();
         assert_eq!(defaults.url(), "http://127.0.0.1:7233");
 
         let missing = TemporalSection {
             api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),
             ..TemporalSection::default()
         };
-        let error = missing.resolve().unwrap_err().to_string();
+        let error = TemporalConfig::from_section(&missing).unwrap_err().to_string();
         assert!(error.contains("CONCIERGE_TEST_NO_SUCH_VARIABLE"), "{error}");
 
         let spaced = TemporalSection {
             task_queue_prefix: Some("my queue".into()),
             ..TemporalSection::default()
         };
-        assert!(spaced.resolve().unwrap_err().to_string().contains("task_queue_prefix"));
+        assert!(
+            TemporalConfig::from_section(&spaced)
+                .unwrap_err()
+                .to_string()
+                .contains("task_queue_prefix")
+        );
     }
 }

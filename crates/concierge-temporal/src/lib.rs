@@ -85,7 +85,7 @@ use concierge::Result;
 use concierge::engine::{Engine, EngineParts, OpenEngine};
 use futures::future::BoxFuture;
 
-pub use config::{TemporalConfig, TemporalSection};
+pub use config::TemporalConfig;
 pub use engine::{TemporalEngine, connect};
 pub use worker::Workers;
 
