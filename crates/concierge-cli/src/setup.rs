@@ -154,6 +154,31 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     config.apply_hub(builder).agents(agents).build().await
 }
 
+/// Lists the MCP servers whose tools the Temporal workers of this process
+/// run or plan with (every server, or those of the agents a tools-only
+/// worker serves), so that a session's workflow and its tool calls find
+/// them: on Temporal the process that starts a run is not the one that
+/// plans it. A server that cannot start takes its agents' tools away, not
+/// the worker's.
+pub async fn discover_for_workers(rt: &Runtime, workers: &WorkerSet) {
+    let servers = rt.mcp_servers();
+    let wanted: Vec<String> = match workers {
+        WorkerSet::None => return,
+        WorkerSet::All | WorkerSet::NoTools => servers,
+        WorkerSet::ToolsOf(names) => rt
+            .agents()
+            .iter()
+            .filter(|a| names.iter().any(|n| n.as_str() == a.id.as_str()))
+            .flat_map(|a| a.toolsets.iter().filter(|t| servers.contains(t)).cloned())
+            .collect(),
+    };
+    for server in wanted {
+        if let Err(error) = rt.discover(&server).await {
+            eprintln!("warning: the MCP server {server} could not be listed; its tools are unavailable: {error}");
+        }
+    }
+}
+
 /// Puts the Temporal engine the configuration's `[temporal]` section names
 /// under `builder`, with `workers` in this process.
 #[cfg(feature = "temporal")]

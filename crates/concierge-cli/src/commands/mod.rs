@@ -49,9 +49,10 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         access,
         label,
         metrics: metrics.as_ref(),
-        workers,
+        workers: workers.clone(),
     };
     let rt = setup::runtime(&cli, role).await?;
+    setup::discover_for_workers(&rt, &workers).await;
     let result = match &cli.command {
         Command::Run(args) => run::run(&rt, args).await,
         Command::Confirm(args) => run::confirm(&rt, args).await,
