@@ -75,6 +75,9 @@
 mod activities;
 mod config;
 mod engine;
+mod options;
+mod payload;
+mod visibility;
 mod wire;
 mod worker;
 mod workflow;
@@ -87,6 +90,9 @@ use futures::future::BoxFuture;
 
 pub use config::{TemporalConfig, TemporalSection};
 pub use engine::{TemporalEngine, connect};
+pub use options::WorkflowOptions;
+pub use temporalio_common::search_attributes::{SearchAttributeKey, SearchAttributeUpdate, SearchAttributes};
+pub use visibility::{AGENT, TENANT};
 pub use worker::Workers;
 
 use worker::WorkerThread;
@@ -122,6 +128,7 @@ impl OpenEngine for Temporal {
         Box::pin(async move {
             let config = Arc::new(self.config);
             let client = connect(&config).await?;
+            visibility::check(&client, &config).await?;
             let engine = TemporalEngine::new(client, config.clone(), parts.clone());
             if self.workers.any() {
                 let thread = WorkerThread::spawn(config, parts, Arc::downgrade(&engine), self.workers).await?;

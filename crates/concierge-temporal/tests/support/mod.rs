@@ -12,6 +12,9 @@ use tokio::process::{Child, Command};
 /// The namespace the dev server creates for the tests.
 pub const NAMESPACE: &str = "concierge";
 
+/// The search attributes the dev server registers (as Keyword).
+pub const SEARCH_ATTRIBUTES: [&str; 2] = ["ConciergeTenant", "ConciergeAgent"];
+
 /// A dev server, stopped (and waited for) by [`DevServer::stop`].
 pub struct DevServer {
     child: Child,
@@ -49,6 +52,9 @@ impl DevServer {
             .arg("--db-filename")
             .arg(dir.path().join("temporal.db"))
             .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+            // concierge's search attributes (the engine refuses to start
+            // without them, see `TemporalConfig::search_attributes`).
+            .args(SEARCH_ATTRIBUTES.iter().flat_map(|name| ["--search-attribute".to_string(), format!("{name}=Keyword")]))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)
