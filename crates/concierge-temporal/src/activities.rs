@@ -150,7 +150,13 @@ impl ModelActivities {
         let what = format!("the answer of agent {}", call.agent);
         let call = self.parts.executor.agent_call(call);
         let answer = heartbeating(&ctx, call_agent(engine.as_ref(), &self.parts.setup, &call)).await;
-        Ok(payload::bounded_call(answer, self.max_payload_bytes, run_id, call_id, &what))
+        Ok(payload::bounded_call(
+            answer,
+            self.max_payload_bytes,
+            run_id,
+            call_id,
+            &what,
+        ))
     }
 }
 
@@ -192,6 +198,12 @@ impl ToolActivities {
             blackboard: Arc::new(input.blackboard),
         };
         let answer = heartbeating(&ctx, self.executor.call_tool(cx, &input.call)).await;
-        Ok(payload::bounded_call(answer, self.max_payload_bytes, run_id, call_id, &what))
+        Ok(payload::bounded_call(
+            answer,
+            self.max_payload_bytes,
+            run_id,
+            call_id,
+            &what,
+        ))
     }
 }

@@ -25,12 +25,12 @@ use temporalio_common::HasWorkflowDefinition;
 
 use crate::config::TemporalConfig;
 use crate::options::WorkflowOptions;
-use crate::{payload, visibility};
 use crate::wire::{
     Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartRequest, Summary,
 };
 use crate::worker::WorkerThread;
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
+use crate::{payload, visibility};
 
 /// The time now, as the core counts it.
 pub(crate) fn now() -> Timestamp {
@@ -272,8 +272,12 @@ impl TemporalEngine {
         let queue = options
             .and_then(|o| o.task_queue.clone())
             .unwrap_or_else(|| self.config.sessions_queue());
-        let attributes =
-            visibility::start_attributes(&self.config, start.tenant, start.agent, options.map(|o| &o.search_attributes));
+        let attributes = visibility::start_attributes(
+            &self.config,
+            start.tenant,
+            start.agent,
+            options.map(|o| &o.search_attributes),
+        );
         let no_memo = BTreeMap::new();
         let memo = visibility::start_memo(
             start.tenant,

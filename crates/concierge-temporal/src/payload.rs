@@ -112,13 +112,25 @@ pub(crate) fn bounded_reply(answer: Input, limit: usize, model: &str) -> Input {
 }
 
 /// A model call that fails at once: its request is over `limit`.
-pub(crate) fn request_too_large(run_id: RunId, call: u32, agent: &str, bytes: usize, limit: usize, at: Timestamp) -> Input {
+pub(crate) fn request_too_large(
+    run_id: RunId,
+    call: u32,
+    agent: &str,
+    bytes: usize,
+    limit: usize,
+    at: Timestamp,
+) -> Input {
     Input::ModelFailed {
         run_id,
         call,
         error: format!(
             "{}; bound what the agent sends with its [history] policy (last_turns, max_request_bytes)",
-            over(&format!("the request to the model of agent {agent}"), "is", bytes, limit)
+            over(
+                &format!("the request to the model of agent {agent}"),
+                "is",
+                bytes,
+                limit
+            )
         ),
         at,
     }
@@ -164,7 +176,9 @@ mod tests {
             panic!("{cut:?}");
         };
         assert!(
-            error.message.starts_with("the result of tool `search_flights` is 5.1 kB, over the 1.0 kB"),
+            error
+                .message
+                .starts_with("the result of tool `search_flights` is 5.1 kB, over the 1.0 kB"),
             "{}",
             error.message
         );

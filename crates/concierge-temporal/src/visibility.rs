@@ -144,7 +144,10 @@ pub(crate) fn start_memo(
         fields.insert(MEMO_TENANT.into(), Value::from(tenant));
     }
     if !labels.is_empty() {
-        let labels = labels.iter().map(|(k, v)| (k.clone(), Value::from(v.as_str()))).collect();
+        let labels = labels
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
+            .collect();
         fields.insert(MEMO_LABELS.into(), Value::Object(labels));
     }
     fields.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
@@ -188,6 +191,9 @@ mod tests {
             ),
             "{message}"
         );
-        assert!(message.contains("--search-attribute ConciergeAgent=Keyword"), "{message}");
+        assert!(
+            message.contains("--search-attribute ConciergeAgent=Keyword"),
+            "{message}"
+        );
     }
 }

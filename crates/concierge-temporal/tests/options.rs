@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use concierge::model::ScriptedModel;
 use concierge::{AgentSpec, ModelReply, RunOptions, RunStatus, Runtime, ToolContext, tool};
-use concierge_temporal::{AGENT, SearchAttributeKey, TENANT, Temporal, TemporalConfig, WorkflowOptions, Workers};
+use concierge_temporal::{AGENT, SearchAttributeKey, TENANT, Temporal, TemporalConfig, Workers, WorkflowOptions};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -89,7 +89,11 @@ async fn a_tenants_sessions_are_found_by_their_search_attributes_and_a_handoff_u
     let described = describe(&client, &config, "acme-1").await;
     let attributes = described.search_attributes();
     assert_eq!(attributes.get(&TENANT).as_deref(), Some("acme"));
-    assert_eq!(attributes.get(&AGENT).as_deref(), Some("calculator"), "upserted after the handoff");
+    assert_eq!(
+        attributes.get(&AGENT).as_deref(),
+        Some("calculator"),
+        "upserted after the handoff"
+    );
     let memo = described.memo();
     assert_eq!(memo.get::<String>("agent").unwrap().as_deref(), Some("calculator"));
     assert_eq!(memo.get::<String>("tenant").unwrap().as_deref(), Some("acme"));
@@ -144,7 +148,10 @@ async fn a_namespace_without_the_search_attributes_is_refused_at_start_naming_th
     let described = describe(&client, &config, "s").await;
     assert_eq!(described.search_attributes().get(&TENANT), None);
     assert_eq!(described.search_attributes().get(&AGENT), None);
-    assert_eq!(described.memo().get::<String>("tenant").unwrap().as_deref(), Some("acme"));
+    assert_eq!(
+        described.memo().get::<String>("tenant").unwrap().as_deref(),
+        Some("acme")
+    );
 
     rt.shutdown().await;
     server.stop().await;
@@ -198,8 +205,16 @@ async fn a_callers_workflow_options_apply_last_to_the_run_that_creates_the_sessi
     assert_eq!(memo.get::<String>("agent").unwrap().as_deref(), Some("overridden"));
     assert_eq!(memo.get::<String>("tenant").unwrap().as_deref(), Some("acme"));
     let attributes = described.search_attributes();
-    assert_eq!(attributes.get(&TENANT).as_deref(), Some("acme-eu"), "the caller's value wins");
-    assert_eq!(attributes.get(&AGENT).as_deref(), Some("vip-desk"), "kept: no handoff changed the agent");
+    assert_eq!(
+        attributes.get(&TENANT).as_deref(),
+        Some("acme-eu"),
+        "the caller's value wins"
+    );
+    assert_eq!(
+        attributes.get(&AGENT).as_deref(),
+        Some("vip-desk"),
+        "kept: no handoff changed the agent"
+    );
     // Listed with the others, though on its own queue.
     let deadline = Instant::now() + Duration::from_secs(30);
     while rt.sessions().await.unwrap().is_empty() {
@@ -285,7 +300,10 @@ async fn a_turn_adds_what_it_brings_to_the_history_not_the_whole_conversation() 
     assert_eq!(requests(&fetched), requests(&sent));
     assert_eq!(fetched.requests().len(), 2 * turns);
     let last = fetched.requests()[2 * turns - 1].messages.len();
-    assert!(last >= 3 * turns, "the last request has the whole conversation: {last} messages");
+    assert!(
+        last >= 3 * turns,
+        "the last request has the whole conversation: {last} messages"
+    );
 
     // Every turn adds the same events; by reference, about the same bytes
     // (ids and numbers grow a digit), while inline each turn adds more than
@@ -333,12 +351,18 @@ async fn a_payload_over_the_limit_fails_fast_naming_the_tool_or_the_model() {
         .unwrap();
 
     // The tool's result is over the limit: the model reads why, as the tool's error.
-    let out = rt.client("writer").unwrap().run("a report", session("t")).await.unwrap();
+    let out = rt
+        .client("writer")
+        .unwrap()
+        .run("a report", session("t"))
+        .await
+        .unwrap();
     assert_eq!(out.status, RunStatus::Completed);
     assert_eq!(out.reply.as_deref(), Some("The report is too long to fetch."));
     let seen = model.requests()[1].messages.last().unwrap().text();
     assert!(
-        seen.contains("the result of tool `report` is 30.") && seen.contains("over the 20.0 kB Temporal allows per payload"),
+        seen.contains("the result of tool `report` is 30.")
+            && seen.contains("over the 20.0 kB Temporal allows per payload"),
         "{seen}"
     );
 
@@ -348,7 +372,10 @@ async fn a_payload_over_the_limit_fails_fast_naming_the_tool_or_the_model() {
     assert_eq!(out.status, RunStatus::Failed);
     let error = out.error.unwrap_or_default();
     assert!(error.contains("the reply of model"), "{error}");
-    assert!(error.contains("over the 20.0 kB Temporal allows per payload"), "{error}");
+    assert!(
+        error.contains("over the 20.0 kB Temporal allows per payload"),
+        "{error}"
+    );
     assert!(rt.session("t").await.unwrap().active_run().is_none());
 
     rt.shutdown().await;
