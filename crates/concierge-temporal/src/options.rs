@@ -24,7 +24,8 @@ use temporalio_common::search_attributes::{SearchAttributeUpdate, SearchAttribut
 /// );
 /// ```
 ///
-/// A run of a session whose workflow exists already ignores them (a
+/// A run of a session whose workflow exists already (an earlier run, or
+/// [`Runtime::open`](concierge::Runtime::open)) ignores them (a
 /// workflow keeps its queue; continuing as new keeps its memo and search
 /// attributes). Some worker must poll a queue named here
 /// ([`Workers::sessions_on`](crate::Workers::sessions_on)), and every

@@ -106,7 +106,9 @@ impl RunOptions {
     /// engine's own defaults when the run creates the session (the Temporal
     /// engine reads its `concierge_temporal::WorkflowOptions`: task queue,
     /// memo and search attributes of the session's workflow). One value per
-    /// type; an engine ignores the types it does not know.
+    /// type; an engine ignores the types it does not know. A session opened
+    /// before its first message ([`Runtime::open`](crate::Runtime::open))
+    /// was created with the engine's defaults.
     pub fn engine_option<T>(mut self, value: T) -> Self
     where
         T: std::any::Any + Send + Sync + Clone + PartialEq + std::fmt::Debug,
