@@ -56,7 +56,8 @@ async fn listed(client: &Client, query: &str, expected: usize) -> Vec<String> {
 #[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
 async fn a_tenants_sessions_are_found_by_their_search_attributes_and_a_handoff_updates_the_agent() {
     let server = DevServer::start().await;
-    let config = server.config("find");
+    // Short runs: the session continues as new on the way.
+    let config = server.config("find").continue_after_events(40);
     let rt = concierge_demo::install(Runtime::builder())
         .engine(Temporal::new(config.clone()).workers(Workers::all()))
         .build()
@@ -71,6 +72,9 @@ async fn a_tenants_sessions_are_found_by_their_search_attributes_and_a_handoff_u
         .await
         .unwrap();
     assert_eq!(out.agent, "calculator");
+    for ask in ["calculate 6 * 7", "calculate 9 - 4", "calculate 8 / 2"] {
+        rt.send(ask, session("acme-1").tenant("acme")).await.unwrap();
+    }
     rt.send("calculate 1 + 1", session("globex-1").tenant("globex"))
         .await
         .unwrap();
@@ -81,10 +85,24 @@ async fn a_tenants_sessions_are_found_by_their_search_attributes_and_a_handoff_u
         .unwrap();
 
     let client = concierge_temporal::connect(&config).await.unwrap();
-    let ids = listed(&client, "ConciergeTenant = 'acme'", 1).await;
-    assert_eq!(ids, [config.workflow_id(&"acme-1".into())]);
-    let ids = listed(&client, "ConciergeAgent = 'calculator'", 3).await;
+    let acme = config.workflow_id(&"acme-1".into());
+    let ids = listed(&client, "ConciergeTenant = 'acme' AND ExecutionStatus = 'Running'", 1).await;
+    assert_eq!(ids, [acme.clone()]);
+    let ids = listed(
+        &client,
+        "ConciergeAgent = 'calculator' AND ExecutionStatus = 'Running'",
+        3,
+    )
+    .await;
     assert_eq!(ids.len(), 3, "{ids:?}");
+    // Its earlier runs, continued as new, carry the same attributes.
+    let ids = listed(
+        &client,
+        "ConciergeTenant = 'acme' AND ExecutionStatus = 'ContinuedAsNew'",
+        1,
+    )
+    .await;
+    assert!(ids.iter().all(|id| *id == acme), "{ids:?}");
 
     let described = describe(&client, &config, "acme-1").await;
     let attributes = described.search_attributes();
