@@ -87,7 +87,7 @@ async fn a_tenants_sessions_are_found_by_their_search_attributes_and_a_handoff_u
     let client = concierge_temporal::connect(&config).await.unwrap();
     let acme = config.workflow_id(&"acme-1".into());
     let ids = listed(&client, "ConciergeTenant = 'acme' AND ExecutionStatus = 'Running'", 1).await;
-    assert_eq!(ids, [acme.clone()]);
+    assert_eq!(ids, std::slice::from_ref(&acme));
     let ids = listed(
         &client,
         "ConciergeAgent = 'calculator' AND ExecutionStatus = 'Running'",
