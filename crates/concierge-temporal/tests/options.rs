@@ -9,6 +9,7 @@
 
 mod support;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use concierge::model::ScriptedModel;
@@ -339,16 +340,22 @@ async fn a_turn_adds_what_it_brings_to_the_history_not_the_whole_conversation() 
     server.stop().await;
 }
 
+static REPORTS: AtomicUsize = AtomicUsize::new(0);
+
 #[derive(Deserialize, JsonSchema)]
 struct ReportArgs {
     /// How many kilobytes.
     kilobytes: usize,
+    /// A note to put first.
+    #[serde(default)]
+    note: String,
 }
 
 /// Writes a report of that many kilobytes.
 #[tool(read_only)]
 async fn report(args: ReportArgs, _cx: ToolContext) -> Result<String, String> {
-    Ok("x".repeat(args.kilobytes * 1_000))
+    REPORTS.fetch_add(1, Ordering::SeqCst);
+    Ok(format!("{}{}", args.note, "x".repeat(args.kilobytes * 1_000)))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -358,7 +365,11 @@ async fn a_payload_over_the_limit_fails_fast_naming_the_tool_or_the_model() {
     let model = ScriptedModel::new()
         .reply(ModelReply::tool_call("report", r#"{"kilobytes": 30}"#))
         .reply(ModelReply::text("The report is too long to fetch."))
-        .reply(ModelReply::text("y".repeat(30_000)));
+        .reply(ModelReply::text("y".repeat(30_000)))
+        .reply(ModelReply::tool_call(
+            "report",
+            format!(r#"{{"kilobytes": 1, "note": "{}"}}"#, "z".repeat(9_000)),
+        ));
     let rt = Runtime::builder()
         .tool(Report)
         .agent(AgentSpec::new("writer").instructions("Write reports.").tool("report"))
@@ -395,6 +406,39 @@ async fn a_payload_over_the_limit_fails_fast_naming_the_tool_or_the_model() {
         "{error}"
     );
     assert!(rt.session("t").await.unwrap().active_run().is_none());
+    assert_eq!(REPORTS.load(Ordering::SeqCst), 1);
+
+    // A call's input (its arguments and the blackboard, 12 kB here) is
+    // over the limit: the tool never runs and the call fails, saying why;
+    // the model's next request (the conversation and the blackboard) is
+    // over it too, and the run fails before it is sent.
+    let asked = model.requests().len();
+    let out = rt
+        .client("writer")
+        .unwrap()
+        .run("a report", session("u").context("notes", "n".repeat(12_000)))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Failed);
+    let concierge::ToolOutcome::Error(error) = &out.tool_executions[0].outcome else {
+        panic!("{:?}", out.tool_executions[0].outcome);
+    };
+    assert!(
+        error
+            .message
+            .starts_with("the input of tool `report` (its arguments and the blackboard) is 21.")
+            && error.message.contains("over the 20.0 kB Temporal allows per payload"),
+        "{}",
+        error.message
+    );
+    let error = out.error.unwrap_or_default();
+    assert!(
+        error.contains("the request to the model of agent writer is 21."),
+        "{error}"
+    );
+    assert!(error.contains("[history] policy"), "{error}");
+    assert_eq!(model.requests().len(), asked + 1, "the second request was never sent");
+    assert_eq!(REPORTS.load(Ordering::SeqCst), 1, "the tool never ran");
 
     rt.shutdown().await;
     server.stop().await;
