@@ -37,6 +37,19 @@ pub struct TemporalConfig {
     /// the first idle point after its history has this many events, or
     /// when Temporal suggests it (4 MB or 4,096 events by default).
     pub continue_after_events: u32,
+    /// The largest activity input or result concierge hands Temporal, in
+    /// bytes (2 MB by default; Temporal refuses payloads over 2 MiB by
+    /// default): a larger one fails at once, naming the tool or model.
+    pub max_payload_bytes: usize,
+    /// A model request up to this size (serialized, in bytes) travels in
+    /// the model call's activity input; a larger one stays in the session's
+    /// workflow and the activity fetches it (a query), so the workflow's
+    /// history does not grow by the whole conversation at every model call.
+    pub inline_request_bytes: usize,
+    /// Whether session workflows carry the search attributes
+    /// `ConciergeTenant` and `ConciergeAgent` (and the engine checks at
+    /// start that the namespace has them). On by default.
+    pub search_attributes: bool,
 }
 
 impl Default for TemporalConfig {
@@ -53,6 +66,9 @@ impl Default for TemporalConfig {
             input_timeout: Duration::from_secs(30),
             tool_heartbeat_timeout: Duration::from_secs(10),
             continue_after_events: 2_000,
+            max_payload_bytes: 2_000_000,
+            inline_request_bytes: 8 * 1024,
+            search_attributes: true,
         }
     }
 }
@@ -111,6 +127,26 @@ impl TemporalConfig {
     /// Continues a session's workflow as new after `events` history events.
     pub fn continue_after_events(mut self, events: u32) -> Self {
         self.continue_after_events = events;
+        self
+    }
+
+    /// Fails an activity input or result larger than `bytes` at once.
+    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
+        self
+    }
+
+    /// Model requests larger than `bytes` are fetched by the model call
+    /// instead of travelling in its input (0: always fetched).
+    pub fn inline_request_bytes(mut self, bytes: usize) -> Self {
+        self.inline_request_bytes = bytes;
+        self
+    }
+
+    /// Whether session workflows carry the `ConciergeTenant` and
+    /// `ConciergeAgent` search attributes (the namespace must have them).
+    pub fn search_attributes(mut self, on: bool) -> Self {
+        self.search_attributes = on;
         self
     }
 

@@ -28,8 +28,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use concierge::engine::{Catalogs, Executor};
 use concierge_core::{
-    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, RunId, RunOutput, Session, SessionId,
-    StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
+    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, ModelRequest, RunId, RunOutput, Session,
+    SessionId, StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
 };
 use futures::FutureExt;
 use temporalio_common::RetryPolicy;
@@ -38,6 +38,8 @@ use temporalio_sdk::{ActivityOptions, ContinueAsNewOptions, WorkflowContext, Wor
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
 use crate::config::TemporalConfig;
+use crate::payload;
+use crate::visibility::{AGENT, MEMO_AGENT};
 use crate::wire::{
     Begin, Carried, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
     StartRequest, Summary,
@@ -75,6 +77,12 @@ struct State {
     continued: u32,
     /// Whether the run has begun (its carried state restored).
     begun: bool,
+    /// The requests of model calls in flight that the activity fetches
+    /// (too large to travel in its input), by run and call.
+    requests: Vec<((RunId, u32), ModelRequest)>,
+    /// The agent the workflow's search attributes and memo name (set once
+    /// the session exists; a handoff upserts them).
+    agent_shown: Option<AgentId>,
 }
 
 impl State {
@@ -270,6 +278,28 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
     });
     match effect {
         Effect::CallModel { run_id, call, request } => {
+            let bytes = payload::size_of(&request);
+            if bytes > config.max_payload_bytes {
+                let failed = payload::request_too_large(
+                    run_id,
+                    call,
+                    request.agent.as_str(),
+                    bytes,
+                    config.max_payload_bytes,
+                    at(ctx.workflow_time()),
+                );
+                return Some(Box::pin(async move { failed }));
+            }
+            // A large request stays here: the activity asks for it, so the
+            // history does not carry the conversation at every call.
+            let kept = (bytes > config.inline_request_bytes).then(|| (run_id.clone(), call));
+            let request = match &kept {
+                Some(key) => {
+                    ctx.state_mut(|w| w.st.requests.push((key.clone(), request)));
+                    None
+                }
+                None => Some(request),
+            };
             let input = ModelCallInput {
                 session,
                 run_id: run_id.clone(),
@@ -283,7 +313,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 .retry_policy(retries(true))
                 .build();
             Some(Box::pin(async move {
-                match c.execute_activity(ModelActivities::call_model, input, options).await {
+                let answer = match c.execute_activity(ModelActivities::call_model, input, options).await {
                     Ok(answer) => answer,
                     // The error as data: the run goes on (or fails) as the core decides.
                     Err(error) => Input::ModelFailed {
@@ -292,7 +322,11 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                         error: format!("the model call did not complete: {error}"),
                         at: at(c.workflow_time()),
                     },
+                };
+                if let Some(key) = kept {
+                    c.state_mut(|w| w.st.requests.retain(|(k, _)| *k != key));
                 }
+                answer
             }))
         }
         Effect::CallTool {
@@ -325,6 +359,17 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 blackboard,
                 asked_at,
             };
+            let bytes = payload::size_of(&input);
+            if bytes > config.max_payload_bytes {
+                let why = payload::over(
+                    &format!("the input of tool `{tool}` (its arguments and the blackboard)"),
+                    "is",
+                    bytes,
+                    config.max_payload_bytes,
+                );
+                let failed = call_failed(ctx, failed_run, failed_call, why);
+                return Some(Box::pin(async move { failed }));
+            }
             Some(Box::pin(async move {
                 match c.execute_activity(ToolActivities::call_tool, input, options).await {
                     Ok(answer) => answer,
@@ -368,6 +413,30 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
             }))
         }
         Effect::AwaitUser(_) | Effect::Finish(_) => None,
+    }
+}
+
+/// After a handoff, names the session's new agent in the workflow's search
+/// attribute `ConciergeAgent` and memo, where they name one (the first
+/// agent was set when the workflow started; a caller's value stays until
+/// the agent changes).
+fn show_agent(ctx: &WorkflowContext<SessionWorkflow>) {
+    let Some(agent) = ctx.state(|w| w.st.session.as_ref().map(|s| s.agent().clone())) else {
+        return;
+    };
+    let before = ctx.state_mut(|w| w.st.agent_shown.replace(agent.clone()));
+    if before.is_none_or(|before| before == agent) {
+        return;
+    }
+    if ctx.search_attributes().get(&AGENT).is_some() {
+        ctx.upsert_search_attributes([AGENT.value_set(agent.to_string())]);
+    }
+    let memo = ctx.memo();
+    if matches!(memo.get::<String>(MEMO_AGENT), Ok(Some(_))) {
+        let value = temporalio_common::MemoValue::new(agent.to_string());
+        if let Err(error) = ctx.upsert_memo([(MEMO_AGENT, Some(value))]) {
+            tracing::debug!(%error, "the memo's agent could not be updated");
+        }
     }
 }
 
@@ -516,6 +585,7 @@ impl SessionWorkflow {
         });
         let mut in_flight: Vec<Answer> = Vec::new();
         loop {
+            show_agent(ctx);
             // History stays within Temporal's limits: at an idle point, the
             // session goes on in a new run of the workflow.
             let long = ctx.continue_as_new_suggested()
@@ -636,6 +706,16 @@ impl SessionWorkflow {
             (true, Some(output)) => Current::Parked(Box::new(output.clone())),
             _ => Current::At(self.st.stops + 1),
         }
+    }
+
+    /// The request of a model call in flight whose activity fetches it.
+    #[query(name = "model_request")]
+    pub fn model_request(&self, _ctx: &WorkflowContextView, key: (RunId, u32)) -> Option<ModelRequest> {
+        self.st
+            .requests
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, request)| request.clone())
     }
 
     #[query(name = "events")]
