@@ -215,6 +215,12 @@ impl TemporalConfig {
             }
         }
         config.tls = section.tls;
+        if let Some(bytes) = section.max_payload_bytes {
+            config.max_payload_bytes = bytes;
+        }
+        if let Some(on) = section.search_attributes {
+            config.search_attributes = on;
+        }
         Ok(config)
     }
 }
@@ -233,10 +239,14 @@ mod tests {
             task_queue_prefix: Some("prod".into()),
             api_key_env: None,
             tls: true,
+            max_payload_bytes: Some(1_000_000),
+            search_attributes: Some(false),
         };
         let config = TemporalConfig::from_section(&section).unwrap();
         assert_eq!(config.url(), "https://temporal.example.com:7233");
         assert_eq!(config.namespace, "concierge");
+        assert_eq!(config.max_payload_bytes, 1_000_000);
+        assert!(!config.search_attributes);
         assert_eq!(config.sessions_queue(), "prod-sessions");
         assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
         assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");

@@ -34,6 +34,8 @@
 //! task_queue_prefix = "concierge"         # queues <prefix>-sessions, -models, -tools-<agent>
 //! api_key_env = "TEMPORAL_API_KEY"        # an API key's variable (Temporal Cloud; TLS then on)
 //! tls = true
+//! max_payload_bytes = 2000000             # a larger tool or model payload fails fast, naming it
+//! search_attributes = true                # ConciergeTenant / ConciergeAgent (registered in the namespace)
 //! ```
 
 use std::collections::BTreeMap;
@@ -154,6 +156,13 @@ pub struct TemporalSection {
     /// Whether to connect with TLS (default: only with an API key).
     #[serde(default)]
     pub tls: bool,
+    /// The largest tool or model payload sent through Temporal, in bytes
+    /// (default 2,000,000; Temporal refuses more than 2 MiB per payload).
+    pub max_payload_bytes: Option<usize>,
+    /// Whether session workflows carry the `ConciergeTenant` and
+    /// `ConciergeAgent` search attributes (default true; the namespace must
+    /// have them registered).
+    pub search_attributes: Option<bool>,
 }
 
 /// `concierge serve`'s settings (`[server]`).
