@@ -394,6 +394,23 @@ async fn serve_against_temporal_runs_through_the_http_api_and_streams_events() {
     }
     assert!(seen.starts_with("event: session_opened\nid: 1\n"), "{seen}");
     assert!(seen.contains("event: tool_finished"), "{seen}");
+
+    // The OpenAI-compatible endpoint, on the same engine.
+    let completion: serde_json::Value = http
+        .post(format!("{base}/v1/chat/completions"))
+        .json(
+            &serde_json::json!({"model": "calculator", "messages": [{"role": "user", "content": "what is 9 minus 4"}]}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let said = completion["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(said.contains('5'), "{completion}");
     let _ = serve.kill();
     let _ = serve.wait();
     server.stop().await;
