@@ -1,0 +1,207 @@
+//! The runtime's integration tests on the Temporal engine: the shared cases
+//! of `crates/concierge/tests/cases/` (which concierge's own roots run on the
+//! embedded engine), each runtime on a task queue prefix of its own with its
+//! workers in this process, against one Temporal dev server for the whole
+//! binary (ignored: needs the dev server,
+//! `CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh) cargo test -p concierge-temporal --test runtime_suites -- --ignored`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use concierge::RuntimeBuilder;
+use concierge_temporal::{Temporal, TemporalConfig, Workers, connect};
+use tokio::sync::OnceCell;
+
+/// The namespace the dev server creates for the tests.
+const NAMESPACE: &str = "concierge";
+
+/// The address of the binary's dev server, started by the first test that
+/// needs it.
+static SERVER: OnceCell<String> = OnceCell::const_new();
+
+fn binary() -> PathBuf {
+    match std::env::var_os("CONCIERGE_TEMPORAL_BIN") {
+        Some(path) => PathBuf::from(path),
+        None => panic!(
+            "these tests need the Temporal CLI's dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh) \
+             cargo test -p concierge-temporal --test runtime_suites -- --ignored"
+        ),
+    }
+}
+
+/// Runs the server (`$0 "$@"`) and stops it when this test process is gone,
+/// however it ended: nothing else would, as a static is never dropped.
+const WATCHDOG: &str = r#"
+"$0" "$@" &
+server=$!
+while kill -0 "$PPID" 2>/dev/null && kill -0 "$server" 2>/dev/null; do sleep 1; done
+kill "$server" 2>/dev/null
+wait "$server"
+"#;
+
+/// Starts a dev server (in-memory database, free loopback port) under the
+/// watchdog and waits until it answers; its log is in Cargo's temporary
+/// directory for the tests.
+async fn start_server() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let address = format!("127.0.0.1:{port}");
+    let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime_suites-temporal.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    Command::new("sh")
+        .arg("-c")
+        .arg(WATCHDOG)
+        .arg(binary())
+        .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    // Readiness: the server answers a connection (no other signal exists).
+    let config = TemporalConfig::new(address.clone()).namespace(NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while connect(&config).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the Temporal dev server did not start on {address}; see {}",
+            log_path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    address
+}
+
+/// The engine a shared case builds its runtimes on: Temporal, each runtime
+/// with its own task queues and workflow ids and every worker in this
+/// process (so its scripted model and tools are the ones that run).
+pub struct EngineUnderTest {
+    address: String,
+}
+
+impl EngineUnderTest {
+    /// Model deltas are not streamed: the model call runs in an activity.
+    pub const STREAMS_MODEL_DELTAS: bool = false;
+
+    /// The binary's dev server, started if no test has yet.
+    async fn start() -> Self {
+        let address = SERVER.get_or_init(start_server).await.clone();
+        Self { address }
+    }
+
+    /// `builder` on this engine: a runtime of its own, sharing nothing with
+    /// another built here.
+    pub fn on(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let prefix = format!("rt{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        let config = TemporalConfig::new(self.address.clone())
+            .namespace(NAMESPACE)
+            .task_queue_prefix(prefix)
+            .poll_interval(Duration::from_millis(50));
+        builder.engine(Temporal::new(config).workers(Workers::all()))
+    }
+}
+
+/// A runtime builder on the engine under test.
+pub trait OnEngine {
+    /// This builder on `engine`.
+    fn on_engine(self, engine: &EngineUnderTest) -> Self;
+}
+
+impl OnEngine for RuntimeBuilder {
+    fn on_engine(self, engine: &EngineUnderTest) -> Self {
+        engine.on(self)
+    }
+}
+
+/// Each named case of the module `$cases` as a test on Temporal (a case
+/// left out is dead code, which the build refuses).
+macro_rules! on_temporal {
+    ($cases:ident; $($case:ident),* $(,)?) => {$(
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        #[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+        async fn $case() {
+            crate::$cases::$case(&crate::EngineUnderTest::start().await).await
+        }
+    )*};
+}
+
+#[path = "../../concierge/tests/cases/runtime.rs"]
+mod runtime_cases;
+
+mod runtime {
+    on_temporal!(runtime_cases;
+        arguments_are_coerced_and_a_schema_error_is_corrected_by_the_model,
+        a_panicking_tool_is_a_tool_error_and_the_run_goes_on,
+        confirmation_parks_the_run_and_only_the_exact_call_is_approved,
+        a_declined_call_is_reported_to_the_model,
+        arguments_are_validated_before_the_person_is_asked,
+        results_and_messages_over_their_limits_fail_fast_and_say_so,
+        events_are_ordered_and_a_subscriber_resumes_from_any_seq,
+        a_live_subscriber_sees_a_later_run,
+        typed_errors_for_bad_calls,
+        an_agent_without_model_or_rules_is_refused_with_what_to_do,
+        policy_overrides_apply_to_new_runs,
+        introspection_lists_agents_toolsets_and_schemas,
+        ending_a_session_cancels_its_run,
+        failing_models_are_retried_then_reported,
+        a_model_naming_a_missing_tool_or_sending_bad_json_is_corrected,
+        a_templated_confirmation_is_answered_by_a_plain_yes_through_send,
+        a_tool_reads_who_asks_and_the_blackboard_from_its_context,
+        a_new_session_naming_no_agent_starts_at_the_hub_which_routes_by_rules,
+        the_hub_asks_the_model_when_no_rule_is_confident,
+        single_mode_has_no_hub_and_offers_no_hub_tools,
+    );
+}
+
+#[path = "../../concierge/tests/cases/agents_as_tools.rs"]
+mod agents_as_tools_cases;
+
+mod agents_as_tools {
+    on_temporal!(agents_as_tools_cases;
+        a_router_answers_a_compound_statement_once_with_each_specialists_part_in_order,
+        a_specialists_choice_and_confirmation_reach_the_person_through_the_router,
+        a_prompt_template_and_a_prompt_builder_write_the_childs_message,
+        what_a_tool_writes_is_declared_in_rust_or_by_configuration,
+        a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_event_exactly_once,
+        ending_the_router_ends_the_specialist_waiting_under_it,
+    );
+}
+
+#[path = "../../concierge/tests/cases/tenants.rs"]
+mod tenants_cases;
+
+mod tenants {
+    on_temporal!(tenants_cases;
+        another_tenants_session_is_not_found_and_runs_nothing,
+        a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
+    );
+}
+
+#[path = "../../concierge/tests/cases/confirmation_answers.rs"]
+mod confirmation_answers_cases;
+
+mod confirmation_answers {
+    on_temporal!(confirmation_answers_cases;
+        a_change_the_rules_miss_is_read_by_the_model_and_shown_back_before_it_runs,
+        a_plain_no_never_reaches_the_model,
+        a_model_answer_that_is_no_decision_leaves_the_call_parked_with_a_reminder,
+        without_a_model_the_rules_alone_answer,
+    );
+}
+
+#[path = "../../concierge/tests/cases/observability.rs"]
+mod observability_cases;
+
+mod observability {
+    on_temporal!(observability_cases; usage_and_cost_per_call_run_and_session);
+}

@@ -1,0 +1,75 @@
+//! The embedded engine for the shared cases of `tests/cases/` (each
+//! embedded root includes this file): in memory, or on SQLite in a
+//! temporary directory, with what this engine does that another may not.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use concierge::RuntimeBuilder;
+
+/// Where the engine keeps its sessions.
+enum Store {
+    Memory,
+    /// A fresh database file in this directory per runtime.
+    Sqlite(tempfile::TempDir, AtomicUsize),
+}
+
+/// The engine a shared case builds its runtimes on.
+pub struct EngineUnderTest {
+    store: Store,
+}
+
+impl EngineUnderTest {
+    /// Subscribers see model deltas as they are produced.
+    pub const STREAMS_MODEL_DELTAS: bool = true;
+
+    /// The embedded engine in memory.
+    pub fn memory() -> Self {
+        Self { store: Store::Memory }
+    }
+
+    /// The embedded engine on SQLite (a new database per runtime, deleted
+    /// with this value).
+    pub fn sqlite() -> Self {
+        Self {
+            store: Store::Sqlite(tempfile::tempdir().unwrap(), AtomicUsize::new(0)),
+        }
+    }
+
+    /// `builder` on this engine: a runtime of its own, sharing nothing with
+    /// another built here.
+    pub fn on(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
+        match &self.store {
+            Store::Memory => builder.in_memory(),
+            Store::Sqlite(dir, next) => {
+                let n = next.fetch_add(1, Ordering::Relaxed);
+                builder.sqlite(dir.path().join(format!("c{n}.db")))
+            }
+        }
+    }
+}
+
+/// Each named case of the module `$cases` as a test of this root on the
+/// embedded engine `$engine` makes (a case left out is dead code, which the
+/// build refuses).
+macro_rules! on_the_embedded_engine {
+    ($cases:ident, $engine:expr; $($case:ident),* $(,)?) => {$(
+        #[tokio::test]
+        async fn $case() {
+            $cases::$case(&$engine).await
+        }
+    )*};
+}
+
+/// A runtime builder on the engine under test.
+pub trait OnEngine {
+    /// This builder on `engine`.
+    fn on_engine(self, engine: &EngineUnderTest) -> Self;
+}
+
+impl OnEngine for RuntimeBuilder {
+    fn on_engine(self, engine: &EngineUnderTest) -> Self {
+        engine.on(self)
+    }
+}
