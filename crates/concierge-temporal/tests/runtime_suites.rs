@@ -205,3 +205,10 @@ mod observability_cases;
 mod observability {
     on_temporal!(observability_cases; usage_and_cost_per_call_run_and_session);
 }
+
+#[path = "../../concierge/tests/cases/typed_calls.rs"]
+mod typed_calls_cases;
+
+mod typed_calls {
+    on_temporal!(typed_calls_cases; a_custom_planners_typed_call_runs_through_the_runtime);
+}
