@@ -184,6 +184,7 @@ mod tenants {
     on_temporal!(tenants_cases;
         another_tenants_session_is_not_found_and_runs_nothing,
         a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
+        an_opened_session_is_listed_and_its_first_message_goes_to_its_agent,
     );
 }
 
@@ -203,7 +204,10 @@ mod confirmation_answers {
 mod observability_cases;
 
 mod observability {
-    on_temporal!(observability_cases; usage_and_cost_per_call_run_and_session);
+    on_temporal!(observability_cases;
+        usage_and_cost_per_call_run_and_session,
+        a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them,
+    );
 }
 
 #[path = "../../concierge/tests/cases/typed_calls.rs"]

@@ -24,7 +24,10 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use wiremock::matchers::{body_partial_json, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-on_the_embedded_engine!(cases, EngineUnderTest::memory(); usage_and_cost_per_call_run_and_session);
+on_the_embedded_engine!(cases, EngineUnderTest::memory();
+    usage_and_cost_per_call_run_and_session,
+    a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them,
+);
 
 fn session(id: &str) -> RunOptions {
     RunOptions::new().session_id(id)

@@ -19,6 +19,7 @@ use futures::StreamExt;
 on_the_embedded_engine!(cases, EngineUnderTest::sqlite();
     another_tenants_session_is_not_found_and_runs_nothing,
     a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
+    an_opened_session_is_listed_and_its_first_message_goes_to_its_agent,
 );
 
 async fn runtime(db: &std::path::Path, notes: &Notes) -> Runtime {

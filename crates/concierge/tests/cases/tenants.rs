@@ -4,8 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use concierge::engine::SessionSummary;
 use concierge::{
-    AgentSpec, AgentTool, Error, EventKind, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolContext, ToolError,
+    AgentId, AgentSpec, AgentTool, Error, EventKind, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolContext, ToolError,
     ToolSpec,
 };
 use futures::StreamExt;
@@ -71,6 +72,21 @@ async fn runtime(engine: &EngineUnderTest, notes: &Notes) -> Runtime {
         .unwrap()
 }
 
+/// The runtime's sessions once `ids` are among them: an engine may list
+/// from a store that lags a moment behind a new session (Temporal's
+/// visibility store), so the list is asked again until they show.
+async fn listed(rt: &Runtime, ids: &[&str]) -> Vec<SessionSummary> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let listed = rt.sessions().await.unwrap();
+        if ids.iter().all(|id| listed.iter().any(|s| s.id == *id)) {
+            return listed;
+        }
+        assert!(std::time::Instant::now() < deadline, "{ids:?} are never listed: {listed:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
 pub fn acme(session: &str) -> RunOptions {
     RunOptions::new().session_id(session).tenant("acme")
 }
@@ -116,7 +132,7 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     let child = rt.session("s1.call_1").await.unwrap();
     assert_eq!(child.tenant(), Some("acme"));
-    let listed = rt.sessions().await.unwrap();
+    let listed = listed(&rt, &["s1", "s1.call_1"]).await;
     assert!(listed.iter().all(|s| s.tenant.as_deref() == Some("acme")), "{listed:?}");
 
     let seen: Vec<_> = events
@@ -145,4 +161,29 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
         )],
         "the child's write, once; the agent call itself changes nothing of its own"
     );
+}
+
+pub async fn an_opened_session_is_listed_and_its_first_message_goes_to_its_agent(engine: &EngineUnderTest) {
+    let notes = Notes::default();
+    let rt = runtime(engine, &notes).await;
+    rt.open(Some(AgentId::new("notes")), acme("s1")).await.unwrap();
+    let again = rt.open(None, acme("s1")).await.unwrap_err();
+    assert!(again.to_string().contains("exists already"), "{again}");
+    let listed = listed(&rt, &["s1"]).await;
+    let s1 = listed.iter().find(|s| s.id == "s1").unwrap();
+    assert_eq!(s1.agent, "notes");
+    assert_eq!(s1.tenant.as_deref(), Some("acme"));
+    let session = rt.session("s1").await.unwrap();
+    assert_eq!(session.runs_started(), 0);
+    assert!(session.is_pinned());
+    let first: Vec<_> = rt.subscribe("s1", 1).take(1).collect().await;
+    assert!(matches!(
+        &first[0].as_ref().unwrap().kind,
+        EventKind::SessionOpened { .. }
+    ));
+
+    let out = rt.send("note: buy milk", acme("s1")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(out.agent, "notes");
+    assert_eq!(notes.lock().unwrap().as_slice(), ["buy milk"]);
 }
