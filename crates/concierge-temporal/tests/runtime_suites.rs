@@ -124,15 +124,22 @@ impl OnEngine for RuntimeBuilder {
 }
 
 /// Each named case of the module `$cases` as a test on Temporal (a case
-/// left out is dead code, which the build refuses).
+/// left out is dead code, which the build refuses), ignored for `$why` (by
+/// default: it needs the dev server).
 macro_rules! on_temporal {
-    ($cases:ident; $($case:ident),* $(,)?) => {$(
+    ($cases:ident; ignore = $why:literal; $($case:ident),* $(,)?) => {$(
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        #[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+        #[ignore = $why]
         async fn $case() {
             crate::$cases::$case(&crate::EngineUnderTest::start().await).await
         }
     )*};
+    ($cases:ident; $($case:ident),* $(,)?) => {
+        on_temporal!($cases;
+            ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)";
+            $($case),*
+        );
+    };
 }
 
 #[path = "../../concierge/tests/cases/runtime.rs"]
@@ -215,4 +222,31 @@ mod typed_calls_cases;
 
 mod typed_calls {
     on_temporal!(typed_calls_cases; a_custom_planners_typed_call_runs_through_the_runtime);
+}
+
+#[path = "../../concierge/tests/cases/mcp.rs"]
+mod mcp_cases;
+
+mod mcp {
+    on_temporal!(mcp_cases;
+        a_server_that_will_not_start_is_an_error_quoting_its_stderr,
+        http_calls_errors_idempotency_keys_and_list_changed,
+        http_server_gone_mid_conversation_is_reported_then_reconnected,
+        http_a_tool_without_annotations_asks_first_and_a_read_only_one_does_not,
+        http_a_call_that_times_out_is_cancelled_on_the_server,
+        http_a_call_whose_caller_stops_waiting_is_cancelled_on_the_server,
+        http_structured_content_counts_against_the_result_limit,
+        http_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout,
+        stdio_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout,
+        a_server_answering_an_unsupported_protocol_version_is_refused,
+    );
+    on_temporal!(mcp_cases;
+        ignore = "needs the Temporal dev server and npm packages: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh), scripts/setup-mcp.sh";
+        stdio_discovery_filtering_coercion_rejection_and_content,
+        stdio_included_tools_the_server_lacks_is_an_error_naming_what_it_offers,
+        stdio_server_killed_mid_call_is_reported_and_restarted,
+        stdio_server_that_hangs_times_out_on_its_own_timeout_and_is_restarted,
+        stdio_progress_extends_a_calls_timeout_and_is_reported,
+        stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is_trusted,
+    );
 }
