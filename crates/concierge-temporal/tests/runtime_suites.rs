@@ -55,7 +55,7 @@ async fn start_server() -> String {
     let address = format!("127.0.0.1:{port}");
     let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime_suites-temporal.log");
     let log = std::fs::File::create(&log_path).unwrap();
-    Command::new("sh")
+    let mut watchdog = Command::new("sh")
         .arg("-c")
         .arg(WATCHDOG)
         .arg(binary())
@@ -67,6 +67,8 @@ async fn start_server() -> String {
         .stderr(log)
         .spawn()
         .unwrap();
+    // Reaped if it ends before this process does (a server that failed).
+    std::thread::spawn(move || watchdog.wait());
     // Readiness: the server answers a connection (no other signal exists).
     let config = TemporalConfig::new(address.clone()).namespace(NAMESPACE);
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -84,7 +84,8 @@ pub async fn stdio_discovery_filtering_coercion_rejection_and_content(engine: &E
         ("get-tiny-image", json!({})),
         ("echo", json!({"message": "hi"})),
     ]);
-    let rt = helper_using(engine, 
+    let rt = helper_using(
+        engine,
         "everything",
         everything().include(["echo", "get-sum", "get-tiny-image"]),
         model,
@@ -135,7 +136,8 @@ pub async fn stdio_discovery_filtering_coercion_rejection_and_content(engine: &E
 }
 
 pub async fn stdio_included_tools_the_server_lacks_is_an_error_naming_what_it_offers(engine: &EngineUnderTest) {
-    let rt = helper_using(engine, 
+    let rt = helper_using(
+        engine,
         "everything",
         everything().include(["echo", "get-weather"]),
         script(vec![]),
@@ -225,7 +227,8 @@ pub async fn stdio_progress_extends_a_calls_timeout_and_is_reported(engine: &Eng
         "trigger-long-running-operation",
         json!({"duration": 3, "steps": 15}),
     )]);
-    let rt = helper_using(engine, 
+    let rt = helper_using(
+        engine,
         "everything",
         everything().timeout(std::time::Duration::from_secs(1)),
         model,
@@ -292,7 +295,6 @@ pub async fn stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is
     );
     rt.shutdown().await;
 }
-
 
 pub async fn a_server_that_will_not_start_is_an_error_quoting_its_stderr(engine: &EngineUnderTest) {
     let broken = McpServerConfig::stdio("sh", ["-c", "echo 'BUSINESS_API_KEY is not set' >&2; exit 3"]);
@@ -440,7 +442,12 @@ async fn notify(peer: &Peer<RoleServer>) {
 
 /// Serves `server` on `addr` (port 0 for any); returns the address and the task.
 /// A runtime on the engine under test with an agent `helper` whose toolset is `server`.
-async fn helper_using(engine: &EngineUnderTest, server: &str, config: McpServerConfig, model: ScriptedModel) -> Runtime {
+async fn helper_using(
+    engine: &EngineUnderTest,
+    server: &str,
+    config: McpServerConfig,
+    model: ScriptedModel,
+) -> Runtime {
     Runtime::builder()
         .mcp_server(server, config)
         .agent(AgentSpec::new("helper").toolset(server))
@@ -485,7 +492,13 @@ pub async fn http_calls_errors_idempotency_keys_and_list_changed(engine: &Engine
         ("whoami", json!({})),
         ("grow", json!({})),
     ]);
-    let rt = helper_using(engine, "remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let rt = helper_using(
+        engine,
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        model,
+    )
+    .await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("42")), "\"2\" coerced to an integer");
@@ -598,7 +611,13 @@ pub async fn http_server_gone_mid_conversation_is_reported_then_reconnected(engi
             _ => ModelReply::text("done"),
         })
     });
-    let rt = helper_using(engine, "remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let rt = helper_using(
+        engine,
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        model,
+    )
+    .await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(results[0], Ok(json!("2")));
@@ -615,7 +634,13 @@ pub async fn http_server_gone_mid_conversation_is_reported_then_reconnected(engi
 pub async fn http_a_tool_without_annotations_asks_first_and_a_read_only_one_does_not(engine: &EngineUnderTest) {
     let (addr, _task) = serve_http(TestServer::default(), "127.0.0.1:0".parse().unwrap()).await;
     let model = script(vec![("add", json!({"a": 1, "b": 2})), ("forget", json!({}))]);
-    let rt = helper_using(engine, "remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let rt = helper_using(
+        engine,
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        model,
+    )
+    .await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     assert_eq!(outcomes(&out), [Ok(json!("3"))], "add (readOnlyHint) ran unasked");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
@@ -648,7 +673,8 @@ pub async fn http_a_call_that_times_out_is_cancelled_on_the_server(engine: &Engi
 pub async fn http_a_call_whose_caller_stops_waiting_is_cancelled_on_the_server(engine: &EngineUnderTest) {
     let server = TestServer::default();
     let (addr, _task) = serve_http(server.clone(), "127.0.0.1:0".parse().unwrap()).await;
-    let rt = helper_using(engine, 
+    let rt = helper_using(
+        engine,
         "remote",
         McpServerConfig::http(format!("http://{addr}/mcp")),
         script(vec![]),
@@ -669,7 +695,13 @@ pub async fn http_a_call_whose_caller_stops_waiting_is_cancelled_on_the_server(e
 pub async fn http_structured_content_counts_against_the_result_limit(engine: &EngineUnderTest) {
     let (addr, _task) = serve_http(TestServer::default(), "127.0.0.1:0".parse().unwrap()).await;
     let model = script(vec![("big", json!({})), ("bigger", json!({}))]);
-    let rt = helper_using(engine, "remote", McpServerConfig::http(format!("http://{addr}/mcp")), model).await;
+    let rt = helper_using(
+        engine,
+        "remote",
+        McpServerConfig::http(format!("http://{addr}/mcp")),
+        model,
+    )
+    .await;
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let results = outcomes(&out);
     assert_eq!(
@@ -763,7 +795,9 @@ for line in sys.stdin:
     McpServerConfig::stdio("python3", [script.to_string_lossy().to_string()])
 }
 
-pub async fn stdio_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout(engine: &EngineUnderTest) {
+pub async fn stdio_an_answer_over_the_message_limit_is_reported_as_too_large_not_as_a_timeout(
+    engine: &EngineUnderTest,
+) {
     let dir = tempfile::tempdir().unwrap();
     let model = script(vec![("huge", json!({})), ("small", json!({}))]);
     let rt = helper_using(engine, "py", python_server(dir.path(), "2025-06-18"), model).await;
@@ -795,7 +829,8 @@ pub async fn a_server_answering_an_unsupported_protocol_version_is_refused(engin
         "{text}"
     );
     // A version it speaks is accepted.
-    let rt = helper_using(engine, 
+    let rt = helper_using(
+        engine,
         "py",
         python_server(dir.path(), "2025-06-18"),
         script(vec![("small", json!({}))]),

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use concierge::engine::SessionSummary;
 use concierge::{
-    AgentId, AgentSpec, AgentTool, Error, EventKind, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolContext, ToolError,
-    ToolSpec,
+    AgentId, AgentSpec, AgentTool, Error, EventKind, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolContext,
+    ToolError, ToolSpec,
 };
 use futures::StreamExt;
 use schemars::JsonSchema;
@@ -82,7 +82,10 @@ async fn listed(rt: &Runtime, ids: &[&str]) -> Vec<SessionSummary> {
         if ids.iter().all(|id| listed.iter().any(|s| s.id == *id)) {
             return listed;
         }
-        assert!(std::time::Instant::now() < deadline, "{ids:?} are never listed: {listed:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{ids:?} are never listed: {listed:?}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }
