@@ -88,6 +88,8 @@ async fn start_server() -> String {
 /// process (so its scripted model and tools are the ones that run).
 pub struct EngineUnderTest {
     address: String,
+    /// This test's number, in the prefixes of its durable stores.
+    test: usize,
 }
 
 impl EngineUnderTest {
@@ -96,20 +98,36 @@ impl EngineUnderTest {
 
     /// The binary's dev server, started if no test has yet.
     async fn start() -> Self {
+        static TESTS: AtomicUsize = AtomicUsize::new(0);
         let address = SERVER.get_or_init(start_server).await.clone();
-        Self { address }
+        Self {
+            address,
+            test: TESTS.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// `builder` on the queues and workflow ids of `prefix`, with every
+    /// worker in this process.
+    fn on_prefix(&self, builder: RuntimeBuilder, prefix: String) -> RuntimeBuilder {
+        let config = TemporalConfig::new(self.address.clone())
+            .namespace(NAMESPACE)
+            .task_queue_prefix(prefix)
+            .poll_interval(Duration::from_millis(50));
+        builder.engine(Temporal::new(config).workers(Workers::all()))
     }
 
     /// `builder` on this engine: a runtime of its own, sharing nothing with
     /// another built here.
     pub fn on(&self, builder: RuntimeBuilder) -> RuntimeBuilder {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let prefix = format!("rt{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        let config = TemporalConfig::new(self.address.clone())
-            .namespace(NAMESPACE)
-            .task_queue_prefix(prefix)
-            .poll_interval(Duration::from_millis(50));
-        builder.engine(Temporal::new(config).workers(Workers::all()))
+        self.on_prefix(builder, format!("rt{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    /// `builder` on this test's durable store `name`: runtimes built on the
+    /// same name share their sessions (the same queues and workflow ids),
+    /// as processes on one Temporal namespace do.
+    pub fn on_store(&self, builder: RuntimeBuilder, name: &str) -> RuntimeBuilder {
+        self.on_prefix(builder, format!("test{}-{name}", self.test))
     }
 }
 
@@ -117,11 +135,18 @@ impl EngineUnderTest {
 pub trait OnEngine {
     /// This builder on `engine`.
     fn on_engine(self, engine: &EngineUnderTest) -> Self;
+
+    /// This builder on `engine`'s durable store `name`.
+    fn on_engine_store(self, engine: &EngineUnderTest, name: &str) -> Self;
 }
 
 impl OnEngine for RuntimeBuilder {
     fn on_engine(self, engine: &EngineUnderTest) -> Self {
         engine.on(self)
+    }
+
+    fn on_engine_store(self, engine: &EngineUnderTest, name: &str) -> Self {
+        engine.on_store(self, name)
     }
 }
 
@@ -179,6 +204,7 @@ mod agents_as_tools {
     on_temporal!(agents_as_tools_cases;
         a_router_answers_a_compound_statement_once_with_each_specialists_part_in_order,
         a_specialists_choice_and_confirmation_reach_the_person_through_the_router,
+        a_new_runtime_on_the_same_database_finishes_a_parked_tree_without_repeating_a_child,
         a_prompt_template_and_a_prompt_builder_write_the_childs_message,
         what_a_tool_writes_is_declared_in_rust_or_by_configuration,
         a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_every_event_exactly_once,
@@ -191,9 +217,9 @@ mod tenants_cases;
 
 mod tenants {
     on_temporal!(tenants_cases;
+        an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_agent,
         another_tenants_session_is_not_found_and_runs_nothing,
         a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
-        an_opened_session_is_listed_and_its_first_message_goes_to_its_agent,
     );
 }
 

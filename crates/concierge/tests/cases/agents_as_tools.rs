@@ -19,10 +19,10 @@ use serde_json::{Value, json};
 use super::{EngineUnderTest, OnEngine};
 
 /// What the tools wrote: (tool, contact id, text, idempotency key).
-pub type Log = Arc<Mutex<Vec<(String, i64, String, String)>>>;
+type Log = Arc<Mutex<Vec<(String, i64, String, String)>>>;
 
 #[derive(Deserialize, JsonSchema)]
-pub struct NoteArgs {
+struct NoteArgs {
     /// Who the note is about, by name.
     contact: String,
     /// The note.
@@ -32,7 +32,7 @@ pub struct NoteArgs {
 }
 
 /// Logs a note against a contact; asks which one when a name is ambiguous.
-pub struct LogNote(pub Log);
+struct LogNote(Log);
 
 impl Tool for LogNote {
     type Args = NoteArgs;
@@ -69,13 +69,13 @@ impl Tool for LogNote {
 }
 
 #[derive(Deserialize, JsonSchema)]
-pub struct RemoveArgs {
+struct RemoveArgs {
     /// Who to remove.
     contact: String,
 }
 
 /// Removes a contact (the person approves first).
-pub struct RemoveContact(pub Log);
+struct RemoveContact(Log);
 
 impl Tool for RemoveContact {
     type Args = RemoveArgs;
@@ -105,7 +105,7 @@ impl Tool for RemoveContact {
     }
 }
 
-pub fn agents() -> Vec<AgentSpec> {
+fn agents() -> Vec<AgentSpec> {
     let notes = AgentSpec::new("notes")
         .description("Logs notes about contacts.")
         .tool("log_note")
@@ -145,6 +145,19 @@ async fn runtime(engine: &EngineUnderTest, log: &Log) -> Runtime {
         .tool(RemoveContact(log.clone()))
         .agents(agents())
         .on_engine(engine)
+        .build()
+        .await
+        .unwrap()
+}
+
+/// [`runtime`] on the durable store `name` of `engine`: a second runtime on
+/// the same name finds the first one's sessions.
+async fn runtime_on_store(engine: &EngineUnderTest, name: &str, log: &Log) -> Runtime {
+    Runtime::builder()
+        .tool(LogNote(log.clone()))
+        .tool(RemoveContact(log.clone()))
+        .agents(agents())
+        .on_engine_store(engine, name)
         .build()
         .await
         .unwrap()
@@ -240,6 +253,32 @@ pub async fn a_specialists_choice_and_confirmation_reach_the_person_through_the_
     let out = rt.send("no", opts("s4")).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
     assert!(log.lock().unwrap().iter().all(|w| w.2 != "Bob"));
+    rt.shutdown().await;
+}
+
+/// A new runtime on the same store (a new process on the same database, or
+/// new workers on the same Temporal queues) takes a parked tree over.
+pub async fn a_new_runtime_on_the_same_database_finishes_a_parked_tree_without_repeating_a_child(engine: &EngineUnderTest) {
+    let log = Log::default();
+    {
+        let rt = runtime_on_store(engine, "c", &log).await;
+        let out = rt
+            .send("note about Mike: sent the deck; remove Jane", opts("s5"))
+            .await
+            .unwrap();
+        assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
+        rt.shutdown().await;
+    }
+    assert_eq!(log.lock().unwrap().len(), 1, "the note, before the question");
+    let rt = runtime_on_store(engine, "c", &log).await;
+    let out = rt.send("yes", opts("s5")).await.unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Logged the note for contact 2: sent the deck. Removed Jane.")
+    );
+    let written: Vec<String> = log.lock().unwrap().iter().map(|w| w.0.clone()).collect();
+    assert_eq!(written, ["log_note", "remove_contact"], "each once");
     rt.shutdown().await;
 }
 

@@ -48,6 +48,15 @@ impl EngineUnderTest {
             }
         }
     }
+
+    /// `builder` on this engine's durable store `name`: runtimes built on
+    /// the same name share their sessions, as processes on one database do.
+    pub fn on_store(&self, builder: RuntimeBuilder, name: &str) -> RuntimeBuilder {
+        match &self.store {
+            Store::Memory => panic!("the embedded engine in memory keeps nothing for another runtime"),
+            Store::Sqlite(dir, _) => builder.sqlite(dir.path().join(format!("store-{name}.db"))),
+        }
+    }
 }
 
 /// Each named case of the module `$cases` as a test of this root on the
@@ -73,10 +82,17 @@ macro_rules! on_the_embedded_engine {
 pub trait OnEngine {
     /// This builder on `engine`.
     fn on_engine(self, engine: &EngineUnderTest) -> Self;
+
+    /// This builder on `engine`'s durable store `name`.
+    fn on_engine_store(self, engine: &EngineUnderTest, name: &str) -> Self;
 }
 
 impl OnEngine for RuntimeBuilder {
     fn on_engine(self, engine: &EngineUnderTest) -> Self {
         engine.on(self)
+    }
+
+    fn on_engine_store(self, engine: &EngineUnderTest, name: &str) -> Self {
+        engine.on_store(self, name)
     }
 }

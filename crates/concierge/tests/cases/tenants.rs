@@ -16,16 +16,16 @@ use serde_json::{Value, json};
 
 use super::{EngineUnderTest, OnEngine};
 
-pub type Notes = Arc<Mutex<Vec<String>>>;
+type Notes = Arc<Mutex<Vec<String>>>;
 
 #[derive(Deserialize, JsonSchema)]
-pub struct NoteArgs {
+struct NoteArgs {
     /// The note.
     text: String,
 }
 
 /// Saves a note (writes `notes`).
-pub struct SaveNote(pub Notes);
+struct SaveNote(Notes);
 
 impl Tool for SaveNote {
     type Args = NoteArgs;
@@ -40,7 +40,7 @@ impl Tool for SaveNote {
     }
 }
 
-pub fn agents() -> Vec<AgentSpec> {
+fn agents() -> Vec<AgentSpec> {
     let notes = AgentSpec::new("notes")
         .description("Keeps notes.")
         .tool("save_note")
@@ -72,6 +72,18 @@ async fn runtime(engine: &EngineUnderTest, notes: &Notes) -> Runtime {
         .unwrap()
 }
 
+/// [`runtime`] on the durable store `name` of `engine`: a second runtime on
+/// the same name finds the first one's sessions.
+async fn runtime_on_store(engine: &EngineUnderTest, name: &str, notes: &Notes) -> Runtime {
+    Runtime::builder()
+        .tool(SaveNote(notes.clone()))
+        .agents(agents())
+        .on_engine_store(engine, name)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// The runtime's sessions once `ids` are among them: an engine may list
 /// from a store that lags a moment behind a new session (Temporal's
 /// visibility store), so the list is asked again until they show.
@@ -90,7 +102,7 @@ async fn listed(rt: &Runtime, ids: &[&str]) -> Vec<SessionSummary> {
     }
 }
 
-pub fn acme(session: &str) -> RunOptions {
+fn acme(session: &str) -> RunOptions {
     RunOptions::new().session_id(session).tenant("acme")
 }
 
@@ -166,12 +178,19 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
     );
 }
 
-pub async fn an_opened_session_is_listed_and_its_first_message_goes_to_its_agent(engine: &EngineUnderTest) {
+/// An opened session is durable: a new runtime on the same store (a new
+/// process on the same database, or new workers on the same Temporal
+/// queues) lists it and runs its first message.
+pub async fn an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_agent(engine: &EngineUnderTest) {
     let notes = Notes::default();
-    let rt = runtime(engine, &notes).await;
-    rt.open(Some(AgentId::new("notes")), acme("s1")).await.unwrap();
-    let again = rt.open(None, acme("s1")).await.unwrap_err();
-    assert!(again.to_string().contains("exists already"), "{again}");
+    {
+        let rt = runtime_on_store(engine, "c", &notes).await;
+        rt.open(Some(AgentId::new("notes")), acme("s1")).await.unwrap();
+        let again = rt.open(None, acme("s1")).await.unwrap_err();
+        assert!(again.to_string().contains("exists already"), "{again}");
+        rt.shutdown().await;
+    }
+    let rt = runtime_on_store(engine, "c", &notes).await;
     let listed = listed(&rt, &["s1"]).await;
     let s1 = listed.iter().find(|s| s.id == "s1").unwrap();
     assert_eq!(s1.agent, "notes");
