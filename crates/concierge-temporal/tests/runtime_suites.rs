@@ -181,6 +181,7 @@ mod runtime {
         arguments_are_validated_before_the_person_is_asked,
         results_and_messages_over_their_limits_fail_fast_and_say_so,
         events_are_ordered_and_a_subscriber_resumes_from_any_seq,
+        events_replayed_from_the_database_are_the_events_that_were_emitted,
         a_live_subscriber_sees_a_later_run,
         typed_errors_for_bad_calls,
         an_agent_without_model_or_rules_is_refused_with_what_to_do,

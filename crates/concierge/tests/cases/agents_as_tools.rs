@@ -258,7 +258,9 @@ pub async fn a_specialists_choice_and_confirmation_reach_the_person_through_the_
 
 /// A new runtime on the same store (a new process on the same database, or
 /// new workers on the same Temporal queues) takes a parked tree over.
-pub async fn a_new_runtime_on_the_same_database_finishes_a_parked_tree_without_repeating_a_child(engine: &EngineUnderTest) {
+pub async fn a_new_runtime_on_the_same_database_finishes_a_parked_tree_without_repeating_a_child(
+    engine: &EngineUnderTest,
+) {
     let log = Log::default();
     {
         let rt = runtime_on_store(engine, "c", &log).await;
