@@ -275,6 +275,10 @@ impl TemporalEngine {
             session: session.clone(),
             first_agent: start.agent.clone().or_else(|| setup.first_agent_of().cloned()),
             plans: self.plans(&setup),
+            catalog: start
+                .catalog_version
+                .as_deref()
+                .and_then(|version| self.parts.catalogs.record(version)),
             start,
         };
         let delivered = self.client.execute_update_with_start_workflow(

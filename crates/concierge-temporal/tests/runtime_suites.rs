@@ -96,6 +96,10 @@ impl EngineUnderTest {
     /// Model deltas are not streamed: the model call runs in an activity.
     pub const STREAMS_MODEL_DELTAS: bool = false;
 
+    /// The tools an MCP server offered are remembered in this process only
+    /// (`remember_toolset`).
+    pub const REMEMBERS_TOOLSETS: bool = false;
+
     /// The binary's dev server, started if no test has yet.
     async fn start() -> Self {
         static TESTS: AtomicUsize = AtomicUsize::new(0);
@@ -278,4 +282,11 @@ mod mcp {
         stdio_progress_extends_a_calls_timeout_and_is_reported,
         stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is_trusted,
     );
+}
+
+#[path = "../../concierge/tests/cases/replay.rs"]
+mod replay_cases;
+
+mod replay {
+    on_temporal!(replay_cases; a_session_replays_against_the_tools_its_run_saw);
 }

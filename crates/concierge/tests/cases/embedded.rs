@@ -24,6 +24,10 @@ impl EngineUnderTest {
     /// Subscribers see model deltas as they are produced.
     pub const STREAMS_MODEL_DELTAS: bool = true;
 
+    /// The tools an MCP server offered are remembered in the database for
+    /// the next process.
+    pub const REMEMBERS_TOOLSETS: bool = true;
+
     /// The embedded engine in memory.
     pub fn memory() -> Self {
         Self { store: Store::Memory }
