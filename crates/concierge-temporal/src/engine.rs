@@ -18,8 +18,8 @@ use temporalio_client::errors::{
 };
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, RpcOptions, TlsOptions, Url, WorkflowExecuteUpdateOptions,
-    WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions,
-    WorkflowUpdateWithStartOptions,
+    WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions,
+    WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
 };
 use temporalio_common::HasWorkflowDefinition;
 
@@ -214,6 +214,16 @@ impl TemporalEngine {
             match update(&handle, || SessionWorkflow::wait_stop, stop, format!("wait:{stop}")).await {
                 Ok(Some(output)) => Ok(output),
                 Ok(None) => Err(Error::RunInterrupted),
+                // The session ended (its workflow closed) before this waiter
+                // asked: the workflow's result is the session's last output,
+                // what `wait_stop` answers for a stop the end overtook.
+                Err(WorkflowUpdateError::NotFound(_)) => {
+                    match handle.get_result(WorkflowGetResultOptions::default()).await {
+                        Ok(Some(output)) => Ok(output),
+                        Ok(None) => Err(Error::RunInterrupted),
+                        Err(error) => Err(server(&config, "say where the run stopped", error)),
+                    }
+                }
                 Err(error) => Err(server(&config, "say where the run stopped", error)),
             }
         })
@@ -334,6 +344,10 @@ impl TemporalEngine {
             session: session.clone(),
             first_agent,
             plans: self.plans(&setup),
+            catalog: start
+                .catalog_version
+                .as_deref()
+                .and_then(|version| self.parts.catalogs.record(version)),
             start,
         };
         let bytes = payload::size_of(&request);

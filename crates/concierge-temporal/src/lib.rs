@@ -99,7 +99,11 @@
 //! * `sessions()` lists from Temporal's visibility store, which may lag a
 //!   moment behind a new session, and asks each session's workflow for its
 //!   summary (one query per session).
-//! * Remembered toolsets (`remember_toolset`) live in this process only.
+//! * Remembered toolsets (`remember_toolset`) live in this process only: a
+//!   new process lists its MCP servers before their tools are known. A
+//!   run's catalog version travels with its start (and across
+//!   continue-as-new), so a worker that has not seen it still replays the
+//!   run with the tools it saw.
 //! * Nothing is resumed by `recover`: Temporal resumes workflows itself.
 
 mod activities;

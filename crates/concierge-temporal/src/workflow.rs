@@ -96,8 +96,9 @@ impl State {
         self.continued = carried.continued;
     }
 
-    fn carry(&self) -> Carried {
+    fn carry(&self, catalogs: &Catalogs) -> Carried {
         let from = self.events.len().saturating_sub(EVENTS_CARRIED);
+        let version = self.session.as_ref().and_then(Session::catalog_version);
         Carried {
             session: self.session.clone(),
             events: self.events[from..].to_vec(),
@@ -105,6 +106,7 @@ impl State {
             outputs: self.outputs.iter().cloned().collect(),
             updated_at: self.updated_at,
             continued: self.continued + 1,
+            catalog: version.and_then(|v| catalogs.record(v).map(|recorded| (v.to_string(), recorded))),
         }
     }
 
@@ -146,6 +148,17 @@ impl SessionWorkflow {
             executor,
             config,
             st: State::default(),
+        }
+    }
+
+    /// Rebuilds catalog `version` from its recording when this worker has
+    /// not seen it (its runtime's MCP servers may offer other tools now):
+    /// the run replays and goes on with the tools it saw.
+    fn know_catalog(&self, version: &str, recorded: &str) {
+        if self.catalogs.get(Some(version)).is_none()
+            && let Err(error) = self.catalogs.restore(version, recorded)
+        {
+            tracing::warn!(%error, "a run's catalog version cannot be rebuilt; it goes on with the current one");
         }
     }
 
@@ -455,7 +468,11 @@ impl SessionWorkflow {
             mut start,
             first_agent,
             plans,
+            catalog,
         } = request;
+        if let (Some(version), Some(recorded)) = (start.catalog_version.as_deref(), catalog.as_deref()) {
+            self.know_catalog(version, recorded);
+        }
         self.st.id.get_or_insert(session);
         let created = self.st.session.is_none();
         if created {
@@ -579,6 +596,9 @@ impl SessionWorkflow {
         ctx.state_mut(|w| {
             w.st.id.get_or_insert(begin.session);
             if let Some(carried) = begin.carried {
+                if let Some((version, recorded)) = &carried.catalog {
+                    w.know_catalog(version, recorded);
+                }
                 w.st.restore(*carried);
             }
             w.st.begun = true;
@@ -599,7 +619,7 @@ impl SessionWorkflow {
                 if ctx.all_handlers_finished() && ctx.state(|w| w.st.idle() && !w.st.ended) {
                     let next = ctx.state(|w| Begin {
                         session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
-                        carried: Some(Box::new(w.st.carry())),
+                        carried: Some(Box::new(w.st.carry(&w.catalogs))),
                     });
                     ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
                 }
