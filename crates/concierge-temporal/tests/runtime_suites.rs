@@ -62,6 +62,13 @@ async fn start_server() -> String {
         .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
         .arg(port.to_string())
         .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+        // concierge's search attributes (the engine refuses to start without them).
+        .args([
+            "--search-attribute",
+            "ConciergeTenant=Keyword",
+            "--search-attribute",
+            "ConciergeAgent=Keyword",
+        ])
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
