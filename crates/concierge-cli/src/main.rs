@@ -34,6 +34,11 @@ pub struct Cli {
     /// local OpenAI-compatible server; Anthropic requests go to {base}/v1/messages).
     #[arg(long, global = true, value_name = "URL", env = "CONCIERGE_BASE_URL")]
     pub base_url: Option<String>,
+    /// With the Temporal engine, also run every worker (the session
+    /// workflows, the model calls, every agent's tools) in this process,
+    /// so that it needs no `concierge worker` beside it.
+    #[arg(long, global = true)]
+    pub workers: bool,
     /// Logging on stderr (-v warnings and info, -vv debug); without it only
     /// errors the command does not report itself.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -67,6 +72,9 @@ pub enum Command {
     /// Serves the HTTP API: sessions, runs, confirmations, choices, each
     /// session's events as Server-Sent Events, the catalogue, /openapi.json.
     Serve(commands::serve::ServeArgs),
+    /// Runs Temporal workers (with `engine = "temporal"`): every worker, or
+    /// only some agents' tool calls with --agents, until Ctrl-C.
+    Worker(commands::worker::WorkerArgs),
     /// API tokens for `concierge serve`: `token new --tenant T --user U`
     /// prints a token and the lines to put in concierge.toml.
     Token(commands::token::TokenArgs),

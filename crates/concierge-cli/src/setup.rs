@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use concierge::config::{Config, build_model, load_agents};
+use concierge::config::{Config, EngineKind, build_model, load_agents};
 use concierge::{Result, RunOutput, Runtime, SessionId};
 
 use crate::Cli;
@@ -40,6 +40,33 @@ pub fn resolve(cli: &Cli) -> Result<Resolved> {
     Ok(Resolved { db, config, model })
 }
 
+/// Which Temporal workers a command runs in its own process (with
+/// `engine = "temporal"`; the embedded engine needs none).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum WorkerSet {
+    /// None: the process is a client (it starts runs, reads sessions).
+    #[default]
+    None,
+    /// All of them: the session workflows, the model calls, every agent's tools.
+    All,
+    /// The tool calls of these agents only.
+    ToolsOf(Vec<String>),
+    /// The session workflows and the model calls, no tools.
+    NoTools,
+}
+
+/// What a command needs of its runtime.
+pub struct Role<'a> {
+    /// Whether it writes (runs, confirms) or only reads.
+    pub access: Access,
+    /// How the process names itself to other processes on the database.
+    pub label: &'a str,
+    /// Counters for `/metrics`, when the command serves them.
+    pub metrics: Option<&'a Arc<concierge_server::metrics::Metrics>>,
+    /// The Temporal workers it runs.
+    pub workers: WorkerSet,
+}
+
 /// How a command uses the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Access {
@@ -50,15 +77,18 @@ pub enum Access {
 }
 
 /// Builds the runtime: demo agents, file agents, the default model and the
-/// models agents name, prices, the database. A writer resumes the runs that
-/// processes now gone left unfinished; a reader takes nothing over. With
-/// `metrics`, model calls, tool calls and runs are counted into them.
-pub async fn runtime(
-    cli: &Cli,
-    access: Access,
-    label: &str,
-    metrics: Option<&Arc<concierge_server::metrics::Metrics>>,
-) -> Result<Runtime> {
+/// models agents name, prices, the engine. On the embedded engine a writer
+/// resumes the runs that processes now gone left unfinished and a reader
+/// takes nothing over; on Temporal the process runs the workers its role
+/// names (Temporal resumes workflows itself). With `metrics`, model calls,
+/// tool calls and runs are counted into them.
+pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
+    let Role {
+        access,
+        label,
+        metrics,
+        workers,
+    } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
@@ -74,12 +104,20 @@ pub async fn runtime(
             }
         }
     }
-    let mut builder = Runtime::builder()
-        .sqlite(&resolved.db)
-        .label(label)
-        .log_prompts(config.log_prompts);
-    if access == Access::Read {
-        builder = builder.read_only();
+    let mut builder = Runtime::builder().label(label).log_prompts(config.log_prompts);
+    match config.engine.unwrap_or_default() {
+        EngineKind::Embedded => {
+            if workers != WorkerSet::None {
+                return Err(concierge::Error::InvalidConfig(
+                    "Temporal workers run only with the Temporal engine: set engine = \"temporal\" and a [temporal] section in concierge.toml (or CONCIERGE_ENGINE=temporal)".into(),
+                ));
+            }
+            builder = builder.sqlite(&resolved.db);
+            if access == Access::Read {
+                builder = builder.read_only();
+            }
+        }
+        EngineKind::Temporal => builder = temporal(builder, config, &agents, workers)?,
     }
     if let Some(metrics) = metrics {
         builder = builder.hooks(metrics.hooks(concierge::engine::TracingHooks {
@@ -114,6 +152,77 @@ pub async fn runtime(
         builder = builder.price(reference.clone(), *price);
     }
     config.apply_hub(builder).agents(agents).build().await
+}
+
+/// Lists the MCP servers whose tools the Temporal workers of this process
+/// run or plan with (every server, or those of the agents a tools-only
+/// worker serves), so that a session's workflow and its tool calls find
+/// them: on Temporal the process that starts a run is not the one that
+/// plans it. A server that cannot start takes its agents' tools away, not
+/// the worker's.
+pub async fn discover_for_workers(rt: &Runtime, workers: &WorkerSet) {
+    let servers = rt.mcp_servers();
+    let wanted: Vec<String> = match workers {
+        WorkerSet::None => return,
+        WorkerSet::All | WorkerSet::NoTools => servers,
+        WorkerSet::ToolsOf(names) => rt
+            .agents()
+            .iter()
+            .filter(|a| names.iter().any(|n| n.as_str() == a.id.as_str()))
+            .flat_map(|a| a.toolsets.iter().filter(|t| servers.contains(t)).cloned())
+            .collect(),
+    };
+    for server in wanted {
+        if let Err(error) = rt.discover(&server).await {
+            eprintln!("warning: the MCP server {server} could not be listed; its tools are unavailable: {error}");
+        }
+    }
+}
+
+/// Puts the Temporal engine the configuration's `[temporal]` section names
+/// under `builder`, with `workers` in this process.
+#[cfg(feature = "temporal")]
+fn temporal(
+    builder: concierge::RuntimeBuilder,
+    config: &Config,
+    agents: &[concierge::AgentSpec],
+    workers: WorkerSet,
+) -> Result<concierge::RuntimeBuilder> {
+    use concierge_temporal::{Temporal, TemporalConfig, Workers};
+    let settings = TemporalConfig::from_section(&config.temporal)?;
+    let workers = match workers {
+        WorkerSet::None => Workers::none(),
+        WorkerSet::All => Workers::all(),
+        WorkerSet::NoTools => Workers::all().no_tools(),
+        WorkerSet::ToolsOf(names) => {
+            if let Some(unknown) = names
+                .iter()
+                .find(|n| !agents.iter().any(|a| a.id.as_str() == n.as_str()))
+            {
+                let mut known: Vec<&str> = agents.iter().map(|a| a.id.as_str()).collect();
+                known.sort_unstable();
+                return Err(concierge::Error::InvalidConfig(format!(
+                    "there is no agent {unknown} to run tools for; the agents are {}",
+                    known.join(", ")
+                )));
+            }
+            Workers::none().tools_of(names)
+        }
+    };
+    Ok(builder.engine(Temporal::new(settings).workers(workers)))
+}
+
+/// Without the `temporal` feature, the Temporal engine is a clear error.
+#[cfg(not(feature = "temporal"))]
+fn temporal(
+    _: concierge::RuntimeBuilder,
+    _: &Config,
+    _: &[concierge::AgentSpec],
+    _: WorkerSet,
+) -> Result<concierge::RuntimeBuilder> {
+    Err(concierge::Error::InvalidConfig(
+        "this concierge was built without the Temporal engine: build it with the `temporal` feature (the default), or set engine = \"embedded\"".into(),
+    ))
 }
 
 /// The output of `session`'s run if this process resumed it when it opened

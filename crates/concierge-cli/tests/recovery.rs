@@ -3,74 +3,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+#[path = "support/held_model.rs"]
+mod held_model;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-/// An OpenAI-compatible endpoint on loopback that holds every request
-/// unanswered while `hang` is set, and otherwise answers "All done.".
-struct Model {
-    url: String,
-    hang: Arc<AtomicBool>,
-    seen: Arc<AtomicUsize>,
-}
-
-fn serve(mut stream: TcpStream, hang: Arc<AtomicBool>, seen: Arc<AtomicUsize>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    loop {
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap_or(0);
-            }
-        }
-        let mut body = vec![0; length];
-        if reader.read_exact(&mut body).is_err() {
-            return;
-        }
-        seen.fetch_add(1, Ordering::SeqCst);
-        if hang.load(Ordering::SeqCst) {
-            // Never answers; the connection dies with the client.
-            std::thread::sleep(Duration::from_secs(120));
-            return;
-        }
-        let answer = r#"{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"All done."},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2}}"#;
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-            answer.len()
-        );
-        if stream.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-fn model() -> Model {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let hang = Arc::new(AtomicBool::new(true));
-    let seen = Arc::new(AtomicUsize::new(0));
-    let (h, s) = (hang.clone(), seen.clone());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (h, s) = (h.clone(), s.clone());
-            std::thread::spawn(move || serve(stream, h, s));
-        }
-    });
-    Model { url, hang, seen }
-}
+use held_model::model;
 
 fn concierge(dir: &Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_concierge"));
@@ -129,7 +70,7 @@ fn a_killed_run_survives_a_read_only_command_without_a_model_and_finishes_with_o
     assert_eq!(model.seen.load(Ordering::SeqCst), 1, "nothing called the model again");
 
     // A process with the model finishes the interrupted turn, then runs its own.
-    model.hang.store(false, Ordering::SeqCst);
+    model.hold.store(false, Ordering::SeqCst);
     let next = run(concierge(dir.path())
         .args(with_model)
         .args(["run", "--session", "s", "thanks"]));

@@ -26,6 +26,7 @@ use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
 use crate::engine::TemporalEngine;
+use crate::payload;
 
 /// How often a working activity heartbeats when its timeout is not known.
 const HEARTBEAT_EVERY: Duration = Duration::from_secs(2);
@@ -36,7 +37,12 @@ pub struct ModelCallInput {
     pub session: SessionId,
     pub run_id: RunId,
     pub call: u32,
-    pub request: ModelRequest,
+    /// The request, when it is small enough to travel here
+    /// ([`TemporalConfig::inline_request_bytes`](crate::TemporalConfig::inline_request_bytes));
+    /// otherwise the activity asks the session's workflow for it, so the
+    /// workflow's history does not carry the conversation at every call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<ModelRequest>,
 }
 
 /// A tool call's input.
@@ -77,6 +83,42 @@ pub struct ModelActivities {
     pub(crate) executor: Arc<Executor>,
     pub(crate) parts: EngineParts,
     pub(crate) engine: Weak<TemporalEngine>,
+    /// The largest answer handed back to Temporal, in bytes.
+    pub(crate) max_payload_bytes: usize,
+}
+
+/// A failure Temporal retries (the workflow turns the last one into the
+/// core's input).
+fn retryable(message: String) -> ActivityError {
+    ActivityError::from(std::io::Error::other(message))
+}
+
+impl ModelActivities {
+    /// The engine of this worker, while it is open.
+    fn engine(&self) -> Result<Arc<TemporalEngine>, ActivityError> {
+        self.engine
+            .upgrade()
+            .ok_or_else(|| retryable("the engine of this worker is closing; another worker answers".into()))
+    }
+
+    /// The request of `input`: its own, or the one the session's workflow
+    /// keeps for this call.
+    async fn request(&self, input: &ModelCallInput) -> Result<ModelRequest, ActivityError> {
+        if let Some(request) = &input.request {
+            return Ok(request.clone());
+        }
+        let engine = self.engine()?;
+        match engine.model_request(&input.session, &input.run_id, input.call).await {
+            Ok(Some(request)) => Ok(request),
+            Ok(None) => Err(ActivityError::application(
+                temporalio_common::error::ApplicationFailure::non_retryable(std::io::Error::other(format!(
+                    "session {} no longer waits for model call {} of run {}",
+                    input.session, input.call, input.run_id
+                ))),
+            )),
+            Err(error) => Err(retryable(format!("the model request could not be read: {error}"))),
+        }
+    }
 }
 
 #[activities]
@@ -87,24 +129,34 @@ impl ModelActivities {
         ctx: ActivityContext,
         input: ModelCallInput,
     ) -> Result<Input, ActivityError> {
+        let request = self.request(&input).await?;
         let cx = ModelContext::default();
         let call = self
             .executor
-            .call_model(&input.session, input.run_id, input.call, &input.request, &cx);
+            .call_model(&input.session, input.run_id, input.call, &request, &cx);
         let (answer, _) = heartbeating(&ctx, call).await;
-        Ok(answer)
+        let model = self
+            .executor
+            .models()
+            .for_request(&request)
+            .map_or_else(|| format!("of agent {}", request.agent), |m| format!("`{}`", m.name()));
+        Ok(payload::bounded_reply(answer, self.max_payload_bytes, &model))
     }
 
     #[activity(name = "concierge.call_agent")]
     pub async fn call_agent(self: Arc<Self>, ctx: ActivityContext, call: AgentCall) -> Result<Input, ActivityError> {
-        let Some(engine) = self.engine.upgrade() else {
-            return Err(ActivityError::from(std::io::Error::other(
-                "the engine of this worker is closing; another worker answers",
-            )));
-        };
+        let engine = self.engine()?;
+        let (run_id, call_id) = (call.run_id.clone(), call.call.id.clone());
+        let what = format!("the answer of agent {}", call.agent);
         let call = self.parts.executor.agent_call(call);
         let answer = heartbeating(&ctx, call_agent(engine.as_ref(), &self.parts.setup, &call)).await;
-        Ok(answer)
+        Ok(payload::bounded_call(
+            answer,
+            self.max_payload_bytes,
+            run_id,
+            call_id,
+            &what,
+        ))
     }
 }
 
@@ -112,6 +164,8 @@ impl ModelActivities {
 pub struct ToolActivities {
     pub(crate) executor: Arc<Executor>,
     pub(crate) agent: AgentId,
+    /// The largest result handed back to Temporal, in bytes.
+    pub(crate) max_payload_bytes: usize,
 }
 
 #[activities]
@@ -131,6 +185,8 @@ impl ToolActivities {
                 temporalio_common::error::ApplicationFailure::non_retryable(std::io::Error::other(refusal)),
             ));
         }
+        let (run_id, call_id) = (input.run_id.clone(), input.call.id.clone());
+        let what = format!("the result of tool `{}`", input.call.name);
         let cx = ToolContext {
             asked_at: input.asked_at,
             session_id: input.session,
@@ -142,6 +198,12 @@ impl ToolActivities {
             blackboard: Arc::new(input.blackboard),
         };
         let answer = heartbeating(&ctx, self.executor.call_tool(cx, &input.call)).await;
-        Ok(answer)
+        Ok(payload::bounded_call(
+            answer,
+            self.max_payload_bytes,
+            run_id,
+            call_id,
+            &what,
+        ))
     }
 }

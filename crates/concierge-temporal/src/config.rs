@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use concierge::config::TemporalSection;
 use concierge_core::{AgentId, SessionId};
 
 /// How to reach Temporal and name concierge's queues and workflows.
@@ -36,6 +37,19 @@ pub struct TemporalConfig {
     /// the first idle point after its history has this many events, or
     /// when Temporal suggests it (4 MB or 4,096 events by default).
     pub continue_after_events: u32,
+    /// The largest activity input or result concierge hands Temporal, in
+    /// bytes (2 MB by default; Temporal refuses payloads over 2 MiB by
+    /// default): a larger one fails at once, naming the tool or model.
+    pub max_payload_bytes: usize,
+    /// A model request up to this size (serialized, in bytes) travels in
+    /// the model call's activity input; a larger one stays in the session's
+    /// workflow and the activity fetches it (a query), so the workflow's
+    /// history does not grow by the whole conversation at every model call.
+    pub inline_request_bytes: usize,
+    /// Whether session workflows carry the search attributes
+    /// `ConciergeTenant` and `ConciergeAgent` (and the engine checks at
+    /// start that the namespace has them). On by default.
+    pub search_attributes: bool,
 }
 
 impl Default for TemporalConfig {
@@ -52,6 +66,9 @@ impl Default for TemporalConfig {
             input_timeout: Duration::from_secs(30),
             tool_heartbeat_timeout: Duration::from_secs(10),
             continue_after_events: 2_000,
+            max_payload_bytes: 2_000_000,
+            inline_request_bytes: 8 * 1024,
+            search_attributes: true,
         }
     }
 }
@@ -113,6 +130,26 @@ impl TemporalConfig {
         self
     }
 
+    /// Fails an activity input or result larger than `bytes` at once.
+    pub fn max_payload_bytes(mut self, bytes: usize) -> Self {
+        self.max_payload_bytes = bytes;
+        self
+    }
+
+    /// Model requests larger than `bytes` are fetched by the model call
+    /// instead of travelling in its input (0: always fetched).
+    pub fn inline_request_bytes(mut self, bytes: usize) -> Self {
+        self.inline_request_bytes = bytes;
+        self
+    }
+
+    /// Whether session workflows carry the `ConciergeTenant` and
+    /// `ConciergeAgent` search attributes (the namespace must have them).
+    pub fn search_attributes(mut self, on: bool) -> Self {
+        self.search_attributes = on;
+        self
+    }
+
     /// The address as a URL (a bare `host:port` gets `http://`, or
     /// `https://` with TLS).
     pub(crate) fn url(&self) -> String {
@@ -148,45 +185,18 @@ impl TemporalConfig {
     }
 }
 
-/// The `[temporal]` section of a configuration file, for a program (the
-/// CLI, say) that selects this engine with `engine = "temporal"`:
-///
-/// ```toml
-/// [temporal]
-/// address = "temporal.example.com:7233"
-/// namespace = "concierge"
-/// task_queue_prefix = "concierge"
-/// api_key_env = "TEMPORAL_API_KEY"   # the API key's variable (TLS then on)
-/// tls = true
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TemporalSection {
-    /// The frontend's address (default `127.0.0.1:7233`).
-    pub address: Option<String>,
-    /// The namespace (default `default`).
-    pub namespace: Option<String>,
-    /// The prefix of task queues and workflow ids (default `concierge`).
-    pub task_queue_prefix: Option<String>,
-    /// The environment variable holding an API key.
-    pub api_key_env: Option<String>,
-    /// Whether to connect with TLS (default: only with an API key).
-    #[serde(default)]
-    pub tls: bool,
-}
-
-impl TemporalSection {
-    /// The configuration the section describes (the API key read from its
-    /// variable, which must then be set).
-    pub fn resolve(&self) -> concierge::Result<TemporalConfig> {
-        let mut config = TemporalConfig::default();
-        if let Some(address) = &self.address {
+impl TemporalConfig {
+    /// The configuration a `[temporal]` section of `concierge.toml`
+    /// describes (the API key read from its variable, which must then be set).
+    pub fn from_section(section: &TemporalSection) -> concierge::Result<Self> {
+        let mut config = Self::default();
+        if let Some(address) = &section.address {
             config.address = address.clone();
         }
-        if let Some(namespace) = &self.namespace {
+        if let Some(namespace) = &section.namespace {
             config.namespace = namespace.clone();
         }
-        if let Some(prefix) = &self.task_queue_prefix {
+        if let Some(prefix) = &section.task_queue_prefix {
             if prefix.is_empty() || prefix.contains(char::is_whitespace) {
                 return Err(concierge::Error::InvalidConfig(format!(
                     "temporal.task_queue_prefix {prefix:?} must be a non-empty name without spaces"
@@ -194,7 +204,7 @@ impl TemporalSection {
             }
             config.task_queue_prefix = prefix.clone();
         }
-        if let Some(var) = &self.api_key_env {
+        if let Some(var) = &section.api_key_env {
             match std::env::var(var) {
                 Ok(key) if !key.is_empty() => config.api_key = Some(key),
                 _ => {
@@ -204,7 +214,13 @@ impl TemporalSection {
                 }
             }
         }
-        config.tls = self.tls;
+        config.tls = section.tls;
+        if let Some(bytes) = section.max_payload_bytes {
+            config.max_payload_bytes = bytes;
+        }
+        if let Some(on) = section.search_attributes {
+            config.search_attributes = on;
+        }
         Ok(config)
     }
 }
@@ -223,28 +239,37 @@ mod tests {
             task_queue_prefix: Some("prod".into()),
             api_key_env: None,
             tls: true,
+            max_payload_bytes: Some(1_000_000),
+            search_attributes: Some(false),
         };
-        let config = section.resolve().unwrap();
+        let config = TemporalConfig::from_section(&section).unwrap();
         assert_eq!(config.url(), "https://temporal.example.com:7233");
         assert_eq!(config.namespace, "concierge");
+        assert_eq!(config.max_payload_bytes, 1_000_000);
+        assert!(!config.search_attributes);
         assert_eq!(config.sessions_queue(), "prod-sessions");
         assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
         assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");
 
-        let defaults = TemporalSection::default().resolve().unwrap();
+        let defaults = TemporalConfig::from_section(&TemporalSection::default()).unwrap();
         assert_eq!(defaults.url(), "http://127.0.0.1:7233");
 
         let missing = TemporalSection {
             api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),
             ..TemporalSection::default()
         };
-        let error = missing.resolve().unwrap_err().to_string();
+        let error = TemporalConfig::from_section(&missing).unwrap_err().to_string();
         assert!(error.contains("CONCIERGE_TEST_NO_SUCH_VARIABLE"), "{error}");
 
         let spaced = TemporalSection {
             task_queue_prefix: Some("my queue".into()),
             ..TemporalSection::default()
         };
-        assert!(spaced.resolve().unwrap_err().to_string().contains("task_queue_prefix"));
+        assert!(
+            TemporalConfig::from_section(&spaced)
+                .unwrap_err()
+                .to_string()
+                .contains("task_queue_prefix")
+        );
     }
 }

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, Weak};
 use concierge::engine::{Engine, EngineParts, RunSetup, RunStop, SessionSummary, Started};
 use concierge::{Error, Result};
 use concierge_core::{
-    AgentId, CallId, Decision, Event, EventId, OpenSession, PlannerMode, RunOutput, Session, SessionId, StartRun,
-    Timestamp,
+    AgentId, CallId, Decision, Event, EventId, ModelRequest, OpenSession, PlannerMode, RunId, RunOutput, Session,
+    SessionId, StartRun, Timestamp,
 };
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -18,17 +18,19 @@ use temporalio_client::errors::{
 };
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, RpcOptions, TlsOptions, Url, WorkflowExecuteUpdateOptions,
-    WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions,
-    WorkflowUpdateWithStartOptions,
+    WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions,
+    WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
 };
 use temporalio_common::HasWorkflowDefinition;
 
 use crate::config::TemporalConfig;
+use crate::options::WorkflowOptions;
 use crate::wire::{
     Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartRequest, Summary,
 };
 use crate::worker::WorkerThread;
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
+use crate::{payload, visibility};
 
 /// The time now, as the core counts it.
 pub(crate) fn now() -> Timestamp {
@@ -93,6 +95,14 @@ impl std::fmt::Debug for TemporalEngine {
 
 type Handle = WorkflowHandle<Client, SessionWorkflow>;
 
+/// What a new session's workflow starts with, besides its input.
+struct Creation<'a> {
+    tenant: Option<&'a str>,
+    agent: Option<&'a AgentId>,
+    labels: &'a BTreeMap<String, String>,
+    options: Option<&'a WorkflowOptions>,
+}
+
 /// Whether an update failed because the run it reached had just closed: a
 /// session workflow that continued as new goes on in a new run, which the
 /// update reaches when sent again (its id makes that safe).
@@ -132,8 +142,15 @@ fn server(config: &TemporalConfig, what: &str, error: impl std::fmt::Display) ->
 }
 
 impl TemporalEngine {
-    /// Waits for `delivery` of an input, failing when no worker took it in time.
-    async fn within<T>(&self, session: &SessionId, delivery: impl std::future::Future<Output = T>) -> Result<T> {
+    /// Waits for `delivery` of an input, failing when no worker took it in
+    /// time (a new session's workflow runs on `queue`, when it is not the
+    /// default one).
+    async fn within<T>(
+        &self,
+        session: &SessionId,
+        queue: Option<&str>,
+        delivery: impl std::future::Future<Output = T>,
+    ) -> Result<T> {
         tokio::time::timeout(self.config.input_timeout, delivery)
             .await
             .map_err(|_| {
@@ -141,7 +158,7 @@ impl TemporalEngine {
                     "no concierge worker took the input for session {session} within {} s: run the session \
                      workers (task queue {} on Temporal at {}) and try again",
                     self.config.input_timeout.as_secs(),
-                    self.config.sessions_queue(),
+                    queue.map_or_else(|| self.config.sessions_queue(), str::to_string),
                     self.config.address
                 ))
             })
@@ -197,6 +214,16 @@ impl TemporalEngine {
             match update(&handle, || SessionWorkflow::wait_stop, stop, format!("wait:{stop}")).await {
                 Ok(Some(output)) => Ok(output),
                 Ok(None) => Err(Error::RunInterrupted),
+                // The session ended (its workflow closed) before this waiter
+                // asked: the workflow's result is the session's last output,
+                // what `wait_stop` answers for a stop the end overtook.
+                Err(WorkflowUpdateError::NotFound(_)) => {
+                    match handle.get_result(WorkflowGetResultOptions::default()).await {
+                        Ok(Some(output)) => Ok(output),
+                        Ok(None) => Err(Error::RunInterrupted),
+                        Err(error) => Err(server(&config, "say where the run stopped", error)),
+                    }
+                }
                 Err(error) => Err(server(&config, "say where the run stopped", error)),
             }
         })
@@ -247,26 +274,89 @@ impl TemporalEngine {
         }
     }
 
-    fn with_start_options(&self, session: &SessionId) -> WorkflowUpdateWithStartOptions {
+    /// How a session's workflow starts (when the input creates it): on the
+    /// sessions queue, with its tenant and agent as search attributes and
+    /// memo, then the caller's options over them.
+    fn with_start_options(&self, session: &SessionId, start: Creation<'_>) -> WorkflowUpdateWithStartOptions {
+        let options = start.options;
+        let queue = options
+            .and_then(|o| o.task_queue.clone())
+            .unwrap_or_else(|| self.config.sessions_queue());
+        let attributes = visibility::start_attributes(
+            &self.config,
+            start.tenant,
+            start.agent,
+            options.map(|o| &o.search_attributes),
+        );
+        let no_memo = BTreeMap::new();
+        let memo = visibility::start_memo(
+            start.tenant,
+            start.agent,
+            start.labels,
+            options.map_or(&no_memo, |o| &o.memo),
+        );
         WorkflowUpdateWithStartOptions::new(
-            self.config.sessions_queue(),
+            queue,
             self.config.workflow_id(session),
             WorkflowIdConflictPolicy::UseExisting,
         )
         .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        .maybe_search_attributes(attributes)
+        .memo(memo)
         .build()
+    }
+
+    /// The model request session `session`'s workflow keeps for model call
+    /// `call` of run `run_id` (`None` once it no longer waits for it).
+    pub(crate) async fn model_request(
+        &self,
+        session: &SessionId,
+        run_id: &RunId,
+        call: u32,
+    ) -> Result<Option<ModelRequest>> {
+        self.handle(session)
+            .query(
+                SessionWorkflow::model_request,
+                (run_id.clone(), call),
+                self.query_options(),
+            )
+            .await
+            .map_err(|error| self.query_error(error))
     }
 
     async fn do_start(&self, session: SessionId, mut start: StartRun, setup: RunSetup) -> Result<Started> {
         if start.catalog_version.is_none() {
             start.catalog_version = self.parts.catalogs.current().id;
         }
+        let options = setup.engine_option::<WorkflowOptions>();
+        let first_agent = start.agent.clone().or_else(|| setup.first_agent_of().cloned());
+        let start_options = self.with_start_options(
+            &session,
+            Creation {
+                tenant: start.tenant.as_deref(),
+                agent: first_agent.as_ref(),
+                labels: &start.labels,
+                options,
+            },
+        );
+        let queue = options.and_then(|o| o.task_queue.clone());
         let request = StartRequest {
             session: session.clone(),
-            first_agent: start.agent.clone().or_else(|| setup.first_agent_of().cloned()),
+            first_agent,
             plans: self.plans(&setup),
+            catalog: start
+                .catalog_version
+                .as_deref()
+                .and_then(|version| self.parts.catalogs.record(version)),
             start,
         };
+        let bytes = payload::size_of(&request);
+        if bytes > self.config.max_payload_bytes {
+            return Err(Error::RunStartFailed(format!(
+                "{}; send it in smaller parts",
+                payload::over("the run's input", "is", bytes, self.config.max_payload_bytes)
+            )));
+        }
         let delivered = self.client.execute_update_with_start_workflow(
             SessionWorkflow::run,
             Begin {
@@ -275,10 +365,10 @@ impl TemporalEngine {
             },
             SessionWorkflow::start_run,
             request,
-            self.with_start_options(&session),
+            start_options,
         );
         let reply = self
-            .within(&session, delivered)
+            .within(&session, queue.as_deref(), delivered)
             .await?
             .map_err(|e| self.start_error(&session, e))?;
         match reply {
@@ -307,7 +397,7 @@ impl TemporalEngine {
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
         let reply = self
-            .within(&session, delivered)
+            .within(&session, None, delivered)
             .await?
             .map_err(|e| self.update_error(&session, e))?;
         match reply {
@@ -321,7 +411,7 @@ impl TemporalEngine {
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::end, request, update_id("end"));
         let reply = self
-            .within(&session, delivered)
+            .within(&session, None, delivered)
             .await?
             .map_err(|e| self.update_error(&session, e))?;
         match reply {
@@ -331,6 +421,16 @@ impl TemporalEngine {
     }
 
     async fn do_open(&self, session: SessionId, open: OpenSession) -> Result<()> {
+        let no_labels = BTreeMap::new();
+        let start_options = self.with_start_options(
+            &session,
+            Creation {
+                tenant: open.tenant.as_deref(),
+                agent: Some(&open.agent),
+                labels: &no_labels,
+                options: None,
+            },
+        );
         let delivered = self.client.execute_update_with_start_workflow(
             SessionWorkflow::run,
             Begin {
@@ -342,10 +442,10 @@ impl TemporalEngine {
                 session: session.clone(),
                 open,
             },
-            self.with_start_options(&session),
+            start_options,
         );
         let reply = self
-            .within(&session, delivered)
+            .within(&session, None, delivered)
             .await?
             .map_err(|e| self.start_error(&session, e))?;
         match reply {
@@ -384,15 +484,17 @@ impl TemporalEngine {
     }
 
     async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {
-        let query = format!(
-            "WorkflowType = '{WORKFLOW_TYPE}' AND TaskQueue = '{}'",
-            self.config.sessions_queue()
-        );
+        // Sessions on any queue (a caller may have chosen one), of this
+        // deployment (its workflow ids' prefix).
+        let query = format!("WorkflowType = '{WORKFLOW_TYPE}'");
+        let ours = self.config.workflow_id(&SessionId::new(""));
         let mut listed = self.client.list_workflows(query, WorkflowListOptions::default());
         let mut ids = Vec::new();
         while let Some(execution) = listed.next().await {
             let execution = execution.map_err(|e| server(&self.config, "list the sessions", e))?;
-            ids.push(execution.id().to_string());
+            if execution.id().starts_with(&ours) {
+                ids.push(execution.id().to_string());
+            }
         }
         let mut summaries = HashMap::new();
         for id in ids {

@@ -45,12 +45,42 @@
 //!
 //! # History within Temporal's limits
 //!
+//! A turn adds what it brings to the workflow's history, not the whole
+//! conversation: a model request over
+//! [`TemporalConfig::inline_request_bytes`] (8 KiB) stays in the workflow's
+//! state and the model call's activity fetches it with the `model_request`
+//! query, so only the reply enters the history (the calculator on a model:
+//! 28 events and about 4.5 kB per turn, whatever the conversation's
+//! length; inline, a turn's bytes grow by the conversation at every model
+//! call). An activity input or result over
+//! [`TemporalConfig::max_payload_bytes`] (2 MB) is not handed to Temporal:
+//! it becomes the tool's error (which the model reads) or the model call's
+//! failure, naming the tool or model, never a failed workflow task.
+//!
 //! At an idle point (no effect in flight, no run under way, every update
 //! handled) after [`TemporalConfig::continue_after_events`] history events,
 //! or when Temporal suggests it, the workflow continues as new, carrying the
 //! session, its last 2,048 events and its last stops into the new run.
 //! Updates wait until a run has restored that state; one that reaches a run
 //! just closed is sent again.
+//!
+//! # Finding sessions: search attributes and memo
+//!
+//! Each session's workflow carries the search attributes `ConciergeTenant`
+//! (its tenant, when it has one) and `ConciergeAgent` (the agent holding
+//! it, upserted after a handoff), so `temporal workflow list --query
+//! 'ConciergeTenant="acme"'` finds a tenant's sessions; and a memo with its
+//! `agent`, `tenant` and first run's `labels`. The namespace must have both
+//! attributes (Keyword): the engine checks when it opens and refuses to
+//! start without them, naming the missing one and the command that
+//! registers it (`temporal operator search-attribute create --namespace NS
+//! --name ConciergeTenant --name ConciergeAgent --type Keyword`; a dev
+//! server: `--search-attribute ConciergeTenant=Keyword --search-attribute
+//! ConciergeAgent=Keyword`), unless [`TemporalConfig::search_attributes`]
+//! is off. A caller's [`WorkflowOptions`] (task queue, memo, search
+//! attributes), passed with
+//! [`RunOptions::engine_option`](concierge::RunOptions::engine_option) on
+//! the run that creates the session, apply over these.
 //!
 //! # Workers
 //!
@@ -69,13 +99,20 @@
 //! * `sessions()` lists from Temporal's visibility store, which may lag a
 //!   moment behind a new session, and asks each session's workflow for its
 //!   summary (one query per session).
-//! * Remembered toolsets (`remember_toolset`) live in this process only.
+//! * Remembered toolsets (`remember_toolset`) live in this process only: a
+//!   new process lists its MCP servers before their tools are known. A
+//!   run's catalog version travels with its start (and across
+//!   continue-as-new), so a worker that has not seen it still replays the
+//!   run with the tools it saw.
 //! * Nothing is resumed by `recover`: Temporal resumes workflows itself.
 
 mod activities;
 mod config;
 mod engine;
 mod history;
+mod options;
+mod payload;
+mod visibility;
 mod wire;
 mod worker;
 mod workflow;
@@ -86,9 +123,12 @@ use concierge::Result;
 use concierge::engine::{Engine, EngineParts, OpenEngine};
 use futures::future::BoxFuture;
 
-pub use config::{TemporalConfig, TemporalSection};
+pub use config::TemporalConfig;
 pub use engine::{TemporalEngine, connect};
 pub use history::{HistoryCost, history_cost};
+pub use options::WorkflowOptions;
+pub use temporalio_common::search_attributes::{SearchAttributeKey, SearchAttributeUpdate, SearchAttributes};
+pub use visibility::{AGENT, TENANT};
 pub use worker::Workers;
 
 use worker::WorkerThread;
@@ -124,6 +164,7 @@ impl OpenEngine for Temporal {
         Box::pin(async move {
             let config = Arc::new(self.config);
             let client = connect(&config).await?;
+            visibility::check(&client, &config).await?;
             let engine = TemporalEngine::new(client, config.clone(), parts.clone());
             if self.workers.any() {
                 let thread = WorkerThread::spawn(config, parts, Arc::downgrade(&engine), self.workers).await?;

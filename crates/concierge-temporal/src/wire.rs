@@ -35,6 +35,10 @@ pub struct Carried {
     pub updated_at: Timestamp,
     /// How many times the workflow continued as new before.
     pub continued: u32,
+    /// The session's catalog version and what rebuilds it (`Catalogs::record`),
+    /// for its parked run in a worker that has not seen that version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<(String, String)>,
 }
 
 /// How a run of an agent plans, as the runtime decided for each agent.
@@ -57,6 +61,11 @@ pub struct StartRequest {
     pub first_agent: Option<AgentId>,
     /// Per agent, how its runs plan (applied for the agent that takes the run).
     pub plans: BTreeMap<AgentId, Plan>,
+    /// What rebuilds the run's catalog version (`Catalogs::record`) in a
+    /// worker that has not seen it: one whose MCP servers now offer other
+    /// tools would otherwise replay the run with its own and diverge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<String>,
 }
 
 /// What `start_run` answers.

@@ -39,6 +39,9 @@ enum ToolAgents {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Workers {
     sessions: bool,
+    /// Other queues whose session workflows this program runs (those of
+    /// sessions started with [`WorkflowOptions::task_queue`](crate::WorkflowOptions::task_queue)).
+    session_queues: Vec<String>,
     models: bool,
     tools: ToolAgents,
 }
@@ -53,6 +56,7 @@ impl Workers {
     pub fn all() -> Self {
         Self {
             sessions: true,
+            session_queues: Vec::new(),
             models: true,
             tools: ToolAgents::All,
         }
@@ -61,6 +65,14 @@ impl Workers {
     /// Runs the session workflows, or not.
     pub fn sessions(mut self, on: bool) -> Self {
         self.sessions = on;
+        self
+    }
+
+    /// Also runs the session workflows of task queue `queue` (sessions
+    /// whose first run chose it with
+    /// [`WorkflowOptions::task_queue`](crate::WorkflowOptions::task_queue)).
+    pub fn sessions_on(mut self, queue: impl Into<String>) -> Self {
+        self.session_queues.push(queue.into());
         self
     }
 
@@ -84,7 +96,7 @@ impl Workers {
 
     /// Whether there is any worker to run.
     pub fn any(&self) -> bool {
-        self.sessions || self.models || self.tools != ToolAgents::None
+        self.sessions || !self.session_queues.is_empty() || self.models || self.tools != ToolAgents::None
     }
 
     fn tool_agents(&self, parts: &EngineParts) -> Vec<AgentId> {
@@ -125,11 +137,12 @@ fn build(
     which: &Workers,
 ) -> Result<Vec<Worker>> {
     let mut workers = Vec::new();
-    if which.sessions {
+    let default_queue = which.sessions.then(|| config.sessions_queue());
+    for queue in default_queue.into_iter().chain(which.session_queues.iter().cloned()) {
         let catalogs = parts.catalogs.clone();
         let executor = parts.executor.clone();
         let shared = config.clone();
-        let options = WorkerOptions::new(config.sessions_queue())
+        let options = WorkerOptions::new(queue)
             .register_workflow_with_factory::<SessionWorkflow, _>(move || {
                 SessionWorkflow::new(catalogs.clone(), executor.clone(), shared.clone())
             })
@@ -144,6 +157,7 @@ fn build(
             executor: parts.executor.clone(),
             parts: parts.clone(),
             engine: engine.clone(),
+            max_payload_bytes: config.max_payload_bytes,
         };
         let options = WorkerOptions::new(config.models_queue())
             .register_activities(activities)
@@ -156,6 +170,7 @@ fn build(
         let activities = ToolActivities {
             executor: parts.executor.clone(),
             agent,
+            max_payload_bytes: config.max_payload_bytes,
         };
         let options = WorkerOptions::new(queue)
             .register_activities(activities)

@@ -28,8 +28,8 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use concierge::engine::{Catalogs, Executor};
 use concierge_core::{
-    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, RunId, RunOutput, Session, SessionId,
-    StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
+    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, ModelRequest, RunId, RunOutput, Session,
+    SessionId, StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
 };
 use futures::FutureExt;
 use temporalio_common::RetryPolicy;
@@ -38,6 +38,8 @@ use temporalio_sdk::{ActivityOptions, ContinueAsNewOptions, WorkflowContext, Wor
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
 use crate::config::TemporalConfig;
+use crate::payload;
+use crate::visibility::{AGENT, MEMO_AGENT};
 use crate::wire::{
     Begin, Carried, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
     StartRequest, Summary,
@@ -75,6 +77,12 @@ struct State {
     continued: u32,
     /// Whether the run has begun (its carried state restored).
     begun: bool,
+    /// The requests of model calls in flight that the activity fetches
+    /// (too large to travel in its input), by run and call.
+    requests: Vec<((RunId, u32), ModelRequest)>,
+    /// The agent the workflow's search attributes and memo name (set once
+    /// the session exists; a handoff upserts them).
+    agent_shown: Option<AgentId>,
 }
 
 impl State {
@@ -88,8 +96,9 @@ impl State {
         self.continued = carried.continued;
     }
 
-    fn carry(&self) -> Carried {
+    fn carry(&self, catalogs: &Catalogs) -> Carried {
         let from = self.events.len().saturating_sub(EVENTS_CARRIED);
+        let version = self.session.as_ref().and_then(Session::catalog_version);
         Carried {
             session: self.session.clone(),
             events: self.events[from..].to_vec(),
@@ -97,6 +106,7 @@ impl State {
             outputs: self.outputs.iter().cloned().collect(),
             updated_at: self.updated_at,
             continued: self.continued + 1,
+            catalog: version.and_then(|v| catalogs.record(v).map(|recorded| (v.to_string(), recorded))),
         }
     }
 
@@ -138,6 +148,17 @@ impl SessionWorkflow {
             executor,
             config,
             st: State::default(),
+        }
+    }
+
+    /// Rebuilds catalog `version` from its recording when this worker has
+    /// not seen it (its runtime's MCP servers may offer other tools now):
+    /// the run replays and goes on with the tools it saw.
+    fn know_catalog(&self, version: &str, recorded: &str) {
+        if self.catalogs.get(Some(version)).is_none()
+            && let Err(error) = self.catalogs.restore(version, recorded)
+        {
+            tracing::warn!(%error, "a run's catalog version cannot be rebuilt; it goes on with the current one");
         }
     }
 
@@ -270,6 +291,28 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
     });
     match effect {
         Effect::CallModel { run_id, call, request } => {
+            let bytes = payload::size_of(&request);
+            if bytes > config.max_payload_bytes {
+                let failed = payload::request_too_large(
+                    run_id,
+                    call,
+                    request.agent.as_str(),
+                    bytes,
+                    config.max_payload_bytes,
+                    at(ctx.workflow_time()),
+                );
+                return Some(Box::pin(async move { failed }));
+            }
+            // A large request stays here: the activity asks for it, so the
+            // history does not carry the conversation at every call.
+            let kept = (bytes > config.inline_request_bytes).then(|| (run_id.clone(), call));
+            let request = match &kept {
+                Some(key) => {
+                    ctx.state_mut(|w| w.st.requests.push((key.clone(), request)));
+                    None
+                }
+                None => Some(request),
+            };
             let input = ModelCallInput {
                 session,
                 run_id: run_id.clone(),
@@ -283,7 +326,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 .retry_policy(retries(true))
                 .build();
             Some(Box::pin(async move {
-                match c.execute_activity(ModelActivities::call_model, input, options).await {
+                let answer = match c.execute_activity(ModelActivities::call_model, input, options).await {
                     Ok(answer) => answer,
                     // The error as data: the run goes on (or fails) as the core decides.
                     Err(error) => Input::ModelFailed {
@@ -292,7 +335,11 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                         error: format!("the model call did not complete: {error}"),
                         at: at(c.workflow_time()),
                     },
+                };
+                if let Some(key) = kept {
+                    c.state_mut(|w| w.st.requests.retain(|(k, _)| *k != key));
                 }
+                answer
             }))
         }
         Effect::CallTool {
@@ -325,6 +372,17 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 blackboard,
                 asked_at,
             };
+            let bytes = payload::size_of(&input);
+            if bytes > config.max_payload_bytes {
+                let why = payload::over(
+                    &format!("the input of tool `{tool}` (its arguments and the blackboard)"),
+                    "is",
+                    bytes,
+                    config.max_payload_bytes,
+                );
+                let failed = call_failed(ctx, failed_run, failed_call, why);
+                return Some(Box::pin(async move { failed }));
+            }
             Some(Box::pin(async move {
                 match c.execute_activity(ToolActivities::call_tool, input, options).await {
                     Ok(answer) => answer,
@@ -371,6 +429,30 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
     }
 }
 
+/// After a handoff, names the session's new agent in the workflow's search
+/// attribute `ConciergeAgent` and memo, where they name one (the first
+/// agent was set when the workflow started; a caller's value stays until
+/// the agent changes).
+fn show_agent(ctx: &WorkflowContext<SessionWorkflow>) {
+    let Some(agent) = ctx.state(|w| w.st.session.as_ref().map(|s| s.agent().clone())) else {
+        return;
+    };
+    let before = ctx.state_mut(|w| w.st.agent_shown.replace(agent.clone()));
+    if before.is_none_or(|before| before == agent) {
+        return;
+    }
+    if ctx.search_attributes().get(&AGENT).is_some() {
+        ctx.upsert_search_attributes([AGENT.value_set(agent.to_string())]);
+    }
+    let memo = ctx.memo();
+    if matches!(memo.get::<String>(MEMO_AGENT), Ok(Some(_))) {
+        let value = temporalio_common::MemoValue::new(agent.to_string());
+        if let Err(error) = ctx.upsert_memo([(MEMO_AGENT, Some(value))]) {
+            tracing::debug!(%error, "the memo's agent could not be updated");
+        }
+    }
+}
+
 /// Waits until the workflow's run has begun: an update that arrives with
 /// the workflow's first task (update-with-start, or right after it
 /// continued as new) is handled once the state it acts on is restored.
@@ -386,7 +468,11 @@ impl SessionWorkflow {
             mut start,
             first_agent,
             plans,
+            catalog,
         } = request;
+        if let (Some(version), Some(recorded)) = (start.catalog_version.as_deref(), catalog.as_deref()) {
+            self.know_catalog(version, recorded);
+        }
         self.st.id.get_or_insert(session);
         let created = self.st.session.is_none();
         if created {
@@ -510,12 +596,16 @@ impl SessionWorkflow {
         ctx.state_mut(|w| {
             w.st.id.get_or_insert(begin.session);
             if let Some(carried) = begin.carried {
+                if let Some((version, recorded)) = &carried.catalog {
+                    w.know_catalog(version, recorded);
+                }
                 w.st.restore(*carried);
             }
             w.st.begun = true;
         });
         let mut in_flight: Vec<Answer> = Vec::new();
         loop {
+            show_agent(ctx);
             // History stays within Temporal's limits: at an idle point, the
             // session goes on in a new run of the workflow.
             let long = ctx.continue_as_new_suggested()
@@ -529,7 +619,7 @@ impl SessionWorkflow {
                 if ctx.all_handlers_finished() && ctx.state(|w| w.st.idle() && !w.st.ended) {
                     let next = ctx.state(|w| Begin {
                         session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
-                        carried: Some(Box::new(w.st.carry())),
+                        carried: Some(Box::new(w.st.carry(&w.catalogs))),
                     });
                     ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
                 }
@@ -636,6 +726,16 @@ impl SessionWorkflow {
             (true, Some(output)) => Current::Parked(Box::new(output.clone())),
             _ => Current::At(self.st.stops + 1),
         }
+    }
+
+    /// The request of a model call in flight whose activity fetches it.
+    #[query(name = "model_request")]
+    pub fn model_request(&self, _ctx: &WorkflowContextView, key: (RunId, u32)) -> Option<ModelRequest> {
+        self.st
+            .requests
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, request)| request.clone())
     }
 
     #[query(name = "events")]

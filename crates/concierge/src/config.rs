@@ -1,6 +1,7 @@
 //! File configuration (`concierge.toml`) and agent files (`agents/*.toml`).
 //!
 //! ```toml
+//! engine = "embedded"                    # embedded (SQLite, the default) or temporal; env CONCIERGE_ENGINE
 //! db = "concierge.db"                     # the embedded engine's database
 //! model = "openai:gpt-4o-mini"            # the default model (provider:name)
 //! base_url = "http://127.0.0.1:8080/v1"   # the default model's provider base URL
@@ -26,6 +27,15 @@
 //! [prices."openai:gpt-4o-mini"]           # USD per million tokens
 //! input = 0.15
 //! output = 0.60
+//!
+//! [temporal]                              # with engine = "temporal" (docs/temporal.md)
+//! address = "temporal.example.com:7233"
+//! namespace = "concierge"
+//! task_queue_prefix = "concierge"         # queues <prefix>-sessions, -models, -tools-<agent>
+//! api_key_env = "TEMPORAL_API_KEY"        # an API key's variable (Temporal Cloud; TLS then on)
+//! tls = true
+//! max_payload_bytes = 2000000             # a larger tool or model payload fails fast, naming it
+//! search_attributes = true                # ConciergeTenant / ConciergeAgent (registered in the namespace)
 //! ```
 
 use std::collections::BTreeMap;
@@ -45,6 +55,11 @@ use crate::model::{Anthropic, Model, OpenAiCompatible};
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// The engine that runs sessions (embedded by default). `CONCIERGE_ENGINE` wins.
+    pub engine: Option<EngineKind>,
+    /// Where the Temporal engine's server is (with `engine = "temporal"`).
+    #[serde(default)]
+    pub temporal: TemporalSection,
     /// The database of the embedded engine.
     pub db: Option<PathBuf>,
     /// The default model, `provider:name` (e.g. `openai:gpt-4o-mini`).
@@ -98,6 +113,56 @@ pub struct Config {
     /// `concierge serve`'s settings: API tokens, the cap on runs per tenant.
     #[serde(default)]
     pub server: ServerConfig,
+}
+
+/// Which engine runs sessions (`engine = "..."`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// The embedded engine: one process (or several) on one SQLite database.
+    #[default]
+    Embedded,
+    /// The Temporal engine: sessions are workflows on a Temporal server
+    /// (the `[temporal]` section says where); workers run the effects.
+    Temporal,
+}
+
+impl std::str::FromStr for EngineKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "embedded" | "sqlite" => Ok(Self::Embedded),
+            "temporal" => Ok(Self::Temporal),
+            other => Err(format!("{other:?} is not an engine; use embedded or temporal")),
+        }
+    }
+}
+
+/// The `[temporal]` section: where the Temporal engine's server is and how
+/// concierge names what it puts there. Every key is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemporalSection {
+    /// The frontend's address, `host:port` or a URL (default `127.0.0.1:7233`).
+    /// `CONCIERGE_TEMPORAL_ADDRESS` wins.
+    pub address: Option<String>,
+    /// The namespace (default `default`). `CONCIERGE_TEMPORAL_NAMESPACE` wins.
+    pub namespace: Option<String>,
+    /// The prefix of task queues and workflow ids (default `concierge`).
+    pub task_queue_prefix: Option<String>,
+    /// The environment variable holding an API key (Temporal Cloud; TLS then on).
+    pub api_key_env: Option<String>,
+    /// Whether to connect with TLS (default: only with an API key).
+    #[serde(default)]
+    pub tls: bool,
+    /// The largest tool or model payload sent through Temporal, in bytes
+    /// (default 2,000,000; Temporal refuses more than 2 MiB per payload).
+    pub max_payload_bytes: Option<usize>,
+    /// Whether session workflows carry the `ConciergeTenant` and
+    /// `ConciergeAgent` search attributes (default true; the namespace must
+    /// have them registered).
+    pub search_attributes: Option<bool>,
 }
 
 /// `concierge serve`'s settings (`[server]`).
@@ -224,6 +289,19 @@ impl Config {
         }
         if let Some(agent) = set("CONCIERGE_FALLBACK") {
             self.fallback = Some(agent);
+        }
+        if let Some(engine) = set("CONCIERGE_ENGINE") {
+            self.engine = Some(
+                engine
+                    .parse()
+                    .map_err(|e: String| Error::InvalidConfig(format!("CONCIERGE_ENGINE: {e}")))?,
+            );
+        }
+        if let Some(address) = set("CONCIERGE_TEMPORAL_ADDRESS") {
+            self.temporal.address = Some(address);
+        }
+        if let Some(namespace) = set("CONCIERGE_TEMPORAL_NAMESPACE") {
+            self.temporal.namespace = Some(namespace);
         }
         Ok(())
     }
@@ -513,6 +591,29 @@ mod tests {
         assert_eq!(config.fallback.as_deref(), Some("general"));
         let bad = config.apply_env_from(|n| (n == "CONCIERGE_MODE").then(|| "both".to_string()));
         assert!(bad.unwrap_err().to_string().contains("neither"));
+    }
+
+    #[test]
+    fn the_engine_and_its_temporal_section_come_from_the_file_and_the_environment_wins() {
+        let mut config: Config = toml::from_str(
+            "engine = \"temporal\"\n[temporal]\naddress = \"t.example.com:7233\"\nnamespace = \"prod\"\ntls = true\n",
+        )
+        .unwrap();
+        assert_eq!(config.engine, Some(EngineKind::Temporal));
+        assert_eq!(config.temporal.address.as_deref(), Some("t.example.com:7233"));
+        assert!(config.temporal.tls);
+        let env = |name: &str| match name {
+            "CONCIERGE_ENGINE" => Some("embedded".to_string()),
+            "CONCIERGE_TEMPORAL_NAMESPACE" => Some("staging".to_string()),
+            _ => None,
+        };
+        config.apply_env_from(env).unwrap();
+        assert_eq!(config.engine, Some(EngineKind::Embedded));
+        assert_eq!(config.temporal.namespace.as_deref(), Some("staging"));
+        let bad = config.apply_env_from(|n| (n == "CONCIERGE_ENGINE").then(|| "postgres".to_string()));
+        assert!(bad.unwrap_err().to_string().contains("embedded or temporal"));
+        let unknown = toml::from_str::<Config>("[temporal]\nadress = \"x\"\n").unwrap_err();
+        assert!(unknown.to_string().contains("adress"), "{unknown}");
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use concierge_core::{PolicyDelta, RunId, SessionId, TurnId};
 use serde_json::Value;
 
+use crate::engine::EngineOptions;
+
 /// How to run a turn: which session (required), and optional ids, labels,
 /// metadata, blackboard context and policy tweaks.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +21,7 @@ pub struct RunOptions {
     pub(crate) user: Option<String>,
     pub(crate) tenant: Option<String>,
     pub(crate) asked_at: Option<concierge_core::Timestamp>,
+    pub(crate) engine: EngineOptions,
 }
 
 impl RunOptions {
@@ -96,6 +99,21 @@ impl RunOptions {
     /// Tweaks the policy for this run only.
     pub fn policy(mut self, delta: PolicyDelta) -> Self {
         self.policy = Some(delta);
+        self
+    }
+
+    /// An option for the engine that starts the run, applied over the
+    /// engine's own defaults when the run creates the session (the Temporal
+    /// engine reads its `concierge_temporal::WorkflowOptions`: task queue,
+    /// memo and search attributes of the session's workflow). One value per
+    /// type; an engine ignores the types it does not know. A session opened
+    /// before its first message ([`Runtime::open`](crate::Runtime::open))
+    /// was created with the engine's defaults.
+    pub fn engine_option<T>(mut self, value: T) -> Self
+    where
+        T: std::any::Any + Send + Sync + Clone + PartialEq + std::fmt::Debug,
+    {
+        self.engine.insert(value);
         self
     }
 }

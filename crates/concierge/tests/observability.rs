@@ -3,12 +3,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[macro_use]
+#[path = "cases/embedded.rs"]
+mod embedded;
+#[path = "cases/observability.rs"]
+mod cases;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use concierge::config::Price;
 use concierge::model::{OpenAiCompatible, ScriptedModel};
 use concierge::{AgentSpec, EventKind, ModelReply, RunOptions, Runtime};
+use embedded::{EngineUnderTest, OnEngine};
 use futures::StreamExt;
 use serde_json::json;
 use tracing::field::{Field, Visit};
@@ -17,6 +23,11 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use wiremock::matchers::{body_partial_json, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+on_the_embedded_engine!(cases, EngineUnderTest::memory();
+    usage_and_cost_per_call_run_and_session,
+    a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them,
+);
 
 fn session(id: &str) -> RunOptions {
     RunOptions::new().session_id(id)
@@ -79,64 +90,6 @@ async fn model_deltas_are_live_events_and_are_not_journaled() {
         .collect()
         .await;
     assert_eq!(stored, durable, "the journal has the final reply, not the deltas");
-}
-
-#[tokio::test]
-async fn usage_and_cost_per_call_run_and_session() {
-    let model = ScriptedModel::new()
-        .named("scripted:priced")
-        .reply(ModelReply::text("one").with_usage(1_000, 500))
-        .reply(ModelReply::text("two").with_usage(2_000, 0));
-    let rt = Runtime::builder()
-        .agent(AgentSpec::new("a"))
-        .model(model)
-        .price(
-            "scripted:priced",
-            Price {
-                input: 1.0,
-                output: 2.0,
-            },
-        )
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
-    let out = rt.client("a").unwrap().run("x", session("s")).await.unwrap();
-    assert_eq!(out.usage.input_tokens, 1_000);
-    assert_eq!(out.usage.cost_usd, Some(0.002));
-    let out = rt.client("a").unwrap().run("y", session("s")).await.unwrap();
-    assert_eq!(out.usage.cost_usd, Some(0.002));
-    let total = rt.session("s").await.unwrap().usage();
-    assert_eq!((total.input_tokens, total.output_tokens), (3_000, 500));
-    assert!((total.cost_usd.unwrap() - 0.004).abs() < 1e-12);
-    // The usage event of each call carries its cost and the run's total.
-    let usage: Vec<_> = rt
-        .subscribe("s", 1)
-        .filter_map(|e| async move {
-            match e.unwrap().kind {
-                EventKind::Usage { usage, run_total } => Some((usage, run_total)),
-                _ => None,
-            }
-        })
-        .take(2)
-        .collect()
-        .await;
-    assert_eq!(usage[0].0.cost_usd, Some(0.002));
-
-    // Without a price the cost is unknown, not zero.
-    let rt = Runtime::builder()
-        .agent(AgentSpec::new("a"))
-        .model(ScriptedModel::new().reply(ModelReply::text("one").with_usage(10, 5)))
-        .in_memory()
-        .build()
-        .await
-        .unwrap();
-    let out = rt.client("a").unwrap().run("x", session("s")).await.unwrap();
-    assert_eq!(out.usage.cost_usd, None);
-    assert_eq!(
-        serde_json::to_value(out.usage).unwrap()["cost_usd"],
-        serde_json::Value::Null
-    );
 }
 
 type Fieldset = BTreeMap<String, String>;

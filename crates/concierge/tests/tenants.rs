@@ -1,186 +1,19 @@
 //! Sessions opened before their first message, tenants, and the
-//! `data_changed` event, on the embedded engine over SQLite.
+//! `data_changed` event, on the embedded engine over SQLite: the shared
+//! cases of `cases/tenants.rs` (concierge-temporal runs them on Temporal).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::sync::{Arc, Mutex};
+#[macro_use]
+#[path = "cases/embedded.rs"]
+mod embedded;
+#[path = "cases/tenants.rs"]
+mod cases;
 
-use concierge::{
-    AgentId, AgentSpec, AgentTool, Error, EventKind, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolContext,
-    ToolError, ToolSpec,
-};
-use futures::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use embedded::{EngineUnderTest, OnEngine};
 
-type Notes = Arc<Mutex<Vec<String>>>;
-
-#[derive(Deserialize, JsonSchema)]
-struct NoteArgs {
-    /// The note.
-    text: String,
-}
-
-/// Saves a note (writes `notes`).
-struct SaveNote(Notes);
-
-impl Tool for SaveNote {
-    type Args = NoteArgs;
-
-    fn spec(&self) -> ToolSpec {
-        ToolSpec::new("save_note", "Saves a note.", concierge::tool::schema_for::<NoteArgs>()).writes("notes")
-    }
-
-    async fn call(&self, args: NoteArgs, _cx: ToolContext) -> Result<Value, ToolError> {
-        self.0.lock().unwrap().push(args.text.clone());
-        Ok(json!(format!("Saved: {}.", args.text)))
-    }
-}
-
-fn agents() -> Vec<AgentSpec> {
-    let notes = AgentSpec::new("notes")
-        .description("Keeps notes.")
-        .tool("save_note")
-        .rules(
-            Rules::new()
-                .route(Route::tool("save_note", json!({"text": "{text}"})).pattern(r"(?i)note: (?P<text>.+)"))
-                .answer("{result}")
-                .fallback("Say 'note: ...'."),
-        );
-    let desk = AgentSpec::new("desk")
-        .description("Passes notes on.")
-        .agent_tool(AgentTool::new("notes"))
-        .rules(
-            Rules::new()
-                .route(Route::tool("notes", json!({"request": "{part}"})).pattern(r"(?i)(?P<part>note: .+)"))
-                .answer("{result}")
-                .fallback("Desk here."),
-        );
-    vec![notes, desk]
-}
-
-async fn runtime(db: &std::path::Path, notes: &Notes) -> Runtime {
-    Runtime::builder()
-        .tool(SaveNote(notes.clone()))
-        .agents(agents())
-        .sqlite(db)
-        .build()
-        .await
-        .unwrap()
-}
-
-fn acme(session: &str) -> RunOptions {
-    RunOptions::new().session_id(session).tenant("acme")
-}
-
-#[tokio::test]
-async fn an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_agent() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("c.db");
-    let notes = Notes::default();
-    {
-        let rt = runtime(&db, &notes).await;
-        rt.open(Some(AgentId::new("notes")), acme("s1")).await.unwrap();
-        let again = rt.open(None, acme("s1")).await.unwrap_err();
-        assert!(again.to_string().contains("exists already"), "{again}");
-        rt.shutdown().await;
-    }
-    let rt = runtime(&db, &notes).await;
-    let listed = rt.sessions().await.unwrap();
-    let s1 = listed
-        .iter()
-        .find(|s| s.id == "s1")
-        .expect("the opened session is listed");
-    assert_eq!(s1.agent, "notes");
-    assert_eq!(s1.tenant.as_deref(), Some("acme"));
-    let session = rt.session("s1").await.unwrap();
-    assert_eq!(session.runs_started(), 0);
-    assert!(session.is_pinned());
-    let first: Vec<_> = rt.subscribe("s1", 1).take(1).collect().await;
-    assert!(matches!(
-        &first[0].as_ref().unwrap().kind,
-        EventKind::SessionOpened { .. }
-    ));
-
-    let out = rt.send("note: buy milk", acme("s1")).await.unwrap();
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    assert_eq!(out.agent, "notes");
-    assert_eq!(notes.lock().unwrap().as_slice(), ["buy milk"]);
-}
-
-#[tokio::test]
-async fn another_tenants_session_is_not_found_and_runs_nothing() {
-    let dir = tempfile::tempdir().unwrap();
-    let notes = Notes::default();
-    let rt = runtime(&dir.path().join("c.db"), &notes).await;
-    rt.client("notes")
-        .unwrap()
-        .run("note: for acme", acme("s1"))
-        .await
-        .unwrap();
-    let globex = RunOptions::new().session_id("s1").tenant("globex");
-    let error = rt.send("note: from globex", globex).await.unwrap_err();
-    assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
-    let error = rt
-        .send("note: from nobody", RunOptions::new().session_id("s1"))
-        .await
-        .unwrap_err();
-    assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
-    assert_eq!(notes.lock().unwrap().as_slice(), ["for acme"]);
-    assert_eq!(rt.session("s1").await.unwrap().tenant(), Some("acme"));
-
-    // An opened session of one tenant is not another's either.
-    rt.open(None, acme("s2")).await.unwrap();
-    let error = rt
-        .send("note: x", RunOptions::new().session_id("s2").tenant("globex"))
-        .await
-        .unwrap_err();
-    assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
-}
-
-#[tokio::test]
-async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed() {
-    let dir = tempfile::tempdir().unwrap();
-    let notes = Notes::default();
-    let rt = runtime(&dir.path().join("c.db"), &notes).await;
-    let events = rt.subscribe("s1", 1);
-    let out = rt
-        .client("desk")
-        .unwrap()
-        .run("note: call the bank", acme("s1"))
-        .await
-        .unwrap();
-    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    let child = rt.session("s1.call_1").await.unwrap();
-    assert_eq!(child.tenant(), Some("acme"));
-    let listed = rt.sessions().await.unwrap();
-    assert!(listed.iter().all(|s| s.tenant.as_deref() == Some("acme")), "{listed:?}");
-
-    let seen: Vec<_> = events
-        .take_while(|e| {
-            let done = matches!(&e, Ok(ev) if ev.session == "s1" && matches!(ev.kind, EventKind::RunFinished { .. }));
-            async move { !done }
-        })
-        .map(|e| e.unwrap())
-        .collect()
-        .await;
-    let changed: Vec<_> = seen
-        .iter()
-        .filter_map(|e| match &e.kind {
-            EventKind::DataChanged { tool, changed, .. } => {
-                Some((e.session.to_string(), tool.to_string(), changed.clone()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(
-        changed,
-        [(
-            "s1.call_1".to_string(),
-            "save_note".to_string(),
-            vec!["notes".to_string()]
-        )],
-        "the child's write, once; the agent call itself changes nothing of its own"
-    );
-}
+on_the_embedded_engine!(cases, EngineUnderTest::sqlite();
+    an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_agent,
+    another_tenants_session_is_not_found_and_runs_nothing,
+    a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
+);

@@ -1,69 +1,26 @@
 //! `#[tool]`'s typed call helper in a custom planner: `Calculator::plan(args)`
 //! builds the call a planner returns, checked by the compiler, and the core
-//! runs it like any other.
+//! runs it like any other; and through a runtime on the embedded engine (the
+//! shared case of `cases/typed_calls.rs`, which concierge-temporal runs on
+//! Temporal).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[macro_use]
+#[path = "cases/embedded.rs"]
+mod embedded;
+#[path = "cases/typed_calls.rs"]
+mod cases;
+
 use std::sync::Arc;
 
-use concierge::core::{
-    Catalog, Effect, Input, ModelReply, Plan, PlanView, PlannedCall, Planner, StartRun, Timestamp, summarize_results,
-};
-use concierge::{AgentSpec, Cap, Message, PlannerMode, RunStatus, Session, Tool, ToolContext, ToolOutcome, tool};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use cases::{CalcArgs, Calculator, Squarer};
+use concierge::core::{Catalog, Effect, Input, PlannedCall, StartRun, Timestamp};
+use concierge::{AgentSpec, PlannerMode, RunStatus, Session, Tool, ToolContext, ToolOutcome};
+use embedded::{EngineUnderTest, OnEngine};
 use serde_json::json;
 
-#[derive(Serialize, Deserialize, JsonSchema)]
-struct CalcArgs {
-    a: i64,
-    b: i64,
-}
-
-/// Multiplies two integers.
-#[tool(read_only)]
-async fn calculator(args: CalcArgs) -> Result<i64, String> {
-    args.a
-        .checked_mul(args.b)
-        .ok_or_else(|| "the product is too large".to_string())
-}
-
-/// Squares the number in the person's message with the calculator, then
-/// answers with the result: a planner in Rust, no model and no rules.
-struct Squarer;
-
-impl Planner for Squarer {
-    fn next(&self, view: &PlanView<'_>) -> Plan {
-        let results = view.history.iter().rev().find_map(|m| match m {
-            Message::Tool { outcome, .. } => Some(outcome.clone()),
-            _ => None,
-        });
-        if let Some(outcome) = results {
-            return match outcome {
-                ToolOutcome::Ok(value) => Plan::Answer(format!("The square is {value}.")),
-                ToolOutcome::Error(error) => Plan::Answer(format!("I could not square it: {}", error.message)),
-            };
-        }
-        let Some(n) = view
-            .last_user_message()
-            .and_then(|(_, text)| text.split_whitespace().find_map(|w| w.parse::<i64>().ok()))
-        else {
-            return Plan::Clarify("Which number should I square?".into());
-        };
-        Plan::CallTools {
-            text: String::new(),
-            calls: vec![Calculator::plan(CalcArgs { a: n, b: n })],
-        }
-    }
-
-    fn on_model_reply(&self, _view: &PlanView<'_>, reply: &ModelReply) -> Plan {
-        Plan::Answer(reply.text.clone())
-    }
-
-    fn synthesize(&self, view: &PlanView<'_>, _cap: Cap) -> Plan {
-        Plan::Answer(summarize_results(view))
-    }
-}
+on_the_embedded_engine!(cases, EngineUnderTest::memory(); a_custom_planners_typed_call_runs_through_the_runtime);
 
 fn catalog() -> Catalog {
     Catalog::builder()

@@ -13,8 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use clap::Args;
+#[cfg(feature = "temporal")]
+use concierge::SessionId;
 use concierge::model::{Model, ModelContext, ModelError, OpenAiCompatible};
-use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime, SessionId};
+use concierge::{Error, ModelReply, ModelRequest, Result, RunOptions, RunStatus, Runtime};
+#[cfg(feature = "temporal")]
 use concierge_temporal::{Temporal, TemporalConfig, Workers};
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -83,7 +86,19 @@ enum Target {
     /// The embedded engine (in memory, or SQLite with `--durable`).
     Embedded,
     /// Temporal, with the workers in this process.
+    #[cfg(feature = "temporal")]
     Temporal(TemporalConfig),
+}
+
+impl Target {
+    /// Whether the sessions run on Temporal.
+    fn is_temporal(&self) -> bool {
+        match self {
+            Target::Embedded => false,
+            #[cfg(feature = "temporal")]
+            Target::Temporal(_) => true,
+        }
+    }
 }
 
 /// Counts model calls.
@@ -212,6 +227,22 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         let report = run(args, &base_url, &model_name, Target::Embedded).await?;
         return print(args, report);
     };
+    temporal(args, &base_url, &model_name, address).await
+}
+
+/// Without the `temporal` feature, `--temporal` is a clear error.
+#[cfg(not(feature = "temporal"))]
+async fn temporal(_: &BenchArgs, _: &str, _: &str, _: &str) -> Result<ExitCode> {
+    Err(Error::InvalidConfig(
+        "this concierge was built without the Temporal engine: build it with the `temporal` feature (the default)"
+            .into(),
+    ))
+}
+
+/// `--temporal`: the workload on Temporal, after the embedded engine with
+/// `--compare-embedded`.
+#[cfg(feature = "temporal")]
+async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &str) -> Result<ExitCode> {
     if args.durable && !args.compare_embedded {
         return Err(Error::InvalidConfig(
             "--durable chooses the embedded engine's journal: with --temporal it needs --compare-embedded".into(),
@@ -222,14 +253,14 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
     }
     let mut failed = false;
     if args.compare_embedded {
-        let report = run(args, &base_url, &model_name, Target::Embedded).await?;
+        let report = run(args, base_url, model_name, Target::Embedded).await?;
         failed |= print(args, report)? != ExitCode::SUCCESS;
         if args.table {
             println!();
         }
     }
     let config = bench_temporal::config(address, &args.temporal_namespace);
-    let report = run(args, &base_url, &model_name, Target::Temporal(config)).await?;
+    let report = run(args, base_url, model_name, Target::Temporal(config)).await?;
     failed |= print(args, report)? != ExitCode::SUCCESS;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -249,6 +280,8 @@ fn print(args: &BenchArgs, report: Report) -> Result<ExitCode> {
     })
 }
 
+// Without the Temporal engine, the figures only it reports are measured but unused.
+#[cfg_attr(not(feature = "temporal"), allow(unused_variables))]
 async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target) -> Result<Report> {
     let calls = Arc::new(AtomicU64::new(0));
     let model = Counting {
@@ -260,6 +293,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         .model(model)
         .commit_window(std::time::Duration::from_micros(args.commit_window_us));
     builder = match &target {
+        #[cfg(feature = "temporal")]
         Target::Temporal(config) => builder.engine(Temporal::new(config.clone()).workers(Workers::all())),
         Target::Embedded if args.durable => builder.sqlite(dir.path().join("bench.db")),
         Target::Embedded => builder.in_memory(),
@@ -283,8 +317,8 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     let semaphore = Arc::new(Semaphore::new(args.concurrency));
     let before = proc_usage();
     let threads_before = bench_temporal::thread_cpu();
-    let server_before = match (&target, args.temporal_server_pid) {
-        (Target::Temporal(_), Some(pid)) => Some(bench_temporal::process_cpu_s(pid)?),
+    let server_before = match (target.is_temporal(), args.temporal_server_pid) {
+        (true, Some(pid)) => Some(bench_temporal::process_cpu_s(pid)?),
         _ => None,
     };
     let stats_before = rt.journal_stats();
@@ -357,10 +391,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     latencies.sort_by(f64::total_cmp);
     let turns = total as f64;
     let cpu = after.cpu_s - before.cpu_s;
-    let durable_run = args.durable && matches!(target, Target::Embedded);
+    let durable_run = args.durable && !target.is_temporal();
     let durable = |x: f64| durable_run.then(|| round(x / turns, 2));
     let temporal = match &target {
         Target::Embedded => None,
+        #[cfg(feature = "temporal")]
         Target::Temporal(config) => {
             let sessions: Vec<SessionId> = (0..args.sessions)
                 .map(|s| SessionId::new(format!("bench-{s}")))
@@ -387,6 +422,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         variant: format!(
             "{}{}",
             match &target {
+                #[cfg(feature = "temporal")]
                 Target::Temporal(_) => "temporal (workers in process)".to_string(),
                 Target::Embedded if args.durable => format!("sqlite (commit window {} us)", args.commit_window_us),
                 Target::Embedded => "memory".into(),

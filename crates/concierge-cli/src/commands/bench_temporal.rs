@@ -14,10 +14,14 @@
 
 use std::collections::BTreeMap;
 
-use concierge::{Error, Result, SessionId};
+#[cfg(feature = "temporal")]
+use concierge::SessionId;
+use concierge::{Error, Result};
+#[cfg(feature = "temporal")]
 use concierge_temporal::{TemporalConfig, history_cost};
 use serde::Serialize;
 
+#[cfg(feature = "temporal")]
 use super::bench::round;
 
 /// The names (as the kernel keeps them, 15 bytes at most) of the threads
@@ -48,6 +52,7 @@ pub struct TemporalFigures {
 
 /// The configuration the benchmark runs on: its own queue prefix, so runs
 /// never meet an earlier run's sessions.
+#[cfg(feature = "temporal")]
 pub fn config(address: &str, namespace: &str) -> TemporalConfig {
     let millis = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -118,6 +123,7 @@ pub fn thread_cpu() -> ThreadCpu {
 }
 
 /// The figures of a finished run: CPU differences and the sessions' history.
+#[cfg(feature = "temporal")]
 pub async fn figures(
     config: &TemporalConfig,
     sessions: &[SessionId],

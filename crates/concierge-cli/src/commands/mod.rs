@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod run;
 pub mod serve;
 pub mod token;
+pub mod worker;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,7 +17,7 @@ use std::sync::Arc;
 use concierge::Result;
 use concierge_server::metrics::Metrics;
 
-use crate::setup::Access;
+use crate::setup::{Access, Role, WorkerSet};
 use crate::{Cli, Command, setup};
 
 /// Runs the chosen subcommand. Every command but `bench` opens the
@@ -32,6 +33,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Chat(_) => (Access::Write, "concierge chat"),
         Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
         Command::Serve(_) => (Access::Write, "concierge serve"),
+        Command::Worker(_) => (Access::Write, "concierge worker"),
         Command::Mcp(_) => (Access::Read, "concierge mcp"),
         Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
@@ -39,7 +41,19 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     };
     // `concierge serve` counts runs, model and tool calls for `/metrics`.
     let metrics = matches!(cli.command, Command::Serve(_)).then(|| Arc::new(Metrics::new()));
-    let rt = setup::runtime(&cli, access, label, metrics.as_ref()).await?;
+    let workers = match &cli.command {
+        Command::Worker(args) => args.workers(),
+        _ if cli.workers => WorkerSet::All,
+        _ => WorkerSet::None,
+    };
+    let role = Role {
+        access,
+        label,
+        metrics: metrics.as_ref(),
+        workers: workers.clone(),
+    };
+    let rt = setup::runtime(&cli, role).await?;
+    setup::discover_for_workers(&rt, &workers).await;
     let result = match &cli.command {
         Command::Run(args) => run::run(&rt, args).await,
         Command::Confirm(args) => run::confirm(&rt, args).await,
@@ -51,6 +65,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
+        Command::Worker(args) => worker::worker(&rt, args).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;

@@ -71,7 +71,7 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
 }
 
 /// Ctrl-C, or SIGTERM on Unix.
-async fn stop_signal() {
+pub(crate) async fn stop_signal() {
     #[cfg(unix)]
     {
         let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {

@@ -12,6 +12,9 @@ use tokio::process::{Child, Command};
 /// The namespace the dev server creates for the tests.
 pub const NAMESPACE: &str = "concierge";
 
+/// The search attributes the dev server registers (as Keyword).
+pub const SEARCH_ATTRIBUTES: [&str; 2] = ["ConciergeTenant", "ConciergeAgent"];
+
 /// A dev server, stopped (and waited for) by [`DevServer::stop`].
 pub struct DevServer {
     child: Child,
@@ -36,9 +39,15 @@ fn free_port() -> u16 {
 }
 
 impl DevServer {
-    /// Starts a dev server on a free loopback port with a fresh database,
-    /// and waits until it answers.
+    /// Starts a dev server on a free loopback port with a fresh database
+    /// and concierge's search attributes, and waits until it answers.
     pub async fn start() -> Self {
+        Self::start_with(&SEARCH_ATTRIBUTES).await
+    }
+
+    /// Starts a dev server whose namespaces have these Keyword search
+    /// attributes only.
+    pub async fn start_with(search_attributes: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let address = format!("127.0.0.1:{port}");
@@ -49,6 +58,13 @@ impl DevServer {
             .arg("--db-filename")
             .arg(dir.path().join("temporal.db"))
             .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+            // concierge's search attributes (the engine refuses to start
+            // without them, see `TemporalConfig::search_attributes`).
+            .args(
+                search_attributes
+                    .iter()
+                    .flat_map(|name| ["--search-attribute".to_string(), format!("{name}=Keyword")]),
+            )
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

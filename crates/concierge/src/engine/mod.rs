@@ -14,6 +14,7 @@ mod catalogs;
 mod children;
 mod embedded;
 mod exec;
+mod options;
 mod setup;
 
 use std::sync::Arc;
@@ -32,6 +33,7 @@ pub use embedded::Embedded;
 #[doc(hidden)]
 pub use embedded::bench;
 pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
+pub use options::EngineOptions;
 pub use setup::RunSetup;
 
 use crate::error::{Error, Result};

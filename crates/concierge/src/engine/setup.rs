@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use concierge_core::{AgentId, PlannerMode, RunPolicy, StartRun};
 
+use super::EngineOptions;
+
 /// Per agent, the planner a run uses and the policy it runs under. Pure data
 /// computed by the runtime (from the catalog, the configured models and the
 /// policy overrides); an engine applies it to a [`StartRun`] once it knows
@@ -16,6 +18,7 @@ pub struct RunSetup {
     planners: HashMap<AgentId, PlannerMode>,
     policies: HashMap<AgentId, RunPolicy>,
     first_agent: Option<AgentId>,
+    engine_options: EngineOptions,
 }
 
 impl RunSetup {
@@ -46,6 +49,19 @@ impl RunSetup {
     /// The agent a new session starts with when its first run names none.
     pub fn first_agent_of(&self) -> Option<&AgentId> {
         self.first_agent.as_ref()
+    }
+
+    /// The caller's options for the engine
+    /// ([`RunOptions::engine_option`](crate::RunOptions::engine_option)).
+    pub fn engine_options(mut self, options: EngineOptions) -> Self {
+        self.engine_options = options;
+        self
+    }
+
+    /// The caller's engine option of type `T`, if it set one (the engine
+    /// that understands `T` applies it over its own defaults).
+    pub fn engine_option<T: std::any::Any>(&self) -> Option<&T> {
+        self.engine_options.get::<T>()
     }
 
     /// Fills the start's planner and policy for the agent that takes it:

@@ -667,7 +667,8 @@ impl Runtime {
         // A new session that names no agent starts with the default one (the hub in multi mode).
         let setup = self
             .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())
-            .first_agent(catalog.default_agent());
+            .first_agent(catalog.default_agent())
+            .engine_options(options.engine);
         let started = match engine.start(session.clone(), start, setup).await {
             Ok(started) => started,
             // Another tenant's session is, to this caller, no session at all.

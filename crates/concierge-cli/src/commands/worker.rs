@@ -1,0 +1,61 @@
+//! `concierge worker`: runs Temporal workers until Ctrl-C (or SIGTERM).
+
+use std::process::ExitCode;
+
+use clap::Args;
+use concierge::{Result, Runtime};
+
+use crate::setup::WorkerSet;
+
+/// `concierge worker`.
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    /// Run only these agents' tool calls (comma-separated), on their own
+    /// task queues; without it, every worker runs: the session workflows,
+    /// the model calls and every agent's tools.
+    #[arg(long, value_name = "AGENT,...", value_delimiter = ',', conflicts_with = "no_tools")]
+    pub agents: Vec<String>,
+    /// Run the session workflows and the model calls but no agent's tools
+    /// (other workers run those with --agents).
+    #[arg(long)]
+    pub no_tools: bool,
+}
+
+impl WorkerArgs {
+    /// The workers these arguments ask for.
+    pub fn workers(&self) -> WorkerSet {
+        let agents: Vec<String> = self
+            .agents
+            .iter()
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        if !agents.is_empty() {
+            WorkerSet::ToolsOf(agents)
+        } else if self.no_tools {
+            WorkerSet::NoTools
+        } else {
+            WorkerSet::All
+        }
+    }
+}
+
+/// Runs until stopped: the workers started with the runtime, on their own
+/// thread; this waits for the signal, then the runtime's shutdown stops them.
+pub async fn worker(rt: &Runtime, args: &WorkerArgs) -> Result<ExitCode> {
+    let what = match args.workers() {
+        WorkerSet::ToolsOf(agents) => format!("the tool calls of {}", agents.join(", ")),
+        WorkerSet::NoTools => "the session workflows and the model calls".to_string(),
+        WorkerSet::All | WorkerSet::None => {
+            let agents: Vec<String> = rt.agents().into_iter().map(|a| a.id.to_string()).collect();
+            format!(
+                "the session workflows, the model calls and the tool calls of {}",
+                agents.join(", ")
+            )
+        }
+    };
+    eprintln!("running {what}; Ctrl-C stops");
+    super::serve::stop_signal().await;
+    eprintln!("stopping the workers (calls in progress get a few seconds to finish)");
+    Ok(ExitCode::SUCCESS)
+}
