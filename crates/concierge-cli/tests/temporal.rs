@@ -101,22 +101,19 @@ fn ok(output: Output) -> String {
     text(&output.stdout)
 }
 
+/// `temporal workflow <verb>` on `workflow`, answered in JSON.
+fn temporal_workflow(server: &DevServer, verb: &str, workflow: &str) -> Output {
+    Command::new(std::env::var_os("CONCIERGE_TEMPORAL_BIN").unwrap())
+        .args(["workflow", verb, "--address", server.address.as_str()])
+        .args(["--namespace", support::NAMESPACE, "--workflow-id", workflow])
+        .args(["--output", "json"])
+        .output()
+        .unwrap()
+}
+
 /// The `temporal` CLI's JSON view of `workflow`'s history.
 fn history_json(server: &DevServer, workflow: &str) -> serde_json::Value {
-    let output = Command::new(std::env::var_os("CONCIERGE_TEMPORAL_BIN").unwrap())
-        .args(["workflow", "show", "--address"])
-        .arg(&server.address)
-        .args([
-            "--namespace",
-            support::NAMESPACE,
-            "--workflow-id",
-            workflow,
-            "--output",
-            "json",
-        ])
-        .output()
-        .unwrap();
-    serde_json::from_str(&ok(output)).unwrap()
+    serde_json::from_str(&ok(temporal_workflow(server, "show", workflow))).unwrap()
 }
 
 /// The identities of the workers that started `workflow`'s activities of
@@ -144,19 +141,7 @@ fn activity_workers(server: &DevServer, workflow: &str, activity: &str) -> Vec<S
 
 /// Whether `workflow` has an activity scheduled that no worker has started.
 fn has_pending_activity(server: &DevServer, workflow: &str) -> bool {
-    let output = Command::new(std::env::var_os("CONCIERGE_TEMPORAL_BIN").unwrap())
-        .args(["workflow", "describe", "--address"])
-        .arg(&server.address)
-        .args([
-            "--namespace",
-            support::NAMESPACE,
-            "--workflow-id",
-            workflow,
-            "--output",
-            "json",
-        ])
-        .output()
-        .unwrap();
+    let output = temporal_workflow(server, "describe", workflow);
     if !output.status.success() {
         return false;
     }

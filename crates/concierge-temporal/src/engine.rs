@@ -17,9 +17,9 @@ use temporalio_client::errors::{
     WorkflowQueryError, WorkflowStartError, WorkflowUpdateError, WorkflowUpdateWithStartError,
 };
 use temporalio_client::{
-    Client, ClientOptions, Connection, ConnectionOptions, RpcOptions, TlsOptions, Url, WorkflowExecuteUpdateOptions,
-    WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions,
-    WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
+    Client, ClientOptions, Connection, ConnectionOptions, GrpcCompression, RpcOptions, TlsOptions, Url,
+    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy,
+    WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
 };
 use temporalio_common::HasWorkflowDefinition;
 
@@ -60,6 +60,11 @@ pub async fn connect(config: &TemporalConfig) -> Result<Client> {
         .identity(format!("concierge@{}", std::process::id()))
         .connect_timeout(config.connect_timeout)
         .maybe_api_key(config.api_key.clone())
+        .grpc_compression(if config.grpc_compression {
+            GrpcCompression::Gzip
+        } else {
+            GrpcCompression::None
+        })
         .build();
     if config.tls || config.api_key.is_some() {
         options.tls_options = Some(TlsOptions::default());

@@ -36,6 +36,7 @@
 //! tls = true
 //! max_payload_bytes = 2000000             # a larger tool or model payload fails fast, naming it
 //! search_attributes = true                # ConciergeTenant / ConciergeAgent (registered in the namespace)
+//! grpc_compression = true                 # gzip on the wire (off saves CPU on a LAN)
 //! ```
 
 use std::collections::BTreeMap;
@@ -163,6 +164,9 @@ pub struct TemporalSection {
     /// `ConciergeAgent` search attributes (default true; the namespace must
     /// have them registered).
     pub search_attributes: Option<bool>,
+    /// Whether gRPC messages are gzip-compressed (default true; off saves
+    /// CPU on loopback or a LAN).
+    pub grpc_compression: Option<bool>,
 }
 
 /// `concierge serve`'s settings (`[server]`).

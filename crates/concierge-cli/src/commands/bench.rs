@@ -71,6 +71,10 @@ pub struct BenchArgs {
     /// The Temporal namespace the sessions run in.
     #[arg(long, value_name = "NAMESPACE", default_value = "default", requires = "temporal")]
     pub temporal_namespace: String,
+    /// Sends gRPC messages to Temporal uncompressed (the SDK gzips them by
+    /// default, which costs CPU on loopback).
+    #[arg(long, requires = "temporal")]
+    pub temporal_no_compression: bool,
     /// The Temporal server's process id: its CPU per turn is reported too
     /// (read from /proc, so the server runs on this machine).
     #[arg(long, value_name = "PID", requires = "temporal")]
@@ -259,7 +263,8 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
             println!();
         }
     }
-    let config = bench_temporal::config(address, &args.temporal_namespace);
+    let config =
+        bench_temporal::config(address, &args.temporal_namespace).grpc_compression(!args.temporal_no_compression);
     let report = run(args, base_url, model_name, Target::Temporal(config)).await?;
     failed |= print(args, report)? != ExitCode::SUCCESS;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
