@@ -20,8 +20,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
 schemathesis=$(scripts/setup-schemathesis.sh)
-cargo build --locked --quiet -p concierge-cli -p concierge-orders
-bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/concierge
+# CONCIERGE_BIN: a `concierge` already built (scripts/test.sh passes the one
+# `cargo test` built); otherwise it is built here.
+bin=${CONCIERGE_BIN:-}
+if [[ -z $bin ]]; then
+  cargo build --locked --quiet -p concierge-cli -p concierge-orders
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/debug/concierge
+fi
 
 mkdir -p target
 work=$(mktemp -d "$PWD/target/schemathesis.XXXXXX")

@@ -10,6 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
 mkdir -p "$CONCIERGE_CACHE"
+# One build, once: incremental data helps an edit loop, not a single pass, and
+# doubles what the workspace's crates leave on disk.
+export CARGO_INCREMENTAL=0
+target_dir=$(scripts/build-cache.sh)
+# The `concierge` binary the Schemathesis and browser runs serve with: the one
+# `cargo test` builds (another `cargo build -p` would select other features).
+export CONCIERGE_BIN=$target_dir/debug/concierge
 
 # The model server installs (a cold build of llama.cpp takes ~10 minutes)
 # while Rust compiles.
@@ -29,15 +36,17 @@ scripts/setup-openai-client.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# The examples, as `cargo test` built them (a `cargo run -p` would build their
+# dependencies again with that one package's features).
 for example in calculator confirmation; do
-  cargo run --quiet --locked -p concierge-demo --example "$example" >/dev/null
+  "$target_dir/debug/examples/$example" >/dev/null
 done
 # The HTTP API against its own OpenAPI document (Schemathesis from PyPI).
 scripts/schemathesis.sh
 
 # The web chat in a real browser against a real `concierge serve`
-# (screenshots in $CONCIERGE_TEST_ARTIFACTS, default target/browser-artifacts).
-cargo build --quiet --locked -p concierge-cli
+# (screenshots in $CONCIERGE_TEST_ARTIFACTS, default target/browser-artifacts),
+# with the `concierge` binary `cargo test` built.
 (cd crates/concierge-server/tests/browser && npm test --silent)
 
 if ! wait "$setup_pid"; then
