@@ -4,10 +4,10 @@
 # build profile leaves the old artifacts behind, so a cache that has grown
 # until the disk holds less than a cold run needs is removed (a cold build,
 # instead of one that fails half-way with "No space left on device").
-# CONCIERGE_BUILD_ROOM_GIB: the room a run needs (default 30).
+# CONCIERGE_BUILD_ROOM_GIB: the room a run needs (default 15: a cold run leaves about 7 GiB in target/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need_gib=${CONCIERGE_BUILD_ROOM_GIB:-30}
+need_gib=${CONCIERGE_BUILD_ROOM_GIB:-15}
 target_dir=$(cargo metadata --format-version 1 --no-deps --locked |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 if [[ -d $target_dir ]]; then

@@ -1,4 +1,4 @@
-//! Model calls, tool calls and agent calls as Temporal activities.
+//! Model calls and tool calls as Temporal activities.
 //!
 //! Each activity answers with the core [`Input`] that its effect waits for,
 //! made by the runtime's [`Executor`] exactly as the embedded engine makes
@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use concierge::engine::{EngineParts, Executor, call_agent};
+use concierge::engine::Executor;
 use concierge::model::ModelContext;
 use concierge::tool::ToolContext;
-use concierge_core::{AgentCall, AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
+use concierge_core::{AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
@@ -78,10 +78,9 @@ async fn heartbeating<T>(ctx: &ActivityContext, work: impl std::future::Future<O
     }
 }
 
-/// Model calls and agents called as tools (the models queue).
+/// Model calls (the models queue).
 pub struct ModelActivities {
     pub(crate) executor: Arc<Executor>,
-    pub(crate) parts: EngineParts,
     pub(crate) engine: Weak<TemporalEngine>,
     /// The largest answer handed back to Temporal, in bytes.
     pub(crate) max_payload_bytes: usize,
@@ -141,22 +140,6 @@ impl ModelActivities {
             .for_request(&request)
             .map_or_else(|| format!("of agent {}", request.agent), |m| format!("`{}`", m.name()));
         Ok(payload::bounded_reply(answer, self.max_payload_bytes, &model))
-    }
-
-    #[activity(name = "concierge.call_agent")]
-    pub async fn call_agent(self: Arc<Self>, ctx: ActivityContext, call: AgentCall) -> Result<Input, ActivityError> {
-        let engine = self.engine()?;
-        let (run_id, call_id) = (call.run_id.clone(), call.call.id.clone());
-        let what = format!("the answer of agent {}", call.agent);
-        let call = self.parts.executor.agent_call(call);
-        let answer = heartbeating(&ctx, call_agent(engine.as_ref(), &self.parts.setup, &call)).await;
-        Ok(payload::bounded_call(
-            answer,
-            self.max_payload_bytes,
-            run_id,
-            call_id,
-            &what,
-        ))
     }
 }
 

@@ -180,7 +180,7 @@ impl TemporalConfig {
         format!("{}-sessions", self.task_queue_prefix)
     }
 
-    /// The queue model calls (and agents called as tools) run on.
+    /// The queue model calls run on.
     pub fn models_queue(&self) -> String {
         format!("{}-models", self.task_queue_prefix)
     }

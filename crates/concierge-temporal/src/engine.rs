@@ -191,7 +191,10 @@ impl TemporalEngine {
             .build()
     }
 
-    /// Per agent of the current catalog, how `setup` has its runs plan.
+    /// Per agent of the current catalog, how `setup` has its runs plan
+    /// (the runtime's own choice for an agent `setup` does not name: a run
+    /// that names its agent carries that agent's entry only, and a handoff or
+    /// a child run may go to any other).
     fn plans(&self, setup: &RunSetup) -> BTreeMap<AgentId, Plan> {
         let catalog = self.parts.catalogs.current().catalog;
         catalog
@@ -199,6 +202,7 @@ impl TemporalEngine {
             .map(|resolved| {
                 let agent = resolved.spec.id.clone();
                 let mut probe = StartRun::new("", PlannerMode::Model, Timestamp(0));
+                self.parts.setup.apply(&mut probe, &agent);
                 setup.apply(&mut probe, &agent);
                 (
                     agent,
@@ -367,6 +371,7 @@ impl TemporalEngine {
             Begin {
                 session: session.clone(),
                 carried: None,
+                child: None,
             },
             SessionWorkflow::start_run,
             request,
@@ -441,6 +446,7 @@ impl TemporalEngine {
             Begin {
                 session: session.clone(),
                 carried: None,
+                child: None,
             },
             SessionWorkflow::open,
             OpenRequest {

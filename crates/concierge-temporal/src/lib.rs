@@ -33,11 +33,15 @@
 //! first message creates the workflow; `confirm`, `end`, `open`), which
 //! step the core at once and answer with the refusal when the core refuses
 //! (the session unchanged). Effects become activities: model calls
-//! (`concierge.call_model`) and agents called as tools
-//! (`concierge.call_agent`, which drives the child session through this
-//! engine, as every engine does) on `<prefix>-models`; tool calls
+//! (`concierge.call_model`) on `<prefix>-models`; tool calls
 //! (`concierge.call_tool`) on `<prefix>-tools-<agent>`, with the call's
-//! idempotency key as activity id. Read-only and idempotent tools are
+//! idempotency key as activity id. An agent called as a tool runs in a
+//! child session, which is a **child workflow** of the caller's (its id
+//! comes from the call, its parent-close policy is to abandon: a child
+//! session outlives its parent's workflow run, which may continue as new);
+//! the child reports each stop with the `child_stopped` signal, and the
+//! person's answer to a question the child asked reaches it with the
+//! `forward` signal. Read-only and idempotent tools are
 //! retried after a lost worker or a timeout; other tools get one attempt
 //! (their failure reaches the model as the tool's error). `WakeAt` is a
 //! timer. A failed activity becomes the core's input (`ModelFailed`, a

@@ -25,7 +25,7 @@ pub const AGENT: SearchAttributeKey<String> = SearchAttributeKey::keyword("Conci
 /// The memo's field with the session's agent.
 pub(crate) const MEMO_AGENT: &str = "agent";
 /// The memo's field with the session's tenant.
-const MEMO_TENANT: &str = "tenant";
+pub(crate) const MEMO_TENANT: &str = "tenant";
 /// The memo's field with the first run's labels.
 const MEMO_LABELS: &str = "labels";
 

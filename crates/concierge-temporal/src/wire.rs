@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use concierge_core::{
-    AgentId, CallId, Decision, Event, OpenSession, Phase, PlannerMode, RunId, RunOutput, RunPolicy, Session, SessionId,
-    StartRun, StepError, Timestamp,
+    AgentId, CallId, Decision, Event, Forward, OpenSession, Phase, PlannerMode, RunId, RunOutput, RunPolicy, Session,
+    SessionId, StartRun, StepError, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +17,65 @@ pub struct Begin {
     /// The state carried over (`None` for a new session).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub carried: Option<Box<Carried>>,
+    /// For a child session started by a parent's agent call (a child
+    /// workflow): its first run, and where it reports the run's stop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub child: Option<Box<ChildStart>>,
+}
+
+/// How a parent session's workflow starts a child's: the run, and the
+/// parent to report its stop to.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildStart {
+    /// The child's first run.
+    pub request: StartRequest,
+    /// Where its stop is reported.
+    pub report_to: ReportTo,
+}
+
+/// The parent workflow a child reports its next stop to, and the agent call
+/// the report answers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportTo {
+    /// The parent session's workflow.
+    pub workflow_id: String,
+    /// The parent's agent call (its idempotency key).
+    pub key: String,
+}
+
+/// The `forward` signal: the person's answer to a question a child asked,
+/// passed on by the parent.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ForwardRequest {
+    /// Where the child reports the stop the answer leads to.
+    pub report_to: ReportTo,
+    /// The answer, and the child's call it is about.
+    pub forward: Forward,
+    /// Who answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// The parent session's tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// The `child_stopped` signal: a child's run stopped (or could not start).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ChildReport {
+    /// The parent's agent call it answers (its idempotency key).
+    pub key: String,
+    /// How the child's run stopped.
+    pub outcome: ChildOutcome,
+}
+
+/// How a child's run stopped.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChildOutcome {
+    /// It stopped: finished, or parked for the person.
+    Stopped(Box<RunOutput>),
+    /// It could not run, and why.
+    Failed(String),
 }
 
 /// What a session workflow carries into its next run when it continues as
@@ -39,6 +98,10 @@ pub struct Carried {
     /// for its parked run in a worker that has not seen that version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<(String, String)>,
+    /// Per agent, how its runs plan (a child's later runs, started by a
+    /// forwarded answer, plan as its first did).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub plans: BTreeMap<AgentId, Plan>,
 }
 
 /// How a run of an agent plans, as the runtime decided for each agent.

@@ -34,8 +34,7 @@ enum ToolAgents {
 }
 
 /// Which workers a program runs alongside its engine client: the session
-/// workflows (`<prefix>-sessions`), the model and agent calls
-/// (`<prefix>-models`), and agents' tool calls (`<prefix>-tools-<agent>`).
+/// workflows (`<prefix>-sessions`), the model calls (`<prefix>-models`), and agents' tool calls (`<prefix>-tools-<agent>`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Workers {
     sessions: bool,
@@ -76,7 +75,7 @@ impl Workers {
         self
     }
 
-    /// Runs the model calls and agents called as tools, or not.
+    /// Runs the model calls, or not.
     pub fn models(mut self, on: bool) -> Self {
         self.models = on;
         self
@@ -155,7 +154,6 @@ fn build(
     if which.models {
         let activities = ModelActivities {
             executor: parts.executor.clone(),
-            parts: parts.clone(),
             engine: engine.clone(),
             max_payload_bytes: config.max_payload_bytes,
         };

@@ -26,23 +26,29 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::{Duration, UNIX_EPOCH};
 
-use concierge::engine::{Catalogs, Executor};
+use std::collections::BTreeMap;
+
+use concierge::engine::{Catalogs, Executor, child_answer};
 use concierge_core::{
-    AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, Input, ModelRequest, RunId, RunOutput, Session,
-    SessionId, StepError, Timestamp, ToolCall, ToolError, ToolOutcome,
+    AgentCall, AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, ForwardedAnswer, Input, ModelRequest,
+    PlannerMode, RunId, RunOutput, Session, SessionId, StartRun, StepError, Timestamp, ToolCall, ToolError,
+    ToolOutcome,
 };
 use futures::FutureExt;
-use temporalio_common::RetryPolicy;
+use temporalio_common::{MemoValue, RetryPolicy};
 use temporalio_macros::{workflow, workflow_methods};
-use temporalio_sdk::{ActivityOptions, ContinueAsNewOptions, WorkflowContext, WorkflowContextView, WorkflowResult};
+use temporalio_sdk::{
+    ActivityOptions, ChildWorkflowOptions, ContinueAsNewOptions, ParentClosePolicy, SignalWorkflowOptions,
+    SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+};
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
 use crate::config::TemporalConfig;
 use crate::payload;
-use crate::visibility::{AGENT, MEMO_AGENT};
+use crate::visibility::{AGENT, MEMO_AGENT, MEMO_TENANT, start_attributes};
 use crate::wire::{
-    Begin, Carried, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Refusal, Reply, Snapshot, StartReply,
-    StartRequest, Summary,
+    Begin, Carried, ChildOutcome, ChildReport, ChildStart, ConfirmRequest, Current, EndRequest, EventsPage,
+    ForwardRequest, OpenRequest, Plan, Refusal, Reply, ReportTo, Snapshot, StartReply, StartRequest, Summary,
 };
 
 /// The workflow type's name.
@@ -83,7 +89,20 @@ struct State {
     /// The agent the workflow's search attributes and memo name (set once
     /// the session exists; a handoff upserts them).
     agent_shown: Option<AgentId>,
+    /// Per agent, how its runs plan (from the last run's start).
+    plans: BTreeMap<AgentId, Plan>,
+    /// For a child session: the parent workflow its next stop is reported
+    /// to (set by the parent's start or forwarded answer, taken at the stop).
+    report_to: Option<ReportTo>,
+    /// Reports of stops to send to a parent (by its workflow id).
+    outgoing: Vec<(String, ChildReport)>,
+    /// Reports received from children, until their agent call takes them.
+    reports: Vec<ChildReport>,
 }
+
+/// At most this many children's reports wait for their agent call (a
+/// report for a call that is no longer waited on is dropped).
+const REPORTS_KEPT: usize = 64;
 
 impl State {
     fn restore(&mut self, carried: Carried) {
@@ -94,6 +113,7 @@ impl State {
         self.updated_at = carried.updated_at;
         self.ended = self.session.as_ref().is_some_and(Session::is_ended);
         self.continued = carried.continued;
+        self.plans = carried.plans;
     }
 
     fn carry(&self, catalogs: &Catalogs) -> Carried {
@@ -107,6 +127,7 @@ impl State {
             updated_at: self.updated_at,
             continued: self.continued + 1,
             catalog: version.and_then(|v| catalogs.record(v).map(|recorded| (v.to_string(), recorded))),
+            plans: self.plans.clone(),
         }
     }
 
@@ -114,6 +135,8 @@ impl State {
     /// waits in the session itself).
     fn idle(&self) -> bool {
         self.queued.is_empty()
+            && self.outgoing.is_empty()
+            && self.report_to.is_none()
             && self
                 .session
                 .as_ref()
@@ -208,6 +231,9 @@ impl SessionWorkflow {
             match effect {
                 Effect::AwaitUser(_) if invalid.is_some() => {}
                 Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    if let Some(to) = self.st.report_to.take() {
+                        self.report(to, ChildOutcome::Stopped(Box::new(output.clone())));
+                    }
                     self.st.stops += 1;
                     self.st.outputs.push_back((self.st.stops, output));
                     if self.st.outputs.len() > STOPS_KEPT {
@@ -227,6 +253,18 @@ impl SessionWorkflow {
             })),
             None => Ok(()),
         }
+    }
+
+    /// Queues a report of this child's stop for its parent (a report too
+    /// large for a signal says so instead).
+    fn report(&mut self, to: ReportTo, outcome: ChildOutcome) {
+        let mut report = ChildReport { key: to.key, outcome };
+        let bytes = payload::size_of(&report);
+        if bytes > self.config.max_payload_bytes {
+            let why = payload::over("its answer", "is", bytes, self.config.max_payload_bytes);
+            report.outcome = ChildOutcome::Failed(why);
+        }
+        self.st.outgoing.push((to.workflow_id, report));
     }
 
     fn output_of(&self, stop: u64) -> Option<RunOutput> {
@@ -251,6 +289,23 @@ impl SessionWorkflow {
 }
 
 type Answer = Pin<Box<dyn Future<Output = Input>>>;
+
+/// A report of this child's stop on its way to the parent.
+type Sending = Pin<Box<dyn Future<Output = ()>>>;
+
+/// Signals `report` to the parent workflow `parent`.
+fn report_stop(ctx: &WorkflowContext<SessionWorkflow>, parent: String, report: ChildReport) -> Sending {
+    let sent = ctx.external_workflow(parent, None).signal(
+        SessionWorkflow::child_stopped,
+        report,
+        SignalWorkflowOptions::default(),
+    );
+    Box::pin(async move {
+        if let Err(error) = sent.await {
+            tracing::warn!(%error, "a child session's stop could not be reported to its parent");
+        }
+    })
+}
 
 /// Retries for calls that may run again safely; one attempt for the others.
 fn retries(safe: bool) -> RetryPolicy {
@@ -396,24 +451,57 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
             }))
         }
         Effect::CallAgent(call) => {
-            let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(3600))
-                .task_queue(config.models_queue())
-                .activity_id(call.key.to_string())
-                .heartbeat_timeout(Duration::from_secs(30))
-                .retry_policy(retries(true))
-                .build();
-            let (failed_run, failed_call, agent) = (call.run_id.clone(), call.call.id.clone(), call.agent.clone());
-            Some(Box::pin(async move {
-                match c.execute_activity(ModelActivities::call_agent, *call, options).await {
-                    Ok(answer) => answer,
-                    Err(error) => call_failed(
-                        &c,
-                        failed_run,
-                        failed_call,
-                        format!("the {agent} agent could not answer: {error}"),
-                    ),
+            // The child session is a child workflow: started here for the
+            // call's first attempt, passed the person's answer by signal
+            // after, and reporting each stop by signal.
+            let call = ctx.state(|w| w.executor.agent_call(*call));
+            let report_to = ReportTo {
+                workflow_id: ctx.workflow_id().to_string(),
+                key: call.key.to_string(),
+            };
+            let child = config.workflow_id(&call.session);
+            let since = at(ctx.workflow_time());
+            match call.answer.clone() {
+                None => {
+                    let begin = ctx.state(|w| child_begin(w, &call, report_to, since));
+                    // Search attributes as the parent's, when it has them.
+                    let shown = ctx.search_attributes().get(&AGENT).is_some();
+                    let attributes = shown
+                        .then(|| start_attributes(&config, call.tenant.as_deref(), Some(&call.agent), None))
+                        .flatten();
+                    let options = ChildWorkflowOptions::builder()
+                        .workflow_id(child)
+                        .parent_close_policy(ParentClosePolicy::Abandon)
+                        .maybe_search_attributes(attributes)
+                        .build();
+                    Some(Box::pin(async move {
+                        if let Err(error) = c.start_child_workflow(SessionWorkflow::run, begin, options).await {
+                            let why = format!("its session could not start: {error}");
+                            return child_answer(&call, Err(&why), 0, at(c.workflow_time()));
+                        }
+                        child_stopped(&c, &call, since).await
+                    }))
                 }
-            }))
+                Some(forward) => {
+                    let request = ForwardRequest {
+                        report_to,
+                        forward,
+                        user: call.user.clone(),
+                        tenant: call.tenant.clone(),
+                    };
+                    Some(Box::pin(async move {
+                        let sent = c
+                            .external_workflow(child, None)
+                            .signal(SessionWorkflow::forward, request, SignalWorkflowOptions::default())
+                            .await;
+                        if let Err(error) = sent {
+                            let why = format!("the answer could not be passed on: {error}");
+                            return child_answer(&call, Err(&why), 0, at(c.workflow_time()));
+                        }
+                        child_stopped(&c, &call, since).await
+                    }))
+                }
+            }
         }
         Effect::WakeAt { at: wake, .. } => {
             let now = at(ctx.workflow_time());
@@ -426,6 +514,74 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
             }))
         }
         Effect::AwaitUser(_) | Effect::Finish(_) => None,
+    }
+}
+
+/// The child workflow's input for `call`'s first attempt: the child's first
+/// run, planned as this session's runs are, on this session's catalog.
+fn child_begin(w: &SessionWorkflow, call: &AgentCall, report_to: ReportTo, now: Timestamp) -> Begin {
+    let mut start = StartRun::new(call.prompt.clone(), PlannerMode::Model, now).agent(call.agent.clone());
+    start.user = call.user.clone();
+    start.tenant = call.tenant.clone();
+    start.asked_at = Some(call.asked_at);
+    start.parent = Some(call.parent.clone());
+    start.catalog_version =
+        w.st.session
+            .as_ref()
+            .and_then(Session::catalog_version)
+            .map(str::to_string);
+    let catalog = start.catalog_version.as_deref().and_then(|v| w.catalogs.record(v));
+    Begin {
+        session: call.session.clone(),
+        carried: None,
+        child: Some(Box::new(ChildStart {
+            request: StartRequest {
+                session: call.session.clone(),
+                start,
+                first_agent: Some(call.agent.clone()),
+                // The planners the parent's run was given; a child keeps
+                // its agent's own policy (as on the embedded engine).
+                plans: w
+                    .st
+                    .plans
+                    .iter()
+                    .map(|(agent, plan)| {
+                        let plan = Plan {
+                            planner: plan.planner,
+                            policy: None,
+                        };
+                        (agent.clone(), plan)
+                    })
+                    .collect(),
+                catalog,
+            },
+            report_to,
+        })),
+    }
+}
+
+/// Waits for the child's report on `call` and answers the parent's call
+/// with it.
+async fn child_stopped(c: &WorkflowContext<SessionWorkflow>, call: &AgentCall, since: Timestamp) -> Input {
+    let key = call.key.to_string();
+    let waited = {
+        let key = key.clone();
+        c.wait_condition(move |w| w.st.reports.iter().any(|r| r.key == key))
+            .await
+    };
+    let now = at(c.workflow_time());
+    if waited.is_err() {
+        return child_answer(call, Err("the session was cancelled"), 0, now);
+    }
+    let report = c.state_mut(|w| {
+        let i = w.st.reports.iter().position(|r| r.key == key)?;
+        Some(w.st.reports.remove(i))
+    });
+    let duration_ms = now.0.saturating_sub(since.0);
+    match report.map(|r| r.outcome) {
+        Some(ChildOutcome::Stopped(output)) => child_answer(call, Ok(&output), duration_ms, now),
+        Some(ChildOutcome::Failed(why)) => child_answer(call, Err(&why), duration_ms, now),
+        None => child_answer(call, Err("its report was lost"), duration_ms, now),
     }
 }
 
@@ -446,7 +602,7 @@ fn show_agent(ctx: &WorkflowContext<SessionWorkflow>) {
     }
     let memo = ctx.memo();
     if matches!(memo.get::<String>(MEMO_AGENT), Ok(Some(_))) {
-        let value = temporalio_common::MemoValue::new(agent.to_string());
+        let value = MemoValue::new(agent.to_string());
         if let Err(error) = ctx.upsert_memo([(MEMO_AGENT, Some(value))]) {
             tracing::debug!(%error, "the memo's agent could not be updated");
         }
@@ -472,6 +628,9 @@ impl SessionWorkflow {
         } = request;
         if let (Some(version), Some(recorded)) = (start.catalog_version.as_deref(), catalog.as_deref()) {
             self.know_catalog(version, recorded);
+        }
+        if !plans.is_empty() {
+            self.st.plans = plans.clone();
         }
         self.st.id.get_or_insert(session);
         let created = self.st.session.is_none();
@@ -569,6 +728,77 @@ impl SessionWorkflow {
         })
     }
 
+    /// Takes the person's answer a parent passes on: stepped while this
+    /// child still waits on the call it is about; otherwise the parent gets
+    /// the run's next stop (one under way) or its last output.
+    fn take_forward(&mut self, now: Timestamp, request: ForwardRequest) {
+        let ForwardRequest {
+            report_to,
+            forward,
+            user,
+            tenant,
+        } = request;
+        let Some(session) = &self.st.session else {
+            let why = format!("{}", concierge::Error::from(self.refusal()));
+            self.report(report_to, ChildOutcome::Failed(why));
+            return;
+        };
+        let waits_on = session
+            .pending_confirmation()
+            .map(|p| p.call_id)
+            .or_else(|| session.pending_choice().map(|p| p.call_id));
+        let running = session.active_run().is_some() && !session.waits_for_person();
+        let last = session.last_output().cloned();
+        self.st.report_to = Some(report_to.clone());
+        if waits_on.as_ref() == Some(&forward.call_id) {
+            let refused = match forward.answer {
+                ForwardedAnswer::Text { text } => {
+                    let mut start = StartRun::new(text, PlannerMode::Model, now);
+                    start.user = user;
+                    start.tenant = tenant;
+                    let request = StartRequest {
+                        session: session.id().clone(),
+                        start,
+                        first_agent: None,
+                        plans: BTreeMap::new(),
+                        catalog: None,
+                    };
+                    match self.take_start(now, request) {
+                        Reply::Done(_) => None,
+                        Reply::Refused(refusal) => Some(refusal),
+                    }
+                }
+                ForwardedAnswer::Decision { fingerprint, decision } => {
+                    let request = ConfirmRequest {
+                        call_id: forward.call_id,
+                        fingerprint,
+                        decision,
+                        at: now,
+                    };
+                    match self.take_confirm(request) {
+                        Reply::Done(_) => None,
+                        Reply::Refused(refusal) => Some(refusal),
+                    }
+                }
+            };
+            if let Some(refusal) = refused
+                && let Some(to) = self.st.report_to.take()
+            {
+                self.report(to, ChildOutcome::Failed(concierge::Error::from(refusal).to_string()));
+            }
+            return;
+        }
+        if running {
+            return;
+        }
+        self.st.report_to = None;
+        let outcome = match last {
+            Some(output) => ChildOutcome::Stopped(Box::new(output)),
+            None => ChildOutcome::Failed("it stopped without an answer".into()),
+        };
+        self.report(report_to, outcome);
+    }
+
     /// Opens the session before its first message.
     fn take_open(&mut self, request: OpenRequest) -> Reply<()> {
         if self.st.session.is_some() {
@@ -593,7 +823,21 @@ impl SessionWorkflow {
 impl SessionWorkflow {
     #[run(name = "concierge.session")]
     pub async fn run(ctx: &mut WorkflowContext<Self>, begin: Begin) -> WorkflowResult<Option<RunOutput>> {
-        ctx.state_mut(|w| {
+        let now = at(ctx.workflow_time());
+        // A child's memo names its agent and tenant, as a session's does.
+        if let Some(child) = &begin.child {
+            let start = &child.request.start;
+            let memo = [
+                (MEMO_AGENT, start.agent.as_ref().map(|a| MemoValue::new(a.to_string()))),
+                (MEMO_TENANT, start.tenant.clone().map(MemoValue::new)),
+            ];
+            let memo: Vec<_> = memo.into_iter().filter(|(_, v)| v.is_some()).collect();
+            if let Err(error) = ctx.upsert_memo(memo) {
+                tracing::debug!(%error, "a child session's memo could not be set");
+            }
+        }
+        // A child whose first run was refused has no session to keep.
+        let orphan = ctx.state_mut(|w| {
             w.st.id.get_or_insert(begin.session);
             if let Some(carried) = begin.carried {
                 if let Some((version, recorded)) = &carried.catalog {
@@ -601,16 +845,28 @@ impl SessionWorkflow {
                 }
                 w.st.restore(*carried);
             }
+            // A child session started by its parent's agent call.
+            if let Some(child) = begin.child {
+                let ChildStart { request, report_to } = *child;
+                w.st.report_to = Some(report_to);
+                if let Reply::Refused(refusal) = w.take_start(now, request)
+                    && let Some(to) = w.st.report_to.take()
+                {
+                    w.report(to, ChildOutcome::Failed(concierge::Error::from(refusal).to_string()));
+                }
+            }
             w.st.begun = true;
+            w.st.session.is_none() && !w.st.outgoing.is_empty()
         });
         let mut in_flight: Vec<Answer> = Vec::new();
+        let mut sending: Vec<Sending> = Vec::new();
         loop {
             show_agent(ctx);
             // History stays within Temporal's limits: at an idle point, the
             // session goes on in a new run of the workflow.
             let long = ctx.continue_as_new_suggested()
                 || ctx.history_length() >= ctx.state(|w| w.config.continue_after_events);
-            if long && in_flight.is_empty() && ctx.state(|w| w.st.idle() && !w.st.ended) {
+            if long && in_flight.is_empty() && sending.is_empty() && ctx.state(|w| w.st.idle() && !w.st.ended) {
                 let c = ctx.clone();
                 // A run that starts meanwhile goes first (its waiters would
                 // keep a handler open until it stops).
@@ -620,6 +876,7 @@ impl SessionWorkflow {
                     let next = ctx.state(|w| Begin {
                         session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
                         carried: Some(Box::new(w.st.carry(&w.catalogs))),
+                        child: None,
                     });
                     ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
                 }
@@ -630,15 +887,25 @@ impl SessionWorkflow {
                     in_flight.push(answer);
                 }
             }
+            for (parent, report) in ctx.state_mut(|w| std::mem::take(&mut w.st.outgoing)) {
+                sending.push(report_stop(ctx, parent, report));
+            }
             if ctx.state(|w| w.st.ended) {
-                // What is still in flight is abandoned: the session is over.
+                // What is still in flight is abandoned: the session is over
+                // (its parent still hears how its last run stopped).
                 drop(in_flight);
+                futures::future::join_all(sending).await;
                 let c = ctx.clone();
                 ctx.wait_condition(move |_| c.all_handlers_finished()).await?;
                 return Ok(ctx.state(|w| w.st.session.as_ref().and_then(Session::last_output).cloned()));
             }
+            if orphan {
+                futures::future::join_all(sending).await;
+                return Ok(None);
+            }
             // Polls the answers in order with the caller's waker: deterministic.
             let mut next = std::future::poll_fn(|cx| {
+                sending.retain_mut(|send| send.as_mut().poll(cx).is_pending());
                 for i in 0..in_flight.len() {
                     if let Poll::Ready(input) = in_flight[i].as_mut().poll(cx) {
                         drop(in_flight.remove(i));
@@ -655,7 +922,7 @@ impl SessionWorkflow {
                         Err(error) => tracing::debug!(%error, "an answer was not accepted"),
                     });
                 }
-                _ = ctx.wait_condition(|w| !w.st.queued.is_empty() || w.st.ended) => {}
+                _ = ctx.wait_condition(|w| !w.st.queued.is_empty() || !w.st.outgoing.is_empty() || w.st.ended) => {}
             }
         }
     }
@@ -695,6 +962,24 @@ impl SessionWorkflow {
             return None;
         }
         ctx.state(|w| w.output_of(stop))
+    }
+
+    /// A parent passes on the person's answer to a question this child asked.
+    #[signal(name = "forward")]
+    pub async fn forward(ctx: &mut WorkflowContext<Self>, request: ForwardRequest) {
+        begun(ctx).await;
+        let now = at(ctx.workflow_time());
+        ctx.state_mut(|w| w.take_forward(now, request));
+    }
+
+    /// A child reports how its run stopped.
+    #[signal(name = "child_stopped")]
+    pub fn child_stopped(&mut self, _ctx: &mut SyncWorkflowContext<Self>, report: ChildReport) {
+        self.st.reports.retain(|r| r.key != report.key);
+        self.st.reports.push(report);
+        if self.st.reports.len() > REPORTS_KEPT {
+            self.st.reports.remove(0);
+        }
     }
 
     #[query(name = "snapshot")]

@@ -13,11 +13,12 @@
 use std::time::Instant;
 
 use concierge_core::{
-    AgentCall, ForwardedAnswer, Input, PlannerMode, Question, RunOutput, RunStatus, StartRun, ToolError, ToolOutcome,
+    AgentCall, ForwardedAnswer, Input, PlannerMode, Question, RunOutput, RunStatus, StartRun, Timestamp, ToolError,
+    ToolOutcome,
 };
 
 use super::{Engine, RunSetup, now};
-use crate::error::{Error, Result};
+use crate::error::Error;
 
 /// Runs `call`'s child (starting it, passing on the person's answer, or
 /// waiting for it) and returns the input that answers the parent's call:
@@ -25,17 +26,26 @@ use crate::error::{Error, Result};
 /// `ToolAsked` with the question the child waits on.
 pub async fn call_agent(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> Input {
     let started = Instant::now();
-    let result = drive(engine, setup, call).await;
+    let result = drive(engine, setup, call).await.map_err(|error| error.to_string());
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    child_answer(call, result.as_ref().map_err(String::as_str), duration_ms, now())
+}
+
+/// The input that answers the parent's `call` once its child stopped with
+/// `result` (its output, or why it could not run): `ToolFinished` with the
+/// child's reply and the tokens it spent, or `ToolAsked` with the question
+/// the child waits on. For engines that drive children their own way (the
+/// Temporal engine's child workflows).
+pub fn child_answer(call: &AgentCall, result: Result<&RunOutput, &str>, duration_ms: u64, at: Timestamp) -> Input {
     let (outcome, usage) = match result {
-        Ok(output) => match answer(call, &output) {
+        Ok(output) => match answer(call, output) {
             Answer::Asked(question) => {
                 return Input::ToolAsked {
                     run_id: call.run_id.clone(),
                     call_id: call.call.id.clone(),
                     question,
                     usage: None,
-                    at: now(),
+                    at,
                 };
             }
             Answer::Done(outcome) => (outcome, Some(output.usage)),
@@ -54,7 +64,7 @@ pub async fn call_agent(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall)
         outcome,
         duration_ms,
         usage,
-        at: now(),
+        at,
     }
 }
 
@@ -103,7 +113,7 @@ fn answer(call: &AgentCall, output: &RunOutput) -> Answer {
 }
 
 /// Where the child is, brought to its next stop.
-async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> Result<RunOutput> {
+async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> crate::error::Result<RunOutput> {
     let child = call.session.clone();
     let Some(session) = engine.session(child.clone()).await? else {
         let mut start = StartRun::new(call.prompt.clone(), PlannerMode::Model, now()).agent(call.agent.clone());

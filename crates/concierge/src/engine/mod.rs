@@ -28,7 +28,7 @@ use futures::stream::BoxStream;
 use serde::Serialize;
 
 pub use catalogs::{CatalogVersion, Catalogs, VersionError};
-pub use children::call_agent;
+pub use children::{call_agent, child_answer};
 pub use embedded::Embedded;
 #[doc(hidden)]
 pub use embedded::bench;

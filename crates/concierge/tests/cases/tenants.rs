@@ -174,7 +174,10 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
             "save_note".to_string(),
             vec!["notes".to_string()]
         )],
-        "the child's write, once; the agent call itself changes nothing of its own"
+        "the child's write, once; the agent call itself changes nothing of its own: {:?}",
+        seen.iter()
+            .map(|e| (e.session.as_str(), e.kind.name()))
+            .collect::<Vec<_>>()
     );
 }
 
