@@ -26,7 +26,7 @@ use temporalio_common::HasWorkflowDefinition;
 use crate::config::TemporalConfig;
 use crate::options::WorkflowOptions;
 use crate::wire::{
-    Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartRequest, Summary,
+    Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartReply, StartRequest, Summary,
 };
 use crate::worker::WorkerThread;
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
@@ -333,14 +333,41 @@ impl TemporalEngine {
             .map_err(|error| self.query_error(error))
     }
 
-    async fn do_start(&self, session: SessionId, mut start: StartRun, setup: RunSetup) -> Result<Started> {
+    async fn do_start(&self, session: SessionId, start: StartRun, setup: RunSetup) -> Result<Started> {
+        let started = self.deliver_start(&session, start, setup, false).await?;
+        Ok(Started {
+            run_id: started.run_id,
+            first_seq: started.first_seq,
+            stop: self.stop(&session, started.stop),
+        })
+    }
+
+    /// A run to its stop, with one update: it answers at the stop.
+    async fn do_run(&self, session: SessionId, start: StartRun, setup: RunSetup) -> Result<RunOutput> {
+        let started = self.deliver_start(&session, start, setup, true).await?;
+        match started.output {
+            Some(output) => Ok(*output),
+            // The session ended before the stop: where it stopped says why.
+            None => self.stop(&session, started.stop).output().await,
+        }
+    }
+
+    /// Delivers a run's start (creating the session's workflow if new); with
+    /// `wait`, the answer comes at the run's stop.
+    async fn deliver_start(
+        &self,
+        session: &SessionId,
+        mut start: StartRun,
+        setup: RunSetup,
+        wait: bool,
+    ) -> Result<StartReply> {
         if start.catalog_version.is_none() {
             start.catalog_version = self.parts.catalogs.current().id;
         }
         let options = setup.engine_option::<WorkflowOptions>();
         let first_agent = start.agent.clone().or_else(|| setup.first_agent_of().cloned());
         let start_options = self.with_start_options(
-            &session,
+            session,
             Creation {
                 tenant: start.tenant.as_deref(),
                 agent: first_agent.as_ref(),
@@ -358,6 +385,7 @@ impl TemporalEngine {
                 .as_deref()
                 .and_then(|version| self.parts.catalogs.record(version)),
             start,
+            wait,
         };
         let bytes = payload::size_of(&request);
         if bytes > self.config.max_payload_bytes {
@@ -366,27 +394,42 @@ impl TemporalEngine {
                 payload::over("the run's input", "is", bytes, self.config.max_payload_bytes)
             )));
         }
-        let delivered = self.client.execute_update_with_start_workflow(
-            SessionWorkflow::run,
-            Begin {
-                session: session.clone(),
-                carried: None,
-                child: None,
-            },
-            SessionWorkflow::start_run,
-            request,
-            start_options,
-        );
-        let reply = self
-            .within(&session, queue.as_deref(), delivered)
-            .await?
-            .map_err(|e| self.start_error(&session, e))?;
+        let begin = Begin {
+            session: session.clone(),
+            carried: None,
+            child: None,
+        };
+        let reply = if wait {
+            // A worker must take the start in time; the run then takes its own.
+            let accepted = self.client.start_update_with_start_workflow(
+                SessionWorkflow::run,
+                begin,
+                SessionWorkflow::start_run,
+                request,
+                start_options,
+            );
+            let handle = self
+                .within(session, queue.as_deref(), accepted)
+                .await?
+                .map_err(|e| self.start_error(session, e))?;
+            handle
+                .get_result(RpcOptions::default())
+                .await
+                .map_err(|e| self.update_error(session, e))?
+        } else {
+            let delivered = self.client.execute_update_with_start_workflow(
+                SessionWorkflow::run,
+                begin,
+                SessionWorkflow::start_run,
+                request,
+                start_options,
+            );
+            self.within(session, queue.as_deref(), delivered)
+                .await?
+                .map_err(|e| self.start_error(session, e))?
+        };
         match reply {
-            Reply::Done(started) => Ok(Started {
-                run_id: started.run_id,
-                first_seq: started.first_seq,
-                stop: self.stop(&session, started.stop),
-            }),
+            Reply::Done(started) => Ok(started),
             Reply::Refused(refusal) => Err(refusal.into()),
         }
     }
@@ -594,6 +637,10 @@ pub(crate) fn follow(
 impl Engine for TemporalEngine {
     fn start(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<Started>> {
         Box::pin(self.do_start(session, start, setup))
+    }
+
+    fn run(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<RunOutput>> {
+        Box::pin(self.do_run(session, start, setup))
     }
 
     fn confirm(

@@ -129,6 +129,10 @@ pub struct StartRequest {
     /// tools would otherwise replay the run with its own and diverge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub catalog: Option<String>,
+    /// Whether the update answers at the run's stop, with its output (one
+    /// update per turn), rather than once the run has started.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub wait: bool,
 }
 
 /// What `start_run` answers.
@@ -140,6 +144,9 @@ pub struct StartReply {
     pub first_seq: u64,
     /// The number of the stop the caller waits for.
     pub stop: u64,
+    /// The run's output at that stop, when the start asked to wait for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Box<RunOutput>>,
 }
 
 /// The `confirm` update.

@@ -554,6 +554,7 @@ fn child_begin(w: &SessionWorkflow, call: &AgentCall, report_to: ReportTo, now: 
                     })
                     .collect(),
                 catalog,
+                wait: false,
             },
             report_to,
         })),
@@ -625,6 +626,7 @@ impl SessionWorkflow {
             first_agent,
             plans,
             catalog,
+            wait: _,
         } = request;
         if let (Some(version), Some(recorded)) = (start.catalog_version.as_deref(), catalog.as_deref()) {
             self.know_catalog(version, recorded);
@@ -671,6 +673,7 @@ impl SessionWorkflow {
                         run_id,
                         first_seq,
                         stop,
+                        output: None,
                     }),
                     None => Reply::Refused(Refusal::Other {
                         message: "the run started without an id".into(),
@@ -762,6 +765,7 @@ impl SessionWorkflow {
                         first_agent: None,
                         plans: BTreeMap::new(),
                         catalog: None,
+                        wait: false,
                     };
                     match self.take_start(now, request) {
                         Reply::Done(_) => None,
@@ -927,11 +931,28 @@ impl SessionWorkflow {
         }
     }
 
+    /// Starts a run; answers once it has started, or (`wait`) at its stop
+    /// with its output.
     #[update(name = "start_run")]
     pub async fn start_run(ctx: &mut WorkflowContext<Self>, request: StartRequest) -> Reply<StartReply> {
         begun(ctx).await;
         let now = at(ctx.workflow_time());
-        ctx.state_mut(|w| w.take_start(now, request))
+        let wait = request.wait;
+        let reply = ctx.state_mut(|w| w.take_start(now, request));
+        match reply {
+            Reply::Done(mut started) if wait => {
+                let stop = started.stop;
+                if ctx
+                    .wait_condition(move |w| w.st.stops >= stop || w.st.ended)
+                    .await
+                    .is_ok()
+                {
+                    started.output = ctx.state(|w| w.output_of(stop)).map(Box::new);
+                }
+                Reply::Done(started)
+            }
+            reply => reply,
+        }
     }
 
     #[update(name = "confirm")]

@@ -337,6 +337,17 @@ async fn a_turn_adds_what_it_brings_to_the_history_not_the_whole_conversation() 
         assert!(pair[1].1 > pair[0].1 + 200, "{inline:?}");
     }
 
+    // A turn run to its stop is one update: it answers at the stop.
+    let cost = concierge_temporal::history_cost(&server.config("ref"), &["h".into()], true)
+        .await
+        .unwrap();
+    assert_eq!(
+        cost.by_type.get("WORKFLOW_EXECUTION_UPDATE_ACCEPTED").copied(),
+        Some(u64::try_from(turns).unwrap()),
+        "{:?}",
+        cost.by_type
+    );
+
     server.stop().await;
 }
 

@@ -187,12 +187,13 @@ async fn start(
     if let Some(run) = run_id {
         options = options.run_id(run);
     }
-    let handle = state.rt.start(text, options).await?;
     if wait {
-        let output = handle.wait().await;
+        // Started and waited for in one exchange with the engine.
+        let output = state.rt.send(text, options).await;
         drop(permit);
         return Ok((StatusCode::OK, Json(RunOutputView::from(output?))).into_response());
     }
+    let handle = state.rt.start(text, options).await?;
     let accepted = RunAccepted {
         session_id: id.to_string(),
         run_id: handle.run_id().to_string(),

@@ -123,6 +123,14 @@ pub trait Engine: Send + Sync + 'static {
     /// takes the run.
     fn start(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<Started>>;
 
+    /// Starts a run as [`Engine::start`] does and waits for its stop (it
+    /// finishes or parks for the person). An engine that can do both in one
+    /// exchange says so here (the Temporal engine: one update per turn
+    /// instead of two).
+    fn run(&self, session: SessionId, start: StartRun, setup: RunSetup) -> BoxFuture<'_, Result<RunOutput>> {
+        Box::pin(async move { self.start(session, start, setup).await?.stop.output().await })
+    }
+
     /// Answers the call parked in `session`: only a matching call id and
     /// argument fingerprint run it. Resolves once the answer is durable.
     fn confirm(

@@ -57,7 +57,9 @@ impl AgentClient {
 
     /// Runs a turn and waits until it finishes (or parks for a confirmation).
     pub async fn run(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunOutput> {
-        self.start(messages, options).await?.wait().await
+        self.runtime
+            .run_to_stop(Some(self.agent.clone()), messages.into_messages(), options)
+            .await
     }
 
     /// Starts a turn; the handle waits for it or streams its events.

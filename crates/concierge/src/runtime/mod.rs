@@ -628,6 +628,47 @@ impl Runtime {
         messages: Vec<Message>,
         options: RunOptions,
     ) -> Result<RunHandle> {
+        match self.prepare_run(agent, messages, options).await? {
+            Prepared::Answered(handle) => Ok(handle),
+            Prepared::Run(run) => {
+                let started = run.engine.start(run.session.clone(), run.start, run.setup).await;
+                let started = started.map_err(|error| not_found_for_others(error, &run.session))?;
+                Ok(RunHandle::new(
+                    self.clone(),
+                    run.session,
+                    started.run_id,
+                    started.stop,
+                    started.first_seq,
+                ))
+            }
+        }
+    }
+
+    /// Runs a turn as [`Runtime::start_run`] starts it and waits for its stop
+    /// (in one exchange with the engine where it can).
+    pub(crate) async fn run_to_stop(
+        &self,
+        agent: Option<AgentId>,
+        messages: Vec<Message>,
+        options: RunOptions,
+    ) -> Result<RunOutput> {
+        match self.prepare_run(agent, messages, options).await? {
+            Prepared::Answered(handle) => handle.wait().await,
+            Prepared::Run(run) => {
+                let output = run.engine.run(run.session.clone(), run.start, run.setup).await;
+                output.map_err(|error| not_found_for_others(error, &run.session))
+            }
+        }
+    }
+
+    /// What a run's start comes to: the checks, the answer to a parked call
+    /// read by the model, or the engine's start with its setup.
+    async fn prepare_run(
+        &self,
+        agent: Option<AgentId>,
+        messages: Vec<Message>,
+        options: RunOptions,
+    ) -> Result<Prepared> {
         let session = options.session_id.ok_or(Error::MissingSessionId)?;
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
@@ -662,26 +703,19 @@ impl Runtime {
         let catalog = self.catalog();
         // An answer to a parked call that the rules cannot read goes to the model first.
         if let Some(handle) = self.answer_with_model(&engine, &session, &start, &catalog).await {
-            return Ok(handle);
+            return Ok(Prepared::Answered(handle));
         }
         // A new session that names no agent starts with the default one (the hub in multi mode).
         let setup = self
             .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())
             .first_agent(catalog.default_agent())
             .engine_options(options.engine);
-        let started = match engine.start(session.clone(), start, setup).await {
-            Ok(started) => started,
-            // Another tenant's session is, to this caller, no session at all.
-            Err(Error::Rejected(StepError::OtherTenant)) => return Err(Error::SessionNotFound(session)),
-            Err(error) => return Err(error),
-        };
-        Ok(RunHandle::new(
-            self.clone(),
+        Ok(Prepared::Run(Box::new(PreparedRun {
+            engine,
             session,
-            started.run_id,
-            started.stop,
-            started.first_seq,
-        ))
+            start,
+            setup,
+        })))
     }
 
     /// Opens a session before its first message: it exists, is listed and
@@ -725,10 +759,7 @@ impl Runtime {
     /// Runs a turn in a session with its current agent (a new one starts
     /// with the default agent), and waits for it.
     pub async fn send(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunOutput> {
-        self.start_run(None, messages.into_messages(), options)
-            .await?
-            .wait()
-            .await
+        self.run_to_stop(None, messages.into_messages(), options).await
     }
 
     /// Answers the call parked in `session`: runs it if approved (only if
@@ -1080,6 +1111,30 @@ impl Runtime {
 
 /// How a run of `resolved` plans: a custom planner wins; then a model if one
 /// is configured for the agent; else the agent's rules.
+/// A run's start, ready for the engine (or already answered).
+enum Prepared {
+    /// An answer to a parked call, read by the model, already under way.
+    Answered(RunHandle),
+    /// The engine's start.
+    Run(Box<PreparedRun>),
+}
+
+/// What the engine's start is given.
+struct PreparedRun {
+    engine: Arc<dyn Engine>,
+    session: SessionId,
+    start: StartRun,
+    setup: RunSetup,
+}
+
+/// Another tenant's session is, to this caller, no session at all.
+fn not_found_for_others(error: Error, session: &SessionId) -> Error {
+    match error {
+        Error::Rejected(StepError::OtherTenant) => Error::SessionNotFound(session.clone()),
+        error => error,
+    }
+}
+
 fn planner_for(
     catalog: &Catalog,
     models: &crate::model::Models,
