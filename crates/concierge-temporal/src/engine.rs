@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, Weak};
 
-use concierge::engine::{Engine, EngineParts, RunSetup, RunStop, SessionSummary, Started};
+use concierge::engine::{Engine, EngineOptions, EngineParts, RunSetup, RunStop, SessionSummary, Started};
 use concierge::{Error, Result};
 use concierge_core::{
     AgentId, CallId, Decision, Event, EventId, ModelRequest, OpenSession, PlannerMode, RunId, RunOutput, Session,
@@ -473,17 +473,19 @@ impl TemporalEngine {
         }
     }
 
-    async fn do_open(&self, session: SessionId, open: OpenSession) -> Result<()> {
+    async fn do_open(&self, session: SessionId, open: OpenSession, options: EngineOptions) -> Result<()> {
         let no_labels = BTreeMap::new();
+        let options = options.get::<WorkflowOptions>();
         let start_options = self.with_start_options(
             &session,
             Creation {
                 tenant: open.tenant.as_deref(),
                 agent: Some(&open.agent),
                 labels: &no_labels,
-                options: None,
+                options,
             },
         );
+        let queue = options.and_then(|o| o.task_queue.clone());
         let delivered = self.client.execute_update_with_start_workflow(
             SessionWorkflow::run,
             Begin {
@@ -499,7 +501,7 @@ impl TemporalEngine {
             start_options,
         );
         let reply = self
-            .within(&session, None, delivered)
+            .within(&session, queue.as_deref(), delivered)
             .await?
             .map_err(|e| self.start_error(&session, e))?;
         match reply {
@@ -653,8 +655,8 @@ impl Engine for TemporalEngine {
         Box::pin(self.do_confirm(session, call_id, fingerprint, decision))
     }
 
-    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>> {
-        Box::pin(self.do_open(session, open))
+    fn open(&self, session: SessionId, open: OpenSession, options: EngineOptions) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.do_open(session, open, options))
     }
 
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {

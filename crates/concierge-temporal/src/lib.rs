@@ -32,7 +32,11 @@
 //! Inputs arrive as updates (`start_run` with update-with-start, so the
 //! first message creates the workflow; `confirm`, `end`, `open`), which
 //! step the core at once and answer with the refusal when the core refuses
-//! (the session unchanged). Effects become activities: model calls
+//! (the session unchanged). A run started to be waited for
+//! ([`Engine::run`](concierge::engine::Engine::run)) is answered by its
+//! `start_run` update at the run's stop, with its output: one update per
+//! turn; a run started to be followed answers once started, and its stop is
+//! awaited with the `wait_stop` update. Effects become activities: model calls
 //! (`concierge.call_model`) on `<prefix>-models`; tool calls
 //! (`concierge.call_tool`) on `<prefix>-tools-<agent>`, with the call's
 //! idempotency key as activity id. An agent called as a tool runs in a

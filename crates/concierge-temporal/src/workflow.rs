@@ -631,8 +631,9 @@ impl SessionWorkflow {
         if let (Some(version), Some(recorded)) = (start.catalog_version.as_deref(), catalog.as_deref()) {
             self.know_catalog(version, recorded);
         }
+        // A start without plans (a child's later run) plans as the last did.
         if !plans.is_empty() {
-            self.st.plans = plans.clone();
+            self.st.plans = plans;
         }
         self.st.id.get_or_insert(session);
         let created = self.st.session.is_none();
@@ -651,7 +652,7 @@ impl SessionWorkflow {
             None => return Reply::Refused(self.refusal()),
         };
         let taker = start.agent.clone().unwrap_or(current);
-        if let Some(plan) = plans.get(&taker) {
+        if let Some(plan) = self.st.plans.get(&taker) {
             start.planner = plan.planner;
             if plan.policy.is_some() {
                 start.policy = plan.policy.clone();

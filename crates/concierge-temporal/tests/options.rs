@@ -178,7 +178,7 @@ async fn a_namespace_without_the_search_attributes_is_refused_at_start_naming_th
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
-async fn a_callers_workflow_options_apply_last_to_the_run_that_creates_the_session() {
+async fn a_callers_workflow_options_apply_last_to_the_run_or_the_opening_that_creates_the_session() {
     let server = DevServer::start().await;
     let config = server.config("vip");
     let rt = concierge_demo::install(Runtime::builder())
@@ -241,6 +241,23 @@ async fn a_callers_workflow_options_apply_last_to_the_run_that_creates_the_sessi
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     assert_eq!(rt.sessions().await.unwrap()[0].id.as_str(), "v");
+
+    // A session opened before its first message is created with them too.
+    let opened = WorkflowOptions::new().task_queue("vip-dedicated").memo("ticket", "T-7");
+    rt.open(
+        Some("calculator".into()),
+        session("o").tenant("acme").engine_option(opened),
+    )
+    .await
+    .unwrap();
+    let described = describe(&client, &config, "o").await;
+    assert_eq!(described.task_queue(), "vip-dedicated");
+    assert_eq!(
+        described.memo().get::<String>("ticket").unwrap().as_deref(),
+        Some("T-7")
+    );
+    let out = rt.send("calculate 6 * 7", session("o").tenant("acme")).await.unwrap();
+    assert_eq!(out.reply.as_deref(), Some("6 * 7 = 42"));
 
     rt.shutdown().await;
     server.stop().await;

@@ -143,7 +143,9 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Opens `session` before its first message (it must not exist): it is
     /// stored, listed and followed from now on, with its agent and tenant.
-    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>>;
+    /// `options` are the caller's options for this engine (as a run's
+    /// [`RunSetup`] carries them), applied where the session is created.
+    fn open(&self, session: SessionId, open: OpenSession, options: EngineOptions) -> BoxFuture<'_, Result<()>>;
 
     /// Ends `session` (a run in progress is cancelled; its output is returned).
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>>;
@@ -232,7 +234,7 @@ impl Engine for NoEngine {
         no_engine()
     }
 
-    fn open(&self, _: SessionId, _: OpenSession) -> BoxFuture<'_, Result<()>> {
+    fn open(&self, _: SessionId, _: OpenSession, _: EngineOptions) -> BoxFuture<'_, Result<()>> {
         no_engine()
     }
 

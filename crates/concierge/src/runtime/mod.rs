@@ -746,7 +746,7 @@ impl Runtime {
             tenant: options.tenant,
             at: crate::engine::now(),
         };
-        engine.open(session, open).await
+        engine.open(session, open, options.engine).await
     }
 
     /// Starts a turn in a session with its current agent; a new session

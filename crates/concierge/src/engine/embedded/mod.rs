@@ -35,7 +35,9 @@ use self::replay::replay;
 use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
-use crate::engine::{Engine, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionSummary, Started};
+use crate::engine::{
+    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionSummary, Started,
+};
 use crate::error::{Error, Result};
 
 /// How long the SQLite store gathers entries before a commit under load, by default.
@@ -528,7 +530,8 @@ impl Engine for EmbeddedEngine {
         })
     }
 
-    fn open(&self, session: SessionId, open: OpenSession) -> BoxFuture<'_, Result<()>> {
+    /// The embedded engine takes no per-session options.
+    fn open(&self, session: SessionId, open: OpenSession, _: EngineOptions) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
             self.shared
                 .send(&session, |reply| Command::Open {
