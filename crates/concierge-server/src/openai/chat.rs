@@ -13,7 +13,7 @@ use super::completion::{ChatCompletion, completion};
 use super::error::{OpenAiError, OpenAiErrorBody};
 use super::models::{model_ids, target};
 use super::request::{ChatCompletionRequest, EMPTY_MODEL};
-use super::session::{SESSION_HEADER, resolve, start};
+use super::session::{SESSION_HEADER, resolve, run, start};
 use super::stream::{self, StreamSetup};
 use super::unix_now;
 use crate::http::body::parse;
@@ -92,24 +92,24 @@ pub async fn completions(
             .rt
             .subscribe_after(conversation.id.clone(), EventId::durable(u64::MAX))
     });
-    let handle = start(&state, &caller, &conversation, &turn).await?;
     let header = (HeaderName::from_static(SESSION_HEADER), session);
     let created = unix_now();
-    if turn.stream {
-        let setup = StreamSetup {
-            model: turn.model,
-            created,
-            include_usage: turn.include_usage,
-        };
-        let mut stopping = state.stopping();
-        let stopped = async move {
-            let _ = stopping.wait_for(|stop| *stop).await;
-        };
-        return Ok(([header], stream::respond(handle, setup, listening, stopped)).into_response());
+    if !turn.stream {
+        let output = run(&state, &caller, &conversation, &turn).await?;
+        let answer: ChatCompletion = completion(&output, &turn.model, created);
+        return Ok(([header], Json(answer)).into_response());
     }
-    let output = handle.wait().await?;
-    let answer: ChatCompletion = completion(&output, &turn.model, created);
-    Ok(([header], Json(answer)).into_response())
+    let handle = start(&state, &caller, &conversation, &turn).await?;
+    let setup = StreamSetup {
+        model: turn.model,
+        created,
+        include_usage: turn.include_usage,
+    };
+    let mut stopping = state.stopping();
+    let stopped = async move {
+        let _ = stopping.wait_for(|stop| *stop).await;
+    };
+    Ok(([header], stream::respond(handle, setup, listening, stopped)).into_response())
 }
 
 /// A body error said for a person: serde names a missing field in its

@@ -4,7 +4,7 @@
 
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use concierge::core::Message;
-use concierge::{AgentId, RunHandle, SessionId};
+use concierge::{AgentId, RunHandle, RunOutput, SessionId};
 
 use super::error::OpenAiError;
 use super::models::Target;
@@ -97,6 +97,56 @@ pub async fn start(
     let permit = state
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
+    let messages = messages(state, conversation, turn);
+    let options = caller.options(conversation.id.as_str());
+    let handle = match &conversation.agent {
+        Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
+        None => state.rt.start(messages, options).await,
+    }
+    .map_err(start_error)?;
+    let rt = state.rt.clone();
+    let session = conversation.id.clone();
+    tokio::spawn(async move {
+        let _ = rt.wait(session).await;
+        drop(permit);
+    });
+    Ok(handle)
+}
+
+/// Runs the turn as [`start`] starts it and waits for its stop, in one
+/// exchange with the engine (the answer of a completion that does not
+/// stream).
+pub async fn run(
+    state: &ApiState,
+    caller: &Caller,
+    conversation: &Conversation,
+    turn: &Turn,
+) -> Result<RunOutput, OpenAiError> {
+    let permit = state
+        .run_permit(caller)
+        .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
+    let messages = messages(state, conversation, turn);
+    let options = caller.options(conversation.id.as_str());
+    let output = match &conversation.agent {
+        Some(agent) => state.rt.client(agent.clone())?.run(messages, options).await,
+        None => state.rt.send(messages, options).await,
+    }
+    .map_err(start_error);
+    drop(permit);
+    output
+}
+
+/// A start's error, naming `messages` where the message was refused.
+fn start_error(error: concierge::Error) -> OpenAiError {
+    match error {
+        concierge::Error::RunStartFailed(_) => OpenAiError::from(error).param("messages"),
+        other => other.into(),
+    }
+}
+
+/// The turn's messages: a new session gets the client's earlier messages as
+/// its history, before the new one.
+fn messages(state: &ApiState, conversation: &Conversation, turn: &Turn) -> Vec<Message> {
     let mut messages = Vec::new();
     if conversation.new {
         let speaker = conversation
@@ -116,20 +166,5 @@ pub async fn start(
         }
     }
     messages.push(Message::user(turn.text.clone()));
-    let options = caller.options(conversation.id.as_str());
-    let handle = match &conversation.agent {
-        Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
-        None => state.rt.start(messages, options).await,
-    }
-    .map_err(|error| match error {
-        concierge::Error::RunStartFailed(_) => OpenAiError::from(error).param("messages"),
-        other => other.into(),
-    })?;
-    let rt = state.rt.clone();
-    let session = conversation.id.clone();
-    tokio::spawn(async move {
-        let _ = rt.wait(session).await;
-        drop(permit);
-    });
-    Ok(handle)
+    messages
 }
