@@ -751,57 +751,63 @@ impl SessionWorkflow {
             .pending_confirmation()
             .map(|p| p.call_id)
             .or_else(|| session.pending_choice().map(|p| p.call_id));
-        let running = session.active_run().is_some() && !session.waits_for_person();
-        let last = session.last_output().cloned();
-        self.st.report_to = Some(report_to.clone());
-        if waits_on.as_ref() == Some(&forward.call_id) {
-            let refused = match forward.answer {
-                ForwardedAnswer::Text { text } => {
-                    let mut start = StartRun::new(text, PlannerMode::Model, now);
-                    start.user = user;
-                    start.tenant = tenant;
-                    let request = StartRequest {
-                        session: session.id().clone(),
-                        start,
-                        first_agent: None,
-                        plans: BTreeMap::new(),
-                        catalog: None,
-                        wait: false,
-                    };
-                    match self.take_start(now, request) {
-                        Reply::Done(_) => None,
-                        Reply::Refused(refusal) => Some(refusal),
-                    }
-                }
-                ForwardedAnswer::Decision { fingerprint, decision } => {
-                    let request = ConfirmRequest {
-                        call_id: forward.call_id,
-                        fingerprint,
-                        decision,
-                        at: now,
-                    };
-                    match self.take_confirm(request) {
-                        Reply::Done(_) => None,
-                        Reply::Refused(refusal) => Some(refusal),
-                    }
-                }
-            };
-            if let Some(refusal) = refused
-                && let Some(to) = self.st.report_to.take()
-            {
-                self.report(to, ChildOutcome::Failed(concierge::Error::from(refusal).to_string()));
+        if waits_on.as_ref() != Some(&forward.call_id) {
+            if session.active_run().is_some() && !session.waits_for_person() {
+                // Reported at the run's next stop.
+                self.st.report_to = Some(report_to);
+            } else {
+                let outcome = match session.last_output() {
+                    Some(output) => ChildOutcome::Stopped(Box::new(output.clone())),
+                    None => ChildOutcome::Failed("it stopped without an answer".into()),
+                };
+                self.report(report_to, outcome);
             }
             return;
         }
-        if running {
-            return;
-        }
-        self.st.report_to = None;
-        let outcome = match last {
-            Some(output) => ChildOutcome::Stopped(Box::new(output)),
-            None => ChildOutcome::Failed("it stopped without an answer".into()),
+        let id = session.id().clone();
+        self.st.report_to = Some(report_to);
+        let refused = match forward.answer {
+            ForwardedAnswer::Text { text } => {
+                let mut start = StartRun::new(text, PlannerMode::Model, now);
+                start.user = user;
+                start.tenant = tenant;
+                let request = StartRequest {
+                    session: id,
+                    start,
+                    first_agent: None,
+                    plans: BTreeMap::new(),
+                    catalog: None,
+                    wait: false,
+                };
+                match self.take_start(now, request) {
+                    Reply::Done(_) => None,
+                    Reply::Refused(refusal) => Some(refusal),
+                }
+            }
+            ForwardedAnswer::Decision { fingerprint, decision } => {
+                let request = ConfirmRequest {
+                    call_id: forward.call_id,
+                    fingerprint,
+                    decision,
+                    at: now,
+                };
+                match self.take_confirm(request) {
+                    Reply::Done(_) => None,
+                    Reply::Refused(refusal) => Some(refusal),
+                }
+            }
         };
-        self.report(report_to, outcome);
+        if let Some(refusal) = refused {
+            self.report_refusal(refusal);
+        }
+    }
+
+    /// Reports to the parent waiting on this child that its input was
+    /// refused, and why.
+    fn report_refusal(&mut self, refusal: Refusal) {
+        if let Some(to) = self.st.report_to.take() {
+            self.report(to, ChildOutcome::Failed(concierge::Error::from(refusal).to_string()));
+        }
     }
 
     /// Opens the session before its first message.
@@ -854,10 +860,8 @@ impl SessionWorkflow {
             if let Some(child) = begin.child {
                 let ChildStart { request, report_to } = *child;
                 w.st.report_to = Some(report_to);
-                if let Reply::Refused(refusal) = w.take_start(now, request)
-                    && let Some(to) = w.st.report_to.take()
-                {
-                    w.report(to, ChildOutcome::Failed(concierge::Error::from(refusal).to_string()));
+                if let Reply::Refused(refusal) = w.take_start(now, request) {
+                    w.report_refusal(refusal);
                 }
             }
             w.st.begun = true;
