@@ -9,101 +9,17 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
+#[path = "../../concierge/tests/cases/contacts.rs"]
+mod contacts;
 mod support;
+#[path = "support/workflows.rs"]
+mod workflows;
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
-
-use concierge::{
-    AgentSpec, AgentTool, Route, Rules, RunOptions, RunStatus, Runtime, Tool, ToolAnnotations, ToolContext, ToolError,
-    ToolSpec,
-};
-use concierge_temporal::{AGENT, TENANT, Temporal, TemporalConfig, Workers};
-use futures::StreamExt;
-use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use concierge::{RunOptions, RunStatus, Runtime};
+use concierge_temporal::{AGENT, TENANT, Temporal, Workers};
+use contacts::{Log, LogNote, RemoveContact, agents};
 use support::DevServer;
-use temporalio_client::{Client, WorkflowDescribeOptions, WorkflowExecutionDescription, WorkflowListOptions};
-use temporalio_common::UntypedWorkflow;
-
-#[derive(Deserialize, JsonSchema)]
-struct RemoveArgs {
-    /// Who to remove.
-    contact: String,
-}
-
-/// Removes a contact once the person approves; logs who it removed.
-struct RemoveContact(Arc<Mutex<Vec<String>>>);
-
-impl Tool for RemoveContact {
-    type Args = RemoveArgs;
-
-    fn spec(&self) -> ToolSpec {
-        ToolSpec::new(
-            "remove_contact",
-            "Removes a contact.",
-            concierge::tool::schema_for::<RemoveArgs>(),
-        )
-        .annotations(ToolAnnotations {
-            requires_confirmation: true,
-            destructive: true,
-            ..ToolAnnotations::default()
-        })
-        .confirm("I'll remove {contact}. Proceed?")
-    }
-
-    async fn call(&self, args: RemoveArgs, _cx: ToolContext) -> Result<Value, ToolError> {
-        self.0.lock().unwrap().push(args.contact.clone());
-        Ok(json!(format!("Removed {}.", args.contact)))
-    }
-}
-
-fn agents() -> Vec<AgentSpec> {
-    let contacts = AgentSpec::new("contacts")
-        .description("Removes contacts.")
-        .tool("remove_contact")
-        .rules(
-            Rules::new()
-                .route(Route::tool("remove_contact", json!({"contact": "{who}"})).pattern(r"(?i)remove (?P<who>\w+)"))
-                .answer("{result}"),
-        );
-    let router = AgentSpec::new("router")
-        .description("Keeps your contacts up to date.")
-        .agent_tool(AgentTool::new("contacts"))
-        .rules(
-            Rules::new()
-                .route(Route::tool("contacts", json!({"request": "{part}"})).pattern(r"(?i)(?P<part>remove \w+)"))
-                .answer("{result}"),
-        );
-    vec![contacts, router]
-}
-
-async fn describe(client: &Client, config: &TemporalConfig, session: &str) -> WorkflowExecutionDescription {
-    client
-        .get_workflow_handle::<UntypedWorkflow>(config.workflow_id(&session.into()))
-        .describe(WorkflowDescribeOptions::default())
-        .await
-        .unwrap()
-}
-
-/// The runs of `session`'s workflow Temporal lists, asked until at least
-/// `expected` show (its visibility store may lag a moment).
-async fn workflow_runs(client: &Client, config: &TemporalConfig, session: &str, expected: usize) -> usize {
-    let query = format!("WorkflowId = '{}'", config.workflow_id(&session.into()));
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let runs = client
-            .list_workflows(query.clone(), WorkflowListOptions::default())
-            .collect::<Vec<_>>()
-            .await
-            .len();
-        if runs >= expected || Instant::now() > deadline {
-            return runs;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use workflows::{describe, listed};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
@@ -112,9 +28,10 @@ async fn a_specialist_runs_in_a_child_workflow_that_answers_its_caller_across_a_
     // Short workflow runs: the router's session continues as new while its
     // specialist's question waits for the person.
     let config = server.config("kids").continue_after_events(30);
-    let removed = Arc::new(Mutex::new(Vec::new()));
+    let log = Log::default();
     let rt = Runtime::builder()
-        .tool(RemoveContact(removed.clone()))
+        .tool(LogNote(log.clone()))
+        .tool(RemoveContact(log.clone()))
         .agents(agents())
         .engine(Temporal::new(config.clone()).workers(Workers::all()))
         .build()
@@ -148,8 +65,9 @@ async fn a_specialist_runs_in_a_child_workflow_that_answers_its_caller_across_a_
             // The router's workflow has continued as new meanwhile: the
             // person's answer goes on to the child by signal, and the
             // child's report comes back to the router's new run.
-            let runs = workflow_runs(&client, &config, "p1", 2).await;
-            assert!(runs >= 2, "the router's session continued as new ({runs} runs)");
+            let query = format!("WorkflowId = '{}'", config.workflow_id(&"p1".into()));
+            let runs = listed(&client, &query, 2).await;
+            assert!(runs.len() >= 2, "the router's session continued as new: {runs:?}");
         }
         let out = rt.send(answer, opts()).await.unwrap();
         assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -157,7 +75,13 @@ async fn a_specialist_runs_in_a_child_workflow_that_answers_its_caller_across_a_
             assert_eq!(out.reply.as_deref(), Some("Removed Jane."));
         }
     }
-    assert_eq!(*removed.lock().unwrap(), ["Jane"], "only the approved call ran, once");
+    let removed: Vec<String> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(tool, _, who, _)| format!("{tool} {who}"))
+        .collect();
+    assert_eq!(removed, ["remove_contact Jane"], "only the approved call ran, once");
 
     // The child kept its own session, with its run finished.
     let child = rt.session("p1.call_3").await.unwrap();

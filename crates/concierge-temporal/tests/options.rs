@@ -8,6 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
 mod support;
+#[path = "support/workflows.rs"]
+mod workflows;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -15,42 +17,14 @@ use std::time::{Duration, Instant};
 use concierge::model::ScriptedModel;
 use concierge::{AgentSpec, ModelReply, RunOptions, RunStatus, Runtime, ToolContext, tool};
 use concierge_temporal::{AGENT, SearchAttributeKey, TENANT, Temporal, TemporalConfig, Workers, WorkflowOptions};
-use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use support::DevServer;
-use temporalio_client::{Client, WorkflowDescribeOptions, WorkflowExecutionDescription, WorkflowListOptions};
-use temporalio_common::UntypedWorkflow;
+use workflows::{describe, listed};
 
 fn session(id: &str) -> RunOptions {
     RunOptions::new().session_id(id)
-}
-
-async fn describe(client: &Client, config: &TemporalConfig, session: &str) -> WorkflowExecutionDescription {
-    client
-        .get_workflow_handle::<UntypedWorkflow>(config.workflow_id(&session.into()))
-        .describe(WorkflowDescribeOptions::default())
-        .await
-        .unwrap()
-}
-
-/// The workflow ids `query` lists, asked until `expected` many show
-/// (Temporal's visibility store may lag a moment).
-async fn listed(client: &Client, query: &str, expected: usize) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ids: Vec<String> = client
-            .list_workflows(query.to_string(), WorkflowListOptions::default())
-            .map(|execution| execution.unwrap().id().to_string())
-            .collect()
-            .await;
-        if ids.len() >= expected {
-            return ids;
-        }
-        assert!(Instant::now() < deadline, "{query} lists {ids:?}, not {expected}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
