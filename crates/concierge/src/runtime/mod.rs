@@ -343,7 +343,9 @@ impl RuntimeBuilder {
 
     /// Builds the child's message of an agent tool (see [`AgentTool`](concierge_core::AgentTool))
     /// with a closure over the call's arguments, instead of the tool's
-    /// `prompt` template: for messages a template cannot write.
+    /// `prompt` template: for messages a template cannot write. Keep it a
+    /// function of the arguments alone: the Temporal engine calls it in the
+    /// session's workflow, which replays it.
     ///
     /// ```
     /// # use concierge::{AgentSpec, AgentTool, Runtime};
