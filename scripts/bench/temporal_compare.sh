@@ -7,12 +7,14 @@
 #   cargo build --release -p concierge-cli
 #   scripts/bench/temporal_compare.sh [SESSIONS [TURNS [CONCURRENCY]]]
 #
-# Each engine gets a fresh dev server (loopback, its own database file):
+# Each run gets a fresh dev server (loopback, its own database file):
 #   1. concierge bench --temporal (workers in the bench process), after the
 #      embedded engine on the same workload (--compare-embedded);
-#   2. the Python worker (one process: session workflows, model and tool
+#   2. the same with model calls as local activities (model_calls = "local");
+#   3. the Python worker (one process: session workflows, model and tool
 #      activities) driven by driver.py (another process), with the SDK's
-#      default workflow sandbox; PY_UNSANDBOXED=1 adds a run without it.
+#      default workflow sandbox, model calls as activities then as local
+#      activities; PY_UNSANDBOXED=1 adds a run without the sandbox.
 # CPU comes from /proc (the server's, the worker's and the client's pids);
 # history from describing each session's workflow.
 #
@@ -85,16 +87,23 @@ base_url=http://127.0.0.1:$fake_port/v1
 
 echo "workload: $sessions sessions x $turns turns, $concurrency at a time; fake model at $base_url" >&2
 
-start_server concierge
-echo "concierge (embedded, then temporal) on $address..." >&2
-"$bin" --base-url "$base_url" --model openai:fake bench --sessions "$sessions" --turns "$turns" \
-  --concurrency "$concurrency" --temporal "$address" --temporal-namespace concierge \
-  --temporal-server-pid "$server_pid" --compare-embedded --json >"$work/concierge.jsonl" \
-  || echo "concierge bench reported failed turns (see the errors column)" >&2
-stop_server
-
-python_run() { # NAME [--unsandboxed]
+concierge_run() { # NAME [bench flags]
   local name=$1; shift
+  start_server "$name"
+  echo "$name on $address..." >&2
+  "$bin" --base-url "$base_url" --model openai:fake bench --sessions "$sessions" --turns "$turns" \
+    --concurrency "$concurrency" --temporal "$address" --temporal-namespace concierge \
+    --temporal-server-pid "$server_pid" --json "$@" >>"$work/concierge.jsonl" \
+    || echo "concierge bench reported failed turns (see the errors column)" >&2
+  stop_server
+}
+concierge_run concierge --compare-embedded
+concierge_run concierge-local --temporal-local-model-calls
+
+python_run() { # NAME [--local-model] [--unsandboxed]
+  local name=$1; shift
+  local driver_flags=""
+  if [ "${1:-}" = --local-model ]; then driver_flags=--local-model; shift; fi
   start_server "$name"
   echo "python ($name) on $address..." >&2
   BENCH_BASE_URL=$base_url "$venv/bin/python" "$pydir/worker.py" --address "$address" \
@@ -107,7 +116,7 @@ python_run() { # NAME [--unsandboxed]
   done
   "$venv/bin/python" "$pydir/driver.py" --address "$address" --namespace concierge --prefix "$name" \
     --worker-pid "$worker" --server-pid "$server_pid" --sessions "$sessions" --turns "$turns" \
-    --concurrency "$concurrency" 2>"$work/driver-$name.log" \
+    --concurrency "$concurrency" $driver_flags 2>"$work/driver-$name.log" \
     | sed "s/\"engine\": \"python\"/\"engine\": \"$name\"/" >>"$work/python.jsonl" \
     || echo "the Python driver reported failed turns (log: $work/driver-$name.log)" >&2
   kill "$worker"
@@ -115,6 +124,7 @@ python_run() { # NAME [--unsandboxed]
   stop_server
 }
 python_run python
+python_run python-local --local-model
 if [ "${PY_UNSANDBOXED:-0}" = 1 ]; then
   python_run python-unsandboxed --unsandboxed
 fi
@@ -128,7 +138,7 @@ for line in open(sys.argv[1]):
     r = json.loads(line)
     temporal = "temporal" in r.get("variant", "")
     rows.append({
-        "engine": "concierge " + ("temporal" if temporal else "embedded " + r["variant"]),
+        "engine": "concierge " + (("temporal, local model" if "local" in r["variant"] else "temporal") if temporal else "embedded " + r["variant"]),
         "turns/s": r["turns_per_s"],
         "p50 ms": r["p50_turn_ms"],
         "worker CPU ms/turn": r.get("worker_thread_cpu_ms_per_turn", r["cpu_ms_per_turn"]),

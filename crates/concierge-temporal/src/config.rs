@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+pub use concierge::config::ModelCalls;
 use concierge::config::TemporalSection;
 use concierge_core::{AgentId, SessionId};
 
@@ -54,6 +55,11 @@ pub struct TemporalConfig {
     /// by default, as the SDK does): worth it over a WAN (Temporal Cloud),
     /// about a tenth of a worker's CPU per turn on loopback or a LAN.
     pub grpc_compression: bool,
+    /// How the sessions this client starts call their model: activities on
+    /// the models queue (default) or local activities in the worker that
+    /// runs the session. A session keeps the way it started with, across
+    /// continue-as-new and for its children, whatever a later client says.
+    pub model_calls: ModelCalls,
 }
 
 impl Default for TemporalConfig {
@@ -74,6 +80,7 @@ impl Default for TemporalConfig {
             inline_request_bytes: 8 * 1024,
             search_attributes: true,
             grpc_compression: true,
+            model_calls: ModelCalls::Activity,
         }
     }
 }
@@ -161,6 +168,13 @@ impl TemporalConfig {
         self
     }
 
+    /// Calls models with activities on the models queue, or locally in
+    /// the session's worker ([`ModelCalls`]).
+    pub fn model_calls(mut self, how: ModelCalls) -> Self {
+        self.model_calls = how;
+        self
+    }
+
     /// The address as a URL (a bare `host:port` gets `http://`, or
     /// `https://` with TLS).
     pub(crate) fn url(&self) -> String {
@@ -235,6 +249,9 @@ impl TemporalConfig {
         if let Some(on) = section.grpc_compression {
             config.grpc_compression = on;
         }
+        if let Some(how) = section.model_calls {
+            config.model_calls = how;
+        }
         Ok(config)
     }
 }
@@ -256,6 +273,7 @@ mod tests {
             max_payload_bytes: Some(1_000_000),
             search_attributes: Some(false),
             grpc_compression: Some(false),
+            model_calls: Some(ModelCalls::Local),
         };
         let config = TemporalConfig::from_section(&section).unwrap();
         assert_eq!(config.url(), "https://temporal.example.com:7233");
@@ -263,12 +281,14 @@ mod tests {
         assert_eq!(config.max_payload_bytes, 1_000_000);
         assert!(!config.search_attributes);
         assert!(!config.grpc_compression);
+        assert_eq!(config.model_calls, ModelCalls::Local);
         assert_eq!(config.sessions_queue(), "prod-sessions");
         assert_eq!(config.tools_queue(&AgentId::new("crm")), "prod-tools-crm");
         assert_eq!(config.workflow_id(&SessionId::new("s1")), "prod:session:s1");
 
         let defaults = TemporalConfig::from_section(&TemporalSection::default()).unwrap();
         assert_eq!(defaults.url(), "http://127.0.0.1:7233");
+        assert_eq!(defaults.model_calls, ModelCalls::Activity);
 
         let missing = TemporalSection {
             api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),

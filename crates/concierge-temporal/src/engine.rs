@@ -398,6 +398,7 @@ impl TemporalEngine {
             session: session.clone(),
             carried: None,
             child: None,
+            model_calls: self.config.model_calls,
         };
         let reply = if wait {
             // A worker must take the start in time; the run then takes its own.
@@ -492,6 +493,7 @@ impl TemporalEngine {
                 session: session.clone(),
                 carried: None,
                 child: None,
+                model_calls: self.config.model_calls,
             },
             SessionWorkflow::open,
             OpenRequest {

@@ -8,6 +8,8 @@ use concierge_core::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::config::ModelCalls;
+
 /// The session workflow's input: which session it holds, and what an
 /// earlier run of the workflow carried over when it continued as new.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -21,6 +23,14 @@ pub struct Begin {
     /// workflow): its first run, and where it reports the run's stop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child: Option<Box<ChildStart>>,
+    /// How the session calls its model (chosen by the client that started
+    /// it; a child and a continued run keep it).
+    #[serde(default, skip_serializing_if = "is_activity")]
+    pub model_calls: ModelCalls,
+}
+
+fn is_activity(how: &ModelCalls) -> bool {
+    *how == ModelCalls::Activity
 }
 
 /// How a parent session's workflow starts a child's: the run, and the

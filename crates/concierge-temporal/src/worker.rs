@@ -137,6 +137,11 @@ fn build(
 ) -> Result<Vec<Worker>> {
     let mut workers = Vec::new();
     let default_queue = which.sessions.then(|| config.sessions_queue());
+    let model_activities = || ModelActivities {
+        executor: parts.executor.clone(),
+        engine: engine.clone(),
+        max_payload_bytes: config.max_payload_bytes,
+    };
     for queue in default_queue.into_iter().chain(which.session_queues.iter().cloned()) {
         let catalogs = parts.catalogs.clone();
         let executor = parts.executor.clone();
@@ -146,19 +151,16 @@ fn build(
                 SessionWorkflow::new(catalogs.clone(), executor.clone(), shared.clone())
             })
             .map_err(|e| worker_error(config, e))?
+            // A session that calls its model locally does it here.
+            .register_activities(model_activities())
             .sticky_queue_schedule_to_start_timeout(Duration::from_secs(3))
             .graceful_shutdown_period(Duration::from_secs(5))
             .build();
         workers.push(Worker::new(runtime, client.clone(), options).map_err(|e| worker_error(config, e))?);
     }
     if which.models {
-        let activities = ModelActivities {
-            executor: parts.executor.clone(),
-            engine: engine.clone(),
-            max_payload_bytes: config.max_payload_bytes,
-        };
         let options = WorkerOptions::new(config.models_queue())
-            .register_activities(activities)
+            .register_activities(model_activities())
             .graceful_shutdown_period(Duration::from_secs(5))
             .build();
         workers.push(Worker::new(runtime, client.clone(), options).map_err(|e| worker_error(config, e))?);

@@ -6,7 +6,8 @@
 //! an update, is stepped at once by the update's handler (a refused input
 //! answers [`Reply::Refused`] and changes nothing), and its effects are
 //! queued; the main routine performs them as activities (model calls on the
-//! models queue, tool calls on the calling agent's tools queue with the
+//! models queue, or as local activities in this worker when the session
+//! started with [`ModelCalls::Local`], tool calls on the calling agent's tools queue with the
 //! call's idempotency key as activity id) and timers, and steps each answer
 //! as it comes. Replaying the history replays the same steps, so a worker
 //! that takes the workflow over rebuilds the same session.
@@ -38,12 +39,12 @@ use futures::FutureExt;
 use temporalio_common::{MemoValue, RetryPolicy};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, ChildWorkflowOptions, ContinueAsNewOptions, ParentClosePolicy, SignalWorkflowOptions,
-    SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+    ActivityOptions, ChildWorkflowOptions, ContinueAsNewOptions, LocalActivityOptions, ParentClosePolicy,
+    SignalWorkflowOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
 };
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
-use crate::config::TemporalConfig;
+use crate::config::{ModelCalls, TemporalConfig};
 use crate::payload;
 use crate::visibility::{AGENT, MEMO_AGENT, MEMO_TENANT, start_attributes};
 use crate::wire::{
@@ -57,6 +58,9 @@ pub(crate) const WORKFLOW_TYPE: &str = "concierge.session";
 /// At most this many events answer one `events` query (a query's answer
 /// must stay under Temporal's 2 MB payload limit).
 const EVENTS_PER_PAGE: usize = 256;
+
+/// How long one attempt of a model call may take.
+const MODEL_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The last stops kept for late waiters.
 const STOPS_KEPT: usize = 16;
@@ -98,6 +102,8 @@ struct State {
     outgoing: Vec<(String, ChildReport)>,
     /// Reports received from children, until their agent call takes them.
     reports: Vec<ChildReport>,
+    /// How the session calls its model (from its start).
+    model_calls: ModelCalls,
 }
 
 /// At most this many children's reports wait for their agent call (a
@@ -359,8 +365,11 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 return Some(Box::pin(async move { failed }));
             }
             // A large request stays here: the activity asks for it, so the
-            // history does not carry the conversation at every call.
-            let kept = (bytes > config.inline_request_bytes).then(|| (run_id.clone(), call));
+            // history does not carry the conversation at every call. A local
+            // activity's input never reaches the history (nor could it be
+            // asked for: queries wait while the local activity runs).
+            let local = ctx.state(|w| w.st.model_calls) == ModelCalls::Local;
+            let kept = (!local && bytes > config.inline_request_bytes).then(|| (run_id.clone(), call));
             let request = match &kept {
                 Some(key) => {
                     ctx.state_mut(|w| w.st.requests.push((key.clone(), request)));
@@ -374,14 +383,27 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 call,
                 request,
             };
-            let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(600))
-                .task_queue(config.models_queue())
-                .activity_id(format!("{}/{run_id}/model-{call}", input.session))
-                .heartbeat_timeout(Duration::from_secs(30))
-                .retry_policy(retries(true))
-                .build();
+            let activity_id = format!("{}/{run_id}/model-{call}", input.session);
+            let models_queue = config.models_queue();
             Some(Box::pin(async move {
-                let answer = match c.execute_activity(ModelActivities::call_model, input, options).await {
+                let called = if local {
+                    let options = LocalActivityOptions::builder()
+                        .activity_id(activity_id)
+                        .start_to_close_timeout(MODEL_CALL_TIMEOUT)
+                        .retry_policy(retries(true))
+                        .build();
+                    c.execute_local_activity(ModelActivities::call_model, input, options)
+                        .await
+                } else {
+                    let options = ActivityOptions::with_start_to_close_timeout(MODEL_CALL_TIMEOUT)
+                        .task_queue(models_queue)
+                        .activity_id(activity_id)
+                        .heartbeat_timeout(Duration::from_secs(30))
+                        .retry_policy(retries(true))
+                        .build();
+                    c.execute_activity(ModelActivities::call_model, input, options).await
+                };
+                let answer = match called {
                     Ok(answer) => answer,
                     // The error as data: the run goes on (or fails) as the core decides.
                     Err(error) => Input::ModelFailed {
@@ -534,6 +556,7 @@ fn child_begin(w: &SessionWorkflow, call: &AgentCall, report_to: ReportTo, now: 
     Begin {
         session: call.session.clone(),
         carried: None,
+        model_calls: w.st.model_calls,
         child: Some(Box::new(ChildStart {
             request: StartRequest {
                 session: call.session.clone(),
@@ -850,6 +873,7 @@ impl SessionWorkflow {
         // A child whose first run was refused has no session to keep.
         let orphan = ctx.state_mut(|w| {
             w.st.id.get_or_insert(begin.session);
+            w.st.model_calls = begin.model_calls;
             if let Some(carried) = begin.carried {
                 if let Some((version, recorded)) = &carried.catalog {
                     w.know_catalog(version, recorded);
@@ -886,6 +910,7 @@ impl SessionWorkflow {
                         session: w.st.id.clone().unwrap_or_else(|| SessionId::new("unknown")),
                         carried: Some(Box::new(w.st.carry(&w.catalogs))),
                         child: None,
+                        model_calls: w.st.model_calls,
                     });
                     ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
                 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use concierge::RuntimeBuilder;
-use concierge_temporal::{Temporal, TemporalConfig, Workers, connect};
+use concierge_temporal::{ModelCalls, Temporal, TemporalConfig, Workers, connect};
 use tokio::sync::OnceCell;
 
 /// The namespace the dev server creates for the tests.
@@ -97,6 +97,8 @@ pub struct EngineUnderTest {
     address: String,
     /// This test's number, in the prefixes of its durable stores.
     test: usize,
+    /// How the sessions call their model.
+    model_calls: ModelCalls,
 }
 
 impl EngineUnderTest {
@@ -107,13 +109,15 @@ impl EngineUnderTest {
     /// (`remember_toolset`).
     pub const REMEMBERS_TOOLSETS: bool = false;
 
-    /// The binary's dev server, started if no test has yet.
-    async fn start() -> Self {
+    /// The binary's dev server, started if no test has yet; sessions call
+    /// their model as `model_calls` says.
+    async fn start(model_calls: ModelCalls) -> Self {
         static TESTS: AtomicUsize = AtomicUsize::new(0);
         let address = SERVER.get_or_init(start_server).await.clone();
         Self {
             address,
             test: TESTS.fetch_add(1, Ordering::Relaxed),
+            model_calls,
         }
     }
 
@@ -123,7 +127,8 @@ impl EngineUnderTest {
         let config = TemporalConfig::new(self.address.clone())
             .namespace(NAMESPACE)
             .task_queue_prefix(prefix)
-            .poll_interval(Duration::from_millis(50));
+            .poll_interval(Duration::from_millis(50))
+            .model_calls(self.model_calls);
         builder.engine(Temporal::new(config).workers(Workers::all()))
     }
 
@@ -161,15 +166,26 @@ impl OnEngine for RuntimeBuilder {
     }
 }
 
-/// Each named case of the module `$cases` as a test on Temporal (a case
-/// left out is dead code, which the build refuses), ignored for `$why` (by
-/// default: it needs the dev server).
+/// Each named case of the module `$cases` as two tests on Temporal, one
+/// with the model called by activities on the models queue, one by local
+/// activities (a case left out is dead code, which the build refuses),
+/// ignored for `$why` (by default: it needs the dev server).
 macro_rules! on_temporal {
     ($cases:ident; ignore = $why:literal; $($case:ident),* $(,)?) => {$(
-        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-        #[ignore = $why]
-        async fn $case() {
-            crate::$cases::$case(&crate::EngineUnderTest::start().await).await
+        mod $case {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = $why]
+            async fn model_activities() {
+                let engine = crate::EngineUnderTest::start(concierge_temporal::ModelCalls::Activity).await;
+                crate::$cases::$case(&engine).await
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            #[ignore = $why]
+            async fn local_model_calls() {
+                let engine = crate::EngineUnderTest::start(concierge_temporal::ModelCalls::Local).await;
+                crate::$cases::$case(&engine).await
+            }
         }
     )*};
     ($cases:ident; $($case:ident),* $(,)?) => {

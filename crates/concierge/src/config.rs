@@ -37,6 +37,7 @@
 //! max_payload_bytes = 2000000             # a larger tool or model payload fails fast, naming it
 //! search_attributes = true                # ConciergeTenant / ConciergeAgent (registered in the namespace)
 //! grpc_compression = true                 # gzip on the wire (off saves CPU on a LAN)
+//! model_calls = "activity"                # or "local": model calls in the session's worker, half the history
 //! ```
 
 use std::collections::BTreeMap;
@@ -167,6 +168,24 @@ pub struct TemporalSection {
     /// Whether gRPC messages are gzip-compressed (default true; off saves
     /// CPU on loopback or a LAN).
     pub grpc_compression: Option<bool>,
+    /// How a session's workflow calls its model: `activity` (default), an
+    /// activity on the shared models queue, or `local`, a local activity
+    /// in the worker that runs the workflow (half the history and server
+    /// work per turn; docs/temporal.md says what it costs).
+    pub model_calls: Option<ModelCalls>,
+}
+
+/// How a session's workflow on Temporal calls its model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelCalls {
+    /// An activity on the shared models queue, run by any worker that
+    /// serves that queue (scaled on its own, its own history events).
+    #[default]
+    Activity,
+    /// A local activity, run by the worker that runs the session's
+    /// workflow and recorded as one marker: no task queue round trip.
+    Local,
 }
 
 /// `concierge serve`'s settings (`[server]`).

@@ -52,9 +52,16 @@ async def main() -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--worker-pid", type=int)
     parser.add_argument("--server-pid", type=int)
+    parser.add_argument(
+        "--local-model",
+        action="store_true",
+        help="the sessions call the model with local activities (as concierge's model_calls = \"local\")",
+    )
     args = parser.parse_args()
     client = await Client.connect(args.address, namespace=args.namespace)
     names = queues(args.prefix)
+    if args.local_model:
+        names["local_model"] = "yes"
     semaphore = asyncio.Semaphore(args.concurrency)
     latencies: list = []
     errors = 0

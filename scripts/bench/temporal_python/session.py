@@ -7,7 +7,8 @@ Each turn is an update (`turn`, sent with update-with-start, so the first
 turn creates the workflow): the question is appended, the model activity
 answers with a `calculator` tool call, the tool activity (on the agent's own
 tools queue) computes it, the model activity answers again with the final
-text, which the update returns.
+text, which the update returns. A session started with `local_model` in
+its queues calls the model with local activities (in the sessions worker).
 """
 
 import json
@@ -79,14 +80,23 @@ class Session:
     async def turn(self, question: str) -> str:
         self.messages.append({"role": "user", "content": question})
         for _ in range(MAX_MODEL_CALLS):
-            message = await workflow.execute_activity(
-                "call_model",
-                {"messages": self.messages, "tools": [CALCULATOR], "temperature": 0.0},
-                task_queue=self.queues["models"],
-                start_to_close_timeout=timedelta(seconds=600),
-                heartbeat_timeout=timedelta(seconds=30),
-                retry_policy=RETRIES,
-            )
+            request = {"messages": self.messages, "tools": [CALCULATOR], "temperature": 0.0}
+            if self.queues.get("local_model"):
+                message = await workflow.execute_local_activity(
+                    "call_model",
+                    request,
+                    start_to_close_timeout=timedelta(seconds=600),
+                    retry_policy=RETRIES,
+                )
+            else:
+                message = await workflow.execute_activity(
+                    "call_model",
+                    request,
+                    task_queue=self.queues["models"],
+                    start_to_close_timeout=timedelta(seconds=600),
+                    heartbeat_timeout=timedelta(seconds=30),
+                    retry_policy=RETRIES,
+                )
             self.messages.append(message)
             calls = message.get("tool_calls") or []
             if not calls:

@@ -1,7 +1,9 @@
 """The Python comparison worker: the session workflows, the model calls and
 the calculator's tool calls, on three task queues (as concierge's
 `<prefix>-sessions`, `<prefix>-models`, `<prefix>-tools-calculator`), in one
-process. Stops on SIGTERM or SIGINT.
+process. The sessions worker also runs the model calls of sessions the
+driver started with --local-model (local activities). Stops on SIGTERM or
+SIGINT.
 
     BENCH_BASE_URL=http://127.0.0.1:8090/v1 python worker.py --address 127.0.0.1:7233 \
         --namespace concierge --prefix py
@@ -37,7 +39,7 @@ async def main() -> None:
     names = queues(args.prefix)
     extra = {"workflow_runner": UnsandboxedWorkflowRunner()} if args.unsandboxed else {}
     workers = [
-        Worker(client, task_queue=names["sessions"], workflows=[Session], **extra),
+        Worker(client, task_queue=names["sessions"], workflows=[Session], activities=[call_model], **extra),
         Worker(client, task_queue=names["models"], activities=[call_model]),
         Worker(client, task_queue=names["tools"], activities=[calculator]),
     ]

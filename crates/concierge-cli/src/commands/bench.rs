@@ -75,6 +75,10 @@ pub struct BenchArgs {
     /// default, which costs CPU on loopback).
     #[arg(long, requires = "temporal")]
     pub temporal_no_compression: bool,
+    /// Calls the model with local activities in the session's worker
+    /// (`model_calls = "local"`) instead of activities on the models queue.
+    #[arg(long, requires = "temporal")]
+    pub temporal_local_model_calls: bool,
     /// The Temporal server's process id: its CPU per turn is reported too
     /// (read from /proc, so the server runs on this machine).
     #[arg(long, value_name = "PID", requires = "temporal")]
@@ -263,8 +267,12 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
             println!();
         }
     }
-    let config =
-        bench_temporal::config(address, &args.temporal_namespace).grpc_compression(!args.temporal_no_compression);
+    let config = bench_temporal::config(address, &args.temporal_namespace)
+        .grpc_compression(!args.temporal_no_compression)
+        .model_calls(match args.temporal_local_model_calls {
+            true => concierge_temporal::ModelCalls::Local,
+            false => concierge_temporal::ModelCalls::Activity,
+        });
     let report = run(args, base_url, model_name, Target::Temporal(config)).await?;
     failed |= print(args, report)? != ExitCode::SUCCESS;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
@@ -428,7 +436,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             "{}{}",
             match &target {
                 #[cfg(feature = "temporal")]
-                Target::Temporal(_) => "temporal (workers in process)".to_string(),
+                Target::Temporal(config) => match config.model_calls {
+                    concierge_temporal::ModelCalls::Local =>
+                        "temporal, local model calls (workers in process)".to_string(),
+                    concierge_temporal::ModelCalls::Activity => "temporal (workers in process)".to_string(),
+                },
                 Target::Embedded if args.durable => format!("sqlite (commit window {} us)", args.commit_window_us),
                 Target::Embedded => "memory".into(),
             },
