@@ -92,8 +92,9 @@ fn main() -> ExitCode {
     // warnings (each retry of a model call, for one) would say them again.
     let filter = match cli.verbose {
         // Errors, and the engine's word when a command waits for a session
-        // another process holds or leaves a run for another process.
-        0 => "error,concierge::engine::embedded::actor=warn",
+        // another process holds or leaves a run for another process, or
+        // when the Temporal server cannot be reached.
+        0 => "error,concierge::engine::embedded::actor=warn,concierge_temporal=warn",
         1 => "info",
         _ => "debug",
     };

@@ -381,3 +381,68 @@ fn worker_says_what_is_wrong_before_anything_runs() {
         text(&unreachable.stderr)
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_worker_says_when_temporal_is_away_and_goes_on_when_it_is_back() {
+    let mut server = DevServer::start().await;
+    let dir = workspace(&server, "away");
+    let dir = dir.path();
+    let worker = Worker::start(dir, &[], &[]);
+    let log = dir.join("worker-.log");
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    wait_until("the worker running", || said().contains("Ctrl-C stops"));
+
+    // The server goes away (killed): the worker says so, and keeps waiting.
+    server
+        .restart(async {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !said().contains("cannot be reached") {
+                assert!(
+                    Instant::now() < deadline,
+                    "the worker never said the server was away: {}",
+                    said()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        })
+        .await;
+    wait_until("the worker saying the server is back", || {
+        said().contains("answers again")
+    });
+    assert!(said().contains(&server.address), "{}", said());
+
+    // It went on: a client's turn runs on it.
+    let reply = ok(concierge(dir)
+        .args(["run", "--session", "back", "calculate 2 + 3"])
+        .output()
+        .unwrap());
+    assert!(reply.contains('5'), "{reply}");
+    drop(worker);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_worker_for_a_namespace_the_server_lacks_stops_at_once_naming_it() {
+    let server = DevServer::start().await;
+    let dir = workspace(&server, "lacks");
+    let config = dir.path().join("concierge.toml");
+    let toml = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        toml.replace(
+            &format!("namespace = \"{}\"", support::NAMESPACE),
+            "namespace = \"nope\"",
+        ),
+    )
+    .unwrap();
+    let out = concierge(dir.path()).arg("worker").output().unwrap();
+    assert!(!out.status.success());
+    let said = text(&out.stderr);
+    assert!(
+        said.contains("no namespace nope") && said.contains("temporal operator namespace create"),
+        "{said}"
+    );
+    server.stop().await;
+}

@@ -708,6 +708,20 @@ impl Engine for TemporalEngine {
             .unwrap_or_default())
     }
 
+    fn halted(&self) -> BoxFuture<'static, Error> {
+        let halted = self
+            .workers
+            .lock()
+            .ok()
+            .and_then(|workers| workers.as_ref().map(WorkerThread::halted));
+        Box::pin(async move {
+            match halted {
+                Some(halted) => Error::EngineHalted(halted.await),
+                None => std::future::pending().await,
+            }
+        })
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let workers = self.workers.lock().ok().and_then(|mut w| w.take());

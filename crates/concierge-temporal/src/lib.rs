@@ -120,6 +120,7 @@ mod engine;
 mod history;
 mod options;
 mod payload;
+mod reach;
 mod visibility;
 mod wire;
 mod worker;
@@ -172,6 +173,7 @@ impl OpenEngine for Temporal {
         Box::pin(async move {
             let config = Arc::new(self.config);
             let client = connect(&config).await?;
+            reach::check_namespace(&client, &config).await?;
             visibility::check(&client, &config).await?;
             let engine = TemporalEngine::new(client, config.clone(), parts.clone());
             if self.workers.any() {

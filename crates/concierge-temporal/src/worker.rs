@@ -12,13 +12,16 @@ use std::time::Duration;
 use concierge::engine::EngineParts;
 use concierge::{Error, Result};
 use concierge_core::AgentId;
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
 use temporalio_sdk::runtime::RuntimeOptions;
 use temporalio_sdk::{Worker, WorkerOptions};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::activities::{ModelActivities, ToolActivities};
 use crate::config::TemporalConfig;
 use crate::engine::{TemporalEngine, connect};
+use crate::reach;
 use crate::workflow::SessionWorkflow;
 
 /// Whose tool calls a process runs.
@@ -117,6 +120,8 @@ impl Workers {
 pub(crate) struct WorkerThread {
     stop: oneshot::Sender<()>,
     thread: std::thread::JoinHandle<()>,
+    /// Why the workers stopped by themselves, once they have.
+    halted: watch::Receiver<Option<String>>,
 }
 
 fn worker_error(config: &TemporalConfig, error: impl std::fmt::Display) -> Error {
@@ -181,6 +186,45 @@ fn build(
     Ok(workers)
 }
 
+/// Runs the workers until `stop` (then lets them finish) or until one
+/// ends by itself: then it stops the others too, since the process can no
+/// longer do its part, and returns why. Errors while stopping are logged.
+async fn supervise<R, E>(runs: Vec<R>, stops: Vec<impl Fn()>, stop: impl Future) -> Option<String>
+where
+    R: Future<Output = std::result::Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let mut runs: FuturesUnordered<R> = runs.into_iter().collect();
+    let first = tokio::select! {
+        Some(result) = runs.next() => Some(result),
+        _ = stop => None,
+    };
+    for stop in &stops {
+        stop();
+    }
+    let by_itself = first.is_some();
+    let mut failures: Vec<String> = Vec::new();
+    for result in first.into_iter().chain(runs.collect::<Vec<_>>().await) {
+        if let Err(error) = result {
+            let error = error.to_string();
+            if !failures.contains(&error) {
+                failures.push(error);
+            }
+        }
+    }
+    if by_itself {
+        return Some(if failures.is_empty() {
+            "they ended without an error".to_string()
+        } else {
+            failures.join("; ")
+        });
+    }
+    for error in failures {
+        tracing::error!(%error, "a concierge worker stopped with an error");
+    }
+    None
+}
+
 impl WorkerThread {
     /// Starts the workers `which` names on their own thread; resolves once
     /// they are built (connected, registered), or with why they cannot be.
@@ -192,6 +236,7 @@ impl WorkerThread {
     ) -> Result<Self> {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<()>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (halted_tx, halted) = watch::channel(None);
         let thread_config = config.clone();
         let thread = std::thread::Builder::new()
             .name("concierge-temporal-workers".into())
@@ -210,10 +255,10 @@ impl WorkerThread {
                         let runtime = temporalio_sdk::Runtime::from_current_tokio(RuntimeOptions::default())
                             .map_err(|e| worker_error(&config, e))?;
                         let workers = build(&runtime, &client, &config, &parts, &engine, &which)?;
-                        Ok::<_, Error>((runtime, workers))
+                        Ok::<_, Error>((runtime, client, workers))
                     }
                     .await;
-                    let (_runtime, mut workers) = match started {
+                    let (_runtime, client, mut workers) = match started {
                         Ok(built) => built,
                         Err(error) => {
                             let _ = ready_tx.send(Err(error));
@@ -222,29 +267,43 @@ impl WorkerThread {
                     };
                     let _ = ready_tx.send(Ok(()));
                     let stops: Vec<_> = workers.iter().map(Worker::shutdown_handle).collect();
-                    let runs = futures::future::join_all(workers.iter_mut().map(Worker::run));
-                    tokio::pin!(runs);
-                    let results = tokio::select! {
-                        results = &mut runs => results,
-                        _ = stop_rx => {
-                            for stop in &stops {
-                                stop();
-                            }
-                            runs.await
-                        }
+                    let runs = workers.iter_mut().map(Worker::run).collect();
+                    let supervised = supervise(runs, stops, stop_rx);
+                    let halt = tokio::select! {
+                        halt = supervised => halt,
+                        never = reach::watch(&client, &config) => match never {},
                     };
-                    for result in results {
-                        if let Err(error) = result {
-                            tracing::error!(address = %config.address, %error, "a concierge worker stopped");
-                        }
+                    if let Some(why) = halt {
+                        // Whoever waits on `halted` says it.
+                        let _ = halted_tx.send(Some(format!(
+                            "the concierge workers for Temporal at {} stopped: {why}",
+                            config.address
+                        )));
                     }
                 });
             })
             .map_err(|e| worker_error(&config, e))?;
         match ready_rx.await {
-            Ok(Ok(())) => Ok(Self { stop: stop_tx, thread }),
+            Ok(Ok(())) => Ok(Self {
+                stop: stop_tx,
+                thread,
+                halted,
+            }),
             Ok(Err(error)) => Err(error),
             Err(_) => Err(worker_error(&config, "the worker thread ended before it started")),
+        }
+    }
+
+    /// Resolves with why, once the workers have stopped by themselves.
+    pub(crate) fn halted(&self) -> impl std::future::Future<Output = String> + Send + use<> {
+        let mut halted = self.halted.clone();
+        async move {
+            let why = halted.wait_for(Option::is_some).await.ok().and_then(|why| why.clone());
+            match why {
+                Some(why) => why,
+                // The thread ended without a word: only a stop does that.
+                None => std::future::pending().await,
+            }
         }
     }
 
@@ -254,5 +313,56 @@ impl WorkerThread {
         let _ = self.stop.send(());
         let thread = self.thread;
         let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::pin::Pin;
+    use std::time::Duration;
+
+    use tokio::sync::{oneshot, watch};
+
+    use super::supervise;
+
+    type Run = Pin<Box<dyn Future<Output = Result<(), String>>>>;
+
+    /// A worker's run that ends once its stop is called, as the SDK's do.
+    fn worker(stopped: &watch::Sender<bool>) -> Run {
+        let mut stopped = stopped.subscribe();
+        Box::pin(async move {
+            let _ = stopped.wait_for(|stopped| *stopped).await;
+            Ok(())
+        })
+    }
+
+    #[tokio::test]
+    async fn a_worker_that_fails_stops_the_others_and_says_why() {
+        let (stopped, _) = watch::channel(false);
+        let failing: Run = Box::pin(async { Err("namespace nope is not found".to_string()) });
+        let runs = vec![worker(&stopped), failing, worker(&stopped)];
+        let (_keep, never) = oneshot::channel::<()>();
+        let stop_all = move || {
+            stopped.send_replace(true);
+        };
+        // The others end only if their stop is called.
+        let why = tokio::time::timeout(Duration::from_secs(10), supervise(runs, vec![stop_all], never))
+            .await
+            .unwrap();
+        assert_eq!(why.as_deref(), Some("namespace nope is not found"));
+    }
+
+    #[tokio::test]
+    async fn workers_asked_to_stop_have_nothing_to_say() {
+        let (stopped, _) = watch::channel(false);
+        let runs = vec![worker(&stopped), worker(&stopped)];
+        let (stop, asked) = oneshot::channel::<()>();
+        stop.send(()).unwrap();
+        let stop_all = move || {
+            stopped.send_replace(true);
+        };
+        assert_eq!(supervise(runs, vec![stop_all], asked).await, None);
     }
 }

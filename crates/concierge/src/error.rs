@@ -44,6 +44,11 @@ pub enum Error {
     /// The durable store failed.
     #[error("storage error: {0}")]
     Storage(String),
+    /// The engine stopped working by itself (on Temporal: this process's
+    /// workers ended on an error they cannot retry). Runs in progress wait,
+    /// nothing is lost; another process, or this one restarted, goes on.
+    #[error("{0}; restart this process once that is fixed (runs in progress wait for it, nothing is lost)")]
+    EngineHalted(String),
     /// The database file belongs to another program (or is not a database).
     #[error("{path} is not a concierge database ({found}); nothing was written to it: choose another file (--db PATH)")]
     ForeignDatabase {

@@ -63,9 +63,24 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     if let Some(metrics) = metrics {
         api = api.metrics(metrics);
     }
-    api.serve(listener, stop_signal())
+    // Workers of this process that stop by themselves (Temporal) stop the
+    // server too: without them its runs would wait for nobody.
+    let (halt_tx, mut halt_rx) = tokio::sync::oneshot::channel();
+    let engine = rt.clone();
+    let stop = async move {
+        tokio::select! {
+            () = stop_signal() => {}
+            error = engine.halted() => {
+                let _ = halt_tx.send(error);
+            }
+        }
+    };
+    api.serve(listener, stop)
         .await
         .map_err(|e| Error::InvalidConfig(format!("the HTTP server failed: {e}")))?;
+    if let Ok(error) = halt_rx.try_recv() {
+        return Err(error);
+    }
     eprintln!("stopped; letting sessions go");
     Ok(ExitCode::SUCCESS)
 }

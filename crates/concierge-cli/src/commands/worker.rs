@@ -1,4 +1,5 @@
-//! `concierge worker`: runs Temporal workers until Ctrl-C (or SIGTERM).
+//! `concierge worker`: runs Temporal workers until Ctrl-C (or SIGTERM), or
+//! until they stop by themselves on an error they cannot retry.
 
 use std::process::ExitCode;
 
@@ -55,7 +56,12 @@ pub async fn worker(rt: &Runtime, args: &WorkerArgs) -> Result<ExitCode> {
         }
     };
     eprintln!("running {what}; Ctrl-C stops");
-    super::serve::stop_signal().await;
+    tokio::select! {
+        () = super::serve::stop_signal() => {}
+        // Workers that stopped by themselves end the process (with why),
+        // for its supervisor to restart it.
+        error = rt.halted() => return Err(error),
+    }
     eprintln!("stopping the workers (calls in progress get a few seconds to finish)");
     Ok(ExitCode::SUCCESS)
 }

