@@ -274,11 +274,16 @@ impl WorkerThread {
                         never = reach::watch(&client, &config) => match never {},
                     };
                     if let Some(why) = halt {
-                        // Whoever waits on `halted` says it.
-                        let _ = halted_tx.send(Some(format!(
+                        let why = format!(
                             "the concierge workers for Temporal at {} stopped: {why}",
                             config.address
-                        )));
+                        );
+                        // Whoever waits on `halted` says it; else it is logged
+                        // (the thread's handle holds one receiver).
+                        if halted_tx.receiver_count() < 2 {
+                            tracing::error!("{why}");
+                        }
+                        let _ = halted_tx.send(Some(why));
                     }
                 });
             })
