@@ -10,28 +10,17 @@
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use concierge::RuntimeBuilder;
-use concierge_temporal::{ModelCalls, Temporal, TemporalConfig, Workers, connect};
+use concierge_temporal::{ModelCalls, Temporal, TemporalConfig, Workers};
 use tokio::sync::OnceCell;
 
-/// The namespace the dev server creates for the tests.
-const NAMESPACE: &str = "concierge";
+mod support;
 
 /// The address of the binary's dev server, started by the first test that
 /// needs it.
 static SERVER: OnceCell<String> = OnceCell::const_new();
-
-fn binary() -> PathBuf {
-    match std::env::var_os("CONCIERGE_TEMPORAL_BIN") {
-        Some(path) => PathBuf::from(path),
-        None => panic!(
-            "these tests need the Temporal CLI's dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh) \
-             cargo test -p concierge-temporal --test runtime_suites -- --ignored"
-        ),
-    }
-}
 
 /// Runs the server (`$0 "$@"`) and stops it when this test process is gone,
 /// however it ended: nothing else would, as a static is never dropped.
@@ -47,46 +36,25 @@ wait "$server"
 /// watchdog and waits until it answers; its log is in Cargo's temporary
 /// directory for the tests.
 async fn start_server() -> String {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = support::free_port();
     let address = format!("127.0.0.1:{port}");
-    let log_path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime_suites-temporal.log");
-    let log = std::fs::File::create(&log_path).unwrap();
+    let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("runtime_suites-temporal.log");
+    let _ = std::fs::remove_file(&log);
+    let attributes = support::SEARCH_ATTRIBUTES.map(String::from);
+    let server = support::command(port, None, &attributes, &log);
     let mut watchdog = Command::new("sh")
         .arg("-c")
         .arg(WATCHDOG)
-        .arg(binary())
-        .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
-        .arg(port.to_string())
-        .args(["--namespace", NAMESPACE, "--log-level", "warn"])
-        // concierge's search attributes (the engine refuses to start without them).
-        .args([
-            "--search-attribute",
-            "ConciergeTenant=Keyword",
-            "--search-attribute",
-            "ConciergeAgent=Keyword",
-        ])
+        .arg(server.get_program())
+        .args(server.get_args())
         .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
+        .stdout(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap())
         .spawn()
         .unwrap();
     // Reaped if it ends before this process does (a server that failed).
     std::thread::spawn(move || watchdog.wait());
-    // Readiness: the server answers a connection (no other signal exists).
-    let config = TemporalConfig::new(address.clone()).namespace(NAMESPACE);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while connect(&config).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the Temporal dev server did not start on {address}; see {}",
-            log_path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    support::wait_ready(&address, &log).await;
     address
 }
 
@@ -125,7 +93,7 @@ impl EngineUnderTest {
     /// worker in this process.
     fn on_prefix(&self, builder: RuntimeBuilder, prefix: String) -> RuntimeBuilder {
         let config = TemporalConfig::new(self.address.clone())
-            .namespace(NAMESPACE)
+            .namespace(support::NAMESPACE)
             .task_queue_prefix(prefix)
             .poll_interval(Duration::from_millis(50))
             .model_calls(self.model_calls);

@@ -38,24 +38,20 @@ fn binary() -> PathBuf {
     }
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     listener.local_addr().unwrap().port()
 }
 
-/// Starts the dev server on `port` with its database in `dir` (kept across
-/// a restart) and concierge's `search_attributes`.
-fn spawn(dir: &Path, port: u16, search_attributes: &[String]) -> Child {
-    let log = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join("server.log"))
-        .unwrap();
-    Command::new(binary())
+/// The dev server's command: on loopback `port`, with the test namespace
+/// and concierge's `search_attributes` (Keyword), its database in `db` (or
+/// in memory), its output to `log`.
+pub fn command(port: u16, db: Option<&Path>, search_attributes: &[String], log: &Path) -> std::process::Command {
+    let log = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    let mut command = std::process::Command::new(binary());
+    command
         .args(["server", "start-dev", "--headless", "--ip", "127.0.0.1", "--port"])
         .arg(port.to_string())
-        .arg("--db-filename")
-        .arg(dir.join("temporal.db"))
         .args(["--namespace", NAMESPACE, "--log-level", "warn"])
         // concierge's search attributes (the engine refuses to start
         // without them, see `TemporalConfig::search_attributes`).
@@ -66,7 +62,33 @@ fn spawn(dir: &Path, port: u16, search_attributes: &[String]) -> Child {
         )
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
-        .stderr(log)
+        .stderr(log);
+    if let Some(db) = db {
+        command.arg("--db-filename").arg(db);
+    }
+    command
+}
+
+/// Waits until the dev server at `address` answers a connection (it gives
+/// no other signal); `log` is where to look when it does not.
+pub async fn wait_ready(address: &str, log: &Path) {
+    let config = TemporalConfig::new(address).namespace(NAMESPACE);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while connect(&config).await.is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the Temporal dev server did not start on {address}; see {}",
+            log.display()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Starts the dev server on `port` with its database in `dir` (kept across
+/// a restart) and concierge's `search_attributes`.
+fn spawn(dir: &Path, port: u16, search_attributes: &[String]) -> Child {
+    let db = dir.join("temporal.db");
+    Command::from(command(port, Some(&db), search_attributes, &dir.join("server.log")))
         .kill_on_drop(true)
         .spawn()
         .unwrap()
@@ -96,21 +118,8 @@ impl DevServer {
         server
     }
 
-    /// Readiness: the server answers a connection (no other signal exists).
     async fn ready(&self) {
-        let config = self.config("ready");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if connect(&config).await.is_ok() {
-                break;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the Temporal dev server did not start on {}",
-                self.address
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        wait_ready(&self.address, &self.dir.path().join("server.log")).await;
     }
 
     /// Kills the server (as a crash would) and starts it again on the same
