@@ -7,10 +7,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
-if ! command -v npm >/dev/null 2>&1 || ! command -v chromium >/dev/null 2>&1; then
-  echo "installing chromium (and nodejs/npm if missing) from Debian..." >&2
+# Only what is missing: a machine's Node.js may come from elsewhere
+# (NodeSource's nodejs ships npm), and Debian's npm package conflicts with it.
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]} from Debian..." >&2
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium nodejs npm >/dev/null
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 if [ "$node_major" -lt 20 ]; then
