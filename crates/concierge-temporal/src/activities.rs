@@ -13,19 +13,22 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use concierge::engine::Executor;
 use concierge::model::ModelContext;
 use concierge::tool::ToolContext;
-use concierge_core::{AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
+use concierge_core::{
+    AgentId, Event, EventKind, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::engine::TemporalEngine;
+use crate::engine::{TemporalEngine, now};
 use crate::payload;
 
 /// How often a working activity heartbeats when its timeout is not known.
@@ -43,6 +46,10 @@ pub struct ModelCallInput {
     /// workflow's history does not carry the conversation at every call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<ModelRequest>,
+    /// The session's last event when the call was made: its model deltas
+    /// are numbered after it.
+    #[serde(default)]
+    pub after: u64,
 }
 
 /// A tool call's input.
@@ -84,6 +91,30 @@ pub struct ModelActivities {
     pub(crate) engine: Weak<TemporalEngine>,
     /// The largest answer handed back to Temporal, in bytes.
     pub(crate) max_payload_bytes: usize,
+}
+
+impl ModelActivities {
+    /// A context whose deltas go to this process's subscribers of the
+    /// session, numbered after the call's event, when it has any.
+    fn delta_context(&self, input: &ModelCallInput) -> ModelContext {
+        let Some(live) = self.engine.upgrade().and_then(|e| e.deltas.sender(&input.session)) else {
+            return ModelContext::default();
+        };
+        let (session, run, seq) = (input.session.clone(), input.run_id.clone(), input.after);
+        let counter = AtomicU32::new(0);
+        ModelContext {
+            on_delta: Some(Arc::new(move |text: &str| {
+                let _ = live.send(Event {
+                    seq,
+                    delta: counter.fetch_add(1, Ordering::Relaxed) + 1,
+                    at: now(),
+                    session: session.clone(),
+                    run: Some(run.clone()),
+                    kind: EventKind::ModelDelta { text: text.to_string() },
+                });
+            })),
+        }
+    }
 }
 
 /// A failure Temporal retries (the workflow turns the last one into the
@@ -129,7 +160,7 @@ impl ModelActivities {
         input: ModelCallInput,
     ) -> Result<Input, ActivityError> {
         let request = self.request(&input).await?;
-        let cx = ModelContext::default();
+        let cx = self.delta_context(&input);
         let call = self
             .executor
             .call_model(&input.session, input.run_id, input.call, &request, &cx);

@@ -1,6 +1,6 @@
 //! [`TemporalEngine`]: the [`Engine`] whose sessions are Temporal workflows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::str::FromStr;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -22,8 +22,10 @@ use temporalio_client::{
     WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
 };
 use temporalio_common::HasWorkflowDefinition;
+use tokio::sync::broadcast;
 
 use crate::config::TemporalConfig;
+use crate::deltas::Deltas;
 use crate::options::WorkflowOptions;
 use crate::wire::{
     Begin, ConfirmRequest, Current, EndRequest, EventsPage, OpenRequest, Plan, Reply, StartReply, StartRequest, Summary,
@@ -86,6 +88,8 @@ pub struct TemporalEngine {
     parts: EngineParts,
     toolsets: Mutex<BTreeMap<String, String>>,
     pub(crate) workers: Mutex<Option<WorkerThread>>,
+    /// Model deltas of calls run in this process, for its subscribers.
+    pub(crate) deltas: Deltas,
     me: Weak<TemporalEngine>,
 }
 
@@ -176,6 +180,7 @@ impl TemporalEngine {
             parts,
             toolsets: Mutex::new(BTreeMap::new()),
             workers: Mutex::new(None),
+            deltas: Deltas::default(),
             me: me.clone(),
         })
     }
@@ -586,49 +591,113 @@ impl TemporalEngine {
 struct Follow {
     engine: Arc<TemporalEngine>,
     session: SessionId,
+    /// Where the subscriber asked to start (after it).
+    from: EventId,
+    /// The last durable event given.
     after: u64,
-    buffered: std::collections::VecDeque<Event>,
+    /// Durable events read, not yet given.
+    buffered: VecDeque<Event>,
+    /// Model deltas of calls in this process, and those received, not yet
+    /// given (each goes right after the durable event it follows).
+    deltas: broadcast::Receiver<Event>,
+    pending: VecDeque<Event>,
+    /// Whether the last query brought nothing new (a delta ahead then
+    /// waits for the next poll instead of asking again at once).
+    dry: bool,
     done: bool,
     first: bool,
 }
 
+impl Follow {
+    /// Takes the deltas received meanwhile.
+    fn receive(&mut self) {
+        loop {
+            match self.deltas.try_recv() {
+                Ok(delta) => self.pending.push_back(delta),
+                // A slow reader misses some deltas; the reply is whole in
+                // the run's events.
+                Err(broadcast::error::TryRecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// The next event in order, from what is at hand: a delta right after
+    /// the durable event it follows (one whose place was passed is
+    /// dropped), else the next durable event.
+    fn next_at_hand(&mut self) -> Option<Event> {
+        while let Some(delta) = self.pending.front() {
+            if delta.seq > self.after {
+                break;
+            }
+            let delta = self.pending.pop_front()?;
+            // (One the subscriber had before it came back is not given again.)
+            if delta.seq == self.after && delta.id() > self.from {
+                return Some(delta);
+            }
+        }
+        let event = self.buffered.pop_front()?;
+        self.after = event.seq;
+        Some(event)
+    }
+}
+
 /// The session's events after `after`: pages from the `events` query,
 /// asked again every [`TemporalConfig::poll_interval`] while none come (a
-/// session that does not exist yet is followed from its first event). The
-/// stream ends after the last event of an ended session.
+/// session that does not exist yet is followed from its first event), and
+/// the model deltas of calls that run in this process, each given after
+/// the durable event it follows (asking the query at once when a delta
+/// comes before it). The stream ends after the last event of an ended
+/// session.
 pub(crate) fn follow(
     engine: Arc<TemporalEngine>,
     session: SessionId,
     after: EventId,
 ) -> BoxStream<'static, Result<Event>> {
     let state = Follow {
+        deltas: engine.deltas.subscribe(&session),
         engine,
         session,
+        from: after,
         after: after.seq,
-        buffered: Default::default(),
+        buffered: VecDeque::new(),
+        pending: VecDeque::new(),
+        dry: false,
         done: false,
         first: true,
     };
     Box::pin(futures::stream::unfold(state, |mut st| async move {
         loop {
-            if let Some(event) = st.buffered.pop_front() {
-                st.after = event.seq;
+            st.receive();
+            if let Some(event) = st.next_at_hand() {
                 return Some((Ok(event), st));
             }
             if st.done {
                 return None;
             }
-            if !st.first {
-                tokio::time::sleep(st.engine.config.poll_interval).await;
+            // A delta ahead of the events read: read them now.
+            let ahead = !st.dry && st.pending.front().is_some_and(|d| d.seq > st.after);
+            if !st.first && !ahead {
+                let pause = tokio::time::sleep(st.engine.config.poll_interval);
+                tokio::select! {
+                    () = pause => {}
+                    delta = st.deltas.recv() => {
+                        if let Ok(delta) = delta {
+                            st.pending.push_back(delta);
+                        }
+                        continue;
+                    }
+                }
             }
             st.first = false;
             match st.engine.query_events(&st.session, st.after).await {
                 Ok(Some(page)) => {
                     st.done = page.ended;
+                    st.dry = page.events.is_empty();
                     st.buffered.extend(page.events);
                 }
                 // Not begun yet: its events come once it does.
-                Ok(None) => {}
+                Ok(None) => st.dry = true,
                 Err(error) => {
                     st.done = true;
                     return Some((Err(error), st));

@@ -103,7 +103,9 @@
 //!   them within [`TemporalConfig::poll_interval`] (250 ms by default).
 //! * A session that continued as new serves its last 2,048 events to
 //!   subscribers, not the older ones (its history has every message).
-//! * Model deltas are not streamed (the model call runs in some worker).
+//! * Model deltas reach only the subscribers in the process that runs the
+//!   model call (deltas are live only, never in the history): a program
+//!   with its workers beside its subscribers streams them.
 //! * `sessions()` lists from Temporal's visibility store, which may lag a
 //!   moment behind a new session, and asks each session's workflow for its
 //!   summary (one query per session).
@@ -116,6 +118,7 @@
 
 mod activities;
 mod config;
+mod deltas;
 mod engine;
 mod history;
 mod options;

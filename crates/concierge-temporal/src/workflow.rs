@@ -382,6 +382,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                 run_id: run_id.clone(),
                 call,
                 request,
+                after: ctx.state(|w| w.st.session.as_ref().map_or(0, Session::last_seq)),
             };
             let activity_id = format!("{}/{run_id}/model-{call}", input.session);
             let models_queue = config.models_queue();

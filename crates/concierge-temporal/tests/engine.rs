@@ -6,15 +6,17 @@
 
 mod support;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use concierge::model::ScriptedModel;
+use concierge::model::{Model, ModelContext, ModelError, ScriptedModel};
 use concierge::{
-    AgentSpec, Decision, Error, Event, EventId, ModelReply, RunOptions, RunStatus, Runtime, StepError, ToolContext,
-    tool,
+    AgentSpec, Decision, Error, Event, EventId, EventKind, ModelReply, ModelRequest, RunOptions, RunStatus, Runtime,
+    StepError, ToolContext, tool,
 };
 use concierge_temporal::{Temporal, TemporalConfig, Workers};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use support::DevServer;
@@ -417,4 +419,89 @@ async fn an_unreachable_server_is_an_error_naming_its_address() {
     let message = error.to_string();
     assert!(message.contains(&address), "{message}");
     assert!(message.contains("cannot be reached"), "{message}");
+}
+
+/// Streams "Hel", then holds the rest of its reply until `go` is notified.
+struct Held {
+    go: Arc<tokio::sync::Notify>,
+}
+
+impl Model for Held {
+    fn name(&self) -> String {
+        "scripted:held".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            let go = self.go.notified();
+            if let Some(sink) = &cx.on_delta {
+                sink("Hel");
+            }
+            go.await;
+            if let Some(sink) = &cx.on_delta {
+                sink("lo");
+            }
+            Ok(ModelReply::text("Hello"))
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn a_models_deltas_reach_a_subscriber_in_its_process_while_the_call_runs() {
+    let server = DevServer::start().await;
+    let go = Arc::new(tokio::sync::Notify::new());
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("greeter").instructions("Greet."))
+        .model(Held { go: go.clone() })
+        .engine(Temporal::new(server.config("live")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    let mut live = rt.subscribe("s", 1);
+    let client = rt.client("greeter").unwrap();
+    let run = tokio::spawn(async move { client.run("hi", session("s")).await });
+
+    // The first piece arrives while the model call still runs, right after
+    // the model's request; the rest once it goes on.
+    let mut seen = Vec::new();
+    let first_piece = async {
+        while let Some(event) = live.next().await {
+            let event = event.unwrap();
+            let delta = matches!(event.kind, EventKind::ModelDelta { .. });
+            seen.push(shape(&event));
+            if delta {
+                break;
+            }
+        }
+    };
+    // (The model holds its reply until the piece is seen: without it, this
+    // would wait forever.)
+    tokio::time::timeout(std::time::Duration::from_secs(30), first_piece)
+        .await
+        .expect("no delta reached the subscriber while the model call ran");
+    let types: Vec<&str> = seen.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(types.last(), Some(&"model_delta"), "{seen:?}");
+    assert_eq!(types[types.len() - 2], "model_requested", "{seen:?}");
+    assert!(!run.is_finished());
+    go.notify_one();
+    let mut rest = Vec::new();
+    while let Some(event) = live.next().await {
+        let event = event.unwrap();
+        let finished = matches!(event.kind, EventKind::RunFinished { .. });
+        rest.push(shape(&event).1);
+        if finished {
+            break;
+        }
+    }
+    assert_eq!(rest.first().map(String::as_str), Some("model_delta"), "{rest:?}");
+    let out = run.await.unwrap().unwrap();
+    assert_eq!(out.reply.as_deref(), Some("Hello"));
+
+    rt.shutdown().await;
+    server.stop().await;
 }

@@ -70,8 +70,9 @@ pub struct EngineUnderTest {
 }
 
 impl EngineUnderTest {
-    /// Model deltas are not streamed: the model call runs in an activity.
-    pub const STREAMS_MODEL_DELTAS: bool = false;
+    /// Model deltas are streamed: the model calls run in this process's
+    /// workers, beside the subscriber.
+    pub const STREAMS_MODEL_DELTAS: bool = true;
 
     /// The tools an MCP server offered are remembered in this process only
     /// (`remember_toolset`).

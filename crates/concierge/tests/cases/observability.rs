@@ -109,14 +109,23 @@ pub async fn a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_th
     assert_eq!(out.reply.as_deref(), Some("Hello there"));
     let mut deltas = Vec::new();
     let mut reply = None;
+    // Each delta comes right after the model's request, numbered after it.
+    let mut requested = None;
     while let Some(event) = live.next().await {
-        match event.unwrap().kind {
-            EventKind::ModelDelta { text } => deltas.push(text),
+        let event = event.unwrap();
+        let id = event.id();
+        match event.kind {
+            EventKind::ModelRequested { .. } => requested = Some(id.seq),
+            EventKind::ModelDelta { text } => {
+                let place = (Some(id.seq), id.delta);
+                assert_eq!(place, (requested, u32::try_from(deltas.len()).unwrap() + 1), "{text:?}");
+                deltas.push(text);
+            }
             EventKind::RunFinished { reply: finished, .. } => {
                 reply = finished;
                 break;
             }
-            _ => {}
+            _ => requested = None,
         }
     }
     assert_eq!(reply, out.reply, "the whole reply, in the run's last event");
