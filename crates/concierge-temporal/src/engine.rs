@@ -604,8 +604,10 @@ struct Follow {
     /// Whether the last query brought nothing new (a delta ahead then
     /// waits for the next poll instead of asking again at once).
     dry: bool,
+    /// When to ask the query next if nothing comes first (the first time:
+    /// at once).
+    next_poll: tokio::time::Instant,
     done: bool,
-    first: bool,
 }
 
 impl Follow {
@@ -663,8 +665,8 @@ pub(crate) fn follow(
         buffered: VecDeque::new(),
         pending: VecDeque::new(),
         dry: false,
+        next_poll: tokio::time::Instant::now(),
         done: false,
-        first: true,
     };
     Box::pin(futures::stream::unfold(state, |mut st| async move {
         loop {
@@ -677,19 +679,23 @@ pub(crate) fn follow(
             }
             // A delta ahead of the events read: read them now.
             let ahead = !st.dry && st.pending.front().is_some_and(|d| d.seq > st.after);
-            if !st.first && !ahead {
-                let pause = tokio::time::sleep(st.engine.config.poll_interval);
+            if !ahead {
+                // (The time of the next poll stays while deltas come.)
+                let pause = tokio::time::sleep_until(st.next_poll);
                 tokio::select! {
                     () = pause => {}
-                    delta = st.deltas.recv() => {
-                        if let Ok(delta) = delta {
+                    delta = st.deltas.recv() => match delta {
+                        Ok(delta) => {
                             st.pending.push_back(delta);
+                            continue;
                         }
-                        continue;
+                        Err(broadcast::error::RecvError::Lagged(_)) => continue,
+                        // (Not while this stream holds the engine.)
+                        Err(broadcast::error::RecvError::Closed) => tokio::time::sleep_until(st.next_poll).await,
                     }
                 }
             }
-            st.first = false;
+            st.next_poll = tokio::time::Instant::now() + st.engine.config.poll_interval;
             match st.engine.query_events(&st.session, st.after).await {
                 Ok(Some(page)) => {
                     st.done = page.ended;
