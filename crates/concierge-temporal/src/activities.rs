@@ -13,22 +13,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use concierge::engine::Executor;
 use concierge::model::ModelContext;
 use concierge::tool::ToolContext;
-use concierge_core::{
-    AgentId, Event, EventKind, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall,
-};
+use concierge_core::{AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::engine::{TemporalEngine, now};
+use crate::engine::TemporalEngine;
 use crate::payload;
 
 /// How often a working activity heartbeats when its timeout is not known.
@@ -100,20 +97,9 @@ impl ModelActivities {
         let Some(live) = self.engine.upgrade().and_then(|e| e.deltas.sender(&input.session)) else {
             return ModelContext::default();
         };
-        let (session, run, seq) = (input.session.clone(), input.run_id.clone(), input.after);
-        let counter = AtomicU32::new(0);
-        ModelContext {
-            on_delta: Some(Arc::new(move |text: &str| {
-                let _ = live.send(Event {
-                    seq,
-                    delta: counter.fetch_add(1, Ordering::Relaxed) + 1,
-                    at: now(),
-                    session: session.clone(),
-                    run: Some(run.clone()),
-                    kind: EventKind::ModelDelta { text: text.to_string() },
-                });
-            })),
-        }
+        ModelContext::publishing_deltas(input.session.clone(), input.run_id.clone(), input.after, move |event| {
+            let _ = live.send(event);
+        })
     }
 }
 

@@ -65,9 +65,10 @@ pub(crate) async fn check_namespace(client: &Client, config: &TemporalConfig) ->
     match ask(client, config).await {
         Ok(()) => Ok(()),
         Err(Unreached::Namespace) => Err(Error::InvalidConfig(format!(
-            "the Temporal server at {} has no namespace {}: create it (`temporal operator namespace create \
-             --namespace {}`) or name another one ([temporal] namespace)",
-            config.address, config.namespace, config.namespace
+            "{}: create it (`temporal operator namespace create --namespace {}`) or name another one \
+             ([temporal] namespace)",
+            Unreached::Namespace.say(config),
+            config.namespace
         ))),
         Err(server) => Err(Error::Storage(format!(
             "{}; start it or check the address",

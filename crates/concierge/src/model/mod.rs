@@ -10,9 +10,10 @@ mod set;
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use concierge_core::{ModelReply, ModelRequest};
+use concierge_core::{Event, EventKind, ModelReply, ModelRequest, RunId, SessionId};
 use futures::future::BoxFuture;
 
 pub use anthropic::Anthropic;
@@ -31,6 +32,32 @@ pub type DeltaSink = Arc<dyn Fn(&str) + Send + Sync>;
 pub struct ModelContext {
     /// Called with each text delta when the provider streams.
     pub on_delta: Option<DeltaSink>,
+}
+
+impl ModelContext {
+    /// A context whose streamed text becomes the `model_delta` events of
+    /// `session`'s run `run`, numbered after event `after` (1, 2, ...), each
+    /// handed to `publish` (an engine's live subscribers).
+    pub fn publishing_deltas(
+        session: SessionId,
+        run: RunId,
+        after: u64,
+        publish: impl Fn(Event) + Send + Sync + 'static,
+    ) -> Self {
+        let counter = AtomicU32::new(0);
+        Self {
+            on_delta: Some(Arc::new(move |text: &str| {
+                publish(Event {
+                    seq: after,
+                    delta: counter.fetch_add(1, Ordering::Relaxed) + 1,
+                    at: crate::engine::now(),
+                    session: session.clone(),
+                    run: Some(run.clone()),
+                    kind: EventKind::ModelDelta { text: text.to_string() },
+                });
+            })),
+        }
+    }
 }
 
 impl fmt::Debug for ModelContext {

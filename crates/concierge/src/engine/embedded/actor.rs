@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use concierge_core::{
@@ -841,22 +840,7 @@ impl Actor {
         let Some(live) = self.shared.live(&self.id).filter(|l| l.listeners() > 0) else {
             return ModelContext::default();
         };
-        let session = self.id.clone();
-        let run = run_id.clone();
         let seq = self.session.as_ref().map_or(0, Session::last_seq);
-        let counter = AtomicU32::new(0);
-        ModelContext {
-            on_delta: Some(Arc::new(move |text: &str| {
-                let delta = counter.fetch_add(1, Ordering::Relaxed) + 1;
-                live.publish(Event {
-                    seq,
-                    delta,
-                    at: now(),
-                    session: session.clone(),
-                    run: Some(run.clone()),
-                    kind: EventKind::ModelDelta { text: text.to_string() },
-                });
-            })),
-        }
+        ModelContext::publishing_deltas(self.id.clone(), run_id.clone(), seq, move |event| live.publish(event))
     }
 }
