@@ -21,11 +21,18 @@ pub fn clean(text: &str) -> String {
             '\u{1b}' => skip_escape(&mut chars),
             '\u{9b}' => skip_csi(&mut chars),
             '\u{90}' | '\u{98}' | '\u{9d}' | '\u{9e}' | '\u{9f}' => skip_string(&mut chars),
-            c if c.is_control() => {}
+            c if c.is_control() || is_bidi_control(c) => {}
             c => out.push(c),
         }
     }
     out
+}
+
+/// Unicode's bidirectional controls (embeddings, overrides, isolates and
+/// marks): printed, they reorder what follows them, so that a line reads
+/// other than it is ("Trojan Source").
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{61c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// After ESC: a CSI, a string command (OSC, DCS, SOS, PM, APC), or a short
@@ -256,5 +263,9 @@ mod tests {
         assert_eq!(clean("unterminated \u{1b}]0;title"), "unterminated 0;title");
         assert_eq!(clean("dangling \u{1b}"), "dangling ");
         assert_eq!(clean("héllo — ✓"), "héllo — ✓");
+        assert_eq!(
+            clean("pay \u{202e}00.001$\u{202c} now \u{2067}x\u{2069}\u{200f}"),
+            "pay 00.001$ now x"
+        );
     }
 }

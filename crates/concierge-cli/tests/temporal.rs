@@ -446,3 +446,51 @@ async fn a_worker_for_a_namespace_the_server_lacks_stops_at_once_naming_it() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs the Temporal dev server: CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn serve_answers_503_with_retry_after_while_temporal_is_away() {
+    let server = DevServer::start().await;
+    let address = server.address.clone();
+    let dir = workspace(&server, "gone");
+    let dir = dir.path();
+    let mut serve = concierge(dir)
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(serve.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    let base = first.trim().trim_end_matches('/').to_string();
+    server.stop().await;
+
+    concierge::tls::install_crypto_provider();
+    let http = reqwest::Client::new();
+    let address = &address;
+    let check = |response: reqwest::Response| async move {
+        assert_eq!(response.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+        let retry = response.headers().get("retry-after").cloned();
+        let body = response.text().await.unwrap();
+        assert!(retry.is_some(), "no Retry-After: {body}");
+        assert!(
+            body.contains(address.as_str()) && body.contains("does not answer"),
+            "{body}"
+        );
+        assert!(!body.contains("tonic") && !body.contains("tcp connect"), "{body}");
+    };
+    check(http.get(format!("{base}/api/v1/sessions/web")).send().await.unwrap()).await;
+    // The OpenAI-compatible endpoint says it the same way.
+    check(
+        http.post(format!("{base}/v1/chat/completions"))
+            .json(&serde_json::json!({"model": "calculator", "messages": [{"role": "user", "content": "what is 9 minus 4"}]}))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let _ = serve.kill();
+    let _ = serve.wait();
+}

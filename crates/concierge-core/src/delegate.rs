@@ -149,7 +149,7 @@ pub struct Parent {
 /// The child session id for `call` of `session`: the same for every
 /// attempt of the call.
 pub fn child_session(session: &SessionId, call: &CallId) -> SessionId {
-    SessionId::new(format!("{session}.{call}"))
+    session.child(call)
 }
 
 /// A call of an agent tool, for the engine to run as a child run.

@@ -68,6 +68,11 @@ pub enum StepError {
     OtherTenant,
     /// The session was opened or has run already: it cannot be opened again.
     AlreadyOpen,
+    /// A run of the session had this id already: a run's id names one run.
+    RunIdTaken {
+        /// The id asked for.
+        run_id: RunId,
+    },
 }
 
 impl fmt::Display for StepError {
@@ -76,6 +81,10 @@ impl fmt::Display for StepError {
             StepError::SessionEnded => write!(f, "the session has ended; start a new session"),
             StepError::OtherTenant => write!(f, "the session belongs to another tenant; use another session id"),
             StepError::AlreadyOpen => write!(f, "the session exists already; choose another session id"),
+            StepError::RunIdTaken { run_id } => write!(
+                f,
+                "the session had a run {run_id} already; give the new run another id, or leave it out"
+            ),
             StepError::RunInProgress { run_id, phase } => write!(
                 f,
                 "run {run_id} is in progress ({phase}); wait for it, answer its confirmation, or end the session"

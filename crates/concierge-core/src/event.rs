@@ -253,6 +253,10 @@ pub struct EventId {
 }
 
 impl EventId {
+    /// The largest sequence number an id may name (`i64::MAX`: what a
+    /// store's signed 64-bit integers hold).
+    pub const MAX_SEQ: u64 = i64::MAX as u64;
+
     /// The id of the durable event `seq`.
     pub fn durable(seq: u64) -> Self {
         Self { seq, delta: 0 }
@@ -277,8 +281,9 @@ impl std::fmt::Display for InvalidEventId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{:?} is not an event id: expected a number such as 12, or 12.3 for a model delta",
-            self.0
+            "{:?} is not an event id: expected a number such as 12, or 12.3 for a model delta (at most {})",
+            self.0,
+            EventId::MAX_SEQ
         )
     }
 }
@@ -291,13 +296,17 @@ impl std::str::FromStr for EventId {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let bad = || InvalidEventId(text.to_string());
         let (seq, delta) = match text.trim().split_once('.') {
-            Some((seq, delta)) => (seq, delta.parse().map_err(|_| bad())?),
+            Some((seq, delta)) => (seq, delta.parse::<u32>().map_err(|_| bad())?),
             None => (text.trim(), 0),
         };
-        Ok(Self {
-            seq: seq.parse().map_err(|_| bad())?,
-            delta,
-        })
+        let seq = seq.parse::<u64>().map_err(|_| bad())?;
+        // Stores keep sequence numbers as signed 64-bit integers, and a
+        // stream counts on from the id it is given: past these, a number
+        // names no event there can ever be.
+        if seq > Self::MAX_SEQ || delta == u32::MAX {
+            return Err(bad());
+        }
+        Ok(Self { seq, delta })
     }
 }
 

@@ -104,6 +104,51 @@ define_id!(
     /// Identifies a session: one durable conversation.
     SessionId
 );
+impl SessionId {
+    /// Between a parent session and its call in a child session's id
+    /// (`s1:call_2`). Ids that clients choose never contain it (front doors
+    /// accept letters, digits, `-`, `_` and `.`), so no client can create
+    /// or name a child run's session from outside.
+    pub const CHILD_SEPARATOR: char = ':';
+
+    /// Between a tenant and the id its client chose (`acme/s1`): each
+    /// tenant has its own id space, so one tenant's `s1` is not another's.
+    pub const TENANT_SEPARATOR: char = '/';
+
+    /// The session of the child run that answers `call` of this session:
+    /// the same for every attempt of the call.
+    pub fn child(&self, call: &CallId) -> SessionId {
+        SessionId::new(format!("{self}{}{call}", Self::CHILD_SEPARATOR))
+    }
+
+    /// For a child run's session, its parent's session and the call it answers.
+    pub fn parent_and_call(&self) -> Option<(SessionId, CallId)> {
+        let (parent, call) = self.as_str().rsplit_once(Self::CHILD_SEPARATOR)?;
+        Some((SessionId::new(parent), CallId::new(call)))
+    }
+
+    /// The session a client of `tenant` names `local`: `local` itself
+    /// without a tenant, `<tenant>/<local>` with one.
+    pub fn in_tenant(tenant: Option<&str>, local: &str) -> SessionId {
+        match tenant {
+            Some(tenant) => SessionId::new(format!("{tenant}{}{local}", Self::TENANT_SEPARATOR)),
+            None => SessionId::new(local),
+        }
+    }
+
+    /// What a client of `tenant` calls this session (the inverse of
+    /// [`SessionId::in_tenant`]); `None` if it is not in `tenant`'s id space.
+    pub fn local_in(&self, tenant: Option<&str>) -> Option<&str> {
+        match tenant {
+            Some(tenant) => self
+                .as_str()
+                .strip_prefix(tenant)
+                .and_then(|rest| rest.strip_prefix(Self::TENANT_SEPARATOR)),
+            None => Some(self.as_str()),
+        }
+    }
+}
+
 define_id!(
     /// Identifies a run: one turn of a session, from user input to reply.
     RunId
@@ -175,6 +220,22 @@ mod tests {
         assert!(check_name("agent", "").is_err());
         assert!(check_name("agent", "has space").is_err());
         assert!(check_name("tool", &"x".repeat(65)).is_err());
+    }
+
+    #[test]
+    fn tenants_have_their_own_id_spaces_and_children_are_not_client_ids() {
+        let acme = SessionId::in_tenant(Some("acme"), "crm");
+        let globex = SessionId::in_tenant(Some("globex"), "crm");
+        assert_ne!(acme, globex);
+        assert_eq!(acme.local_in(Some("acme")), Some("crm"));
+        assert_eq!(acme.local_in(Some("globex")), None);
+        assert_eq!(acme.local_in(Some("acm")), None);
+        assert_eq!(SessionId::in_tenant(None, "crm"), SessionId::new("crm"));
+        let child = acme.child(&CallId::new("call_2"));
+        assert_eq!(child.local_in(Some("acme")), Some("crm:call_2"));
+        assert_eq!(child.parent_and_call(), Some((acme, CallId::new("call_2"))));
+        // A client's dotted id is no child.
+        assert_eq!(SessionId::new("crm.call_2").parent_and_call(), None);
     }
 
     #[test]

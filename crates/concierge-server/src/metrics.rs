@@ -1,4 +1,7 @@
-//! Prometheus metrics at `/metrics`: runs started and stopped (by status),
+//! Prometheus metrics at `/metrics` (behind the API's tokens when there are
+//! any; [`HttpApi::metrics_listener`](crate::HttpApi::metrics_listener)
+//! serves them alone, without a token, on an address of their own): runs
+//! started and stopped (by status),
 //! model calls, tool calls (by tool and outcome), their latencies and run
 //! durations as histograms, tokens and cost, every one labelled with its
 //! agent.

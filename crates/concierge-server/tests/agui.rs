@@ -692,7 +692,7 @@ async fn agents_called_as_tools_are_subagents_of_the_run() {
         .clone();
     assert_eq!(started["parentToolCallId"], call);
     let child = started["subagentRunId"].as_str().unwrap();
-    assert_eq!(child, format!("crm-1.{}", call.as_str().unwrap()));
+    assert_eq!(child, format!("crm-1:{}", call.as_str().unwrap()));
     // The child's own tool call, attributed to it, with an id of its own.
     let inner = of_type(&events, "TOOL_CALL_START")
         .into_iter()

@@ -68,6 +68,18 @@ impl Tool for Hold {
     }
 }
 
+/// Asks the desk as a tool: its answer comes from a child run.
+fn router() -> AgentSpec {
+    AgentSpec::new("router")
+        .agent_tool(concierge::AgentTool::new("desk"))
+        .rules(
+            Rules::new()
+                .route(Route::tool("desk", json!({"request": "{part}"})).pattern(r"(?i)ask the desk (?P<part>.+)"))
+                .answer("{result}")
+                .fallback("Router here."),
+        )
+}
+
 fn desk() -> AgentSpec {
     AgentSpec::new("desk").tool("whoami").tool("hold").rules(
         Rules::new()
@@ -107,6 +119,7 @@ impl Server {
             .tool(WhoAmI)
             .tool(Hold(hold))
             .agent(desk())
+            .agent(router())
             .build()
             .await
             .unwrap();
@@ -211,7 +224,9 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
     let not_found = [
         server.get(GLOBEX, "/api/v1/sessions/a1").await,
         server.get(GLOBEX, "/api/v1/sessions/a1/events").await,
-        server.post(GLOBEX, "/api/v1/sessions/a1/messages", json!({"text": "who am I?"})).await,
+        server
+            .post(GLOBEX, "/api/v1/sessions/a1/messages", json!({"text": "who am I?"}))
+            .await,
         server
             .post(
                 GLOBEX,
@@ -219,22 +234,29 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
                 json!({"call_id": "call_1", "fingerprint": "x", "decision": "approve"}),
             )
             .await,
-        server.post(GLOBEX, "/api/v1/sessions/a1/choose", json!({"option": 1})).await,
-        server.post(GLOBEX, "/api/v1/sessions/a1/end", json!({})).await,
         server
-            .post(
-                GLOBEX,
-                "/api/v1/agui",
-                json!({"threadId": "a1", "runId": "g-run", "messages": [{"id": "m1", "role": "user", "content": "who am I?"}],
-                       "tools": [], "context": [], "state": {}, "forwardedProps": {}}),
-            )
+            .post(GLOBEX, "/api/v1/sessions/a1/choose", json!({"option": 1}))
             .await,
+        server.post(GLOBEX, "/api/v1/sessions/a1/end", json!({})).await,
     ];
     for (status, body) in not_found {
         assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         assert!(body["error"].as_str().unwrap().contains("no session \"a1\""), "{body}");
     }
-    // Nor through the OpenAI-compatible endpoint.
+    // Through AG-UI and the OpenAI-compatible endpoint, globex's thread
+    // `a1` is its own (a new session), never acme's.
+    let (status, body) = server
+        .post(
+            GLOBEX,
+            "/api/v1/agui?agent=desk",
+            json!({"threadId": "a1", "runId": "g-run", "messages": [{"id": "m1", "role": "user", "content": "who am I?"}],
+                   "tools": [], "context": [], "state": {}, "forwardedProps": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let text = body.as_str().unwrap();
+    assert!(text.contains("You are sam.") && !text.contains("jordan"), "{text}");
+    assert!(!text.contains("globex/"), "ids are named the client's way: {text}");
     let response = server
         .http
         .post(format!("{}/v1/chat/completions", server.base))
@@ -244,7 +266,15 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
         .send()
         .await
         .unwrap();
-    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(response.headers()["x-concierge-session"], "a1");
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["choices"][0]["message"]["content"], "You are sam.");
+    let (_, shown) = server.get(ACME, "/api/v1/sessions/a1").await;
+    assert_eq!(
+        shown["history"].as_array().unwrap().len(),
+        4,
+        "acme's a1 has its one turn: {shown}"
+    );
     let (status, _) = server.call(None, reqwest::Method::GET, "/v1/models", None).await;
     assert_eq!(
         status,
@@ -263,9 +293,13 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["choices"][0]["message"]["content"], "You are jordan.");
 
-    // Not even by claiming its id.
-    let (status, body) = server.post(GLOBEX, "/api/v1/sessions", json!({"id": "a1"})).await;
-    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    // Its id is free in globex's own id space: no answer tells that acme has one.
+    let (status, body) = server.post(GLOBEX, "/api/v1/sessions", json!({"id": "fresh"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, body) = server.post(ACME, "/api/v1/sessions", json!({"id": "fresh"})).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["id"], "fresh");
+    assert_eq!(body["history"], json!([]), "acme's is its own, empty");
 
     // Its own session, with its own user; acme's list holds only acme's.
     let (_, created) = server.post(GLOBEX, "/api/v1/sessions", json!({"agent": "desk"})).await;
@@ -285,7 +319,8 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
         .iter()
         .map(|s| s["id"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["a1"]);
+    assert_eq!(ids.len(), 2, "{listed}");
+    assert!(ids.contains(&"a1") && ids.contains(&"fresh"), "{listed}");
 
     // A browser's EventSource sends its token in the query.
     let response = server
@@ -412,5 +447,247 @@ async fn a_created_session_survives_a_restart_and_its_first_message_goes_to_its_
     assert_eq!(status, StatusCode::OK, "{out}");
     assert_eq!(out["agent"], "desk");
     assert_eq!(out["reply"], "You are jordan.");
+    server.stop().await;
+}
+
+/// Reads an event stream until `done` says so (or it ends), returning the events' data.
+async fn read_stream(response: reqwest::Response, done: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut stream = response.bytes_stream().eventsource();
+    while let Some(event) = stream.next().await {
+        let event = event.unwrap();
+        let data: Value = serde_json::from_str(&event.data).unwrap_or(Value::String(event.data));
+        let stop = done(&data);
+        events.push(data);
+        if stop {
+            break;
+        }
+    }
+    events
+}
+
+#[tokio::test]
+async fn a_stream_cursor_cannot_name_another_tenants_session_as_a_child_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let (status, _) = server
+        .post(
+            ACME,
+            "/api/v1/sessions",
+            json!({"id": "crm.customer.42", "agent": "desk"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let (status, out) = server
+        .post(
+            ACME,
+            "/api/v1/sessions/crm.customer.42/messages?wait=true",
+            json!({"text": "who am I? my secret is 1234"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    let (status, _) = server
+        .post(GLOBEX, "/api/v1/sessions", json!({"id": "crm", "agent": "desk"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+
+    // The cursor's child part names acme's session below globex's `crm`:
+    // refused, in the query, in the header, with the token in the query.
+    let attempts = [
+        (
+            server
+                .http
+                .get(format!(
+                    "{}/api/v1/sessions/crm/events?after=0;customer.42=0/0",
+                    server.base
+                ))
+                .bearer_auth(GLOBEX),
+            "after",
+        ),
+        (
+            server
+                .http
+                .get(format!("{}/api/v1/sessions/crm/events", server.base))
+                .bearer_auth(GLOBEX)
+                .header("Last-Event-ID", "0;customer.42=0/0"),
+            "Last-Event-ID",
+        ),
+        (
+            server.http.get(format!(
+                "{}/api/v1/sessions/crm/events?after=0;customer.42=0/0&access_token={GLOBEX}",
+                server.base
+            )),
+            "after",
+        ),
+    ];
+    for (request, field) in attempts {
+        let response = request.send().await.unwrap();
+        let status = response.status();
+        let body = response.text().await.unwrap();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(!body.contains("1234"), "acme's text leaked: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(body["field"], field, "{body}");
+    }
+    // globex's own stream holds only its own session's events.
+    let response = server
+        .http
+        .get(format!("{}/api/v1/sessions/crm/events", server.base))
+        .bearer_auth(GLOBEX)
+        .send()
+        .await
+        .unwrap();
+    let events = read_stream(response, |e| e["type"] == "session_opened").await;
+    assert!(events.iter().all(|e| e["session"] == "crm"), "{events:?}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_child_run_cannot_be_squatted_by_another_tenant_or_named_by_a_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    // A child run's session is `<parent>:<call>`: no client may create or name one.
+    for id in ["r1:call_1", "r1/call_1", "acme/r1"] {
+        let (status, body) = server.post(GLOBEX, "/api/v1/sessions", json!({"id": id})).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{id}: {body}");
+        assert_eq!(body["field"], "id");
+    }
+    // What the child's id was before (`<parent>.<call>`) is only an ordinary
+    // session of globex's now, whatever globex plants in it.
+    for id in ["r1.call_1", "r1"] {
+        let (status, body) = server
+            .post(GLOBEX, "/api/v1/sessions", json!({"id": id, "agent": "desk"}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+        let (status, _) = server
+            .post(
+                GLOBEX,
+                &format!("/api/v1/sessions/{id}/messages?wait=true"),
+                json!({"text": "who am I? planted"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+
+    let (status, body) = server
+        .post(ACME, "/api/v1/sessions", json!({"id": "r1", "agent": "router"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, out) = server
+        .post(
+            ACME,
+            "/api/v1/sessions/r1/messages?wait=true",
+            json!({"text": "ask the desk who am I"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(out["reply"], "You are jordan.", "acme's own specialist answers: {out}");
+
+    // acme's stream names its child run its way, and holds no globex event.
+    let response = server
+        .http
+        .get(format!("{}/api/v1/sessions/r1/events", server.base))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    let events = read_stream(response, |e| e["type"] == "run_finished" && e["session"] == "r1").await;
+    let sessions: std::collections::BTreeSet<&str> = events.iter().filter_map(|e| e["session"].as_str()).collect();
+    assert_eq!(sessions, ["r1", "r1:call_1"].into_iter().collect(), "{events:?}");
+    assert!(!format!("{events:?}").contains("sam"), "{events:?}");
+    // And globex's sessions are untouched by acme's run.
+    let (_, shown) = server.get(GLOBEX, "/api/v1/sessions/r1.call_1").await;
+    assert_eq!(shown["history"].as_array().unwrap().len(), 4, "its one turn: {shown}");
+    let (_, listed) = server.get(ACME, "/api/v1/sessions").await;
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["r1"], "a child run is reached through its parent, not listed");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn ids_the_server_chooses_are_random_and_a_run_id_names_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let random = |id: &str, prefix: &str| {
+        let hex = id
+            .strip_prefix(prefix)
+            .unwrap_or_else(|| panic!("{id} has no prefix {prefix}"));
+        hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit())
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for token in [ACME, GLOBEX, ACME] {
+        let (status, created) = server.post(token, "/api/v1/sessions", json!({"agent": "desk"})).await;
+        assert_eq!(status, StatusCode::CREATED);
+        let id = created["id"].as_str().unwrap().to_string();
+        assert!(random(&id, "s-"), "{id}");
+        assert!(seen.insert(id.clone()));
+        let (status, accepted) = server
+            .post(
+                token,
+                &format!("/api/v1/sessions/{id}/messages"),
+                json!({"text": "who am I?"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+        assert!(random(accepted["run_id"].as_str().unwrap(), "run-"), "{accepted}");
+    }
+
+    // A run id the client chooses names one run: a second run by it is refused.
+    let (_, created) = server.post(ACME, "/api/v1/sessions", json!({"agent": "desk"})).await;
+    let id = created["id"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/sessions/{id}/messages?wait=true");
+    let (status, out) = server
+        .post(ACME, &path, json!({"text": "who am I?", "run_id": "mine-1"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(out["run_id"], "mine-1");
+    let (status, body) = server
+        .post(ACME, &path, json!({"text": "who am I?", "run_id": "mine-1"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["field"], "run_id", "{body}");
+    let (_, shown) = server.get(ACME, &format!("/api/v1/sessions/{id}")).await;
+    assert_eq!(
+        shown["history"].as_array().unwrap().len(),
+        4,
+        "the refused run ran nothing: {shown}"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn an_event_cursor_past_what_a_store_holds_is_a_400_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let (status, _) = server
+        .post(ACME, "/api/v1/sessions", json!({"id": "a1", "agent": "desk"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let events = format!("{}/api/v1/sessions/a1/events", server.base);
+    let max = "18446744073709551615";
+    let attempts = [
+        (server.http.get(format!("{events}?after={max}")), "after"),
+        (server.http.get(format!("{events}?after=1;call_1={max}/0")), "after"),
+        (server.http.get(format!("{events}?after=1.4294967295")), "after"),
+        (server.http.get(&events).header("Last-Event-ID", max), "Last-Event-ID"),
+        (
+            server.http.get(&events).header("Last-Event-ID", "9223372036854775808"),
+            "Last-Event-ID",
+        ),
+    ];
+    for (request, field) in attempts {
+        let response = request.bearer_auth(ACME).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["field"], field, "{body}");
+    }
+    // The server still answers.
+    let (status, _) = server.get(ACME, "/api/v1/sessions/a1").await;
+    assert_eq!(status, StatusCode::OK);
     server.stop().await;
 }

@@ -34,6 +34,11 @@ pub struct TemporalConfig {
     /// counts its worker as lost (a working call heartbeats three times as
     /// often).
     pub tool_heartbeat_timeout: Duration,
+    /// How long a model call may go without a heartbeat before Temporal
+    /// counts its worker as lost and calls the model again elsewhere (a
+    /// working call heartbeats three times as often). Set by the session
+    /// workers, which schedule the calls; not for local model calls.
+    pub model_heartbeat_timeout: Duration,
     /// A session's workflow continues as new (its state carried over) at
     /// the first idle point after its history has this many events, or
     /// when Temporal suggests it (4 MB or 4,096 events by default).
@@ -75,6 +80,7 @@ impl Default for TemporalConfig {
             poll_interval: Duration::from_millis(250),
             input_timeout: Duration::from_secs(30),
             tool_heartbeat_timeout: Duration::from_secs(10),
+            model_heartbeat_timeout: Duration::from_secs(30),
             continue_after_events: 2_000,
             max_payload_bytes: 2_000_000,
             inline_request_bytes: 8 * 1024,
@@ -133,6 +139,12 @@ impl TemporalConfig {
     /// Counts a tool call's worker as lost after `timeout` without a heartbeat.
     pub fn tool_heartbeat_timeout(mut self, timeout: Duration) -> Self {
         self.tool_heartbeat_timeout = timeout;
+        self
+    }
+
+    /// Counts a model call's worker as lost after `timeout` without a heartbeat.
+    pub fn model_heartbeat_timeout(mut self, timeout: Duration) -> Self {
+        self.model_heartbeat_timeout = timeout;
         self
     }
 
@@ -240,6 +252,12 @@ impl TemporalConfig {
             }
         }
         config.tls = section.tls;
+        if let Some(secs) = section.tool_heartbeat_timeout_secs {
+            config.tool_heartbeat_timeout = heartbeat("tool_heartbeat_timeout_secs", secs)?;
+        }
+        if let Some(secs) = section.model_heartbeat_timeout_secs {
+            config.model_heartbeat_timeout = heartbeat("model_heartbeat_timeout_secs", secs)?;
+        }
         if let Some(bytes) = section.max_payload_bytes {
             config.max_payload_bytes = bytes;
         }
@@ -256,6 +274,18 @@ impl TemporalConfig {
     }
 }
 
+/// A heartbeat timeout of `secs` seconds (at least one: Temporal reads 0
+/// as none, and a lost worker would then go unnoticed until the call's own
+/// timeout).
+fn heartbeat(key: &str, secs: u64) -> concierge::Result<Duration> {
+    if secs == 0 {
+        return Err(concierge::Error::InvalidConfig(format!(
+            "temporal.{key} is 0: give it at least 1 (seconds), or leave it out for the default"
+        )));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -270,6 +300,8 @@ mod tests {
             task_queue_prefix: Some("prod".into()),
             api_key_env: None,
             tls: true,
+            tool_heartbeat_timeout_secs: Some(20),
+            model_heartbeat_timeout_secs: Some(90),
             max_payload_bytes: Some(1_000_000),
             search_attributes: Some(false),
             grpc_compression: Some(false),
@@ -279,6 +311,8 @@ mod tests {
         assert_eq!(config.url(), "https://temporal.example.com:7233");
         assert_eq!(config.namespace, "concierge");
         assert_eq!(config.max_payload_bytes, 1_000_000);
+        assert_eq!(config.tool_heartbeat_timeout, Duration::from_secs(20));
+        assert_eq!(config.model_heartbeat_timeout, Duration::from_secs(90));
         assert!(!config.search_attributes);
         assert!(!config.grpc_compression);
         assert_eq!(config.model_calls, ModelCalls::Local);
@@ -289,6 +323,15 @@ mod tests {
         let defaults = TemporalConfig::from_section(&TemporalSection::default()).unwrap();
         assert_eq!(defaults.url(), "http://127.0.0.1:7233");
         assert_eq!(defaults.model_calls, ModelCalls::Activity);
+        assert_eq!(defaults.tool_heartbeat_timeout, Duration::from_secs(10));
+        assert_eq!(defaults.model_heartbeat_timeout, Duration::from_secs(30));
+
+        let never = TemporalSection {
+            model_heartbeat_timeout_secs: Some(0),
+            ..TemporalSection::default()
+        };
+        let error = TemporalConfig::from_section(&never).unwrap_err().to_string();
+        assert!(error.contains("model_heartbeat_timeout_secs"), "{error}");
 
         let missing = TemporalSection {
             api_key_env: Some("CONCIERGE_TEST_NO_SUCH_VARIABLE".into()),

@@ -14,12 +14,15 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use temporalio_client::errors::{
-    WorkflowQueryError, WorkflowStartError, WorkflowUpdateError, WorkflowUpdateWithStartError,
+    ClientError, WorkflowGetResultError, WorkflowQueryError, WorkflowStartError, WorkflowUpdateError,
+    WorkflowUpdateWithStartError,
 };
+use temporalio_client::tonic::{Code, Status};
 use temporalio_client::{
     Client, ClientOptions, Connection, ConnectionOptions, GrpcCompression, RpcOptions, TlsOptions, Url,
-    WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowHandle, WorkflowIdConflictPolicy,
-    WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions, WorkflowUpdateWithStartOptions,
+    WorkflowDescribeOptions, WorkflowExecuteUpdateOptions, WorkflowExecutionStatus, WorkflowGetResultOptions,
+    WorkflowHandle, WorkflowIdConflictPolicy, WorkflowIdReusePolicy, WorkflowListOptions, WorkflowQueryOptions,
+    WorkflowUpdateWithStartOptions,
 };
 use temporalio_common::HasWorkflowDefinition;
 use tokio::sync::broadcast;
@@ -32,7 +35,7 @@ use crate::wire::{
 };
 use crate::worker::WorkerThread;
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
-use crate::{payload, visibility};
+use crate::{payload, reach, visibility};
 
 /// The time now, as the core counts it.
 pub(crate) fn now() -> Timestamp {
@@ -51,6 +54,20 @@ pub async fn connect(config: &TemporalConfig) -> Result<Client> {
             "the Temporal server at {} cannot be reached ({why}); start it or check the address",
             config.address
         ))
+    };
+    let failed = |error: temporalio_client::errors::ClientConnectError| {
+        use temporalio_client::errors::ClientConnectError;
+        match error {
+            ClientConnectError::TonicTransportError(_) => {
+                tracing::debug!(%error, address = %config.address, "the Temporal server does not answer");
+                unavailable(config)
+            }
+            ClientConnectError::SystemInfoCallError(status) if unanswered(&status) => {
+                tracing::debug!(%status, address = %config.address, "the Temporal server does not answer");
+                unavailable(config)
+            }
+            other => unreachable(other.to_string()),
+        }
     };
     let url = Url::from_str(&config.url()).map_err(|e| {
         Error::InvalidConfig(format!(
@@ -71,9 +88,7 @@ pub async fn connect(config: &TemporalConfig) -> Result<Client> {
     if config.tls || config.api_key.is_some() {
         options.tls_options = Some(TlsOptions::default());
     }
-    let connection = Connection::connect(options)
-        .await
-        .map_err(|e| unreachable(e.to_string()))?;
+    let connection = Connection::connect(options).await.map_err(failed)?;
     Client::new(connection, ClientOptions::new(config.namespace.clone()).build())
         .map_err(|e| unreachable(e.to_string()))
 }
@@ -145,9 +160,88 @@ fn update_id(kind: &str) -> String {
     format!("{kind}:{}:{}:{n}", std::process::id(), now().0)
 }
 
-/// An error talking to the server, as a sentence.
-fn server(config: &TemporalConfig, what: &str, error: impl std::fmt::Display) -> Error {
+/// An error talking to the server, as a sentence (a server that does not
+/// answer is said so).
+fn server<E: std::fmt::Display + RpcStatus>(config: &TemporalConfig, what: &str, error: E) -> Error {
+    if error.rpc_status().is_some_and(unanswered) {
+        tracing::debug!(%error, address = %config.address, "the Temporal server does not answer");
+        return unavailable(config);
+    }
     Error::Storage(format!("Temporal at {} could not {what}: {error}", config.address))
+}
+
+/// The server at `config`'s address does not answer.
+pub(crate) fn unavailable(config: &TemporalConfig) -> Error {
+    Error::EngineUnavailable {
+        server: "Temporal".into(),
+        address: config.address.clone(),
+    }
+}
+
+/// Whether `status` says the server did not answer: it is down, or the
+/// network to it is (the client retried for a while before saying so).
+pub(crate) fn unanswered(status: &Status) -> bool {
+    match status.code() {
+        Code::Unavailable => true,
+        Code::Unknown => {
+            let message = status.message().to_ascii_lowercase();
+            message.contains("transport error") || message.contains("connection")
+        }
+        _ => false,
+    }
+}
+
+/// A client error that may carry the server's gRPC status.
+trait RpcStatus {
+    /// The status, when the error is the server's (or the network's) answer.
+    fn rpc_status(&self) -> Option<&Status>;
+}
+
+impl RpcStatus for WorkflowUpdateError {
+    fn rpc_status(&self) -> Option<&Status> {
+        match self {
+            Self::Rpc(status) | Self::NotFound(status) => Some(status),
+            _ => None,
+        }
+    }
+}
+
+impl RpcStatus for WorkflowQueryError {
+    fn rpc_status(&self) -> Option<&Status> {
+        match self {
+            Self::Rpc(status) | Self::NotFound(status) => Some(status),
+            _ => None,
+        }
+    }
+}
+
+impl RpcStatus for WorkflowUpdateWithStartError {
+    fn rpc_status(&self) -> Option<&Status> {
+        match self {
+            Self::Rpc(status) | Self::Start(WorkflowStartError::Rpc(status)) => Some(status),
+            Self::Start(WorkflowStartError::AlreadyStarted { source, .. }) => Some(source),
+            Self::Update(inner) => inner.rpc_status(),
+            _ => None,
+        }
+    }
+}
+
+impl RpcStatus for WorkflowGetResultError {
+    fn rpc_status(&self) -> Option<&Status> {
+        match self {
+            Self::Rpc(status) | Self::NotFound(status) => Some(status),
+            _ => None,
+        }
+    }
+}
+
+impl RpcStatus for ClientError {
+    fn rpc_status(&self) -> Option<&Status> {
+        match self {
+            Self::Rpc(status) => Some(status),
+            _ => None,
+        }
+    }
 }
 
 impl TemporalEngine {
@@ -160,17 +254,20 @@ impl TemporalEngine {
         queue: Option<&str>,
         delivery: impl std::future::Future<Output = T>,
     ) -> Result<T> {
-        tokio::time::timeout(self.config.input_timeout, delivery)
-            .await
-            .map_err(|_| {
-                Error::RunStartFailed(format!(
-                    "no concierge worker took the input for session {session} within {} s: run the session \
-                     workers (task queue {} on Temporal at {}) and try again",
-                    self.config.input_timeout.as_secs(),
-                    queue.map_or_else(|| self.config.sessions_queue(), str::to_string),
-                    self.config.address
-                ))
-            })
+        let Ok(delivered) = tokio::time::timeout(self.config.input_timeout, delivery).await else {
+            // (The client retries while the server is away: it may be why.)
+            if !reach::answers(&self.client, &self.config).await {
+                return Err(unavailable(&self.config));
+            }
+            return Err(Error::RunStartFailed(format!(
+                "no concierge worker took the input for session {session} within {} s: run the session \
+                 workers (task queue {} on Temporal at {}) and try again",
+                self.config.input_timeout.as_secs(),
+                queue.map_or_else(|| self.config.sessions_queue(), str::to_string),
+                self.config.address
+            )));
+        };
+        Ok(delivered)
     }
 
     pub(crate) fn new(client: Client, config: Arc<TemporalConfig>, parts: EngineParts) -> Arc<Self> {
@@ -218,6 +315,12 @@ impl TemporalEngine {
                 )
             })
             .collect()
+    }
+
+    /// The agents of this process's catalog (a new session's workflow
+    /// checks that its worker has them).
+    fn agents(&self) -> Vec<AgentId> {
+        self.parts.catalogs.current().catalog.agent_ids()
     }
 
     /// Where stop number `stop` of the session's run will be.
@@ -268,23 +371,51 @@ impl TemporalEngine {
         }
     }
 
-    fn update_error(&self, session: &SessionId, error: WorkflowUpdateError) -> Error {
+    async fn update_error(&self, session: &SessionId, error: WorkflowUpdateError) -> Error {
         match error {
             WorkflowUpdateError::NotFound(_) => Error::SessionNotFound(session.clone()),
-            WorkflowUpdateError::Rpc(status) if status.code() == temporalio_client::tonic::Code::FailedPrecondition => {
-                Error::Rejected(concierge_core::StepError::SessionEnded)
+            WorkflowUpdateError::Rpc(status) if status.code() == Code::FailedPrecondition => {
+                self.not_taken(session, &status).await
             }
             other => server(&self.config, "deliver the input", other),
         }
     }
 
-    fn start_error(&self, session: &SessionId, error: WorkflowUpdateWithStartError) -> Error {
+    async fn start_error(&self, session: &SessionId, error: WorkflowUpdateWithStartError) -> Error {
         match error {
             WorkflowUpdateWithStartError::Start(WorkflowStartError::AlreadyStarted { .. }) => {
                 Error::Rejected(concierge_core::StepError::SessionEnded)
             }
-            WorkflowUpdateWithStartError::Update(inner) => self.update_error(session, inner),
+            WorkflowUpdateWithStartError::Update(inner) => Box::pin(self.update_error(session, inner)).await,
             other => server(&self.config, "start the run", other),
+        }
+    }
+
+    /// Why the session's workflow did not take an input (the server said
+    /// its state does not allow it, sent again once): it ended, or its
+    /// workflow tasks fail, which a worker of another project on the same
+    /// queues causes.
+    async fn not_taken(&self, session: &SessionId, status: &Status) -> Error {
+        let id = self.config.workflow_id(session);
+        let described = self
+            .client
+            .get_workflow_handle::<SessionWorkflow>(id.clone())
+            .describe(WorkflowDescribeOptions::default())
+            .await;
+        match described.map(|d| d.status()) {
+            Ok(WorkflowExecutionStatus::Completed) => Error::Rejected(concierge_core::StepError::SessionEnded),
+            Err(temporalio_client::errors::WorkflowInteractionError::NotFound(_)) => {
+                Error::SessionNotFound(session.clone())
+            }
+            _ => Error::Storage(format!(
+                "the workflow of session {session} ({id}) on Temporal at {} did not take the input ({}). When its \
+                 workflow tasks fail (`temporal workflow describe --workflow-id {id}` shows why), a worker of \
+                 another project may poll task queue {}: give each project its own `task_queue_prefix` in the \
+                 [temporal] section of concierge.toml",
+                self.config.address,
+                status.message(),
+                self.config.sessions_queue()
+            )),
         }
     }
 
@@ -314,7 +445,9 @@ impl TemporalEngine {
             self.config.workflow_id(session),
             WorkflowIdConflictPolicy::UseExisting,
         )
-        .id_reuse_policy(WorkflowIdReusePolicy::RejectDuplicate)
+        // An ended session's id stays taken; one whose workflow failed (a
+        // worker of another project refused it) may start again.
+        .id_reuse_policy(WorkflowIdReusePolicy::AllowDuplicateFailedOnly)
         .maybe_search_attributes(attributes)
         .memo(memo)
         .build()
@@ -404,6 +537,7 @@ impl TemporalEngine {
             carried: None,
             child: None,
             model_calls: self.config.model_calls,
+            agents: self.agents(),
         };
         let reply = if wait {
             // A worker must take the start in time; the run then takes its own.
@@ -414,14 +548,14 @@ impl TemporalEngine {
                 request,
                 start_options,
             );
-            let handle = self
-                .within(session, queue.as_deref(), accepted)
-                .await?
-                .map_err(|e| self.start_error(session, e))?;
-            handle
-                .get_result(RpcOptions::default())
-                .await
-                .map_err(|e| self.update_error(session, e))?
+            let handle = match self.within(session, queue.as_deref(), accepted).await? {
+                Ok(handle) => handle,
+                Err(error) => return Err(self.start_error(session, error).await),
+            };
+            match handle.get_result(RpcOptions::default()).await {
+                Ok(reply) => reply,
+                Err(error) => return Err(self.update_error(session, error).await),
+            }
         } else {
             let delivered = self.client.execute_update_with_start_workflow(
                 SessionWorkflow::run,
@@ -430,9 +564,10 @@ impl TemporalEngine {
                 request,
                 start_options,
             );
-            self.within(session, queue.as_deref(), delivered)
-                .await?
-                .map_err(|e| self.start_error(session, e))?
+            match self.within(session, queue.as_deref(), delivered).await? {
+                Ok(reply) => reply,
+                Err(error) => return Err(self.start_error(session, error).await),
+            }
         };
         match reply {
             Reply::Done(started) => Ok(started),
@@ -455,10 +590,10 @@ impl TemporalEngine {
         };
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
-        let reply = self
-            .within(&session, None, delivered)
-            .await?
-            .map_err(|e| self.update_error(&session, e))?;
+        let reply = match self.within(&session, None, delivered).await? {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.update_error(&session, error).await),
+        };
         match reply {
             Reply::Done(stop) => Ok(self.stop(&session, stop)),
             Reply::Refused(refusal) => Err(refusal.into()),
@@ -469,10 +604,10 @@ impl TemporalEngine {
         let request = EndRequest { reason, at: now() };
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::end, request, update_id("end"));
-        let reply = self
-            .within(&session, None, delivered)
-            .await?
-            .map_err(|e| self.update_error(&session, e))?;
+        let reply = match self.within(&session, None, delivered).await? {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.update_error(&session, error).await),
+        };
         match reply {
             Reply::Done(output) => Ok(output),
             Reply::Refused(refusal) => Err(refusal.into()),
@@ -499,6 +634,7 @@ impl TemporalEngine {
                 carried: None,
                 child: None,
                 model_calls: self.config.model_calls,
+                agents: self.agents(),
             },
             SessionWorkflow::open,
             OpenRequest {
@@ -507,10 +643,10 @@ impl TemporalEngine {
             },
             start_options,
         );
-        let reply = self
-            .within(&session, queue.as_deref(), delivered)
-            .await?
-            .map_err(|e| self.start_error(&session, e))?;
+        let reply = match self.within(&session, queue.as_deref(), delivered).await? {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.start_error(&session, error).await),
+        };
         match reply {
             Reply::Done(()) => Ok(()),
             Reply::Refused(refusal) => Err(refusal.into()),

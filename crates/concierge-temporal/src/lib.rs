@@ -80,12 +80,13 @@
 //! 'ConciergeTenant="acme"'` finds a tenant's sessions; and a memo with its
 //! `agent`, `tenant` and first run's `labels`. The namespace must have both
 //! attributes (Keyword): the engine checks when it opens and refuses to
-//! start without them, naming the missing one and the command that
-//! registers it (`temporal operator search-attribute create --namespace NS
-//! --name ConciergeTenant --name ConciergeAgent --type Keyword`; a dev
+//! start without them, naming the missing ones and one command per
+//! attribute that registers it (`temporal operator search-attribute create
+//! --namespace NS --address HOST:PORT --name ConciergeTenant --type
+//! Keyword`; the CLI registers only the first of several `--name`s; a dev
 //! server: `--search-attribute ConciergeTenant=Keyword --search-attribute
 //! ConciergeAgent=Keyword`), unless [`TemporalConfig::search_attributes`]
-//! is off. A caller's [`WorkflowOptions`] (task queue, memo, search
+//! is off (`search_attributes = false` in `[temporal]`). A caller's [`WorkflowOptions`] (task queue, memo, search
 //! attributes), passed with
 //! [`RunOptions::engine_option`](concierge::RunOptions::engine_option) on
 //! the run that creates the session, apply over these.

@@ -59,6 +59,11 @@ async fn ask(client: &Client, config: &TemporalConfig) -> std::result::Result<()
     }
 }
 
+/// Whether the server answers (with or without the namespace).
+pub(crate) async fn answers(client: &Client, config: &TemporalConfig) -> bool {
+    !matches!(ask(client, config).await, Err(Unreached::Server(_)))
+}
+
 /// Checks, when the engine opens, that the namespace exists: a worker
 /// polling a missing one would wait for it in silence.
 pub(crate) async fn check_namespace(client: &Client, config: &TemporalConfig) -> Result<()> {
@@ -70,10 +75,10 @@ pub(crate) async fn check_namespace(client: &Client, config: &TemporalConfig) ->
             Unreached::Namespace.say(config),
             config.namespace
         ))),
-        Err(server) => Err(Error::Storage(format!(
-            "{}; start it or check the address",
-            server.say(config)
-        ))),
+        Err(server) => {
+            tracing::debug!("{}", server.say(config));
+            Err(crate::engine::unavailable(config))
+        }
     }
 }
 

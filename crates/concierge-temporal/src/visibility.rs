@@ -82,24 +82,56 @@ pub(crate) async fn check(client: &Client, config: &TemporalConfig) -> Result<()
     Err(Error::InvalidConfig(missing_attributes(config, &missing)))
 }
 
-/// Why the engine cannot start without `missing`, and what to do.
+/// Why the engine cannot start without `missing`, and what to do: one
+/// `temporal operator search-attribute create` per attribute (the CLI
+/// registers only the first of several `--name`s), each naming the
+/// namespace and the server, or the `[temporal]` key that turns them off.
 fn missing_attributes(config: &TemporalConfig, missing: &[&str]) -> String {
-    let names: Vec<String> = missing.iter().map(|name| format!("--name {name}")).collect();
+    // The CLI takes `host:port`; TLS it is told with a flag.
+    let address = config
+        .address
+        .split_once("://")
+        .map_or(config.address.as_str(), |(_, rest)| rest);
+    let address = address.trim_end_matches('/');
+    let tls = if config.tls || config.api_key.is_some() {
+        " --tls"
+    } else {
+        ""
+    };
+    let commands: Vec<String> = missing
+        .iter()
+        .map(|name| {
+            format!(
+                "`temporal operator search-attribute create --namespace {} --address {address}{tls} --name {name} \
+                 --type Keyword`",
+                config.namespace
+            )
+        })
+        .collect();
     let flags: Vec<String> = missing
         .iter()
         .map(|name| format!("--search-attribute {name}=Keyword"))
         .collect();
+    let cloud = if config.api_key.is_some() {
+        " (on Temporal Cloud: `tcld namespace search-attributes add`, or the namespace's page in its console)"
+    } else {
+        ""
+    };
+    let them = if missing.len() == 1 {
+        "it with"
+    } else {
+        "them, one command each:"
+    };
     format!(
-        "the Temporal namespace {} at {} has no Keyword search attribute {}, which concierge's session \
-         workflows carry: register it with `temporal operator search-attribute create --namespace {} {} --type \
-         Keyword` (a dev server: start it with {}), or turn concierge's search attributes off \
-         (TemporalConfig::search_attributes(false))",
+        "the Temporal namespace {} at {} has no Keyword search attribute {}, which concierge's session workflows \
+         carry: register {them} {}{cloud} (a dev server: start it with {}), or turn concierge's search \
+         attributes off with `search_attributes = false` in the [temporal] section of concierge.toml (sessions \
+         then cannot be found by tenant or agent in the Temporal UI); then start again",
         config.namespace,
         config.address,
         missing.join(" and "),
-        config.namespace,
-        names.join(" "),
-        flags.join(" ")
+        commands.join(" and "),
+        flags.join(" "),
     )
 }
 
@@ -187,7 +219,8 @@ mod tests {
         let message = missing_attributes(&config, &["ConciergeAgent"]);
         assert!(
             message.contains(
-                "temporal operator search-attribute create --namespace prod --name ConciergeAgent --type Keyword"
+                "`temporal operator search-attribute create --namespace prod --address 127.0.0.1:7233 --name \
+                 ConciergeAgent --type Keyword`"
             ),
             "{message}"
         );
@@ -195,5 +228,24 @@ mod tests {
             message.contains("--search-attribute ConciergeAgent=Keyword"),
             "{message}"
         );
+        assert!(
+            message.contains("`search_attributes = false` in the [temporal] section"),
+            "{message}"
+        );
+        assert!(!message.contains("TemporalConfig"), "{message}");
+
+        // One command per attribute (the CLI registers only the first of
+        // several names), with TLS when the engine uses it.
+        let cloud = TemporalConfig::new("https://ns.acct.tmprl.cloud:7233")
+            .namespace("ns.acct")
+            .tls(true);
+        let message = missing_attributes(&cloud, &["ConciergeTenant", "ConciergeAgent"]);
+        for name in ["ConciergeTenant", "ConciergeAgent"] {
+            let command = format!(
+                "`temporal operator search-attribute create --namespace ns.acct --address ns.acct.tmprl.cloud:7233 \
+                 --tls --name {name} --type Keyword`"
+            );
+            assert!(message.contains(&command), "{message}");
+        }
     }
 }

@@ -27,6 +27,12 @@ pub struct Begin {
     /// it; a child and a continued run keep it).
     #[serde(default, skip_serializing_if = "is_activity")]
     pub model_calls: ModelCalls,
+    /// The agents of the client that created the session (empty for a
+    /// child or a continued run, which a worker starts): a worker whose
+    /// catalog lacks one of them serves another project, and refuses the
+    /// session.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentId>,
 }
 
 fn is_activity(how: &ModelCalls) -> bool {
@@ -285,6 +291,21 @@ pub enum Refusal {
     OtherTenant,
     /// The session exists already.
     AlreadyOpen,
+    /// A run of the session had this id already.
+    RunIdTaken {
+        /// The id asked for.
+        run_id: RunId,
+    },
+    /// The worker that took the session serves another catalog (another
+    /// project's, on the same task queues): the session was not started.
+    WorkerCatalogMismatch {
+        /// The task queue the worker polls.
+        queue: String,
+        /// The client's agents the worker does not have.
+        missing: Vec<AgentId>,
+        /// The worker's agents.
+        theirs: Vec<AgentId>,
+    },
     /// The session does not exist.
     NoSession {
         /// The session.
@@ -314,6 +335,7 @@ impl From<StepError> for Refusal {
             StepError::Idle => Self::Idle,
             StepError::OtherTenant => Self::OtherTenant,
             StepError::AlreadyOpen => Self::AlreadyOpen,
+            StepError::RunIdTaken { run_id } => Self::RunIdTaken { run_id },
             other @ (StepError::Unexpected { .. } | StepError::InvalidTransition(_)) => Self::Other {
                 message: other.to_string(),
             },
@@ -339,6 +361,15 @@ impl From<Refusal> for concierge::Error {
             Refusal::Idle => StepError::Idle,
             Refusal::OtherTenant => StepError::OtherTenant,
             Refusal::AlreadyOpen => StepError::AlreadyOpen,
+            Refusal::RunIdTaken { run_id } => StepError::RunIdTaken { run_id },
+            Refusal::WorkerCatalogMismatch { queue, missing, theirs } => {
+                let list = |agents: Vec<AgentId>| agents.iter().map(AgentId::as_str).collect::<Vec<_>>().join(", ");
+                return Error::WorkerCatalogMismatch {
+                    queue,
+                    missing: list(missing),
+                    theirs: list(theirs),
+                };
+            }
             Refusal::NoSession { session } => return Error::SessionNotFound(session),
             Refusal::Other { message } => return Error::RunStartFailed(message),
         };

@@ -39,8 +39,9 @@ use futures::FutureExt;
 use temporalio_common::{MemoValue, RetryPolicy};
 use temporalio_macros::{workflow, workflow_methods};
 use temporalio_sdk::{
-    ActivityOptions, ChildWorkflowOptions, ContinueAsNewOptions, LocalActivityOptions, ParentClosePolicy,
-    SignalWorkflowOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView, WorkflowResult,
+    ActivityOptions, ApplicationFailure, ChildWorkflowOptions, ContinueAsNewOptions, LocalActivityOptions,
+    ParentClosePolicy, SignalWorkflowOptions, SyncWorkflowContext, WorkflowContext, WorkflowContextView,
+    WorkflowResult,
 };
 
 use crate::activities::{ModelActivities, ModelCallInput, ToolActivities, ToolCallInput};
@@ -61,6 +62,11 @@ const EVENTS_PER_PAGE: usize = 256;
 
 /// How long one attempt of a model call may take.
 const MODEL_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The patch marker recording that a worker refused the session because it
+/// serves another catalog (its replay then refuses it too, whatever the
+/// replaying worker's catalog).
+const FOREIGN_CATALOG: &str = "concierge.foreign-catalog";
 
 /// The last stops kept for late waiters.
 const STOPS_KEPT: usize = 16;
@@ -104,6 +110,10 @@ struct State {
     reports: Vec<ChildReport>,
     /// How the session calls its model (from its start).
     model_calls: ModelCalls,
+    /// Why this worker refuses the session: it serves another catalog than
+    /// the client that created it (another project on the same queues).
+    /// The workflow then answers its inputs with this and fails.
+    foreign: Option<Refusal>,
 }
 
 /// At most this many children's reports wait for their agent call (a
@@ -188,6 +198,27 @@ impl SessionWorkflow {
             && let Err(error) = self.catalogs.restore(version, recorded)
         {
             tracing::warn!(%error, "a run's catalog version cannot be rebuilt; it goes on with the current one");
+        }
+    }
+
+    /// The agents of `client` (a client's catalog) this worker's catalog
+    /// does not have.
+    fn missing_agents(&self, client: &[AgentId]) -> Vec<AgentId> {
+        let ours = self.catalogs.current().catalog;
+        client
+            .iter()
+            .filter(|agent| ours.agent(agent).is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Why this worker refuses a session a client of another catalog
+    /// created (`missing`: the client's agents it does not have).
+    fn foreign_refusal(&self, missing: Vec<AgentId>) -> Refusal {
+        Refusal::WorkerCatalogMismatch {
+            queue: self.config.sessions_queue(),
+            missing,
+            theirs: self.catalogs.current().catalog.agent_ids(),
         }
     }
 
@@ -399,7 +430,7 @@ fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) -> Option<Ans
                     let options = ActivityOptions::with_start_to_close_timeout(MODEL_CALL_TIMEOUT)
                         .task_queue(models_queue)
                         .activity_id(activity_id)
-                        .heartbeat_timeout(Duration::from_secs(30))
+                        .heartbeat_timeout(config.model_heartbeat_timeout)
                         .retry_policy(retries(true))
                         .build();
                     c.execute_activity(ModelActivities::call_model, input, options).await
@@ -558,6 +589,7 @@ fn child_begin(w: &SessionWorkflow, call: &AgentCall, report_to: ReportTo, now: 
         session: call.session.clone(),
         carried: None,
         model_calls: w.st.model_calls,
+        agents: Vec::new(),
         child: Some(Box::new(ChildStart {
             request: StartRequest {
                 session: call.session.clone(),
@@ -644,6 +676,9 @@ async fn begun(ctx: &WorkflowContext<SessionWorkflow>) {
 impl SessionWorkflow {
     /// Steps a run's start (creating the session if new).
     fn take_start(&mut self, now: Timestamp, request: StartRequest) -> Reply<StartReply> {
+        if let Some(refusal) = &self.st.foreign {
+            return Reply::Refused(refusal.clone());
+        }
         let StartRequest {
             session,
             mut start,
@@ -836,6 +871,9 @@ impl SessionWorkflow {
 
     /// Opens the session before its first message.
     fn take_open(&mut self, request: OpenRequest) -> Reply<()> {
+        if let Some(refusal) = &self.st.foreign {
+            return Reply::Refused(refusal.clone());
+        }
         if self.st.session.is_some() {
             return Reply::Refused(Refusal::AlreadyOpen);
         }
@@ -870,6 +908,25 @@ impl SessionWorkflow {
             if let Err(error) = ctx.upsert_memo(memo) {
                 tracing::debug!(%error, "a child session's memo could not be set");
             }
+        }
+        // A worker of another project (another catalog on the same task
+        // queues) refuses the session: its inputs are answered with why and
+        // the workflow fails, so that the session id can start again once
+        // the right workers take it. The decision is recorded (a patch
+        // marker): a replay on any worker comes to the same.
+        let missing = ctx.state(|w| w.missing_agents(&begin.agents));
+        if (ctx.is_replaying() || !missing.is_empty()) && ctx.patched(FOREIGN_CATALOG) {
+            let refusal = ctx.state(|w| w.foreign_refusal(missing));
+            let why = concierge::Error::from(refusal.clone()).to_string();
+            tracing::warn!(session = %begin.session, "{why}");
+            ctx.state_mut(|w| {
+                w.st.id.get_or_insert(begin.session);
+                w.st.foreign = Some(refusal);
+                w.st.begun = true;
+            });
+            let c = ctx.clone();
+            ctx.wait_condition(move |_| c.all_handlers_finished()).await?;
+            return Err(ApplicationFailure::non_retryable(why).into());
         }
         // A child whose first run was refused has no session to keep.
         let orphan = ctx.state_mut(|w| {
@@ -912,6 +969,7 @@ impl SessionWorkflow {
                         carried: Some(Box::new(w.st.carry(&w.catalogs))),
                         child: None,
                         model_calls: w.st.model_calls,
+                        agents: Vec::new(),
                     });
                     ctx.continue_as_new(next, ContinueAsNewOptions::default())?;
                 }

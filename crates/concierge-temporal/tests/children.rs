@@ -84,7 +84,7 @@ async fn a_specialist_runs_in_a_child_workflow_that_answers_its_caller_across_a_
     assert_eq!(removed, ["remove_contact Jane"], "only the approved call ran, once");
 
     // The child kept its own session, with its run finished.
-    let child = rt.session("p1.call_3").await.unwrap();
+    let child = rt.session("p1:call_3").await.unwrap();
     assert_eq!(child.agent(), "contacts");
     assert_eq!(child.parent().map(|p| p.call_id.as_str()), Some("call_3"));
     assert_eq!(

@@ -117,9 +117,11 @@ async fn a_namespace_without_the_search_attributes_is_refused_at_start_naming_th
     assert!(error.contains("no Keyword search attribute ConciergeAgent"), "{error}");
     assert!(!error.contains("ConciergeTenant"), "{error}");
     assert!(
-        error.contains(
-            "temporal operator search-attribute create --namespace concierge --name ConciergeAgent --type Keyword"
-        ),
+        error.contains(&format!(
+            "temporal operator search-attribute create --namespace concierge --address {} --name ConciergeAgent \
+             --type Keyword",
+            server.address
+        )),
         "{error}"
     );
 

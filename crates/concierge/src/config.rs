@@ -34,6 +34,8 @@
 //! task_queue_prefix = "concierge"         # queues <prefix>-sessions, -models, -tools-<agent>
 //! api_key_env = "TEMPORAL_API_KEY"        # an API key's variable (Temporal Cloud; TLS then on)
 //! tls = true
+//! tool_heartbeat_timeout_secs = 10        # a tool call's worker counts as lost after this long without a heartbeat
+//! model_heartbeat_timeout_secs = 30       # the same for a model call (model_calls = "activity")
 //! max_payload_bytes = 2000000             # a larger tool or model payload fails fast, naming it
 //! search_attributes = true                # ConciergeTenant / ConciergeAgent (registered in the namespace)
 //! grpc_compression = true                 # gzip on the wire (off saves CPU on a LAN)
@@ -158,6 +160,15 @@ pub struct TemporalSection {
     /// Whether to connect with TLS (default: only with an API key).
     #[serde(default)]
     pub tls: bool,
+    /// How long a tool call may go without a heartbeat before Temporal
+    /// counts its worker as lost, in seconds (default 10): a read-only or
+    /// idempotent tool then runs again on another worker, another fails.
+    pub tool_heartbeat_timeout_secs: Option<u64>,
+    /// How long a model call may go without a heartbeat before Temporal
+    /// counts its worker as lost and calls the model again on another, in
+    /// seconds (default 30). Read by the session workers, which schedule the
+    /// calls; a local model call (`model_calls = "local"`) has none.
+    pub model_heartbeat_timeout_secs: Option<u64>,
     /// The largest tool or model payload sent through Temporal, in bytes
     /// (default 2,000,000; Temporal refuses more than 2 MiB per payload).
     pub max_payload_bytes: Option<usize>,
@@ -200,6 +211,34 @@ pub struct ServerConfig {
     /// How many runs one tenant may have in progress at once (16 by
     /// default); past it a new run is refused with 429.
     pub max_runs_per_tenant: Option<usize>,
+    /// The names the server answers to besides the address it listens on
+    /// (`"chat.example.com"`, any port, or `"chat.example.com:8443"`). A
+    /// request whose `Host` is none of them is refused with 421: always on
+    /// a server without tokens (against DNS rebinding), and on one with
+    /// tokens once this list is given.
+    #[serde(default)]
+    pub allowed_hosts: Vec<String>,
+    /// Web origins whose pages may call the API (`"https://app.example.com"`):
+    /// their cross-origin requests and CORS preflights are answered. A
+    /// request from any other page's origin is refused with 403.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
+    /// How long a client has to send a request's headers, in seconds,
+    /// counted from when the connection starts waiting for a request (10 by
+    /// default); a slower connection is closed.
+    pub header_read_timeout_secs: Option<u64>,
+    /// How long a connection may sit idle, in seconds (60 by default): one
+    /// with no request in progress is closed, and a request whose body stops
+    /// arriving for this long is refused. Event streams are not idle.
+    pub idle_timeout_secs: Option<u64>,
+    /// How many connections the server holds open at once (512 by
+    /// default); past it a new connection waits until one closes. Keep it
+    /// under the process's open-file limit (`ulimit -n`).
+    pub max_connections: Option<usize>,
+    /// Also serve `/metrics` on this address (`"127.0.0.1:9464"`), without
+    /// a token; off by default (then `/metrics` is on the API's address,
+    /// behind the API's tokens when there are any).
+    pub metrics_addr: Option<String>,
 }
 
 /// One API token (`[[server.tokens]]`): its hash, and whom it speaks for.

@@ -34,6 +34,10 @@ pub enum Error {
     /// progress, a wrong confirmation...).
     #[error("{0}")]
     Rejected(#[from] StepError),
+    /// A stream position names a child run that is not the session's own
+    /// (a call of it, or of its children, never started one by that name).
+    #[error("the session has no child run {0}: resume with a position its own event stream gave")]
+    NoSuchChildRun(String),
     /// The run could not be started for another reason.
     #[error("the run could not start: {0}")]
     RunStartFailed(String),
@@ -49,6 +53,36 @@ pub enum Error {
     /// nothing is lost; another process, or this one restarted, goes on.
     #[error("{0}; restart this process once that is fixed (runs in progress wait for it, nothing is lost)")]
     EngineHalted(String),
+    /// The engine's server does not answer (on Temporal: the Temporal
+    /// server is down, or the network to it). Nothing was lost: the same
+    /// call can be made again once the server is back.
+    #[error(
+        "the {server} server at {address} cannot be reached: it does not answer. Start it or check its address, \
+         then try again (runs in progress wait for it; nothing is lost)"
+    )]
+    EngineUnavailable {
+        /// The kind of server (`Temporal`).
+        server: String,
+        /// Its address, as configured.
+        address: String,
+    },
+    /// A worker on the engine's task queue serves another catalog than
+    /// this process (another project, or another version of this one,
+    /// shares the queues), so the session was not started.
+    #[error(
+        "the worker that took this session on task queue {queue} serves other agents ({theirs}) and has no {missing}: \
+         another project (or another version of this one) uses the same task queues. Give each project its own \
+         `task_queue_prefix` in the [temporal] section of concierge.toml, run this project's workers, then send \
+         the message again (this session was not started)"
+    )]
+    WorkerCatalogMismatch {
+        /// The task queue the worker polls.
+        queue: String,
+        /// This process's agents the worker does not have, comma-separated.
+        missing: String,
+        /// The worker's agents, comma-separated.
+        theirs: String,
+    },
     /// The database file belongs to another program (or is not a database).
     #[error("{path} is not a concierge database ({found}); nothing was written to it: choose another file (--db PATH)")]
     ForeignDatabase {

@@ -290,7 +290,7 @@ fn killed_while_a_child_run_calls_a_tool_the_parent_finishes_and_the_effect_is_n
         "the answer is complete"
     );
     let effects = std::fs::read_to_string(&d.effects).unwrap();
-    let child_session = format!("{SESSION}.call_1");
+    let child_session = format!("{SESSION}:call_1");
     let lines: Vec<&str> = effects.lines().collect();
     assert_eq!(
         lines,

@@ -95,7 +95,7 @@ enum Target {
     Embedded,
     /// Temporal, with the workers in this process.
     #[cfg(feature = "temporal")]
-    Temporal(TemporalConfig),
+    Temporal(Box<TemporalConfig>),
 }
 
 impl Target {
@@ -273,7 +273,7 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
             true => concierge_temporal::ModelCalls::Local,
             false => concierge_temporal::ModelCalls::Activity,
         });
-    let report = run(args, base_url, model_name, Target::Temporal(config)).await?;
+    let report = run(args, base_url, model_name, Target::Temporal(Box::new(config))).await?;
     failed |= print(args, report)? != ExitCode::SUCCESS;
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
@@ -307,7 +307,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         .commit_window(std::time::Duration::from_micros(args.commit_window_us));
     builder = match &target {
         #[cfg(feature = "temporal")]
-        Target::Temporal(config) => builder.engine(Temporal::new(config.clone()).workers(Workers::all())),
+        Target::Temporal(config) => builder.engine(Temporal::new(config.as_ref().clone()).workers(Workers::all())),
         Target::Embedded if args.durable => builder.sqlite(dir.path().join("bench.db")),
         Target::Embedded => builder.in_memory(),
     };

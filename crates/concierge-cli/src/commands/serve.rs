@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
 use concierge::{Error, Result, Runtime};
@@ -38,6 +39,41 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
         .max_runs_per_tenant
         .or(server.max_runs_per_tenant)
         .unwrap_or(concierge_server::http::DEFAULT_MAX_RUNS_PER_TENANT);
+    let config_error = |e: &dyn std::fmt::Display| Error::InvalidConfig(format!("[server] in concierge.toml: {e}"));
+    let seconds = |key: &str, value: Option<u64>, default: Duration| match value {
+        Some(0) => Err(Error::InvalidConfig(format!(
+            "[server] {key} in concierge.toml is 0; give a number of seconds of at least 1"
+        ))),
+        Some(secs) => Ok(Duration::from_secs(secs)),
+        None => Ok(default),
+    };
+    let header_read_timeout = seconds(
+        "header_read_timeout_secs",
+        server.header_read_timeout_secs,
+        concierge_server::http::DEFAULT_HEADER_READ_TIMEOUT,
+    )?;
+    let idle_timeout = seconds(
+        "idle_timeout_secs",
+        server.idle_timeout_secs,
+        concierge_server::http::DEFAULT_IDLE_TIMEOUT,
+    )?;
+    let max_connections = match server.max_connections {
+        Some(0) => {
+            return Err(Error::InvalidConfig(
+                "[server] max_connections in concierge.toml is 0; give at least 1".into(),
+            ));
+        }
+        Some(max) => max,
+        None => concierge_server::http::DEFAULT_MAX_CONNECTIONS,
+    };
+    let metrics_addr = match &server.metrics_addr {
+        Some(text) => Some(text.parse::<SocketAddr>().map_err(|_| {
+            Error::InvalidConfig(format!(
+                "[server] metrics_addr in concierge.toml is {text:?}, not an address; give an IP address and a port (\"127.0.0.1:9464\")"
+            ))
+        })?),
+        None => None,
+    };
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
@@ -59,9 +95,26 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     let mut api = HttpApi::new(rt.clone())
         .body_limit(args.body_limit)
         .tokens(tokens)
-        .max_runs_per_tenant(max_runs);
+        .max_runs_per_tenant(max_runs)
+        .header_read_timeout(header_read_timeout)
+        .idle_timeout(idle_timeout)
+        .max_connections(max_connections)
+        .allowed_hosts(&server.allowed_hosts)
+        .map_err(|e| config_error(&e))?
+        .cors_origins(&server.cors_origins)
+        .map_err(|e| config_error(&e))?;
     if let Some(metrics) = metrics {
         api = api.metrics(metrics);
+    }
+    if let Some(addr) = metrics_addr {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| Error::InvalidConfig(format!("cannot listen on {addr} for /metrics: {e}")))?;
+        let local = listener
+            .local_addr()
+            .map_err(|e| Error::InvalidConfig(format!("cannot listen on {addr} for /metrics: {e}")))?;
+        eprintln!("serving /metrics without a token at http://{local}/metrics");
+        api = api.metrics_listener(listener);
     }
     // Workers of this process that stop by themselves (Temporal) stop the
     // server too: without them its runs would wait for nobody.

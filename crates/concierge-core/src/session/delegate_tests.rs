@@ -147,7 +147,7 @@ fn a_compound_statement_calls_each_agent_in_order_and_answers_once() {
         calls[1].prompt, "remind me to call Mike on Tuesday",
         "the request, as is"
     );
-    assert_eq!(calls[0].session, "s.call_1", "the child's id comes from the call's");
+    assert_eq!(calls[0].session, "s:call_1", "the child's id comes from the call's");
     assert_eq!(calls[0].parent.depth, 1);
     let started: Vec<_> = step
         .events
@@ -160,8 +160,8 @@ fn a_compound_statement_calls_each_agent_in_order_and_answers_once() {
     assert_eq!(
         started,
         [
-            ("notes".to_string(), "s.call_1".to_string()),
-            ("reminders".into(), "s.call_2".into())
+            ("notes".to_string(), "s:call_1".to_string()),
+            ("reminders".into(), "s:call_2".into())
         ]
     );
 

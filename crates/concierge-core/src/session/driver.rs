@@ -190,6 +190,22 @@ pub(super) fn park_output(conv: &Conversation, run: &Run, parked: &Parked, reply
 }
 
 impl Conversation {
+    /// Whether a run of the session may have had `id`: one a caller gave,
+    /// or the session's own numbering of a run so far (`r3` once three
+    /// runs started, `r3.2` if a caller had taken `r3`).
+    pub(super) fn run_id_taken(&self, id: &RunId) -> bool {
+        if self.given_run_ids.contains(id) {
+            return true;
+        }
+        let number = id
+            .as_str()
+            .strip_prefix('r')
+            .map(|rest| rest.split_once('.').map_or(rest, |(n, _)| n));
+        number
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1 && n <= self.runs)
+    }
+
     /// Numbers and builds the run `start` asks for (checked beforehand).
     pub(super) fn new_run(&mut self, start: &StartRun, catalog: &Catalog) -> Run {
         let agent = start.agent.as_ref().unwrap_or(&self.agent);
@@ -199,10 +215,22 @@ impl Conversation {
             (None, None) => RunPolicy::default(),
         };
         self.runs += 1;
-        let id = start
-            .run_id
-            .clone()
-            .unwrap_or_else(|| RunId::new(format!("r{}", self.runs)));
+        let id = match &start.run_id {
+            Some(id) => {
+                self.given_run_ids.insert(id.clone());
+                id.clone()
+            }
+            None => {
+                // Numbered, past any id a caller gave an earlier run.
+                let mut id = RunId::new(format!("r{}", self.runs));
+                let mut n = 1;
+                while self.given_run_ids.contains(&id) {
+                    n += 1;
+                    id = RunId::new(format!("r{}.{n}", self.runs));
+                }
+                id
+            }
+        };
         Run::new(NewRun {
             id,
             catalog_version: start.catalog_version.clone(),

@@ -11,7 +11,7 @@ mod driver;
 mod routing;
 mod tools;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -80,6 +80,10 @@ struct Conversation {
     usage: Usage,
     #[serde(default)]
     runs: u64,
+    /// The ids callers gave the session's runs (the others are numbered
+    /// `r1`, `r2`... by `runs`): a new run's id must be new.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    given_run_ids: BTreeSet<RunId>,
     #[serde(default)]
     ended: bool,
     /// Whether the caller pinned the session to its agent (no hub routing).
@@ -219,6 +223,7 @@ impl Session {
                 next_call: 1,
                 usage: Usage::default(),
                 runs: 0,
+                given_run_ids: BTreeSet::new(),
                 ended: false,
                 pinned: false,
                 tenant: None,
@@ -697,6 +702,11 @@ impl Session {
                 run_id: state.run.id().clone(),
                 phase: state.run.phase(),
             });
+        }
+        if let Some(run_id) = &start.run_id {
+            if self.conversation.run_id_taken(run_id) {
+                return Err(StepError::RunIdTaken { run_id: run_id.clone() });
+            }
         }
         if !start.messages.iter().any(|m| matches!(m, Message::User { .. })) {
             return Err(StepError::NoUserMessage);

@@ -200,3 +200,30 @@ fn a_failed_or_read_only_call_changes_nothing() {
     let read = events_after_tool("look around", ToolOutcome::Ok(json!([])));
     assert_eq!(changed(&read), None);
 }
+
+#[test]
+fn a_run_id_names_one_run_of_its_session() {
+    let catalog = catalog();
+    let mut session = Session::new("s1", "main");
+    let given = |text: &str, id: &str| {
+        let mut start = StartRun::new(text, PlannerMode::Rules, Timestamp(10));
+        start.run_id = Some(id.into());
+        Input::StartRun(start)
+    };
+    session.step(given("hello", "mine"), &catalog).unwrap();
+    assert_eq!(
+        session.step(given("hello", "mine"), &catalog).unwrap_err(),
+        StepError::RunIdTaken { run_id: "mine".into() }
+    );
+    // The session's own numbering counts too, and skips ids callers took.
+    session.step(start("hello", None), &catalog).unwrap();
+    assert_eq!(session.last_output().unwrap().run_id.as_str(), "r2");
+    assert!(matches!(
+        session.step(given("hello", "r2"), &catalog),
+        Err(StepError::RunIdTaken { .. })
+    ));
+    session.step(given("hello", "r4"), &catalog).unwrap();
+    session.step(start("hello", None), &catalog).unwrap();
+    assert_eq!(session.last_output().unwrap().run_id.as_str(), "r4.2");
+    assert_eq!(session.runs_started(), 4);
+}

@@ -309,11 +309,11 @@ mod tests {
             tool_call_id: "call_1".into(),
             tool_call_name: "add".into(),
             parent_message_id: None,
-            subagent_run_id: Some("s.call_0".into()),
+            subagent_run_id: Some("s:call_0".into()),
         };
         assert_eq!(
             serde_json::to_value(&start).unwrap_or_default(),
-            json!({"type": "TOOL_CALL_START", "toolCallId": "call_1", "toolCallName": "add", "subagentRunId": "s.call_0"})
+            json!({"type": "TOOL_CALL_START", "toolCallId": "call_1", "toolCallName": "add", "subagentRunId": "s:call_0"})
         );
         let finished = AguiEvent::RunFinished {
             thread_id: "t".into(),

@@ -223,7 +223,9 @@ impl Interrupts {
             ledger.close(&id, thread.clone(), Closed::Expired);
         }
         ledger.next += 1;
-        let id = format!("int-{}-{}", self.seed, ledger.next);
+        // 128 random bits: nobody answers an interrupt by guessing its id
+        // (the counter only if the system has no randomness to give).
+        let id = crate::http::random_id("int").unwrap_or_else(|_| format!("int-{}-{}", self.seed, ledger.next));
         let expires = SystemTime::now() + self.ttl;
         let interrupt = describe(&id, parked, tool_call_id, subagent, expires);
         ledger.open.insert(

@@ -97,7 +97,7 @@ pub async fn run(
         return answer(&state, &caller, &input, thread, parked.as_ref(), &resume).await;
     }
     if let Some(parked) = parked {
-        return Ok(respond_with(waiting(&state, &thread, &parked)));
+        return Ok(respond_with(waiting(&state, &thread, &input.thread_id, &parked)));
     }
     let text = match input.new_message() {
         Ok(text) => text,
@@ -118,8 +118,8 @@ fn refuse_input(error: ApiError) -> Response {
 
 /// The thread waits for an answer and the input has none: refused, with the
 /// interrupt to answer (AG-UI: pending interrupts block new input).
-fn waiting(state: &ApiState, thread: &Thread, parked: &Parked) -> AguiEvent {
-    let interrupt = stream::raise(state.interrupts(), thread.id(), parked);
+fn waiting(state: &ApiState, thread: &Thread, thread_id: &str, parked: &Parked) -> AguiEvent {
+    let interrupt = stream::raise(state.interrupts(), thread.id(), thread_id, parked);
     AguiEvent::RunError {
         message: format!(
             "this thread waits for an answer to \"{}\"; answer interrupt {} in the input's resume",
@@ -170,6 +170,7 @@ async fn answer(
                 rt: state.runtime().clone(),
                 interrupts: state.interrupts().clone(),
                 thread: session.id().clone(),
+                thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
                 state: blackboard(Some(&session)),
                 messages: session.history().len(),
@@ -215,7 +216,7 @@ async fn start(
     }
     let rt = state.runtime();
     let permit = state.run_permit(caller)?;
-    let options = caller.options(thread.id().as_str());
+    let options = caller.options_for(thread.id().clone());
     let (state_before, messages) = match &thread {
         Thread::Existing(session) => (blackboard(Some(session)), session.history().len()),
         _ => (blackboard(None), 0),
@@ -250,6 +251,7 @@ async fn start(
         rt: rt.clone(),
         interrupts: state.interrupts().clone(),
         thread: thread.id().clone(),
+        thread_id: input.thread_id.clone(),
         run_id: input.run_id.clone(),
         state: state_before,
         messages,

@@ -19,6 +19,7 @@ use super::events::{AguiEvent, ErrorCode, RunOutcome, TokenUsage};
 use super::interrupts::{Interrupts, Parked, Refusal};
 use super::messages::{snapshot, tool_call_id};
 use super::translate::Translator;
+use crate::http::scope::Relabel;
 
 /// How many events wait for a slow client before the run's stream waits for it.
 const BUFFER: usize = 64;
@@ -57,6 +58,8 @@ pub struct RunStream {
     pub interrupts: Interrupts,
     /// The thread (the session).
     pub thread: SessionId,
+    /// The thread's id, as the client named it.
+    pub thread_id: String,
     /// The run's id, as the client named it.
     pub run_id: String,
     /// The blackboard at the run's start.
@@ -95,7 +98,7 @@ impl RunStream {
     async fn drive(self, follow: Follow, mut tx: mpsc::Sender<AguiEvent>) {
         let mut out = vec![
             AguiEvent::RunStarted {
-                thread_id: self.thread.to_string(),
+                thread_id: self.thread_id.clone(),
                 run_id: self.run_id.clone(),
                 protocol_version: super::events::PROTOCOL_VERSION,
             },
@@ -114,7 +117,8 @@ impl RunStream {
 
     /// Follows the run to its end; `None` if the client went away.
     async fn follow_run(&self, follow: Follow, tx: &mut mpsc::Sender<AguiEvent>) -> Option<End> {
-        let mut translator = Translator::new(self.thread.clone(), self.messages, self.interrupts.clone());
+        let mut translator =
+            Translator::new(self.thread.clone(), self.messages, self.interrupts.clone()).named(self.thread_id.as_str());
         let mut last_state = self.state.clone();
         let (mut events, first_seq, confirm) = match follow {
             Follow::Started { events, first_seq } => (events, first_seq, None),
@@ -255,7 +259,11 @@ impl RunStream {
                     out.push(AguiEvent::StateDelta { delta });
                 }
                 out.push(AguiEvent::MessagesSnapshot {
-                    messages: snapshot(&self.thread, session.history(), &self.client_messages),
+                    messages: snapshot(
+                        &SessionId::new(&self.thread_id),
+                        session.history(),
+                        &self.client_messages,
+                    ),
                 });
             }
             Err(error) => {
@@ -275,7 +283,7 @@ impl RunStream {
             Vec::new()
         };
         let finished = |outcome: RunOutcome, result: Option<Value>, usage: Vec<TokenUsage>| AguiEvent::RunFinished {
-            thread_id: self.thread.to_string(),
+            thread_id: self.thread_id.clone(),
             run_id: self.run_id.clone(),
             result,
             outcome,
@@ -336,16 +344,26 @@ impl RunStream {
 
     /// The interrupt for the call the thread is parked on.
     fn raise(&self, parked: &Parked) -> super::interrupts::Interrupt {
-        raise(&self.interrupts, &self.thread, parked)
+        raise(&self.interrupts, &self.thread, &self.thread_id, parked)
     }
 }
 
-/// The interrupt for `parked` in `thread` (its call's AG-UI id, and the
-/// child run it is parked in, if one).
-pub fn raise(interrupts: &Interrupts, thread: &SessionId, parked: &Parked) -> super::interrupts::Interrupt {
+/// The interrupt for `parked` in `thread`, which the client calls
+/// `thread_id` (its call's AG-UI id, and the child run it is parked in, if one).
+pub fn raise(
+    interrupts: &Interrupts,
+    thread: &SessionId,
+    thread_id: &str,
+    parked: &Parked,
+) -> super::interrupts::Interrupt {
     let session = parked.child().cloned().unwrap_or_else(|| thread.clone());
-    let call = tool_call_id(thread, &session, parked.call_id().as_str());
-    let subagent = parked.child().map(ToString::to_string);
+    let relabel = Relabel::new(thread.clone(), thread_id);
+    let call = tool_call_id(
+        &relabel.session(thread),
+        &relabel.session(&session),
+        parked.call_id().as_str(),
+    );
+    let subagent = parked.child().map(|child| relabel.session(child).to_string());
     interrupts.raise(thread, parked, call, subagent)
 }
 

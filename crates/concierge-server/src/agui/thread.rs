@@ -41,7 +41,7 @@ pub async fn resolve(
     thread_id: &str,
     agent: Option<(String, &'static str)>,
 ) -> Result<Thread, ApiError> {
-    let id = SessionId::new(thread_id);
+    let id = caller.session_id(thread_id);
     let named = match agent {
         Some((agent, field)) => Some(known_agent(state, &agent, field)?),
         None => None,

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use super::events::{AguiEvent, SubagentOutcome};
 use super::interrupts::{Interrupts, Parked};
 use super::messages::{arguments_text, message_id, tool_call_id};
+use crate::http::scope::Relabel;
 
 /// A session's place in the translation (the root's or a child's).
 #[derive(Debug, Default)]
@@ -54,6 +55,8 @@ struct Child {
 #[derive(Debug)]
 pub struct Translator {
     root: SessionId,
+    /// How the client names the root and its children.
+    relabel: Relabel,
     thread: SessionId,
     tracks: BTreeMap<SessionId, Track>,
     children: BTreeMap<SessionId, Child>,
@@ -75,6 +78,7 @@ impl Translator {
         );
         Self {
             thread: root.clone(),
+            relabel: Relabel::new(root.clone(), root.clone()),
             root,
             tracks,
             children: BTreeMap::new(),
@@ -82,6 +86,12 @@ impl Translator {
             usage: Usage::default(),
             error: None,
         }
+    }
+
+    /// The client calls the root session `thread`: subagent runs are named after it.
+    pub fn named(mut self, thread: &str) -> Self {
+        self.relabel = Relabel::new(self.root.clone(), thread);
+        self
     }
 
     /// The tokens the run used (its `usage` events' running total).
@@ -99,8 +109,13 @@ impl Translator {
         self.children.contains_key(child)
     }
 
+    /// The AG-UI id of `call` of `session` (named the client's way).
+    fn call_id(&self, session: &SessionId, call: &str) -> String {
+        tool_call_id(&self.relabel.session(&self.root), &self.relabel.session(session), call)
+    }
+
     fn subagent(&self, session: &SessionId) -> Option<String> {
-        (session != &self.root).then(|| session.to_string())
+        (session != &self.root).then(|| self.relabel.session(session).to_string())
     }
 
     fn track(&mut self, session: &SessionId) -> &mut Track {
@@ -110,8 +125,8 @@ impl Translator {
     /// Opens a child run met without its `child_started` (a run resumed after
     /// a child parked): `child` is `<parent>.<call>`, run by `agent`.
     pub fn adopt_child(&mut self, child: &SessionId, agent: &str, messages: usize, out: &mut Vec<AguiEvent>) {
-        let (parent, call) = match child.as_str().rsplit_once('.') {
-            Some((parent, call)) => (SessionId::new(parent), call.to_string()),
+        let (parent, call) = match child.parent_and_call() {
+            Some((parent, call)) => (parent, call.to_string()),
             None => (self.root.clone(), child.to_string()),
         };
         self.open_child(&parent, &call, agent, child, out);
@@ -120,12 +135,10 @@ impl Translator {
 
     fn open_child(&mut self, parent: &SessionId, call: &str, agent: &str, child: &SessionId, out: &mut Vec<AguiEvent>) {
         out.push(AguiEvent::SubagentStarted {
-            subagent_run_id: child.to_string(),
+            subagent_run_id: self.relabel.session(child).to_string(),
             name: agent.to_string(),
-            parent_tool_call_id: tool_call_id(&self.root, parent, call),
-            parent_subagent_run_id: self
-                .subagent(parent)
-                .filter(|p| self.children.contains_key(&SessionId::new(p))),
+            parent_tool_call_id: self.call_id(parent, call),
+            parent_subagent_run_id: self.subagent(parent).filter(|_| self.children.contains_key(parent)),
         });
         self.children.insert(child.clone(), Child::default());
         self.track(child).agent = Some(agent.to_string());
@@ -156,11 +169,12 @@ impl Translator {
                 });
             }
             EventKind::ModelDelta { text } => {
+                let label = self.relabel.session(&session);
                 let track = self.track(&session);
                 let id = match &track.open_text {
                     Some(id) => id.clone(),
                     None => {
-                        let id = message_id(&session, track.messages);
+                        let id = message_id(&label, track.messages);
                         track.open_text = Some(id.clone());
                         let name = track.agent.clone();
                         out.push(AguiEvent::TextMessageStart {
@@ -185,7 +199,7 @@ impl Translator {
                 arguments,
             } => {
                 self.end_text(&session, out);
-                let id = tool_call_id(&self.root, &session, call_id.as_str());
+                let id = self.call_id(&session, call_id.as_str());
                 let parent_message_id = self
                     .track(&session)
                     .last_assistant
@@ -249,9 +263,9 @@ impl Translator {
     }
 
     fn message(&mut self, session: &SessionId, message: &Message, sub: Option<String>, out: &mut Vec<AguiEvent>) {
-        let root = self.root.clone();
+        let label = self.relabel.session(session);
         let track = self.track(session);
-        let id = message_id(session, track.messages);
+        let id = message_id(&label, track.messages);
         track.messages += 1;
         match message {
             Message::Assistant {
@@ -293,7 +307,7 @@ impl Translator {
             Message::Tool { call_id, outcome, .. } => {
                 out.push(AguiEvent::ToolCallResult {
                     message_id: id,
-                    tool_call_id: tool_call_id(&root, session, call_id.as_str()),
+                    tool_call_id: self.call_id(session, call_id.as_str()),
                     content: outcome.to_model_text(),
                     role: "tool",
                     subagent_run_id: sub,
@@ -305,10 +319,13 @@ impl Translator {
     }
 
     fn raise_in_child(&mut self, session: &SessionId, parked: &Parked) {
-        let id = tool_call_id(&self.root, session, parked.call_id().as_str());
-        let interrupt = self
-            .interrupts
-            .raise(&self.thread, parked, id, Some(session.to_string()));
+        let id = self.call_id(session, parked.call_id().as_str());
+        let interrupt = self.interrupts.raise(
+            &self.thread,
+            parked,
+            id,
+            Some(self.relabel.session(session).to_string()),
+        );
         if let Some(child) = self.children.get_mut(session) {
             child.interrupts.push(interrupt.id);
         }
@@ -319,7 +336,7 @@ impl Translator {
         let Some(state) = self.children.remove(child) else {
             return;
         };
-        let subagent_run_id = child.to_string();
+        let subagent_run_id = self.relabel.session(child).to_string();
         match status {
             RunStatus::Completed | RunStatus::NeedsInput => out.push(AguiEvent::SubagentFinished {
                 subagent_run_id,
@@ -378,7 +395,7 @@ impl Translator {
             self.close_session(child, out);
             if let Some(state) = self.children.remove(child) {
                 out.push(AguiEvent::SubagentFinished {
-                    subagent_run_id: child.to_string(),
+                    subagent_run_id: self.relabel.session(child).to_string(),
                     result: None,
                     outcome: SubagentOutcome::Suspended {
                         interrupt_ids: state.interrupts,

@@ -3,16 +3,18 @@
 //!
 //! A request sends its token as `Authorization: Bearer <token>`; an event
 //! stream opened by a browser's `EventSource` (which cannot set headers)
-//! may send it as the `access_token` query parameter instead. Without
+//! may send it as the `access_token` query parameter instead
+//! (`GET /api/v1/sessions/{id}/events` only: a URL ends up in logs and
+//! histories, so anywhere else a token in it is refused). Without
 //! tokens configured every request is the same tenant-less caller, and the
 //! server listens on loopback only.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::extract::{FromRequestParts, Request, State};
+use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use concierge::RunOptions;
@@ -37,9 +39,16 @@ pub struct Caller {
 }
 
 impl Caller {
-    /// Run options for session `id`, with the caller's tenant and user.
+    /// Run options for the session the caller names `id` (in its tenant's
+    /// id space, see [`Caller::session_id`]), with its tenant and user.
     pub fn options(&self, id: &str) -> RunOptions {
-        let mut options = RunOptions::new().session_id(id);
+        self.options_for(self.session_id(id))
+    }
+
+    /// Run options for `session` (an id already in the caller's id space),
+    /// with the caller's tenant and user.
+    pub fn options_for(&self, session: concierge::SessionId) -> RunOptions {
+        let mut options = RunOptions::new().session_id(session);
         if let Some(tenant) = &self.tenant {
             options = options.tenant(tenant.clone());
         }
@@ -148,12 +157,21 @@ fn hex_digest(token: &str) -> String {
 }
 
 /// Middleware: with tokens configured, a request without a valid one is
-/// refused with 401; a valid one puts its [`Caller`] on the request.
+/// refused with 401; a valid one puts its [`Caller`] on the request. A
+/// token in the query string (`?access_token=`) is taken only on an event
+/// stream (`GET .../sessions/{id}/events`); on any other request it is a 401.
 pub async fn authenticate(State(tokens): State<Tokens>, mut req: Request, next: Next) -> Response {
     if tokens.is_empty() {
         return next.run(req).await;
     }
-    let token = bearer(&req).or_else(|| query_token(&req));
+    let in_query = query_token(&req);
+    if in_query.is_some() && !event_stream(&req) {
+        return unauthorized_field(
+            ACCESS_TOKEN_PARAM,
+            "an API token in the URL (?access_token=) is taken only on a session's event stream (GET /api/v1/sessions/{id}/events); send it as Authorization: Bearer <token>",
+        );
+    }
+    let token = bearer(&req).or(in_query);
     let Some(token) = token else {
         return unauthorized("this server needs an API token: send it as Authorization: Bearer <token>");
     };
@@ -164,6 +182,16 @@ pub async fn authenticate(State(tokens): State<Tokens>, mut req: Request, next: 
         }
         None => unauthorized("the API token is not valid; ask the server's operator for one"),
     }
+}
+
+/// Whether `req` opens a session's event stream, the one request a token
+/// may come in the query string of.
+fn event_stream(req: &Request) -> bool {
+    req.method() == Method::GET
+        && req
+            .extensions()
+            .get::<MatchedPath>()
+            .is_some_and(|path| path.as_str().ends_with("/sessions/{id}/events"))
 }
 
 fn bearer(req: &Request) -> Option<String> {
@@ -189,7 +217,11 @@ fn form_urlencoded_pairs(query: &str) -> impl Iterator<Item = (String, String)> 
 }
 
 fn unauthorized(sentence: &str) -> Response {
-    let mut response = ApiError::field(StatusCode::UNAUTHORIZED, "Authorization", sentence).into_response();
+    unauthorized_field("Authorization", sentence)
+}
+
+fn unauthorized_field(field: &str, sentence: &str) -> Response {
+    let mut response = ApiError::field(StatusCode::UNAUTHORIZED, field, sentence).into_response();
     response
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));

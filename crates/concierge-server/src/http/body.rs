@@ -1,17 +1,20 @@
 //! Request bodies: JSON read with the path of the field that does not fit,
-//! so a malformed request is answered with the field and the reason.
+//! so a malformed request is answered with the field and the reason. A
+//! body must say it is JSON (`Content-Type: application/json`): a web page
+//! can send `text/plain` to any server without asking, but not JSON.
 
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, FromRequestParts, Query, Request};
-use axum::http::StatusCode;
 use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 
 /// A JSON body of type `T`; a body that is not JSON, or not a `T`, is
-/// refused with a 4xx naming the field.
+/// refused with a 4xx naming the field (415 naming `Content-Type` when the
+/// request does not say it is JSON).
 #[derive(Debug)]
 pub struct JsonBody<T>(pub T);
 
@@ -19,12 +22,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        json_content_type(req.headers())?;
         let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         parse(&bytes).map(JsonBody)
     }
 }
 
-/// An optional JSON body: empty (or JSON `null`) means `None`.
+/// An optional JSON body: empty (or JSON `null`) means `None`. A body that
+/// is there must be sent as JSON, as [`JsonBody`]'s.
 #[derive(Debug)]
 pub struct OptionalJsonBody<T>(pub Option<T>);
 
@@ -32,6 +37,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJsonBody<T>
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        json_content_type(req.headers())?;
         let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalJsonBody(None));
@@ -57,10 +63,13 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
                     .strip_prefix("Failed to deserialize query string: ")
                     .unwrap_or(&text)
                     .to_string();
+                // serde_path_to_error's "wait: provided string was not ...",
+                // or serde's "duplicate field `wait`".
                 let field = detail
                     .split_once(": ")
                     .map(|(field, _)| field.to_string())
-                    .filter(|f| f.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+                    .filter(|f| is_name(f))
+                    .or_else(|| quoted(&detail).filter(|f| is_name(f)));
                 let message = format!("the query string does not fit: {detail}");
                 Err(match field {
                     Some(field) => ApiError::field(StatusCode::BAD_REQUEST, field, message),
@@ -71,8 +80,76 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for QueryParams<T>
     }
 }
 
+fn is_name(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Whether `headers` say the body is JSON: `application/json` or
+/// `application/<x>+json`, with any parameters (`; charset=utf-8`). A
+/// request without a `Content-Type` passes only without a body. Otherwise
+/// 415, naming `Content-Type`.
+pub fn json_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    match headers.get(header::CONTENT_TYPE) {
+        Some(value) => {
+            let text = value.to_str().unwrap_or("\u{fffd}");
+            let essence = text.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+            let json = essence == "application/json"
+                || essence
+                    .strip_prefix("application/")
+                    .and_then(|sub| sub.strip_suffix("+json"))
+                    .is_some_and(|sub| !sub.is_empty() && !sub.contains('/'));
+            if json {
+                Ok(())
+            } else {
+                Err(ApiError::field(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    "Content-Type",
+                    format!(
+                        "the body must be JSON, sent with Content-Type: application/json (this request says {text:?})"
+                    ),
+                ))
+            }
+        }
+        None if may_have_body(headers) => Err(ApiError::field(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Content-Type",
+            "the request has a body but no Content-Type; send it as JSON with Content-Type: application/json",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether a request with `headers` may carry a body (a length over 0, or
+/// a chunked one).
+fn may_have_body(headers: &HeaderMap) -> bool {
+    if headers.contains_key(header::TRANSFER_ENCODING) {
+        return true;
+    }
+    match headers.get(header::CONTENT_LENGTH) {
+        Some(length) => length.to_str().ok().map(str::trim) != Some("0"),
+        None => false,
+    }
+}
+
+/// Whether `error`, or what caused it, is a request body that stopped arriving.
+fn stalled(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(error) = cause {
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
 fn unreadable(rejection: BytesRejection) -> ApiError {
-    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+    if stalled(&rejection) {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "the request body stopped arriving before it was complete; send it again, all at once",
+        )
+    } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "the request body is over the size limit; send a smaller one",
@@ -183,5 +260,30 @@ mod tests {
         let array = parse::<Message>(br#"["hi", null]"#).unwrap_err();
         assert_eq!(array.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert!(parse::<Option<Message>>(b"null").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_body_must_say_it_is_json() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(
+                    header::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                    value.parse().unwrap(),
+                );
+            }
+            json_content_type(&headers)
+        };
+        assert!(with(&[("content-type", "application/json")]).is_ok());
+        assert!(with(&[("content-type", "Application/JSON; charset=utf-8")]).is_ok());
+        assert!(with(&[("content-type", "application/merge-patch+json")]).is_ok());
+        assert!(with(&[]).is_ok());
+        assert!(with(&[("content-length", "0")]).is_ok());
+        let plain = with(&[("content-type", "text/plain;charset=UTF-8"), ("content-length", "12")]).unwrap_err();
+        assert_eq!(plain.status, StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        assert_eq!(plain.body.field.as_deref(), Some("Content-Type"));
+        assert!(with(&[("content-type", "application/+json")]).is_err());
+        assert!(with(&[("content-length", "12")]).is_err());
+        assert!(with(&[("transfer-encoding", "chunked")]).is_err());
     }
 }

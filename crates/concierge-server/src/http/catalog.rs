@@ -1,9 +1,11 @@
 //! The catalogue: agents, goals (with starter prompts) and tools with their schemas.
 
 use axum::Json;
-use axum::extract::{Query, State};
+use axum::extract::State;
 
 use super::ApiState;
+use super::body::QueryParams;
+use super::error::ErrorBody;
 use super::types::{AgentList, AgentView, GoalList, ToolList, ToolQuery, ToolView};
 
 /// Every agent, with whether the catalogue offers it as a goal.
@@ -36,9 +38,12 @@ pub async fn goals(State(state): State<ApiState>) -> Json<GoalList> {
 #[utoipa::path(
     get, path = "/api/v1/tools", tag = "catalog",
     params(ToolQuery),
-    responses((status = 200, description = "The tools", body = ToolList))
+    responses(
+        (status = 200, description = "The tools", body = ToolList),
+        (status = 400, description = "The query string is malformed", body = ErrorBody),
+    )
 )]
-pub async fn tools(State(state): State<ApiState>, Query(query): Query<ToolQuery>) -> Json<ToolList> {
+pub async fn tools(State(state): State<ApiState>, QueryParams(query): QueryParams<ToolQuery>) -> Json<ToolList> {
     let mut specs = match query.category.as_deref() {
         Some(category) => state.rt.tools_by_category(category),
         None => state.rt.tools(),

@@ -68,15 +68,25 @@ impl ApiError {
     }
 }
 
+/// The `Retry-After` of a 503 (the engine's server away, its workers
+/// halted), in seconds.
+pub(crate) const RETRY_UNAVAILABLE_SECS: &str = "5";
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let too_many = self.status == StatusCode::TOO_MANY_REQUESTS;
+        let unavailable = self.status == StatusCode::SERVICE_UNAVAILABLE;
         let mut response = (self.status, Json(self.body)).into_response();
         if too_many {
             // A place frees up as soon as one of the tenant's runs stops.
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        } else if unavailable {
+            // The engine (its server, its workers) may be back by then.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static(RETRY_UNAVAILABLE_SECS));
         }
         response
     }
@@ -94,14 +104,17 @@ impl From<Error> for ApiError {
                 StepError::AmendmentRefused { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "arguments", text),
                 StepError::UnknownAgent { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "agent", text),
                 StepError::NoUserMessage => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "text", text),
+                StepError::RunIdTaken { .. } => Self::field(StatusCode::CONFLICT, "run_id", text),
                 _ => Self::new(StatusCode::CONFLICT, text),
             },
             Error::RunStartFailed(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, text),
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
-            Error::RunInterrupted | Error::EngineNotConfigured | Error::EngineHalted(_) => {
-                Self::new(StatusCode::SERVICE_UNAVAILABLE, text)
-            }
+            Error::RunInterrupted
+            | Error::EngineNotConfigured
+            | Error::EngineHalted(_)
+            | Error::EngineUnavailable { .. }
+            | Error::WorkerCatalogMismatch { .. } => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
             _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
         }
     }

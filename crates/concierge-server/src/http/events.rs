@@ -22,7 +22,7 @@ use std::convert::Infallible;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
-use concierge::{Event, SessionId, StreamCursor};
+use concierge::{Event, StreamCursor};
 use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -31,6 +31,7 @@ use super::ApiState;
 use super::auth::Caller;
 use super::body::QueryParams;
 use super::error::{ApiError, ErrorBody};
+use super::scope::Relabel;
 use super::types::SseMessage;
 
 /// The header a reconnecting client sends.
@@ -82,14 +83,29 @@ pub async fn events(
         None => None,
     };
     let cursor = header.or(query).unwrap_or_default();
-    state.session_of(&caller, &id).await?;
+    let session = state.session_of(&caller, &id).await?;
+    let root = session.id().clone();
+    // The child runs a cursor names must be this session's own.
+    if let Err(error) = state.rt.check_cursor(&root, &cursor).await {
+        let field = if headers.contains_key(LAST_EVENT_ID) {
+            "Last-Event-ID"
+        } else {
+            "after"
+        };
+        return Err(ApiError::field(
+            StatusCode::BAD_REQUEST,
+            field,
+            format!("{field}: {error}"),
+        ));
+    }
+    let relabel = Relabel::new(root.clone(), id.as_str());
     let stopping = state.stopping();
     let stream = state
         .rt
-        .follow(SessionId::new(id.as_str()), cursor)
+        .follow(root, cursor)
         .map(move |item| {
             Ok(match item {
-                Ok((event, cursor)) => to_sse(&event, &cursor),
+                Ok((event, cursor)) => to_sse(&relabel.event(event), &cursor),
                 Err(error) => SseEvent::default().event("stream_error").data(error.to_string()),
             })
         })

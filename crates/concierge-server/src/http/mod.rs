@@ -15,16 +15,18 @@ pub mod auth;
 pub mod body;
 pub mod catalog;
 pub mod checks;
+pub mod connections;
+pub mod doors;
 pub mod error;
 pub mod events;
 pub mod limit;
 pub mod openapi;
+pub mod scope;
 pub mod sessions;
 pub mod types;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::Router;
 use axum::extract::Request;
@@ -37,6 +39,8 @@ use tokio::sync::watch;
 use tower_http::limit::RequestBodyLimitLayer;
 
 pub use auth::{Caller, TokenError, Tokens};
+pub use connections::{DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_CONNECTIONS, Limits};
+pub use doors::DoorError;
 pub use error::{ApiError, ErrorBody};
 pub use limit::{DEFAULT_MAX_RUNS_PER_TENANT, RunLimiter, RunPermit};
 
@@ -62,11 +66,24 @@ pub fn check_unauthenticated_addr(addr: SocketAddr) -> Result<(), BindError> {
     }
 }
 
+/// `<prefix>-` and 128 random bits in hex: an id the server chooses, that
+/// nobody can guess.
+pub fn random_id(prefix: &str) -> Result<String, ApiError> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).map_err(|error| {
+        ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the server could not draw a random id ({error}); try again"),
+        )
+    })?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("{prefix}-{hex}"))
+}
+
 /// What the handlers share.
 #[derive(Clone)]
 pub struct ApiState {
     pub(crate) rt: Runtime,
-    ids: Arc<AtomicU64>,
     stopping: watch::Receiver<bool>,
     limiter: RunLimiter,
     /// The interrupts the AG-UI endpoint raised (confirmations and choices).
@@ -79,26 +96,32 @@ impl ApiState {
         &self.rt
     }
 
-    /// A fresh session id: the process id and a counter that starts at the
-    /// server's start time (in milliseconds), so ids do not repeat across restarts.
-    pub fn new_session_id(&self) -> String {
-        let n = self.ids.fetch_add(1, Ordering::Relaxed);
-        format!("s-{}-{n}", std::process::id())
+    /// A fresh session id: `s-` and 128 random bits, so that nobody can
+    /// guess the next one.
+    pub fn new_session_id(&self) -> Result<String, ApiError> {
+        random_id("s")
     }
 
-    /// Session `id` if it is `caller`'s; another tenant's session is a 404,
-    /// as one that does not exist.
+    /// A fresh run id: `run-` and 128 random bits.
+    pub fn new_run_id(&self) -> Result<String, ApiError> {
+        random_id("run")
+    }
+
+    /// The session `caller` names `id` (in the caller's tenant's id space),
+    /// or a 404.
     pub async fn session_of(&self, caller: &Caller, id: &str) -> Result<Session, ApiError> {
         self.maybe_session_of(caller, id)
             .await?
             .ok_or_else(|| ApiError::unknown_session(id))
     }
 
-    /// Session `id` if it is `caller`'s, `None` if no session has this id;
-    /// another tenant's session is a 404 (a caller may not take its id).
+    /// The session `caller` names `id`, `None` if it has none by this id
+    /// (another tenant's session of the same name is not its, and not seen).
     pub async fn maybe_session_of(&self, caller: &Caller, id: &str) -> Result<Option<Session>, ApiError> {
-        match self.rt.session(id).await {
-            Ok(session) if caller.owns(session.tenant()) => Ok(Some(session)),
+        match self.rt.session(caller.session_id(id)).await {
+            // The id space is the tenant's; the check holds sessions made
+            // before it was (and any made by other means) to the rule too.
+            Ok(session) if caller.owns(session.tenant()) && session.parent().is_none() => Ok(Some(session)),
             Ok(_) => Err(ApiError::unknown_session(id)),
             Err(concierge::Error::SessionNotFound(_)) => Ok(None),
             Err(error) => Err(error.into()),
@@ -129,12 +152,20 @@ pub struct HttpApi {
     body_limit: usize,
     tokens: Tokens,
     metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Where `/metrics` is also served, without a token.
+    metrics_listener: Option<tokio::net::TcpListener>,
+    allowed_hosts: Vec<String>,
+    cors_origins: Vec<String>,
+    limits: Limits,
 }
 
 impl std::fmt::Debug for HttpApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpApi")
             .field("body_limit", &self.body_limit)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("cors_origins", &self.cors_origins)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -143,14 +174,9 @@ impl HttpApi {
     /// The API over `rt`, with the default body limit.
     pub fn new(rt: Runtime) -> Self {
         let (stop, stopping) = watch::channel(false);
-        let seed = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or_default();
         Self {
             state: ApiState {
                 rt,
-                ids: Arc::new(AtomicU64::new(seed)),
                 stopping,
                 limiter: RunLimiter::default(),
                 interrupts: crate::agui::Interrupts::default(),
@@ -159,6 +185,10 @@ impl HttpApi {
             body_limit: DEFAULT_BODY_LIMIT,
             tokens: Tokens::default(),
             metrics: None,
+            metrics_listener: None,
+            allowed_hosts: Vec::new(),
+            cors_origins: Vec::new(),
+            limits: Limits::default(),
         }
     }
 
@@ -171,9 +201,71 @@ impl HttpApi {
     }
 
     /// Serves `metrics` at `/metrics` (the runtime must have been built with
-    /// [`Metrics::hooks`](crate::metrics::Metrics::hooks) to fill them).
+    /// [`Metrics::hooks`](crate::metrics::Metrics::hooks) to fill them),
+    /// behind the API's tokens when there are any.
     pub fn metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
         self.metrics = Some(metrics);
+        self
+    }
+
+    /// Also serves `/metrics` (and nothing else) on `listener`, without a
+    /// token, for a scraper on a private address. Its requests must name
+    /// its address (or an allowed host) as their `Host`.
+    pub fn metrics_listener(mut self, listener: tokio::net::TcpListener) -> Self {
+        self.metrics_listener = Some(listener);
+        self
+    }
+
+    /// The names the server answers to besides its own address
+    /// (`"chat.example.com"` for any port, `"chat.example.com:8443"`): any
+    /// other `Host` is refused with 421. Without tokens the Host check holds
+    /// always; with tokens, only once this list is given.
+    pub fn allowed_hosts<I, S>(mut self, hosts: I) -> Result<Self, DoorError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.allowed_hosts = hosts
+            .into_iter()
+            .map(|host| doors::allowed_host(host.as_ref()))
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// Web origins (`"https://app.example.com"`) whose pages may call the
+    /// API: their CORS preflights are answered and their requests let in. A
+    /// page of any other origin is refused with 403.
+    pub fn cors_origins<I, S>(mut self, origins: I) -> Result<Self, DoorError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.cors_origins = origins
+            .into_iter()
+            .map(|origin| doors::origin(origin.as_ref()))
+            .collect::<Result<_, _>>()?;
+        Ok(self)
+    }
+
+    /// How long a client has to send a request's headers, counted from when
+    /// its connection starts waiting for one (10 s by default).
+    pub fn header_read_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.limits.header_read_timeout = timeout;
+        self
+    }
+
+    /// How long a connection may go without a request in progress, and a
+    /// request body without arriving (60 s by default). Event streams are
+    /// responses in progress: they are not cut.
+    pub fn idle_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.limits.idle_timeout = timeout;
+        self
+    }
+
+    /// How many connections are open at once, at most (512 by default; 0
+    /// is taken as 1). Past it new clients wait until one closes.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.limits.max_connections = max.max(1);
         self
     }
 
@@ -198,13 +290,14 @@ impl HttpApi {
 
     /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` (AG-UI at
     /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`]),
-    /// the web chat at `/` and, with metrics, `/metrics`.
+    /// the web chat at `/` and, with metrics, `/metrics`; behind the doors
+    /// ([`doors`]: Host, Origin, JSON bodies).
     pub fn router(&self) -> Router {
         let limit = self.body_limit;
-        let metrics = self
-            .metrics
-            .as_ref()
-            .map_or_else(Router::new, crate::metrics::Metrics::router);
+        let auth = || middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate);
+        let metrics = self.metrics.as_ref().map_or_else(Router::new, |metrics| {
+            crate::metrics::Metrics::router(metrics).route_layer(auth())
+        });
         let api = Router::new()
             .route("/sessions", post(sessions::create).get(sessions::list))
             .route("/sessions/{id}", get(sessions::show))
@@ -218,15 +311,21 @@ impl HttpApi {
             .route("/tools", get(catalog::tools))
             .route("/agui", post(crate::agui::run))
             .fallback(unknown_route)
-            .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate));
-        Router::new()
+            .route_layer(middleware::from_fn(|req: Request, next: Next| {
+                doors::json_bodies(req, next, doors::Shape::Api)
+            }))
+            .route_layer(auth());
+        let router = Router::new()
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
             .merge(crate::web::router())
             .merge(
                 crate::openai::router()
-                    .route_layer(middleware::from_fn_with_state(self.tokens.clone(), auth::authenticate)),
+                    .route_layer(middleware::from_fn(|req: Request, next: Next| {
+                        doors::json_bodies(req, next, doors::Shape::OpenAi)
+                    }))
+                    .route_layer(auth()),
             )
             .merge(metrics)
             .fallback(unknown_route)
@@ -235,25 +334,66 @@ impl HttpApi {
             // Outside the limit, so that its own 413 is said in a sentence too.
             .layer(middleware::from_fn(move |req: Request, next: Next| {
                 explain_too_large(req, next, limit)
-            }))
+            }));
+        self.behind_doors(router, self.tokens.is_empty() || !self.allowed_hosts.is_empty())
     }
 
-    /// Serves on `listener` until `shutdown` resolves; then event streams
-    /// end, requests in flight finish, and this returns. (Shut the runtime
-    /// down after.)
+    /// `router` behind the doors: CORS for the configured origins, the Host
+    /// and Origin checks (when `guarded`), and every plain-text 4xx said as
+    /// the API's JSON error.
+    fn behind_doors(&self, router: Router, guarded: bool) -> Router {
+        let doors = doors::Doors::new(self.allowed_hosts.clone(), self.cors_origins.clone(), guarded);
+        let router = match doors.cors() {
+            Some(cors) => router.layer(cors),
+            None => router,
+        };
+        router
+            .layer(middleware::from_fn_with_state(doors, doors::guard))
+            .layer(middleware::from_fn(doors::json_errors))
+    }
+
+    /// What the metrics listener serves: `/metrics` alone, without a token,
+    /// to requests that name its address.
+    fn metrics_router(&self) -> Router {
+        let metrics = self
+            .metrics
+            .as_ref()
+            .map_or_else(Router::new, crate::metrics::Metrics::router)
+            .fallback(unknown_route);
+        self.behind_doors(metrics, true)
+    }
+
+    /// Serves on `listener` (and `/metrics` on the metrics listener, if
+    /// one was given) until `shutdown` resolves; then event streams end,
+    /// requests in flight finish, and this returns once every connection
+    /// has closed. (Shut the runtime down after.) Connections are held to
+    /// the header-read and idle timeouts and the connection cap
+    /// ([`connections`]).
     pub async fn serve(
-        self,
+        mut self,
         listener: tokio::net::TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let router = self.router();
+        let metrics = self
+            .metrics_listener
+            .take()
+            .map(|listener| (listener, self.metrics_router()));
+        let limits = self.limits;
+        let stopping = self.state.stopping();
         let stop = self.stop;
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                shutdown.await;
-                let _ = stop.send(true);
-            })
-            .await
+        let signal = async move {
+            shutdown.await;
+            let _ = stop.send(true);
+        };
+        let metrics_stopping = stopping.clone();
+        let metrics = async move {
+            if let Some((listener, router)) = metrics {
+                connections::serve(listener, router, limits, metrics_stopping).await;
+            }
+        };
+        tokio::join!(connections::serve(listener, router, limits, stopping), metrics, signal);
+        Ok(())
     }
 }
 

@@ -93,7 +93,62 @@ fn described(agents: &[String]) -> Value {
         confirm["if"] = json!({"properties": {"decision": {"const": "amend"}}, "required": ["decision"]});
         confirm["then"] = json!({"required": ["arguments"], "properties": {"arguments": {"type": "object"}}});
     }
+    add_door_responses(&mut doc);
     doc
+}
+
+/// The doors' refusals ([`super::doors`]) on every operation they guard:
+/// 421 for a Host that is not the server's, 403 for a page of another
+/// origin (every path but `/healthz`), and 415 for a body not sent as JSON
+/// (every operation that takes one). In OpenAI's shape under `/v1/`.
+fn add_door_responses(doc: &mut Value) {
+    let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for (path, item) in paths.iter_mut() {
+        if path == "/healthz" {
+            continue;
+        }
+        let schema = if path.starts_with("/v1/") {
+            "#/components/schemas/OpenAiErrorBody"
+        } else {
+            "#/components/schemas/ErrorBody"
+        };
+        let Some(item) = item.as_object_mut() else {
+            continue;
+        };
+        for (method, operation) in item.iter_mut() {
+            if !["get", "post", "put", "patch", "delete"].contains(&method.as_str()) {
+                continue;
+            }
+            let takes_body = operation.get("requestBody").is_some();
+            let Some(responses) = operation.get_mut("responses").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let mut refusal = |status: &str, description: &str| {
+                responses.entry(status.to_string()).or_insert_with(|| {
+                    json!({
+                        "description": description,
+                        "content": {"application/json": {"schema": {"$ref": schema}}},
+                    })
+                });
+            };
+            refusal(
+                "403",
+                "The request comes from a web page of another origin (its Origin header) that is not among the server's CORS origins",
+            );
+            refusal(
+                "421",
+                "The Host header names neither the server's address nor one of its allowed hosts",
+            );
+            if takes_body {
+                refusal(
+                    "415",
+                    "The body is not sent as JSON: send it with Content-Type: application/json",
+                );
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +164,25 @@ mod tests {
         assert_eq!(agent["enum"], json!(["calculator", "hub", null]));
         let confirm = &doc["components"]["schemas"]["ConfirmRequest"];
         assert_eq!(confirm["then"]["required"], json!(["arguments"]));
+    }
+
+    #[test]
+    fn the_document_says_what_the_doors_refuse() {
+        let doc = described(&[]);
+        let messages = &doc["paths"]["/api/v1/sessions/{id}/messages"]["post"]["responses"];
+        for status in ["403", "415", "421"] {
+            assert_eq!(
+                messages[status]["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
+                "{status}"
+            );
+        }
+        let list = &doc["paths"]["/api/v1/sessions"]["get"]["responses"];
+        assert!(list.get("421").is_some() && list.get("415").is_none());
+        let chat = &doc["paths"]["/v1/chat/completions"]["post"]["responses"]["415"];
+        assert_eq!(
+            chat["content"]["application/json"]["schema"]["$ref"],
+            "#/components/schemas/OpenAiErrorBody"
+        );
+        assert!(doc["paths"]["/healthz"]["get"]["responses"].get("421").is_none());
     }
 }

@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use concierge::AgentId;
 use concierge::core::{Decision, StepError};
-use concierge::{AgentId, SessionId};
 
 use super::ApiState;
 use super::auth::Caller;
@@ -26,7 +26,7 @@ use super::types::{
         (status = 201, description = "The session was created", body = SessionView),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 413, description = "The body is over the size limit", body = ErrorBody),
-        (status = 409, description = "A session with this id exists", body = ErrorBody),
+        (status = 409, description = "The caller's tenant has a session with this id", body = ErrorBody),
         (status = 422, description = "A field is malformed or names an unknown agent", body = ErrorBody),
     )
 )]
@@ -41,7 +41,7 @@ pub async fn create(
             check_id(&id)?;
             id
         }
-        None => state.new_session_id(),
+        None => state.new_session_id()?,
     };
     let agent = match body.agent {
         Some(agent) => {
@@ -73,7 +73,7 @@ pub async fn create(
         Err(error) => return Err(error.into()),
     }
     let session = state.session_of(&caller, &id).await?;
-    Ok((StatusCode::CREATED, Json(SessionView::of(&session))).into_response())
+    Ok((StatusCode::CREATED, Json(SessionView::of(&session, &id))).into_response())
 }
 
 fn check_id(id: &str) -> Result<(), ApiError> {
@@ -95,9 +95,20 @@ fn check_id(id: &str) -> Result<(), ApiError> {
 )]
 pub async fn list(State(state): State<ApiState>, caller: Caller) -> Result<Json<SessionList>, ApiError> {
     let mut summaries = state.rt.sessions().await?;
-    summaries.retain(|s| caller.owns(s.tenant.as_deref()));
+    // The caller's own sessions, named its way; child runs' sessions are
+    // reached through their parents'.
+    summaries.retain(|s| caller.owns(s.tenant.as_deref()) && s.id.parent_and_call().is_none());
     summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-    let sessions = summaries.into_iter().map(SessionListItem::from).collect();
+    let sessions = summaries
+        .into_iter()
+        .filter_map(|s| {
+            let local = s.id.local_in(caller.tenant.as_deref())?.to_string();
+            Some(SessionListItem {
+                id: local,
+                ..SessionListItem::from(s)
+            })
+        })
+        .collect();
     Ok(Json(SessionList { sessions }))
 }
 
@@ -117,7 +128,7 @@ pub async fn show(
     Path(id): Path<String>,
 ) -> Result<Json<SessionView>, ApiError> {
     let session = state.session_of(&caller, &id).await?;
-    Ok(Json(SessionView::of(&session)))
+    Ok(Json(SessionView::of(&session, &id)))
 }
 
 /// Posts the person's message: starts a run in the session. With
@@ -132,7 +143,7 @@ pub async fn show(
         (status = 202, description = "The run started", body = RunAccepted),
         (status = 400, description = "The body is missing or not JSON, or the query string is malformed", body = ErrorBody),
         (status = 404, description = "No such session", body = ErrorBody),
-        (status = 409, description = "A run is in progress, or the session has ended", body = ErrorBody),
+        (status = 409, description = "A run is in progress, the session has ended, or the run id was used before", body = ErrorBody),
         (status = 429, description = "The tenant has as many runs in progress as it may; retry after the Retry-After seconds", body = ErrorBody),
         (status = 413, description = "The message is too long", body = ErrorBody),
         (status = 422, description = "A field is malformed", body = ErrorBody),
@@ -183,15 +194,17 @@ async fn start(
 ) -> Result<Response, ApiError> {
     state.session_of(caller, id).await?;
     let permit = state.run_permit(caller)?;
-    let mut options = caller.options(id);
-    if let Some(run) = run_id {
-        options = options.run_id(run);
-    }
+    // A run the client does not name gets a random id; one it names must be new.
+    let run = match run_id {
+        Some(run) => run,
+        None => state.new_run_id()?,
+    };
+    let options = caller.options(id).run_id(run);
     if wait {
         // Started and waited for in one exchange with the engine.
         let output = state.rt.send(text, options).await;
         drop(permit);
-        return Ok((StatusCode::OK, Json(RunOutputView::from(output?))).into_response());
+        return Ok((StatusCode::OK, Json(RunOutputView::of(output?, id))).into_response());
     }
     let handle = state.rt.start(text, options).await?;
     let accepted = RunAccepted {
@@ -251,7 +264,7 @@ pub async fn confirm(
             }
         },
     };
-    let session = SessionView::of(&state.session_of(&caller, &id).await?);
+    let session = SessionView::of(&state.session_of(&caller, &id).await?, &id);
     let Some(pending) = session.pending_confirmation else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -271,10 +284,10 @@ pub async fn confirm(
     let permit = state.run_permit(&caller)?;
     let output = state
         .rt
-        .confirm(SessionId::new(id), body.call_id, body.fingerprint, decision)
+        .confirm(caller.session_id(&id), body.call_id, body.fingerprint, decision)
         .await;
     drop(permit);
-    Ok(Json(output?.into()))
+    Ok(Json(RunOutputView::of(output?, &id)))
 }
 
 /// Answers the choice the session waits on with an option's number: the
@@ -301,7 +314,7 @@ pub async fn choose(
     QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<ChooseRequest>,
 ) -> Result<Response, ApiError> {
-    let session = SessionView::of(&state.session_of(&caller, &id).await?);
+    let session = SessionView::of(&state.session_of(&caller, &id).await?, &id);
     let Some(choice) = session.pending_choice else {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -344,6 +357,6 @@ pub async fn end(
         .and_then(|b| b.reason)
         .unwrap_or_else(|| "ended through the HTTP API".to_string());
     state.session_of(&caller, &id).await?;
-    let output = state.rt.end(SessionId::new(id), reason).await?;
-    Ok(Json(output.map(Into::into)))
+    let output = state.rt.end(caller.session_id(&id), reason).await?;
+    Ok(Json(output.map(|output| RunOutputView::of(output, &id))))
 }

@@ -13,8 +13,10 @@ use utoipa::{IntoParams, ToSchema};
 #[derive(Debug, Default, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateSession {
-    /// The session's id; one is made up when absent. Letters, digits, `-`,
-    /// `_` and `.`, at most 128 characters.
+    /// The session's id, in the caller's tenant's own id space (another
+    /// tenant may have a session by the same id); a random one (`s-` and 32
+    /// hex digits) when absent. Letters, digits, `-`, `_` and `.`, at most
+    /// 128 characters.
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub id: Option<String>,
@@ -31,8 +33,9 @@ pub struct PostMessage {
     /// What the person says (not blank).
     #[schema(min_length = 1, pattern = "\\S")]
     pub text: String,
-    /// The run's id; the session numbers runs itself when absent. Letters,
-    /// digits, `-`, `_` and `.`, at most 128 characters.
+    /// The run's id, new in the session (a run id names one run: an id an
+    /// earlier run had is a 409); a random one (`run-` and 32 hex digits)
+    /// when absent. Letters, digits, `-`, `_` and `.`, at most 128 characters.
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub run_id: Option<String>,
@@ -332,10 +335,10 @@ pub struct SessionView {
 }
 
 impl SessionView {
-    /// The view of a session the engine has.
-    pub fn of(session: &Session) -> Self {
+    /// The view of a session the engine has, which the client calls `id`.
+    pub fn of(session: &Session, id: &str) -> Self {
         Self {
-            id: session.id().to_string(),
+            id: id.to_string(),
             agent: Some(session.agent().to_string()),
             phase: session.phase().map(phase_name),
             active_run: session.active_run().map(ToString::to_string),
@@ -444,6 +447,16 @@ pub struct RunOutputView {
     pub pending_choice: Option<ChoiceView>,
     /// Tokens and cost of this run.
     pub usage: UsageView,
+}
+
+impl RunOutputView {
+    /// The view of `output`, of the session the client calls `session`.
+    pub fn of(output: RunOutput, session: &str) -> Self {
+        Self {
+            session_id: session.to_string(),
+            ..Self::from(output)
+        }
+    }
 }
 
 impl From<RunOutput> for RunOutputView {

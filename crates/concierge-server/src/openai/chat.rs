@@ -78,7 +78,7 @@ pub async fn completions(
         return Err(OpenAiError::new(StatusCode::PAYLOAD_TOO_LARGE, why).param("messages"));
     }
     let conversation = resolve(&state, &caller, &headers, &target).await?;
-    let session = HeaderValue::from_str(conversation.id.as_str()).map_err(|_| {
+    let session = HeaderValue::from_str(&conversation.local).map_err(|_| {
         OpenAiError::invalid(
             "X-Concierge-Session",
             "the session id cannot be sent back in a header; use letters, digits, '-', '_' or '.'",

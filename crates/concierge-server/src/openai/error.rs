@@ -110,6 +110,8 @@ impl From<concierge::Error> for OpenAiError {
             concierge::Error::SessionBusy { .. }
             | concierge::Error::Rejected(concierge::core::StepError::RunInProgress { .. }) => Some("session_busy"),
             concierge::Error::Rejected(concierge::core::StepError::SessionEnded) => Some("session_ended"),
+            concierge::Error::EngineUnavailable { .. } => Some("engine_unavailable"),
+            concierge::Error::WorkerCatalogMismatch { .. } => Some("worker_catalog_mismatch"),
             _ => None,
         };
         let out = Self::from(ApiError::from(error));
@@ -123,12 +125,19 @@ impl From<concierge::Error> for OpenAiError {
 impl IntoResponse for OpenAiError {
     fn into_response(self) -> Response {
         let too_many = self.status == StatusCode::TOO_MANY_REQUESTS;
+        let unavailable = self.status == StatusCode::SERVICE_UNAVAILABLE;
         let mut response = (self.status, Json(self.body)).into_response();
         if too_many {
             // A place frees up as soon as one of the tenant's runs stops.
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
                 axum::http::HeaderValue::from_static("1"),
+            );
+        } else if unavailable {
+            // As the HTTP API says it: the engine may be back by then.
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from_static(crate::http::error::RETRY_UNAVAILABLE_SECS),
             );
         }
         response

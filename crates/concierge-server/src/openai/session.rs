@@ -18,8 +18,10 @@ pub const SESSION_HEADER: &str = "x-concierge-session";
 /// A request's session, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conversation {
-    /// The session's id.
+    /// The session's id (in the caller's tenant's id space).
     pub id: SessionId,
+    /// What the client calls the session (the `X-Concierge-Session` it sent or gets back).
+    pub local: String,
     /// Whether the session has no history yet (the request's earlier
     /// messages become its history).
     pub new: bool,
@@ -43,8 +45,10 @@ pub async fn resolve(
         Some(value) => Some(check_id(value)?),
     };
     let Some(id) = named else {
+        let local = state.new_session_id()?;
         return Ok(Conversation {
-            id: SessionId::new(state.new_session_id()),
+            id: caller.session_id(&local),
+            local,
             new: true,
             agent: agent_for(target, None),
         });
@@ -60,7 +64,8 @@ pub async fn resolve(
         Err(error) => return Err(error.into()),
     };
     Ok(Conversation {
-        id: SessionId::new(id),
+        id: caller.session_id(&id),
+        local: id,
         new,
         agent: agent_for(target, None),
     })
@@ -98,7 +103,7 @@ pub async fn start(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = caller.options(conversation.id.as_str());
+    let options = caller.options_for(conversation.id.clone());
     let handle = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
         None => state.rt.start(messages, options).await,
@@ -126,7 +131,7 @@ pub async fn run(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = caller.options(conversation.id.as_str());
+    let options = caller.options_for(conversation.id.clone());
     let output = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.run(messages, options).await,
         None => state.rt.send(messages, options).await,

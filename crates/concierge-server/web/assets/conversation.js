@@ -1,6 +1,6 @@
 // The conversation: a session's events drawn as messages, tool cards,
 // confirmations, choices and handoff dividers. Child runs (agents called
-// as tools, whose events carry the session `<parent>.<call>`) are drawn
+// as tools, whose events carry the session `<parent>:<call>`) are drawn
 // inside their call's card.
 
 import { h, append, clear, show, humanize, duration } from './dom.js';

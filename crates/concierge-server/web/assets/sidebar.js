@@ -51,20 +51,12 @@ export function drawGoals(list, goals, onPick, compact) {
   }
 }
 
-/** The sessions worth listing: not child runs (`<parent>.<call>` of a listed parent). */
-function topLevel(sessions) {
-  const ids = new Set(sessions.map((s) => s.id));
-  return sessions.filter((s) => {
-    const dot = s.id.lastIndexOf('.');
-    return dot < 0 || !ids.has(s.id.slice(0, dot));
-  });
-}
-
 /** Draws the session list; `onOpen(id)` switches to one. */
 export async function drawSessions(list, current, onOpen) {
   let sessions;
   try {
-    sessions = topLevel((await api.sessions()).sessions ?? []);
+    // The server lists conversations only (child runs are reached through them).
+    sessions = (await api.sessions()).sessions ?? [];
   } catch (error) {
     clear(list).append(h('li', { class: 'empty' }, error.message));
     return;

@@ -124,6 +124,17 @@ async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> crate
         let started = engine.start(child, start, setup.clone()).await?;
         return started.stop.output().await;
     };
+    // Only the child this very call started answers it: a session by the
+    // child's name that another call (or anyone else) made is not it.
+    let linked = session
+        .parent()
+        .is_some_and(|p| p.session == call.parent.session && p.call_id == call.parent.call_id)
+        && session.tenant() == call.tenant.as_deref();
+    if !linked {
+        return Err(Error::RunStartFailed(format!(
+            "session {child} is not the child run of this call; it was not started by it"
+        )));
+    }
     if let Some(forward) = &call.answer {
         let waits_on = session
             .pending_confirmation()

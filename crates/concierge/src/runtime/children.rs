@@ -13,7 +13,7 @@ use concierge_core::{CallId, Event, EventId, EventKind, SessionId};
 use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 
-use super::cursor::{ChildPlace, StreamCursor};
+use super::cursor::{ChildPlace, StreamCursor, child_of, relative_to};
 use crate::engine::Engine;
 use crate::error::Result;
 
@@ -40,10 +40,10 @@ pub(crate) fn follow(
     // where it was in each, with the stops it saw that the parent has not
     // answered yet.
     for (child, place) in cursor.child_sessions(&root) {
-        let Some((parent, call)) = child.as_str().rsplit_once('.') else {
+        let Some((parent, call)) = child.parent_and_call() else {
             continue;
         };
-        merged.adopt(SessionId::new(parent), CallId::new(call), child.clone(), place);
+        merged.adopt(parent, call, child.clone(), place);
     }
     Box::pin(merged)
 }
@@ -102,13 +102,9 @@ impl Merged {
         });
     }
 
-    /// `child`'s session named after the subscribed one's (`call_1.call_3`).
+    /// How a cursor names `child`, below the subscribed session (`call_1.call_3`).
     fn relative(&self, child: &SessionId) -> Option<String> {
-        child
-            .as_str()
-            .strip_prefix(self.root.as_str())
-            .and_then(|rest| rest.strip_prefix('.'))
-            .map(str::to_string)
+        relative_to(&self.root, child)
     }
 
     /// `event` is returned: the cursor moves past it.
@@ -130,7 +126,7 @@ impl Merged {
         }
         let root = self.root.clone();
         for (relative, place) in self.cursor.children.iter_mut() {
-            let child = SessionId::new(format!("{root}.{relative}"));
+            let child = child_of(&root, relative);
             place.stops = self.stops.get(&child).copied().unwrap_or_default().min(u32::MAX - 1);
         }
         Poll::Ready(Some(Ok((event, self.cursor.clone()))))
@@ -175,7 +171,7 @@ impl Merged {
         );
         if stop {
             if let Some(n) = self.stops.get_mut(&event.session) {
-                *n += 1;
+                *n = n.saturating_add(1);
             }
         }
     }

@@ -4,7 +4,10 @@
 //! yet. Written as one string (an SSE `Last-Event-ID`): `12` when no child
 //! is open, `12;call_1=5.2/1;call_1.call_3=2/0` otherwise (each child named
 //! by its session after the subscribed one's, `=` its last event, `/` the
-//! stops shown).
+//! stops shown). A child's session is `<parent>:<call>`
+//! ([`SessionId::child`]); the cursor names it by its calls from the
+//! subscribed session, joined by `.` (`call_1.call_3` is
+//! `<subscribed>:call_1:call_3`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -56,11 +59,29 @@ impl StreamCursor {
         let mut children: Vec<_> = self
             .children
             .iter()
-            .map(|(relative, place)| (SessionId::new(format!("{root}.{relative}")), *place))
+            .map(|(relative, place)| (child_of(root, relative), *place))
             .collect();
         children.sort_by_key(|(session, _)| session.as_str().matches('.').count());
         children
     }
+}
+
+/// The session of `root`'s descendant named `relative` (`call_1.call_3`).
+pub(crate) fn child_of(root: &SessionId, relative: &str) -> SessionId {
+    let mut id = root.as_str().to_string();
+    for call in relative.split('.') {
+        id.push(SessionId::CHILD_SEPARATOR);
+        id.push_str(call);
+    }
+    SessionId::new(id)
+}
+
+/// How `root`'s descendant `child` is named in a cursor (`call_1.call_3`);
+/// `None` if `child` is not below `root`.
+pub(crate) fn relative_to(root: &SessionId, child: &SessionId) -> Option<String> {
+    let rest = child.as_str().strip_prefix(root.as_str())?;
+    let rest = rest.strip_prefix(SessionId::CHILD_SEPARATOR)?;
+    Some(rest.replace(SessionId::CHILD_SEPARATOR, "."))
 }
 
 impl fmt::Display for StreamCursor {
@@ -147,6 +168,27 @@ mod tests {
             .into_iter()
             .map(|(s, _)| s.to_string())
             .collect();
-        assert_eq!(sessions, ["s.1.call_1", "s.1.call_1.call_2"]);
+        assert_eq!(sessions, ["s.1:call_1", "s.1:call_1:call_2"]);
+        let child = SessionId::new("s.1:call_1:call_2");
+        assert_eq!(
+            relative_to(&SessionId::new("s.1"), &child).as_deref(),
+            Some("call_1.call_2")
+        );
+        assert_eq!(relative_to(&SessionId::new("s"), &child), None);
+    }
+
+    #[test]
+    fn places_past_what_a_store_can_hold_are_refused() {
+        for text in [
+            "18446744073709551615",
+            "9223372036854775808",
+            "12.4294967295",
+            "12;call_1=18446744073709551615/0",
+            "12;call_1=5/4294967296",
+        ] {
+            assert!(text.parse::<StreamCursor>().is_err(), "{text:?}");
+        }
+        let last: StreamCursor = "9223372036854775807".parse().unwrap();
+        assert_eq!(last.root, EventId::durable(EventId::MAX_SEQ));
     }
 }

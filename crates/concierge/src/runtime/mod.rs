@@ -1056,7 +1056,7 @@ impl Runtime {
         let Some(asking) = asking else {
             return Ok(cursor);
         };
-        let Some(relative) = asking.as_str().strip_prefix(&format!("{root}.")).map(str::to_string) else {
+        let Some(relative) = cursor::relative_to(&root, &asking) else {
             return Ok(cursor);
         };
         // Each session from the root's child down to the one asking is open,
@@ -1067,10 +1067,31 @@ impl Runtime {
                 path.push('.');
             }
             path.push_str(part);
-            let child = self.session(SessionId::new(format!("{root}.{path}"))).await?;
+            let child = self.session(cursor::child_of(&root, &path)).await?;
             cursor.open_child(path.clone(), EventId::durable(child.last_seq()), 1);
         }
         Ok(cursor)
+    }
+
+    /// Checks that the child runs `cursor` names are `session`'s own:
+    /// sessions that its calls started (and theirs), of its tenant. A front
+    /// door checks a cursor a client sent before following it.
+    pub async fn check_cursor(&self, session: &SessionId, cursor: &StreamCursor) -> Result<()> {
+        let root = self.session(session.clone()).await?;
+        for (child, _) in cursor.child_sessions(session) {
+            let state = match self.engine_or_err()?.session(child.clone()).await? {
+                Some(state) => state,
+                None => return Err(Error::NoSuchChildRun(child_name(session, &child))),
+            };
+            let parent = child.parent_and_call().map(|(parent, _)| parent);
+            let linked = state
+                .parent()
+                .is_some_and(|p| Some(&p.session) == parent.as_ref() && state.tenant() == root.tenant());
+            if !linked {
+                return Err(Error::NoSuchChildRun(child_name(session, &child)));
+            }
+        }
+        Ok(())
     }
 
     /// The session's events after `cursor` with its child runs' merged in,
@@ -1163,11 +1184,16 @@ fn join<T: std::fmt::Display>(items: Vec<T>) -> String {
     items.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
 }
 
+/// How a cursor names `root`'s descendant `child` (for an error message).
+fn child_name(root: &SessionId, child: &SessionId) -> String {
+    cursor::relative_to(root, child).unwrap_or_else(|| child.to_string())
+}
+
 /// Ends the child runs still under way below `session` (agents it called
 /// as tools, and theirs): nothing is left waiting for a person who has
 /// left. A child that cannot be ended now is left to its own course.
 async fn end_children(engine: &dyn Engine, session: &SessionId) {
-    let prefix = format!("{session}.");
+    let prefix = format!("{session}{}", SessionId::CHILD_SEPARATOR);
     let Ok(all) = engine.sessions().await else {
         return;
     };

@@ -72,7 +72,7 @@ pub async fn a_router_answers_a_compound_statement_once_with_each_specialists_pa
     assert_eq!(out.agent, "router", "the router keeps the conversation");
 
     // The children are sessions of their own, linked to the router's calls.
-    let child = rt.session("s1.call_1").await.unwrap();
+    let child = rt.session("s1:call_1").await.unwrap();
     assert_eq!(child.parent().map(|p| p.call_id.as_str()), Some("call_1"));
     assert_eq!(child.agent(), "notes");
 
@@ -88,7 +88,7 @@ pub async fn a_router_answers_a_compound_statement_once_with_each_specialists_pa
     assert!(seen.iter().any(|e| matches!(e.kind, EventKind::ChildStarted { .. })));
     let child_finished = seen
         .iter()
-        .filter(|e| e.session == "s1.call_1" && matches!(e.kind, EventKind::RunFinished { .. }))
+        .filter(|e| e.session == "s1:call_1" && matches!(e.kind, EventKind::RunFinished { .. }))
         .count();
     assert_eq!(child_finished, 1, "the child's run, in the parent's stream");
     rt.shutdown().await;
@@ -118,7 +118,7 @@ pub async fn a_specialists_choice_and_confirmation_reach_the_person_through_the_
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
     let pending = out.pending_confirmation.clone().unwrap();
     assert_eq!(pending.message, "I'll remove Jane. Proceed?");
-    assert_eq!(pending.session.as_ref().map(|s| s.as_str()), Some("s3.call_1"));
+    assert_eq!(pending.session.as_ref().map(|s| s.as_str()), Some("s3:call_1"));
     // A structured answer quoting the child's call works through the router.
     let out = rt.answer(&pending, "s3", true).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
@@ -197,7 +197,7 @@ pub async fn a_prompt_template_and_a_prompt_builder_write_the_childs_message(eng
         out.reply.as_deref(),
         Some("Logged the note for contact 2: the deck is out.")
     );
-    let child = rt.history("t1.call_1").await.unwrap();
+    let child = rt.history("t1:call_1").await.unwrap();
     assert_eq!(child[0].text(), "note about Mike: the deck is out", "from the template");
 
     let rt = Runtime::builder()
@@ -306,7 +306,7 @@ pub async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_ev
     let sessions: std::collections::BTreeSet<&str> = full.iter().map(|((s, _, _), _)| s.as_str()).collect();
     assert_eq!(
         sessions.into_iter().collect::<Vec<_>>(),
-        ["s6", "s6.call_1", "s6.call_2"]
+        ["s6", "s6:call_1", "s6:call_2"]
     );
     assert!(
         full.iter().any(|(_, cursor)| cursor.has_children()),
@@ -326,7 +326,7 @@ pub async fn a_subscriber_that_stops_anywhere_in_a_childs_events_resumes_with_ev
         got.sort();
         assert_eq!(got, expected, "resumed after {written}: every later event, once");
         // Each session's events in their own order.
-        for session in ["s6", "s6.call_1", "s6.call_2"] {
+        for session in ["s6", "s6:call_1", "s6:call_2"] {
             let order = |events: &[(String, String, String)]| -> Vec<String> {
                 events.iter().filter(|e| e.0 == session).map(|e| e.1.clone()).collect()
             };
@@ -342,9 +342,9 @@ pub async fn ending_the_router_ends_the_specialist_waiting_under_it(engine: &Eng
     let rt = runtime(engine, &log).await;
     let out = rt.send("remove Jane", opts("s7")).await.unwrap();
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
-    assert!(rt.session("s7.call_1").await.unwrap().active_run().is_some());
+    assert!(rt.session("s7:call_1").await.unwrap().active_run().is_some());
     rt.end("s7", "the person left").await.unwrap();
-    let child = rt.session("s7.call_1").await.unwrap();
+    let child = rt.session("s7:call_1").await.unwrap();
     assert!(child.is_ended(), "the specialist's parked run is cancelled too");
     assert!(child.active_run().is_none());
     assert!(log.lock().unwrap().is_empty(), "nothing was removed");

@@ -145,9 +145,9 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
         .await
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    let child = rt.session("s1.call_1").await.unwrap();
+    let child = rt.session("s1:call_1").await.unwrap();
     assert_eq!(child.tenant(), Some("acme"));
-    let listed = listed(&rt, &["s1", "s1.call_1"]).await;
+    let listed = listed(&rt, &["s1", "s1:call_1"]).await;
     assert!(listed.iter().all(|s| s.tenant.as_deref() == Some("acme")), "{listed:?}");
 
     let seen: Vec<_> = events
@@ -170,7 +170,7 @@ pub async fn a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what
     assert_eq!(
         changed,
         [(
-            "s1.call_1".to_string(),
+            "s1:call_1".to_string(),
             "save_note".to_string(),
             vec!["notes".to_string()]
         )],
