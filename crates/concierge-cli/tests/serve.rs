@@ -1,5 +1,6 @@
 //! `concierge serve` through the binary: loopback only without tokens,
-//! `/healthz` answers, `/metrics` counts runs, SIGTERM stops it cleanly.
+//! `/healthz` answers, `/metrics` counts runs, SIGTERM stops it cleanly, and
+//! `[server]`'s names and timeouts take effect.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -182,4 +183,60 @@ fn a_malformed_token_hash_in_the_config_is_a_clear_error() {
         err.contains("malformed hash") && err.contains("concierge token new"),
         "{err}"
     );
+}
+
+/// The status line of a GET to `addr` that names `host` as its Host.
+#[cfg(unix)]
+fn status_as(addr: &str, host: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response.lines().next().unwrap_or_default().to_string()
+}
+
+#[cfg(unix)]
+#[test]
+fn the_server_section_s_names_and_timeouts_take_effect() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("concierge.toml"),
+        "[server]\nallowed_hosts = [\"chat.example.com\"]\nheader_read_timeout_secs = 1\nidle_timeout_secs = 1\nmax_connections = 64\n",
+    )
+    .unwrap();
+    let (mut child, addr) = serve(dir.path());
+    assert!(status_as(&addr, &addr, "/api/v1/sessions").contains("200"));
+    assert!(status_as(&addr, "chat.example.com", "/api/v1/sessions").contains("200"));
+    assert!(status_as(&addr, "evil.example", "/api/v1/sessions").contains("421"));
+    // A connection that sends nothing is closed by the server.
+    let mut silent = TcpStream::connect(&addr).unwrap();
+    silent
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let mut buf = [0u8; 16];
+    assert_eq!(silent.read(&mut buf).unwrap(), 0, "closed by the server");
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[test]
+fn a_malformed_cors_origin_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("concierge.toml"),
+        "[server]\ncors_origins = [\"app.example.com\"]\n",
+    )
+    .unwrap();
+    let out = concierge(dir.path())
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty(), "no URL is printed");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("\"app.example.com\"") && err.contains("https://"), "{err}");
 }

@@ -492,7 +492,7 @@ async fn a_stream_cursor_cannot_name_another_tenants_session_as_a_child_run() {
     assert_eq!(status, StatusCode::CREATED);
 
     // The cursor's child part names acme's session below globex's `crm`:
-    // refused, in the query, in the header, with the token in the query.
+    // not found, in the query, in the header, with the token in the query.
     let attempts = [
         (
             server
@@ -524,7 +524,7 @@ async fn a_stream_cursor_cannot_name_another_tenants_session_as_a_child_run() {
         let response = request.send().await.unwrap();
         let status = response.status();
         let body = response.text().await.unwrap();
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
         assert!(!body.contains("1234"), "acme's text leaked: {body}");
         let body: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(body["field"], field, "{body}");

@@ -57,8 +57,15 @@ pub async fn connect(config: &TemporalConfig) -> Result<Client> {
     };
     let failed = |error: temporalio_client::errors::ClientConnectError| {
         use temporalio_client::errors::ClientConnectError;
+        // (A TLS handshake that fails is no silence: said as it is.)
+        let tls = {
+            let said = format!("{error:?}").to_ascii_lowercase();
+            ["certificate", "tls", "handshake"]
+                .iter()
+                .any(|word| said.contains(word))
+        };
         match error {
-            ClientConnectError::TonicTransportError(_) => {
+            ClientConnectError::TonicTransportError(_) if !tls => {
                 tracing::debug!(%error, address = %config.address, "the Temporal server does not answer");
                 unavailable(config)
             }

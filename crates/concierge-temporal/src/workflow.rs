@@ -212,11 +212,12 @@ impl SessionWorkflow {
             .collect()
     }
 
-    /// Why this worker refuses a session a client of another catalog
-    /// created (`missing`: the client's agents it does not have).
-    fn foreign_refusal(&self, missing: Vec<AgentId>) -> Refusal {
+    /// Why this worker (on task queue `queue`) refuses a session a client
+    /// of another catalog created (`missing`: the client's agents it does
+    /// not have).
+    fn foreign_refusal(&self, queue: String, missing: Vec<AgentId>) -> Refusal {
         Refusal::WorkerCatalogMismatch {
-            queue: self.config.sessions_queue(),
+            queue,
             missing,
             theirs: self.catalogs.current().catalog.agent_ids(),
         }
@@ -916,9 +917,12 @@ impl SessionWorkflow {
         // marker): a replay on any worker comes to the same.
         let missing = ctx.state(|w| w.missing_agents(&begin.agents));
         if (ctx.is_replaying() || !missing.is_empty()) && ctx.patched(FOREIGN_CATALOG) {
-            let refusal = ctx.state(|w| w.foreign_refusal(missing));
+            let queue = ctx.task_queue().to_string();
+            let refusal = ctx.state(|w| w.foreign_refusal(queue, missing));
             let why = concierge::Error::from(refusal.clone()).to_string();
-            tracing::warn!(session = %begin.session, "{why}");
+            if !ctx.is_replaying() {
+                tracing::warn!(session = %begin.session, "{why}");
+            }
             ctx.state_mut(|w| {
                 w.st.id.get_or_insert(begin.session);
                 w.st.foreign = Some(refusal);

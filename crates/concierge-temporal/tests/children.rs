@@ -47,7 +47,7 @@ async fn a_specialist_runs_in_a_child_workflow_that_answers_its_caller_across_a_
         let pending = out.pending_confirmation.clone().unwrap();
         assert_eq!(pending.message, format!("I'll remove {who}. Proceed?"));
         let child = pending.session.clone().unwrap();
-        assert_eq!(child.as_str(), format!("p1.call_{}", turn + 1));
+        assert_eq!(child.as_str(), format!("p1:call_{}", turn + 1));
 
         // The child session is a child workflow of the router's session,
         // found by the same tenant, under its own agent.

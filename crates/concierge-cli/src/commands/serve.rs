@@ -74,24 +74,7 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
         })?),
         None => None,
     };
-    let listener = tokio::net::TcpListener::bind(args.addr)
-        .await
-        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
-    println!("http://{local}/");
-    let who = if tokens.is_empty() {
-        "on this machine only (no API tokens are configured)".to_string()
-    } else {
-        format!(
-            "to holders of its {} API token(s) (Authorization: Bearer <token>)",
-            server.tokens.len()
-        )
-    };
-    eprintln!(
-        "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), {who}; at most {max_runs} runs in progress per tenant; Ctrl-C stops"
-    );
+    let open = tokens.is_empty();
     let mut api = HttpApi::new(rt.clone())
         .body_limit(args.body_limit)
         .tokens(tokens)
@@ -106,15 +89,36 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     if let Some(metrics) = metrics {
         api = api.metrics(metrics);
     }
-    if let Some(addr) = metrics_addr {
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|e| Error::InvalidConfig(format!("cannot listen on {addr} for /metrics: {e}")))?;
-        let local = listener
-            .local_addr()
-            .map_err(|e| Error::InvalidConfig(format!("cannot listen on {addr} for /metrics: {e}")))?;
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
+    let metrics_local = match metrics_addr {
+        Some(addr) => {
+            let cannot = |e: std::io::Error| Error::InvalidConfig(format!("cannot listen on {addr} for /metrics: {e}"));
+            let listener = tokio::net::TcpListener::bind(addr).await.map_err(cannot)?;
+            let local = listener.local_addr().map_err(cannot)?;
+            api = api.metrics_listener(listener);
+            Some(local)
+        }
+        None => None,
+    };
+    println!("http://{local}/");
+    let who = if open {
+        "on this machine only (no API tokens are configured)".to_string()
+    } else {
+        format!(
+            "to holders of its {} API token(s) (Authorization: Bearer <token>)",
+            server.tokens.len()
+        )
+    };
+    eprintln!(
+        "serving the concierge API at http://{local}/api/v1 (described at http://{local}/openapi.json), {who}; at most {max_runs} runs in progress per tenant; Ctrl-C stops"
+    );
+    if let Some(local) = metrics_local {
         eprintln!("serving /metrics without a token at http://{local}/metrics");
-        api = api.metrics_listener(listener);
     }
     // Workers of this process that stop by themselves (Temporal) stop the
     // server too: without them its runs would wait for nobody.

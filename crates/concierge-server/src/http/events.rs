@@ -63,7 +63,7 @@ pub struct EventsQuery {
     responses(
         (status = 200, description = "Server-Sent Events: `id` is the place in the stream, `event` the kind, `data` the event as JSON", content_type = "text/event-stream", body = SseMessage),
         (status = 400, description = "Last-Event-ID (or after) is not an event id", body = ErrorBody),
-        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 404, description = "No such session, or the position names a child run the session does not have", body = ErrorBody),
     )
 )]
 pub async fn events(
@@ -85,7 +85,8 @@ pub async fn events(
     let cursor = header.or(query).unwrap_or_default();
     let session = state.session_of(&caller, &id).await?;
     let root = session.id().clone();
-    // The child runs a cursor names must be this session's own.
+    // The child runs a cursor names must be this session's own: one it
+    // does not have is not found, as another tenant's session is not.
     if let Err(error) = state.rt.check_cursor(&root, &cursor).await {
         let field = if headers.contains_key(LAST_EVENT_ID) {
             "Last-Event-ID"
@@ -93,7 +94,7 @@ pub async fn events(
             "after"
         };
         return Err(ApiError::field(
-            StatusCode::BAD_REQUEST,
+            StatusCode::NOT_FOUND,
             field,
             format!("{field}: {error}"),
         ));
