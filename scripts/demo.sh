@@ -11,15 +11,18 @@ cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-$PWD/target}
 bin=$target/debug/concierge
 
-# A debug build: it skips the optimiser, so it compiles much sooner than a
-# release build, and one person's chat does not notice the difference.
+# One debug build of the two programs the demo runs: it skips the optimiser,
+# so it compiles much sooner than a release build, and one person's chat does
+# not notice the difference.
+# - concierge, without the Temporal engine (--no-default-features: its SDK is
+#   about a third of a cold build, and the demo runs on the embedded engine);
+# - concierge-orders, the orders goal's MCP server: examples/assistant/agents/orders.toml
+#   names it as `concierge-orders`, the program beside the running concierge.
 if [[ ! -x $bin ]]; then
-  echo "Building concierge: the first build compiles every dependency and takes several minutes" >&2
-  echo "(about 5 minutes on 2 cores); later runs start at once." >&2
+  echo "Building concierge: the first build compiles every dependency and takes a few minutes" >&2
+  echo "(about 4 minutes on 2 cores); later runs start at once." >&2
 fi
-# The orders goal's MCP server (examples/assistant/agents/orders.toml starts
-# it with `cargo run`) is built now too, so its first question does not wait.
-cargo build --locked -p concierge-cli -p concierge-orders
+cargo build --locked --no-default-features -p concierge-cli -p concierge-orders
 
 cd examples/assistant
 echo "Starting the assistant; open the address below in a browser (Ctrl-C stops):" >&2

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Schemathesis (PyPI, installed by scripts/setup-schemathesis.sh) against a
 # real `concierge serve` on a free loopback port, over a copy of
-# examples/assistant in a temporary directory under target/ (inside the
-# workspace, so the orders agent's `cargo run` MCP server starts); the server
-# is stopped at the end.
+# examples/assistant (and the examples it borrows agents from, without the
+# databases using them left there) in a temporary directory under target/;
+# the orders agent's MCP server is the concierge-orders program beside
+# `concierge` (cargo builds both into the same directory). The server is
+# stopped at the end.
 #
 # Checks: all of them (`--checks all`), because each one is a promise of the
 # API: no 5xx (not_a_server_error); only documented status codes, content
@@ -20,8 +22,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CONCIERGE_CACHE=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
 schemathesis=$(scripts/setup-schemathesis.sh)
-# CONCIERGE_BIN: a `concierge` already built (scripts/test.sh passes the one
-# `cargo test` built); otherwise it is built here.
+# CONCIERGE_BIN: a `concierge` already built, with concierge-orders beside
+# it (scripts/test.sh passes the one `cargo test --workspace` built);
+# otherwise both are built here.
 bin=${CONCIERGE_BIN:-}
 if [[ -z $bin ]]; then
   cargo build --locked --quiet -p concierge-cli -p concierge-orders
@@ -30,7 +33,14 @@ fi
 
 mkdir -p target
 work=$(mktemp -d "$PWD/target/schemathesis.XXXXXX")
-cp -r examples/assistant examples/tasks examples/crm "$work/"
+# Never the SQLite files (and their -wal/-shm/-journal) that using the
+# examples leaves in them: the run starts from the examples' sources only.
+tar -C examples --exclude='*.db' --exclude='*.db-wal' --exclude='*.db-shm' --exclude='*.db-journal' \
+  -cf - assistant tasks crm | tar -C "$work" -xf -
+if [[ ! -x $(dirname "$bin")/concierge-orders ]]; then
+  echo "no concierge-orders beside $bin (the orders goal's MCP server): build it with cargo build --workspace" >&2
+  exit 1
+fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 (cd "$work/assistant" && exec "$bin" serve --addr "127.0.0.1:$port") >"$work/server.log" 2>&1 &
 server=$!
@@ -52,8 +62,8 @@ for _ in range(120):
         time.sleep(0.5)
 else:
     sys.exit(1)
-# One question for the orders goal starts its MCP server (`cargo run`), so
-# that no request under test waits for it.
+# One question for the orders goal starts its MCP server, so that no
+# request under test waits for it.
 def post(path, body):
     request = urllib.request.Request(base + path, json.dumps(body).encode(), {"content-type": "application/json"})
     return json.load(urllib.request.urlopen(request, timeout=300))

@@ -160,6 +160,12 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
     }
 }
 
+/// A `tools_status` event (an MCP server a run waits for) as a line:
+/// "(starting the orders tools…)".
+pub fn tools_status(message: &str) -> String {
+    format!("({})", clean(message))
+}
+
 /// A history message for people (cleaned for the terminal).
 pub fn message(m: &Message) -> String {
     clean(&message_text(m))

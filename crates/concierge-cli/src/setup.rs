@@ -1,6 +1,6 @@
 //! Turns flags, environment and `concierge.toml` into a runtime.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use concierge::config::{Config, EngineKind, build_model, load_agents};
@@ -93,9 +93,14 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     let config = &resolved.config;
     let mut agents = concierge_demo::agents();
     let mut servers = config.mcp_servers.clone();
+    let mut paths = config.paths.clone();
     for dir in config.agents_dir.iter().chain(&config.agents_dirs) {
         let files = load_agents(dir)?;
         agents.extend(files.agents);
+        for (name, path) in files.paths {
+            // concierge.toml's own [paths] win over the agent files'.
+            paths.entry(name).or_insert(path);
+        }
         for (name, server) in files.mcp_servers {
             if servers.insert(name.clone(), server).is_some() {
                 return Err(concierge::Error::InvalidConfig(format!(
@@ -107,6 +112,10 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     let mut builder = Runtime::builder().label(label).log_prompts(config.log_prompts);
     match config.engine.unwrap_or_default() {
         EngineKind::Embedded => {
+            #[cfg(not(feature = "temporal"))]
+            if workers != WorkerSet::None {
+                return Err(concierge::Error::InvalidConfig(NO_TEMPORAL.into()));
+            }
             if workers != WorkerSet::None {
                 return Err(concierge::Error::InvalidConfig(
                     "Temporal workers run only with the Temporal engine: set engine = \"temporal\" and a [temporal] section in concierge.toml (or CONCIERGE_ENGINE=temporal)".into(),
@@ -127,7 +136,12 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     for (name, server) in servers {
         builder = builder.mcp_server(name, server);
     }
-    for set in concierge_demo::toolsets() {
+    // The demo domains' files: the ones [paths] names (relative to the file
+    // that names them), the rest next to the engine's database.
+    let demo_paths =
+        concierge_demo::DemoPaths::in_dir(resolved.db.parent().unwrap_or_else(|| Path::new(""))).named(paths);
+    demo_paths.check().map_err(concierge::Error::InvalidConfig)?;
+    for set in concierge_demo::toolsets_with(&demo_paths) {
         builder = builder.toolset(set);
     }
     if let Some(reference) = &resolved.model {
@@ -212,6 +226,13 @@ fn temporal(
     Ok(builder.engine(Temporal::new(settings).workers(workers)))
 }
 
+/// What a `concierge` built without the `temporal` feature says when asked
+/// for the Temporal engine or its workers.
+#[cfg(not(feature = "temporal"))]
+pub const NO_TEMPORAL: &str = "this concierge was built without the Temporal engine (scripts/demo.sh leaves it out, \
+     so that the demo builds sooner): build it with `cargo build --locked -p concierge-cli --features temporal` \
+     (the feature is on unless --no-default-features is given)";
+
 /// Without the `temporal` feature, the Temporal engine is a clear error.
 #[cfg(not(feature = "temporal"))]
 fn temporal(
@@ -220,9 +241,9 @@ fn temporal(
     _: &[concierge::AgentSpec],
     _: WorkerSet,
 ) -> Result<concierge::RuntimeBuilder> {
-    Err(concierge::Error::InvalidConfig(
-        "this concierge was built without the Temporal engine: build it with the `temporal` feature (the default), or set engine = \"embedded\"".into(),
-    ))
+    Err(concierge::Error::InvalidConfig(format!(
+        "{NO_TEMPORAL}, or set engine = \"embedded\""
+    )))
 }
 
 /// The output of `session`'s run if this process resumed it when it opened

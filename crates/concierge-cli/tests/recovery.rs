@@ -90,3 +90,115 @@ fn a_killed_run_survives_a_read_only_command_without_a_model_and_finishes_with_o
     );
     assert_eq!(shown.matches("tell me about numbers").count(), 1, "{shown}");
 }
+
+/// `concierge serve` with the held model on a free loopback port in `dir`;
+/// the process and its address.
+fn serve_with(dir: &Path, model: &held_model::Model) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = concierge(dir)
+        .args(["--model", "openai:m", "--base-url", model.url.as_str()])
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut url = String::new();
+    stdout.read_line(&mut url).unwrap();
+    let addr = url
+        .trim()
+        .strip_prefix("http://")
+        .and_then(|rest| rest.strip_suffix('/'))
+        .unwrap_or_else(|| panic!("the first line is the URL: {url:?}"))
+        .to_string();
+    (child, addr)
+}
+
+/// A JSON request on a fresh connection; the status and the body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no status in {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn a_second_server_takes_over_a_killed_servers_session_and_answers_the_queued_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model();
+    // Two servers on one database, as behind a load balancer.
+    let (mut first, a) = serve_with(dir.path(), &model);
+    let (mut second, b) = serve_with(dir.path(), &model);
+
+    let (status, body) = http(&a, "POST", "/api/v1/sessions", r#"{"id":"s","agent":"calculator"}"#);
+    assert_eq!(status, 201, "{body}");
+    let (status, body) = http(
+        &a,
+        "POST",
+        "/api/v1/sessions/s/messages",
+        r#"{"text":"tell me about numbers"}"#,
+    );
+    assert_eq!(status, 202, "{body}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while model.seen.load(Ordering::SeqCst) == 0 {
+        assert!(Instant::now() < deadline, "the run never called its model");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The first server dies with the run in flight.
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    // A message to the other server waits behind the killed run (which it
+    // takes over and finishes) instead of being refused.
+    let queued = std::thread::spawn(move || {
+        http(
+            &b,
+            "POST",
+            "/api/v1/sessions/s/messages?wait=true",
+            r#"{"text":"thanks"}"#,
+        )
+    });
+    // The other server took the killed run over: its model call is made again.
+    while model.seen.load(Ordering::SeqCst) < 2 {
+        assert!(Instant::now() < deadline, "the killed run was not taken over");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    model.hold.store(false, Ordering::SeqCst);
+    let (status, body) = queued.join().unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""reply":"All done.""#), "{body}");
+    assert!(body.contains(r#""status":"completed""#), "{body}");
+    second.kill().unwrap();
+    second.wait().unwrap();
+
+    // Each message once, each answered, in order: nothing lost, nothing doubled.
+    let history = run(concierge(dir.path()).args(["history", "s"]));
+    let shown = text(&history.stdout);
+    assert_eq!(shown.matches("tell me about numbers").count(), 1, "{shown}");
+    assert_eq!(shown.matches("thanks").count(), 1, "{shown}");
+    assert_eq!(shown.matches("All done.").count(), 2, "{shown}");
+    let first_turn = shown.find("tell me about numbers").unwrap();
+    let second_turn = shown.find("thanks").unwrap();
+    assert!(first_turn < second_turn, "{shown}");
+    assert_eq!(
+        model.seen.load(Ordering::SeqCst),
+        3,
+        "one call per turn, and the killed one again"
+    );
+}

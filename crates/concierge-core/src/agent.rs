@@ -76,6 +76,12 @@ pub struct AgentSpec {
     /// of that agent, and its reply is the call's result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agent_tools: Vec<AgentTool>,
+    /// What a message does that arrives while a run of a session with
+    /// this agent is working (`multitask = "enqueue"` in an agent file); a
+    /// request may say otherwise. Unset: queued for a caller that waits for
+    /// the answer, refused for one that does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multitask: Option<crate::Multitask>,
     /// The agent only reads: the catalog refuses to build it with a tool
     /// that is not read-only, and a run of it refuses any such call (tools
     /// discovered later included).
@@ -116,6 +122,7 @@ impl AgentSpec {
             intents: Intents::default(),
             finish_on: Vec::new(),
             agent_tools: Vec::new(),
+            multitask: None,
             read_only: false,
             writes: Vec::new(),
             history: HistoryPolicy::default(),
@@ -230,6 +237,12 @@ impl AgentSpec {
     /// Sets the intents the hub routes by.
     pub fn intents(mut self, intents: Intents) -> Self {
         self.intents = intents;
+        self
+    }
+
+    /// What a message does that arrives while a run of this agent works.
+    pub fn multitask(mut self, policy: crate::Multitask) -> Self {
+        self.multitask = Some(policy);
         self
     }
 

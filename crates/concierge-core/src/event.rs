@@ -225,6 +225,31 @@ pub enum EventKind {
         /// Why the session was ended, as the `end` input gave it.
         reason: String,
     },
+    /// A run waits for the tools of an MCP server (it is starting), or they
+    /// became ready, or they could not start. Live only, like model deltas:
+    /// it is about this process's server, not the conversation, so it is
+    /// never journaled and a replay does not bring it back. It is numbered
+    /// after the session's last durable event (`delta` from 1).
+    ToolsStatus {
+        /// The MCP server's name (its toolset's).
+        server: String,
+        /// Where the server is.
+        state: ToolsState,
+        /// What it means, as a sentence for people ("starting the orders tools…").
+        message: String,
+    },
+}
+
+/// Where an MCP server's tools are, for a [`EventKind::ToolsStatus`] event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolsState {
+    /// The server is starting; the run waits for its tools.
+    Starting,
+    /// The server's tools are ready; the run goes on.
+    Ready,
+    /// The server could not start; the run cannot use its tools.
+    Failed,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -336,6 +361,7 @@ impl EventKind {
             EventKind::DataChanged { .. } => "data_changed",
             EventKind::SessionOpened { .. } => "session_opened",
             EventKind::SessionEnded { .. } => "session_ended",
+            EventKind::ToolsStatus { .. } => "tools_status",
         }
     }
 }

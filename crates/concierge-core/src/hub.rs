@@ -275,11 +275,12 @@ impl Router {
     }
 
     fn rank(&self, text: &str, words: &[String], exclude: Option<&AgentId>) -> Ranked {
+        let spans = token_spans(text);
         let mut scored: Vec<(AgentId, f32)> = self
             .agents
             .iter()
             .filter(|a| Some(&a.agent) != exclude)
-            .map(|a| (a.agent.clone(), score(a, text, words)))
+            .map(|a| (a.agent.clone(), score(a, text, words, &spans)))
             .filter(|(_, s)| *s >= THRESHOLD)
             .collect();
         scored.sort_by(|a, b| b.1.total_cmp(&a.1));
@@ -356,16 +357,30 @@ fn compile(spec: &AgentSpec) -> Result<AgentIntents, String> {
 /// How well `text` fits an agent: one point per keyword (more for a
 /// phrase), two per pattern, up to two for the closest example, and one and
 /// a half for naming the agent.
-fn score(agent: &AgentIntents, text: &str, words: &[String]) -> f32 {
-    let mut total = 0.0;
+///
+/// Each word of the message is evidence for an agent once: a piece of
+/// evidence (strongest first) counts only when it covers a word nothing
+/// counted before did, so a keyword, a pattern and an example that all
+/// point at the same word ("PTO") weigh as much as that word, and a message
+/// that names two goals' words ("money and PTO") scores them about equally.
+fn score(agent: &AgentIntents, text: &str, words: &[String], spans: &[(usize, usize)]) -> f32 {
+    // (weight, the indices of the words it covers)
+    let mut evidence: Vec<(f32, Vec<usize>)> = Vec::new();
     for keyword in &agent.keywords {
-        if contains(words, keyword) {
-            total += if keyword.len() > 1 { 1.5 } else { 1.0 };
+        if let Some(at) = position(words, keyword) {
+            let weight = if keyword.len() > 1 { 1.5 } else { 1.0 };
+            evidence.push((weight, (at..at + keyword.len()).collect()));
         }
     }
     for pattern in &agent.patterns {
-        if pattern.is_match(text) {
-            total += 2.0;
+        if let Some(found) = pattern.find(text) {
+            let covered = spans
+                .iter()
+                .enumerate()
+                .filter(|(_, (start, end))| *start < found.end() && *end > found.start())
+                .map(|(i, _)| i)
+                .collect();
+            evidence.push((2.0, covered));
         }
     }
     let content = content_words(words);
@@ -373,15 +388,79 @@ fn score(agent: &AgentIntents, text: &str, words: &[String]) -> f32 {
         .examples
         .iter()
         .filter(|e| !e.is_empty())
-        .map(|e| e.iter().filter(|w| content.contains(w)).count() as f32 / e.len() as f32)
-        .fold(0.0f32, f32::max);
-    if best >= 0.5 {
-        total += 2.0 * best;
+        .map(|e| {
+            let shared = e.iter().filter(|w| content.contains(w)).count();
+            // One shared word of a longer example is a coincidence ("check"
+            // in "check out"), not a resemblance.
+            let fraction = if shared < 2 && e.len() > 1 {
+                0.0
+            } else {
+                shared as f32 / e.len() as f32
+            };
+            (fraction, e)
+        })
+        .fold((0.0f32, None), |best, (fraction, e)| {
+            if fraction > best.0 { (fraction, Some(e)) } else { best }
+        });
+    if let (fraction, Some(example)) = best {
+        if fraction >= 0.5 {
+            let covered = words
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| example.contains(w))
+                .map(|(i, _)| i)
+                .collect();
+            evidence.push((2.0 * fraction, covered));
+        }
     }
-    if agent.names.iter().any(|n| contains(words, n)) {
-        total += 1.5;
+    if let Some((at, len)) = agent
+        .names
+        .iter()
+        .filter(|n| !n.iter().all(|w| GENERIC_NAMES.contains(&w.as_str())))
+        .find_map(|n| position(words, n).map(|at| (at, n.len())))
+    {
+        evidence.push((1.5, (at..at + len).collect()));
+    }
+    evidence.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut claimed = vec![false; words.len()];
+    let mut total = 0.0;
+    for (weight, covered) in evidence {
+        let new = covered.is_empty() || covered.iter().any(|&i| !claimed.get(i).copied().unwrap_or(true));
+        if new {
+            total += weight;
+            for i in covered {
+                if let Some(slot) = claimed.get_mut(i) {
+                    *slot = true;
+                }
+            }
+        }
     }
     total
+}
+
+/// Names that are also what people say when they ask for anything ("I
+/// need help with my money"): an agent called only this is not named by
+/// them in a request (an answer to a choice still picks it by name).
+const GENERIC_NAMES: &[&str] = &["help", "general", "assistant", "agent", "support"];
+
+/// Where each word of [`tokens`] starts and ends in `text` (byte offsets).
+fn token_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, text.len()));
+    }
+    spans
 }
 
 /// Lowercase words (letters and digits).
@@ -399,7 +478,8 @@ const STOPWORDS: &[&str] = &[
     "have",
 ];
 
-fn content_words(words: &[String]) -> Vec<String> {
+/// `words` without the little words that say nothing about a goal.
+pub(crate) fn content_words(words: &[String]) -> Vec<String> {
     words
         .iter()
         .filter(|w| !STOPWORDS.contains(&w.as_str()))
@@ -413,12 +493,17 @@ fn same_word(word: &str, wanted: &str) -> bool {
 
 /// Whether `phrase` occurs in `words` as consecutive whole words.
 fn contains(words: &[String], phrase: &[String]) -> bool {
+    position(words, phrase).is_some()
+}
+
+/// Where `phrase` first occurs in `words` as consecutive whole words.
+fn position(words: &[String], phrase: &[String]) -> Option<usize> {
     if phrase.is_empty() || phrase.len() > words.len() {
-        return false;
+        return None;
     }
     words
         .windows(phrase.len())
-        .any(|w| w.iter().zip(phrase).all(|(a, b)| same_word(a, b)))
+        .position(|w| w.iter().zip(phrase).all(|(a, b)| same_word(a, b)))
 }
 
 fn has_phrase(words: &[String], phrase: &str) -> bool {
@@ -486,6 +571,25 @@ pub(crate) fn asks_for_catalogue(words: &[String]) -> bool {
         "what options",
     ];
     ASKS.iter().any(|p| has_phrase(words, p)) || words == ["help"] || wants_menu(words)
+}
+
+/// Whether the message is a plain greeting ("hello", "hi there", "good
+/// morning!") and nothing else.
+pub(crate) fn is_greeting(words: &[String]) -> bool {
+    const GREETINGS: &[&str] = &[
+        "hi", "hello", "hey", "hiya", "howdy", "greetings", "good morning", "good afternoon", "good evening",
+    ];
+    const ALSO: &[&str] = &["there", "again", "all", "everyone", "assistant", "concierge"];
+    if words.is_empty() || words.len() > 4 {
+        return false;
+    }
+    let mut rest: Vec<&str> = words.iter().map(String::as_str).collect();
+    let Some(greeting) = GREETINGS.iter().find(|g| has_phrase(words, g)) else {
+        return false;
+    };
+    let said = tokens(greeting);
+    rest.retain(|w| !said.iter().any(|s| s == w));
+    rest.iter().all(|w| ALSO.contains(w))
 }
 
 /// Whether the person asks to go back to the menu.
@@ -652,6 +756,73 @@ mod tests {
         assert_eq!(to("vacation"), "travel|hr");
         assert_eq!(to("What can you do?"), "catalogue");
         assert_eq!(to("hello there"), "unsure");
+    }
+
+    /// Where `text` goes from the hub: an agent, `a|b` for a choice, or
+    /// `catalogue` / `unsure`.
+    fn goes(r: &Router, text: &str) -> String {
+        match r.decide(text, &[], None, None) {
+            Routing::Route { agent, .. } => agent.to_string(),
+            Routing::Choice { candidates } => candidates
+                .iter()
+                .map(|(a, _)| a.to_string())
+                .collect::<Vec<_>>()
+                .join("|"),
+            Routing::Catalogue => "catalogue".into(),
+            Routing::Unsure => "unsure".into(),
+        }
+    }
+
+    #[test]
+    fn a_word_is_evidence_once_so_two_goals_named_once_each_make_a_choice() {
+        let r = router();
+        // "money" is finance's, "PTO" is HR's: neither outweighs the other,
+        // although HR's example also mentions PTO.
+        assert_eq!(goes(&r, "I need help with money and PTO"), "finance|hr");
+        // A keyword, a pattern and an example on the same word weigh as
+        // much as the strongest of them.
+        let hr = AgentSpec::new("hr").intents(
+            Intents::new()
+                .keywords(["pto"])
+                .pattern(r"\bpto\b")
+                .example("how much PTO do I have"),
+        );
+        let hr = compile(&hr).unwrap();
+        let text = "money and PTO";
+        let words = tokens(text);
+        assert_eq!(score(&hr, text, &words, &token_spans(text)), 2.0);
+        // More words of the message covered: more evidence.
+        let text = "how much PTO do I have";
+        let words = tokens(text);
+        assert_eq!(score(&hr, text, &words, &token_spans(text)), 4.0);
+    }
+
+    #[test]
+    fn one_shared_word_with_a_longer_example_is_no_resemblance() {
+        let food = AgentSpec::new("food").intents(Intents::new().example("check out"));
+        let food = compile(&food).unwrap();
+        let text = "I want to check my account";
+        assert_eq!(score(&food, text, &tokens(text), &token_spans(text)), 0.0);
+        let text = "check out please";
+        assert_eq!(score(&food, text, &tokens(text), &token_spans(text)), 2.0);
+    }
+
+    #[test]
+    fn plain_greetings_are_told_from_requests() {
+        for text in ["hello", "Hi there!", "good morning!", "hey assistant"] {
+            assert!(is_greeting(&tokens(text)), "{text}");
+        }
+        for text in ["hello, book a flight", "hi can you check my balance", "thanks", ""] {
+            assert!(!is_greeting(&tokens(text)), "{text}");
+        }
+    }
+
+    #[test]
+    fn token_spans_match_tokens() {
+        let text = "I'd like PTO, née Zoë!";
+        let spans = token_spans(text);
+        let words: Vec<String> = spans.iter().map(|&(s, e)| text[s..e].to_lowercase()).collect();
+        assert_eq!(words, tokens(text));
     }
 
     #[test]

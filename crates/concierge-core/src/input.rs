@@ -87,6 +87,14 @@ pub enum Input {
         /// When the session was ended.
         at: Timestamp,
     },
+    /// Cancel the run in progress; the session goes on (the next message
+    /// starts a new run).
+    CancelRun {
+        /// Why, in words (the run's output says it).
+        reason: String,
+        /// When.
+        at: Timestamp,
+    },
     /// Time passes (lets the core notice a time budget running out).
     Tick {
         /// The current time, checked against the running run's time budget.
@@ -106,6 +114,7 @@ impl Input {
             | Input::ToolFinished { at, .. }
             | Input::ToolAsked { at, .. }
             | Input::End { at, .. }
+            | Input::CancelRun { at, .. }
             | Input::Tick { at } => *at,
         }
     }
@@ -121,6 +130,7 @@ impl Input {
             Input::ToolAsked { .. } => "tool_asked",
             Input::Confirm(_) => "confirm",
             Input::End { .. } => "end",
+            Input::CancelRun { .. } => "cancel_run",
             Input::Tick { .. } => "tick",
         }
     }

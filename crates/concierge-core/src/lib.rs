@@ -70,6 +70,7 @@ mod id;
 mod input;
 mod message;
 mod model;
+mod multitask;
 mod output;
 mod phase;
 mod planner;
@@ -88,7 +89,8 @@ pub use confirmation::{Answer, check_arguments, confirmation_message, fill_templ
 pub use delegate::{AgentCall, AgentTool, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
 pub use error::StepError;
-pub use event::{Event, EventId, EventKind, InvalidEventId};
+pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
+pub use multitask::Multitask;
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,

@@ -42,6 +42,7 @@ async fn runtime(dir: &Path, model: Option<ScriptedModel>) -> Runtime {
         .agent_files(concierge::config::AgentFiles {
             agents,
             mcp_servers: servers,
+            ..Default::default()
         });
     let mut builder = config.apply_hub(builder);
     if let Some(model) = model {

@@ -8,8 +8,9 @@
 //! naming a tool the server lacks is an error listing what it offers, and a
 //! concierge process killed inside `UpdateOrderStatus` changes the order once.
 //!
-//! The goal file starts the server with `cargo run`; here the server is the
-//! binary this crate built (the same program), so tests never call cargo.
+//! The goal file names the program `concierge-orders` (the one beside
+//! `concierge`, else on PATH); here the server is the binary this crate
+//! built (the same program), named by its path.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -141,8 +142,12 @@ async fn the_goal_file_only_names_the_server() {
     assert!(orders.tools.is_empty(), "no tool is listed by name");
     assert_eq!(orders.toolsets, ["orders"]);
     let (_, server) = servers.iter().find(|(name, _)| name == "orders").unwrap();
-    assert_eq!(server.command.as_deref(), Some("cargo"));
-    assert_eq!(server.args, ["run", "--quiet", "--package", "concierge-orders", "--"]);
+    assert_eq!(
+        server.command.as_deref(),
+        Some("concierge-orders"),
+        "the built program, not cargo"
+    );
+    assert!(server.args.is_empty());
     assert_eq!(server.cwd.as_deref(), Some(example().join("agents/..").as_path()));
     assert!(server.included_tools.is_none(), "the whole server");
 }
@@ -377,7 +382,7 @@ async fn included_tools_naming_a_tool_the_server_lacks_lists_what_it_offers() {
         .await
         .unwrap_err();
     let text = error.to_string();
-    assert!(matches!(error, Error::Mcp(_)), "{text}");
+    assert!(matches!(error, Error::ToolsUnavailable { .. }), "{text}");
     assert!(text.contains("GetInvoice"), "{text}");
     assert!(
         text.contains("GetCustomerOrders, GetOrder, TrackPackage, UpdateOrderStatus"),

@@ -691,3 +691,82 @@ async fn an_event_cursor_past_what_a_store_holds_is_a_400_naming_the_field() {
     assert_eq!(status, StatusCode::OK);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let hold = Arc::new(Semaphore::new(0));
+    let server = Arc::new(Server::start(&dir.path().join("c.db"), hold.clone(), 8).await);
+    let (status, _) = server
+        .post(ACME, "/api/v1/sessions", json!({"id": "busy", "agent": "desk"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED);
+    let path = "/api/v1/sessions/busy/messages";
+    let (status, first) = server.post(ACME, path, json!({"text": "hold on"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{first}");
+
+    // Refused when asked so (and by default for a caller that does not wait).
+    for body in [
+        json!({"text": "who am I?", "multitask": "reject"}),
+        json!({"text": "who am I?"}),
+    ] {
+        let (status, refused) = server.post(ACME, path, body).await;
+        assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+        assert!(refused["error"].as_str().unwrap().contains("in progress"), "{refused}");
+    }
+    let (status, bad) = server
+        .post(ACME, path, json!({"text": "who am I?", "multitask": "sometimes"}))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+
+    // Queued by default for a caller that waits: it runs once the held run stops.
+    let queued = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            server
+                .post(ACME, &format!("{path}?wait=true"), json!({"text": "who am I?"}))
+                .await
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert!(!queued.is_finished(), "it waits behind the run in progress");
+    hold.add_permits(1);
+    let (status, out) = queued.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(out["reply"], "You are jordan.");
+
+    // Interrupting: the run in progress is cancelled, then the message runs.
+    let (status, second) = server.post(ACME, path, json!({"text": "hold on"})).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{second}");
+    let (status, out) = server
+        .post(
+            ACME,
+            &format!("{path}?wait=true"),
+            json!({"text": "who am I?", "multitask": "interrupt"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    assert_eq!(out["reply"], "You are jordan.");
+    let response = server
+        .http
+        .get(format!("{}/api/v1/sessions/busy/events", server.base))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    let last = out["run_id"].as_str().unwrap().to_string();
+    let events = read_stream(response, |e| e["type"] == "run_finished" && e["run"] == last.as_str()).await;
+    let finished: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "run_finished")
+        .map(|e| (e["run"].as_str().unwrap_or(""), e["status"].as_str().unwrap_or("")))
+        .collect();
+    let second_run = second["run_id"].as_str().unwrap();
+    assert!(finished.contains(&(second_run, "cancelled")), "{finished:?}");
+    assert_eq!(finished.len(), 4, "{finished:?}");
+    hold.add_permits(4);
+    match Arc::try_unwrap(server) {
+        Ok(server) => server.stop().await,
+        Err(_) => panic!("the server is still shared"),
+    }
+}

@@ -607,8 +607,12 @@ impl TemporalEngine {
         }
     }
 
-    async fn do_end(&self, session: SessionId, reason: String) -> Result<Option<RunOutput>> {
-        let request = EndRequest { reason, at: now() };
+    async fn do_end(&self, session: SessionId, reason: String, run_only: bool) -> Result<Option<RunOutput>> {
+        let request = EndRequest {
+            reason,
+            run_only,
+            at: now(),
+        };
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::end, request, update_id("end"));
         let reply = match self.within(&session, None, delivered).await? {
@@ -880,7 +884,11 @@ impl Engine for TemporalEngine {
     }
 
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
-        Box::pin(self.do_end(session, reason))
+        Box::pin(self.do_end(session, reason, false))
+    }
+
+    fn cancel_run(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        Box::pin(self.do_end(session, reason, true))
     }
 
     fn wait(&self, session: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>> {
@@ -924,6 +932,14 @@ impl Engine for TemporalEngine {
             .lock()
             .map(|t| t.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
             .unwrap_or_default())
+    }
+
+    /// To this process's followers of the session, like model deltas (a
+    /// follower in another process sees the run's durable events only).
+    fn announce(&self, event: Event) {
+        if let Some(live) = self.deltas.sender(&event.session) {
+            let _ = live.send(event);
+        }
     }
 
     fn halted(&self) -> BoxFuture<'static, Error> {

@@ -183,6 +183,9 @@ pub struct ConfirmRequest {
 pub struct EndRequest {
     /// Why.
     pub reason: String,
+    /// Only the run in progress ends; the session goes on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub run_only: bool,
     /// When.
     pub at: Timestamp,
 }

@@ -778,13 +778,25 @@ impl SessionWorkflow {
             return Reply::Refused(self.refusal());
         };
         let active = session.active_run().cloned();
-        if let Err(error) = self.apply(Input::End {
-            reason: request.reason,
-            at: request.at,
-        }) {
-            return Reply::Refused(error.into());
+        if request.run_only {
+            if active.is_none() {
+                return Reply::Done(None);
+            }
+            if let Err(error) = self.apply(Input::CancelRun {
+                reason: request.reason,
+                at: request.at,
+            }) {
+                return Reply::Refused(error.into());
+            }
+        } else {
+            if let Err(error) = self.apply(Input::End {
+                reason: request.reason,
+                at: request.at,
+            }) {
+                return Reply::Refused(error.into());
+            }
+            self.st.ended = true;
         }
-        self.st.ended = true;
         let last = self.st.session.as_ref().and_then(Session::last_output);
         Reply::Done(match (active, last) {
             (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),

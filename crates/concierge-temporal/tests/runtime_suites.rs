@@ -217,6 +217,7 @@ mod tenants {
         an_opened_session_is_durable_listed_and_its_first_message_goes_to_its_agent,
         another_tenants_session_is_not_found_and_runs_nothing,
         a_child_session_belongs_to_its_parents_tenant_and_a_write_says_what_changed,
+        a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_asked,
     );
 }
 

@@ -117,6 +117,12 @@ pub struct Config {
     /// `concierge serve`'s settings: API tokens, the cap on runs per tenant.
     #[serde(default)]
     pub server: ServerConfig,
+    /// Files the tools use, by name (`[paths]`, e.g. `tasks_knowledge =
+    /// "knowledge.md"`): relative to this file once loaded. What a name
+    /// means is up to the tools that read it (the CLI's demo tools: see
+    /// `concierge_demo::DemoPaths`).
+    #[serde(default)]
+    pub paths: BTreeMap<String, PathBuf>,
 }
 
 /// Which engine runs sessions (`engine = "..."`).
@@ -312,6 +318,10 @@ impl Config {
         config.db = config.db.map(|p| rebase(base, p));
         config.agents_dir = config.agents_dir.map(|p| rebase(base, p));
         config.agents_dirs = config.agents_dirs.into_iter().map(|p| rebase(base, p)).collect();
+        config.paths = std::mem::take(&mut config.paths)
+            .into_iter()
+            .map(|(name, p)| (name, rebase(base, p)))
+            .collect();
         #[cfg(feature = "mcp")]
         for server in config.mcp_servers.values_mut() {
             server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
@@ -576,11 +586,16 @@ pub struct AgentFiles {
     /// MCP servers declared in agent files (each file's own servers are in its agent's toolsets).
     #[cfg(feature = "mcp")]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// Files the agents' tools use, by name (each file's `[paths]` table),
+    /// relative to the file that names them.
+    pub paths: BTreeMap<String, PathBuf>,
 }
 
 /// Reads every `*.toml` in `dir`: one [`AgentSpec`] each, plus optional
 /// `[mcp_servers.NAME]` tables (the file's agent uses them; a relative `cwd`
-/// is relative to the file).
+/// is relative to the file) and an optional `[paths]` table (files its
+/// tools use, by name, relative to the file; two files may name the same
+/// one only if they mean the same file).
 pub fn load_agents(dir: &Path) -> Result<AgentFiles> {
     let entries = std::fs::read_dir(dir)
         .map_err(|e| Error::InvalidConfig(format!("cannot read agents directory {}: {e}", dir.display())))?;
@@ -596,6 +611,26 @@ pub fn load_agents(dir: &Path) -> Result<AgentFiles> {
             .map_err(|e| Error::InvalidConfig(format!("cannot read {}: {e}", path.display())))?;
         let mut table: toml::Table = toml::from_str(&text).map_err(|e| invalid(&e))?;
         let servers = table.remove("mcp_servers");
+        if let Some(paths) = table.remove("paths") {
+            let paths: BTreeMap<String, PathBuf> = paths.try_into().map_err(|e| invalid(&e))?;
+            let base = path.parent().unwrap_or_else(|| Path::new(""));
+            for (name, named) in paths {
+                let named = rebase(base, named);
+                match files.paths.get(&name) {
+                    Some(earlier) if *earlier != named => {
+                        return Err(invalid(&format!(
+                            "[paths] {name} is {}, but another agent file names it {}: \
+                             name one file, or give them different names",
+                            named.display(),
+                            earlier.display()
+                        )));
+                    }
+                    _ => {
+                        files.paths.insert(name, named);
+                    }
+                }
+            }
+        }
         #[allow(unused_mut)]
         let mut agent: AgentSpec = toml::Value::Table(table).try_into().map_err(|e| invalid(&e))?;
         #[cfg(feature = "mcp")]
@@ -839,5 +874,42 @@ included_tools = ["GetCustomerOrders"]
             server.included_tools.as_deref(),
             Some(&["GetCustomerOrders".to_string()][..])
         );
+    }
+
+    #[test]
+    fn paths_are_relative_to_the_file_that_names_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let agents = dir.path().join("agents");
+        std::fs::create_dir(&agents).unwrap();
+        let qa = "id = \"qa\"\n\n[paths]\ntasks_knowledge = \"../knowledge.md\"\n";
+        std::fs::write(agents.join("qa.toml"), qa).unwrap();
+        std::fs::write(agents.join("qa2.toml"), qa.replace("\"qa\"", "\"qa2\"")).unwrap();
+        let files = load_agents(&agents).unwrap();
+        assert_eq!(files.paths["tasks_knowledge"], agents.join("../knowledge.md"));
+        assert!(
+            files.agents.iter().all(|a| a.tools.is_empty()),
+            "[paths] is not the agent's"
+        );
+
+        std::fs::write(
+            agents.join("qa2.toml"),
+            "id = \"qa2\"\n[paths]\ntasks_knowledge = \"other.md\"\n",
+        )
+        .unwrap();
+        let error = load_agents(&agents).unwrap_err().to_string();
+        assert!(
+            error.contains("tasks_knowledge") && error.contains("other.md"),
+            "{error}"
+        );
+
+        let path = dir.path().join("concierge.toml");
+        std::fs::write(
+            &path,
+            "[paths]\ntasks_db = \"data/tasks.db\"\nabsolute = \"/srv/x.db\"\n",
+        )
+        .unwrap();
+        let config = Config::load(&path, true).unwrap();
+        assert_eq!(config.paths["tasks_db"], dir.path().join("data/tasks.db"));
+        assert_eq!(config.paths["absolute"], PathBuf::from("/srv/x.db"));
     }
 }

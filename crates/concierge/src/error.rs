@@ -114,6 +114,15 @@ pub enum Error {
         /// Why it cannot be replayed, and what to do.
         reason: String,
     },
+    /// A run needs the tools of an MCP server that could not start (or be
+    /// listed): the run is not started.
+    #[error("the {server} tools could not start: {reason}")]
+    ToolsUnavailable {
+        /// The server's name.
+        server: String,
+        /// Why, with the tail of its stderr when it has one.
+        reason: String,
+    },
     /// A model provider failed.
     #[error(transparent)]
     Model(#[from] ModelError),

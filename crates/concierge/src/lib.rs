@@ -64,9 +64,9 @@ pub use concierge_core as core;
 pub use concierge_core::{
     AgentId, AgentSpec, AgentTool, CallId, Cap, Catalog, Choice, ChoiceOption, ConfirmationPolicy, Decision, Event,
     EventId, EventKind, HUB_AGENT, HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest,
-    PendingChoice, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId, RunOutput,
-    RunPolicy, RunStatus, Session, SessionId, StepError, SummaryMode, Timestamp, ToolAnnotations, ToolCall, ToolError,
-    ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, Usage,
+    Multitask, PendingChoice, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId,
+    RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, SummaryMode, Timestamp, ToolAnnotations, ToolCall,
+    ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, ToolsState, Usage,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};

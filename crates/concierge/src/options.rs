@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use concierge_core::{PolicyDelta, RunId, SessionId, TurnId};
+use concierge_core::{Multitask, PolicyDelta, RunId, SessionId, TurnId};
 use serde_json::Value;
 
 use crate::engine::EngineOptions;
@@ -22,6 +22,8 @@ pub struct RunOptions {
     pub(crate) tenant: Option<String>,
     pub(crate) asked_at: Option<concierge_core::Timestamp>,
     pub(crate) engine: EngineOptions,
+    pub(crate) multitask: Option<Multitask>,
+    pub(crate) waits: bool,
 }
 
 impl RunOptions {
@@ -33,6 +35,26 @@ impl RunOptions {
     /// The session to run in (required). A new id starts a new session.
     pub fn session_id(mut self, id: impl Into<SessionId>) -> Self {
         self.session_id = Some(id.into());
+        self
+    }
+
+    /// What the message does if a run of the session is still working:
+    /// refused, queued after it, or the run cancelled first. Unset: the
+    /// agent's `multitask`, else queued for a caller that waits for the
+    /// answer ([`Runtime::send`](crate::Runtime::send), `run`) and refused
+    /// for one that does not ([`Runtime::start`](crate::Runtime::start)).
+    pub fn multitask(mut self, policy: Multitask) -> Self {
+        self.multitask = Some(policy);
+        self
+    }
+
+    /// The caller waits for the run's answer (follows its events to the
+    /// end, say) even though it starts it with
+    /// [`Runtime::start`](crate::Runtime::start): a message that finds a run
+    /// in progress is then queued by default, as for
+    /// [`Runtime::send`](crate::Runtime::send).
+    pub fn caller_waits(mut self) -> Self {
+        self.waits = true;
         self
     }
 

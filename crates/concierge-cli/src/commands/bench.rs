@@ -241,10 +241,7 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
 /// Without the `temporal` feature, `--temporal` is a clear error.
 #[cfg(not(feature = "temporal"))]
 async fn temporal(_: &BenchArgs, _: &str, _: &str, _: &str) -> Result<ExitCode> {
-    Err(Error::InvalidConfig(
-        "this concierge was built without the Temporal engine: build it with the `temporal` feature (the default)"
-            .into(),
-    ))
+    Err(Error::InvalidConfig(crate::setup::NO_TEMPORAL.into()))
 }
 
 /// `--temporal`: the workload on Temporal, after the embedded engine with

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use concierge::{Decision, Error, Result, RunOptions, Runtime, SessionId};
+use concierge::{Decision, Error, EventKind, Result, RunOptions, Runtime, SessionId};
 
 use super::code;
 use crate::{render, setup};
@@ -64,21 +64,67 @@ pub async fn run(rt: &Runtime, args: &RunArgs) -> Result<ExitCode> {
         options = options.user(user.as_str());
     }
     let text = args.message.join(" ");
-    let output = match &args.agent {
-        Some(agent) => rt.client(agent.as_str())?.run(text, options).await?,
-        None => match rt.send(text, options).await {
-            Ok(output) => output,
-            Err(Error::SessionNotFound(id)) => {
-                eprintln!(
-                    "error: session {} does not exist yet and there is no default agent: pass --agent AGENT to start it (`concierge agents` lists them)",
-                    render::clean(id.as_str())
-                );
-                return Ok(ExitCode::FAILURE);
-            }
-            Err(other) => return Err(other),
+    let statuses = print_tools_status(rt, session.clone());
+    let result = match &args.agent {
+        Some(agent) => match rt.client(agent.as_str()) {
+            Ok(client) => client.run(text, options).await,
+            Err(error) => Err(error),
         },
+        None => rt.send(text, options).await,
+    };
+    statuses.stop().await;
+    let output = match result {
+        Ok(output) => output,
+        Err(Error::SessionNotFound(id)) if args.agent.is_none() => {
+            eprintln!(
+                "error: session {} does not exist yet and there is no default agent: pass --agent AGENT to start it (`concierge agents` lists them)",
+                render::clean(id.as_str())
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(other) => return Err(other),
     };
     Ok(code(render::print_output(&output, args.json)))
+}
+
+/// Prints to stderr, while a run waits for an MCP server, what it waits for.
+struct StatusPrinter {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl StatusPrinter {
+    /// Prints what is left and stops.
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+fn print_tools_status(rt: &Runtime, session: SessionId) -> StatusPrinter {
+    let mut statuses = rt.tools_status();
+    let (stop, mut stopped) = tokio::sync::oneshot::channel();
+    let task = tokio::spawn(async move {
+        let print = |event: concierge::Event| {
+            if let (true, EventKind::ToolsStatus { message, .. }) = (event.session == session, &event.kind) {
+                eprintln!("{}", render::tools_status(message));
+            }
+        };
+        loop {
+            tokio::select! {
+                received = statuses.recv() => match received {
+                    Ok(event) => print(event),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                },
+                _ = &mut stopped => break,
+            }
+        }
+        while let Ok(event) = statuses.try_recv() {
+            print(event);
+        }
+    });
+    StatusPrinter { stop, task }
 }
 
 pub async fn confirm(rt: &Runtime, args: &ConfirmArgs) -> Result<ExitCode> {

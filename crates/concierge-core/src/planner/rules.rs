@@ -5,7 +5,9 @@ use serde_json::{Map, Value, json};
 
 use super::{Plan, PlanView, PlannedCall, Planner};
 use crate::agent::{RouteAction, Rules, Then};
+use crate::agent::AgentSpec;
 use crate::handoff::{HANDOFF_PREFIX, handoff_tool_name};
+use crate::hub::{content_words, tokens};
 use crate::message::Message;
 use crate::model::ModelReply;
 use crate::policy::Cap;
@@ -69,6 +71,34 @@ impl CompiledRules {
                 && route.pattern.as_ref().is_none_or(|re| re.is_match(text))
         })
     }
+}
+
+/// The words an agent is called by: its id, name and category.
+fn own_names(agent: &AgentSpec) -> Vec<String> {
+    let mut names = tokens(&agent.id.as_str().replace(['_', '-'], " "));
+    names.extend(tokens(&agent.name));
+    if let Some(category) = &agent.category {
+        names.extend(tokens(category));
+    }
+    names
+}
+
+/// Whether a tool route's captured values are only the agent's own name
+/// (the item in "order some food" is the food goal's name): the message
+/// asks for the goal, it does not give the tool anything to work with, so
+/// the route is a misreading and is passed over.
+fn names_only_the_agent(route: &CompiledRoute, values: &Map<String, Value>, names: &[String]) -> bool {
+    if !matches!(route.action, RouteAction::Tool { .. }) {
+        return false;
+    }
+    let mut captured = values
+        .iter()
+        .filter(|(name, _)| name.as_str() != "message")
+        .filter_map(|(_, value)| value.as_str())
+        .map(|value| content_words(&tokens(value)))
+        .peekable();
+    captured.peek().is_some()
+        && captured.all(|words| !words.is_empty() && words.iter().all(|w| names.contains(w)))
 }
 
 /// Routes the person's text with an agent's rules; after tools ran, answers
@@ -204,7 +234,11 @@ impl<'a> RulesPlanner<'a> {
                 };
             }
         }
-        if let Some((route, values)) = self.matching_where(text, complete) {
+        let names = own_names(view.agent);
+        let accept = |route: &CompiledRoute, values: &Map<String, Value>| {
+            complete(route, values) && !names_only_the_agent(route, values, &names)
+        };
+        if let Some((route, values)) = self.matching_where(text, accept) {
             let lookup = |name: &str| known(&values, name);
             return match &route.action {
                 RouteAction::Tool { tool, arguments } => Plan::CallTools {

@@ -18,7 +18,7 @@ use crate::effect::Effect;
 use crate::event::EventKind;
 use crate::history::{fallback_summary, running_summary};
 use crate::hub::{tokens, wants_menu};
-use crate::id::RunId;
+use crate::id::{AgentId, RunId};
 use crate::input::StartRun;
 use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest};
@@ -91,6 +91,10 @@ pub(super) struct Driver<'a> {
     pub(super) run: Run,
     pub(super) catalog: &'a Catalog,
     pub(super) out: &'a mut Outbox,
+    /// The agent the hub moved the message to in this step, if it did: the
+    /// hub has decided, so the agent's "I did not understand" becomes what
+    /// it can do (its starter prompt), and the message is not offered back.
+    pub(super) opened: Option<AgentId>,
 }
 
 /// The planner a run uses, resolved from its mode and the catalog.
@@ -249,6 +253,7 @@ impl<'a> Driver<'a> {
             run,
             catalog,
             out,
+            opened: None,
         }
     }
 
@@ -431,6 +436,7 @@ impl<'a> Driver<'a> {
             Plan::CallTools { text, calls } => self.select_tools(text, calls),
             Plan::Answer(text) => self.answer(text),
             Plan::Clarify(text) => {
+                let text = self.opening(text);
                 self.move_to(Phase::Clarifying)?;
                 let agent = self.conv.agent.clone();
                 self.say(Message::assistant(agent, text.clone()));

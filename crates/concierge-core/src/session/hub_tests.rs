@@ -465,3 +465,97 @@ fn a_pending_confirmation_survives_a_handoff() {
     assert_eq!(h.session.agent(), "b");
     assert_eq!(h.session.blackboard().available["paid"], json!(true));
 }
+
+/// The catalog with a food goal whose rules would read "order some food"
+/// as an order of a dish called "food".
+fn with_food() -> Catalog {
+    let food = AgentSpec::new("food")
+        .name("Food ordering")
+        .category("food")
+        .description("Takes food orders.")
+        .starter_prompt("Hungry? Try: add 2 pizzas to my cart.")
+        .tool("add_to_cart")
+        .intents(Intents::new().keywords(["food", "pizza"]))
+        .rules(
+            Rules::new()
+                .route(
+                    Route::tool("add_to_cart", json!({"item": "{item}"}))
+                        .pattern(r"(?i)^\s*(?:add|order)\s+(?:some\s+)?(?P<item>.+?)\s*$"),
+                )
+                .answer("Added {result.item}.")
+                .fallback("Say what to add to your cart."),
+        );
+    catalog().to_builder().tool(tool("add_to_cart")).agent(food).build().unwrap()
+}
+
+#[test]
+fn a_message_that_only_asks_for_a_goal_opens_it_with_its_starter_prompt() {
+    let mut h = Hub::new(with_food());
+    let step = h.say("Order some food", PlannerMode::Rules);
+    assert_eq!(routed(&step)[0], (Some("food".into()), vec![], RouteSource::Rules));
+    assert!(called(&step).is_empty(), "'food' is the goal, not a dish: {:?}", called(&step));
+    let out = finished(&step);
+    assert_eq!(out.agent, "food");
+    assert_eq!(out.reply.as_deref(), Some("Hungry? Try: add 2 pizzas to my cart."));
+    // The goal is open: a real order runs there.
+    let step = h.say("order 2 pizzas", PlannerMode::Rules);
+    assert_eq!(called(&step), ["add_to_cart"]);
+    let step = h.tool_done(&step, json!({"item": "2 pizzas"}));
+    assert_eq!(finished(&step).reply.as_deref(), Some("Added 2 pizzas."));
+    // Once the goal has spoken, what it cannot place gets its own fallback.
+    let mut h = Hub::new(with_food());
+    h.say("book a flight", PlannerMode::Rules);
+    assert_eq!(h.session.agent(), "travel");
+    let out = finished(&h.say("book a flight", PlannerMode::Rules));
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("I did not understand that. Where would you like to fly?")
+    );
+}
+
+#[test]
+fn an_opened_goal_answers_with_its_starter_prompt_when_its_rules_cannot_place_the_message() {
+    let mut h = Hub::new(catalog());
+    let out = finished(&h.say("I want to book a flight", PlannerMode::Rules));
+    assert_eq!(out.agent, "travel");
+    assert_eq!(out.reply.as_deref(), Some("Where would you like to go?"));
+}
+
+#[test]
+fn the_agent_a_person_chose_keeps_the_message() {
+    let mut h = Hub::new(catalog());
+    let out = finished(&h.say("vacation", PlannerMode::Rules));
+    assert!(out.reply.unwrap().starts_with("Travel or HR?"));
+    // Travel's rules cannot place "vacation", and HR's intents could: the
+    // person chose Travel, so it is not offered to HR again.
+    let step = h.say("Travel", PlannerMode::Rules);
+    assert_eq!(routed(&step), [(Some("travel".into()), vec![], RouteSource::Person)]);
+    let out = finished(&step);
+    assert_eq!(out.agent, "travel");
+    assert_eq!(out.reply.as_deref(), Some("Where would you like to go?"));
+}
+
+#[test]
+fn without_a_fallback_agent_a_greeting_gets_the_goals_from_the_hub() {
+    let mut h = Hub::new(catalog());
+    let step = h.say("hello there!", PlannerMode::Rules);
+    let out = finished(&step);
+    assert_eq!(out.agent, "hub");
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("Hi! I can help with Travel, Finance and HR. What do you need?")
+    );
+    assert_eq!(
+        routed(&step),
+        [(
+            None,
+            vec!["travel".into(), "finance".into(), "hr".into()],
+            RouteSource::Catalogue
+        )]
+    );
+    // Anything else nothing places still gets the catalogue.
+    let out = finished(&h.say("the weather in Oslo", PlannerMode::Rules));
+    assert!(out.reply.unwrap().starts_with("Here is what I can help with"));
+    let step = h.say("Finance", PlannerMode::Rules);
+    assert_eq!(routed(&step)[0], (Some("finance".into()), vec![], RouteSource::Person));
+}

@@ -463,6 +463,15 @@ impl Session {
                 self.conversation
                     .emit(&mut out, None, EventKind::SessionEnded { reason });
             }
+            Input::CancelRun { reason, .. } => {
+                if self.conversation.ended {
+                    return Err(StepError::SessionEnded);
+                }
+                if self.run.is_none() {
+                    return Err(StepError::Idle);
+                }
+                self.drive(&mut out, catalog, |d, waiting| d.cancel(waiting, &reason));
+            }
             Input::Tick { at } => {
                 if !self.run.as_ref().is_some_and(|r| r.budget_exhausted(at)) {
                     return Err(StepError::Idle);

@@ -8,10 +8,13 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use super::driver::{Driver, Flow};
+use super::Session;
 use crate::blackboard::Goal;
+use crate::catalog::Catalog;
 use crate::event::EventKind;
 use crate::hub::{
-    CHANGE_GOAL, GOAL_COMPLETE, LIST_AGENTS, Offer, RouteSource, Routing, catalogue_text, choice_text, join_or,
+    CHANGE_GOAL, GOAL_COMPLETE, LIST_AGENTS, Offer, RouteSource, Routing, catalogue_text, choice_text, is_greeting,
+    join_or, tokens,
 };
 use crate::id::{AgentId, CallId};
 use crate::message::{Message, ToolCall};
@@ -24,6 +27,41 @@ use crate::tool::{ToolError, ToolErrorKind, ToolOutcome};
 /// Whether `name` is one of the hub's built-in tools, answered by the core.
 pub(super) fn is_builtin(name: &str) -> bool {
     matches!(name, LIST_AGENTS | CHANGE_GOAL | GOAL_COMPLETE)
+}
+
+impl Catalog {
+    /// The agents a new run of `text` in `session` (`None`: a new session)
+    /// will plan with, as far as the rules can tell before it starts: the
+    /// session's agent unless it is the hub, and the agent the hub's rules
+    /// route `text` to (or the fallback when no rule is confident). Empty
+    /// when the person will be asked to choose, or the hub's model decides.
+    /// It changes nothing; a runtime uses it to prepare what those agents
+    /// need (an MCP server's tools) before the run starts.
+    pub fn likely_agents(&self, session: Option<&Session>, text: &str) -> Vec<AgentId> {
+        let (current, pinned, history, offer) = match session {
+            Some(s) => {
+                let c = &s.conversation;
+                (Some(c.agent.clone()), c.pinned, c.history.as_slice(), c.offer.as_ref())
+            }
+            None => (self.default_agent(), false, &[][..], None),
+        };
+        let mut agents = Vec::new();
+        if let Some(agent) = current.filter(|a| !self.is_hub(a)) {
+            agents.push(agent);
+        }
+        if pinned || self.hub().is_none() {
+            return agents;
+        }
+        let routed = match self.router().decide(text, history, offer, None) {
+            Routing::Route { agent, .. } => Some(agent),
+            Routing::Unsure => self.fallback().cloned(),
+            Routing::Choice { .. } | Routing::Catalogue => None,
+        };
+        if let Some(agent) = routed.filter(|a| !agents.contains(a)) {
+            agents.push(agent);
+        }
+        agents
+    }
 }
 
 impl Driver<'_> {
@@ -191,10 +229,50 @@ impl Driver<'_> {
                     Some(fallback) if Some(&fallback) != exclude.as_ref() => {
                         self.route_to(fallback, 0.0, RouteSource::Fallback, None)
                     }
+                    _ if is_greeting(&tokens(&text)) => self.greet(),
                     _ => self.catalogue(),
                 }
             }
         }
+    }
+
+    /// A plain greeting with no fallback agent to take it: the hub answers
+    /// it itself, naming the goals (its starter prompt), and any of them
+    /// may be chosen by name next.
+    fn greet(&mut self) -> Flow {
+        let ids: Vec<AgentId> = self.catalog.offered_agents().iter().map(|a| a.id.clone()).collect();
+        let text = self
+            .catalog
+            .hub()
+            .and_then(|hub| self.catalog.agent(hub))
+            .and_then(|hub| hub.spec.starter_prompt.clone());
+        let Some(text) = text else {
+            return self.catalogue();
+        };
+        self.emit(EventKind::AgentRouted {
+            to: None,
+            candidates: ids.clone(),
+            score: 0.0,
+            source: RouteSource::Catalogue,
+        });
+        self.conv.offer = Some(Offer {
+            candidates: ids,
+            original: None,
+        });
+        self.ask_person(text)
+    }
+
+    /// What an agent the hub just opened says when its rules cannot place
+    /// the message: its starter prompt (what it can do), rather than its
+    /// "I did not understand". `text` otherwise.
+    pub(super) fn opening(&self, text: String) -> String {
+        if self.run.planner() != PlannerMode::Rules || self.opened.as_ref() != Some(&self.conv.agent) {
+            return text;
+        }
+        self.catalog
+            .agent(&self.conv.agent)
+            .and_then(|a| a.spec.starter_prompt.clone())
+            .unwrap_or(text)
     }
 
     fn catalogue(&mut self) -> Flow {
@@ -248,6 +326,9 @@ impl Driver<'_> {
             self.say(Message::user(text.clone()));
             self.set_goal(text);
         }
+        if source != RouteSource::Fallback {
+            self.opened = Some(agent);
+        }
         self.plan()
     }
 
@@ -258,6 +339,10 @@ impl Driver<'_> {
             return None;
         }
         let agent = self.conv.agent.clone();
+        // The hub just decided this message is for this agent.
+        if self.opened.as_ref() == Some(&agent) {
+            return None;
+        }
         let rules = self.catalog.agent(&agent)?.rules.as_ref()?;
         let (text, index) = self.latest_text();
         // Only before the agent acted on the message; the message alone

@@ -4,8 +4,8 @@
 //! files in `examples/crm/agents/`.
 //!
 //! The tools open the database named by `CONCIERGE_CRM_DB` (default
-//! `crm.db` in the working directory, next to the engine's `concierge.db`
-//! when run from the example's folder); it is created and seeded with
+//! `crm.db` in the working directory; the CLI puts it next to the engine's
+//! `concierge.db`, see [`crate::DemoPaths`]); it is created and seeded with
 //! fictional people on first use. "My" means the run's user (`--user maya`).
 
 pub mod find;

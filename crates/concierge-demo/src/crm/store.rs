@@ -15,8 +15,9 @@ use serde_json::Value;
 
 /// The environment variable naming the CRM database.
 pub const DB_ENV: &str = "CONCIERGE_CRM_DB";
-/// The CRM database when [`DB_ENV`] is not set (in the working directory,
-/// next to the engine's `concierge.db` when run from the example's folder).
+/// The CRM database when neither [`DB_ENV`] nor a `[paths]` table
+/// (`crm_db`) names one (in the working directory; the CLI's is next to the
+/// engine's `concierge.db`, see `DemoPaths`).
 pub const DEFAULT_DB: &str = "crm.db";
 
 const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S";

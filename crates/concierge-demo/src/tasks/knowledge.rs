@@ -8,7 +8,9 @@ use serde::Serialize;
 
 /// The environment variable naming the knowledge file.
 pub const KNOWLEDGE_ENV: &str = "CONCIERGE_TASKS_KNOWLEDGE";
-/// The knowledge file when [`KNOWLEDGE_ENV`] is not set (in the working directory).
+/// The knowledge file when neither [`KNOWLEDGE_ENV`] nor a `[paths]` table
+/// (`tasks_knowledge`) names one (in the working directory, or the directory
+/// of the CLI's database: see `DemoPaths`).
 pub const DEFAULT_KNOWLEDGE: &str = "knowledge.md";
 
 /// The lowest score at which a section answers a question.
@@ -52,7 +54,7 @@ const QUESTION_WORDS: &[&str] = &[
 /// Why the knowledge file could not answer.
 #[derive(Debug, thiserror::Error)]
 #[error(
-    "The help file {path} could not be read ({message}). Run from the example's folder or set {KNOWLEDGE_ENV} to the file."
+    "The help file {path} could not be read ({message}). Name it in the agent file's [paths] table (tasks_knowledge = \"knowledge.md\", relative to that file), or set {KNOWLEDGE_ENV} to the file."
 )]
 pub struct KnowledgeError {
     /// The path of the help file.

@@ -5,7 +5,10 @@
 //! The tools open the database named by `CONCIERGE_TASKS_DB` (default
 //! `tasks.db` in the working directory) and the help file named by
 //! `CONCIERGE_TASKS_KNOWLEDGE` (default `knowledge.md`); the database is
-//! created and seeded with fictional tasks on first use.
+//! created and seeded with fictional tasks on first use. The CLI names them
+//! as [`crate::DemoPaths`] says: the help file is the one
+//! `examples/tasks/agents/qa.toml` names in its `[paths]` table, the
+//! database lies next to `concierge.db`.
 
 pub mod knowledge;
 pub mod store;

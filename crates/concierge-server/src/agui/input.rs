@@ -126,6 +126,22 @@ impl RunAgentInput {
         }
     }
 
+    /// What the message does if the thread's run is still working
+    /// (`forwardedProps.multitask`: `reject`, `enqueue` or `interrupt`).
+    pub fn forwarded_multitask(&self) -> Result<Option<concierge::Multitask>, ApiError> {
+        match self.forwarded_props.as_ref().and_then(|p| p.get("multitask")) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => text.parse().map(Some).map_err(|why: String| {
+                ApiError::field(StatusCode::UNPROCESSABLE_ENTITY, "forwardedProps.multitask", why)
+            }),
+            Some(_) => Err(ApiError::field(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "forwardedProps.multitask",
+                "forwardedProps.multitask is one of reject, enqueue or interrupt",
+            )),
+        }
+    }
+
     /// The client's user messages with an id, as (id, text), in order.
     pub fn user_messages(&self) -> Vec<(String, String)> {
         self.messages

@@ -214,9 +214,18 @@ async fn start(
             why,
         ));
     }
+    let multitask = match input.forwarded_multitask() {
+        Ok(policy) => policy,
+        Err(error) => return Ok(refuse_input(error)),
+    };
     let rt = state.runtime();
     let permit = state.run_permit(caller)?;
-    let options = caller.options_for(thread.id().clone());
+    // The client waits on the stream: a message for a busy thread is
+    // queued unless it asks otherwise (or the agent says so).
+    let mut options = caller.options_for(thread.id().clone()).caller_waits();
+    if let Some(policy) = multitask {
+        options = options.multitask(policy);
+    }
     let (state_before, messages) = match &thread {
         Thread::Existing(session) => (blackboard(Some(session)), session.history().len()),
         _ => (blackboard(None), 0),

@@ -10,6 +10,9 @@
 //!   events) → `SUBAGENT_STARTED`, the child's events with `subagentRunId` =
 //!   the child session's id, then `SUBAGENT_FINISHED` (success, or suspended
 //!   on its interrupts) or `SUBAGENT_ERROR`;
+//! - `tools_status` (a run waits for an MCP server's tools: starting, ready
+//!   or failed; live only) → `CUSTOM` named `tools_status`, the event as its
+//!   value (`server`, `state`, `message`), so a client can show the sentence;
 //! - every other kind (`usage`, `agent_changed`, `agent_routed`,
 //!   `model_requested`, `confirmation_resolved`, `data_changed`...) →
 //!   `CUSTOM` named by the kind, the concierge event as its value.
@@ -256,6 +259,8 @@ impl Translator {
                 }
                 out.push(custom(event, sub));
             }
+            // AG-UI has no status of a tool server: the event, as CUSTOM.
+            EventKind::ToolsStatus { .. } => out.push(custom(event, sub)),
             // No AG-UI equivalent (including kinds added later, such as
             // `data_changed`): a CUSTOM event named by the kind.
             _ => out.push(custom(event, sub)),
@@ -433,5 +438,39 @@ fn phase_name(phase: &concierge::Phase) -> String {
     match serde_json::to_value(phase) {
         Ok(Value::String(name)) => name,
         _ => format!("{phase:?}").to_lowercase(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use concierge::{Timestamp, ToolsState};
+
+    use super::*;
+
+    #[test]
+    fn a_tools_status_becomes_a_custom_event_carrying_its_sentence() {
+        let root = SessionId::new("s");
+        let mut translator = Translator::new(root.clone(), 0, Interrupts::default());
+        let event = Event {
+            seq: 3,
+            delta: 1,
+            at: Timestamp(0),
+            session: root,
+            run: None,
+            kind: EventKind::ToolsStatus {
+                server: "orders".into(),
+                state: ToolsState::Starting,
+                message: "starting the orders tools…".into(),
+            },
+        };
+        let mut out = Vec::new();
+        translator.event(&event, &mut out);
+        let [AguiEvent::Custom { name, value, .. }] = out.as_slice() else {
+            panic!("one CUSTOM event: {out:?}");
+        };
+        assert_eq!(name, "tools_status");
+        assert_eq!(value["server"], "orders");
+        assert_eq!(value["state"], "starting");
+        assert_eq!(value["message"], "starting the orders tools…");
     }
 }

@@ -114,7 +114,8 @@ impl From<Error> for ApiError {
             | Error::EngineNotConfigured
             | Error::EngineHalted(_)
             | Error::EngineUnavailable { .. }
-            | Error::WorkerCatalogMismatch { .. } => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
+            | Error::WorkerCatalogMismatch { .. }
+            | Error::ToolsUnavailable { .. } => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
             _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
         }
     }

@@ -4,8 +4,8 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use concierge::AgentId;
 use concierge::core::{Decision, StepError};
+use concierge::{AgentId, Multitask};
 
 use super::ApiState;
 use super::auth::Caller;
@@ -169,7 +169,7 @@ pub async fn post_message(
     if let Some(run) = &body.run_id {
         check_run_id(run)?;
     }
-    start(&state, &caller, &id, body.text, body.run_id, query.wait).await
+    start(&state, &caller, &id, body.text, body.run_id, body.multitask, query.wait).await
 }
 
 fn check_run_id(run: &str) -> Result<(), ApiError> {
@@ -190,6 +190,7 @@ async fn start(
     id: &str,
     text: String,
     run_id: Option<String>,
+    multitask: Option<Multitask>,
     wait: bool,
 ) -> Result<Response, ApiError> {
     state.session_of(caller, id).await?;
@@ -199,7 +200,10 @@ async fn start(
         Some(run) => run,
         None => state.new_run_id()?,
     };
-    let options = caller.options(id).run_id(run);
+    let mut options = caller.options(id).run_id(run);
+    if let Some(policy) = multitask {
+        options = options.multitask(policy);
+    }
     if wait {
         // Started and waited for in one exchange with the engine.
         let output = state.rt.send(text, options).await;
@@ -329,7 +333,7 @@ pub async fn choose(
             format!("option {} does not exist; choose a number from 1 to {n}", body.option),
         ));
     }
-    start(&state, &caller, &id, body.option.to_string(), None, query.wait).await
+    start(&state, &caller, &id, body.option.to_string(), None, None, query.wait).await
 }
 
 /// Ends the session: a run in progress is cancelled; the session takes no

@@ -39,6 +39,13 @@ pub struct PostMessage {
     #[serde(default)]
     #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub run_id: Option<String>,
+    /// What the message does if a run of the session is still working:
+    /// `reject` (409), `enqueue` (it runs as soon as that run stops) or
+    /// `interrupt` (that run is cancelled first). Without it: the agent's
+    /// `multitask`, else `enqueue` with `?wait=true` and `reject` without.
+    #[serde(default)]
+    #[schema(value_type = Option<String>, pattern = "^(reject|enqueue|interrupt)$")]
+    pub multitask: Option<concierge::Multitask>,
 }
 
 /// Whether to wait for the run (`?wait=true`) or answer at once with its id.

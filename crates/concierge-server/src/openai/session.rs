@@ -15,6 +15,11 @@ use crate::http::{ApiState, Caller};
 /// The header that names the session, in requests and in responses.
 pub const SESSION_HEADER: &str = "x-concierge-session";
 
+/// The header that says what a message does if the session's run is still
+/// working: `reject`, `enqueue` (the default: the client waits for the
+/// answer) or `interrupt`.
+pub const MULTITASK_HEADER: &str = "x-concierge-multitask";
+
 /// A request's session, resolved.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Conversation {
@@ -25,6 +30,8 @@ pub struct Conversation {
     /// Whether the session has no history yet (the request's earlier
     /// messages become its history).
     pub new: bool,
+    /// What the message does if the session's run is still working.
+    pub multitask: Option<concierge::Multitask>,
     /// The agent that takes the message: the model's; `None` continues
     /// with the session's current agent (for a session created through the
     /// HTTP API, the one it was opened with; for a new one the default).
@@ -44,11 +51,18 @@ pub async fn resolve(
         None => None,
         Some(value) => Some(check_id(value)?),
     };
+    let multitask = match headers.get(MULTITASK_HEADER) {
+        None => None,
+        Some(value) => Some(value.to_str().unwrap_or_default().parse().map_err(|why: String| {
+            OpenAiError::invalid("X-Concierge-Multitask", format!("X-Concierge-Multitask: {why}"))
+        })?),
+    };
     let Some(id) = named else {
         let local = state.new_session_id()?;
         return Ok(Conversation {
             id: caller.session_id(&local),
             local,
+            multitask,
             new: true,
             agent: agent_for(target, None),
         });
@@ -66,6 +80,7 @@ pub async fn resolve(
     Ok(Conversation {
         id: caller.session_id(&id),
         local: id,
+        multitask,
         new,
         agent: agent_for(target, None),
     })
@@ -103,7 +118,7 @@ pub async fn start(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = caller.options_for(conversation.id.clone());
+    let options = with_multitask(caller.options_for(conversation.id.clone()).caller_waits(), conversation);
     let handle = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
         None => state.rt.start(messages, options).await,
@@ -131,7 +146,7 @@ pub async fn run(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = caller.options_for(conversation.id.clone());
+    let options = with_multitask(caller.options_for(conversation.id.clone()), conversation);
     let output = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.run(messages, options).await,
         None => state.rt.send(messages, options).await,
@@ -139,6 +154,14 @@ pub async fn run(
     .map_err(start_error);
     drop(permit);
     output
+}
+
+/// `options` with the policy the request asked for, if it asked for one.
+fn with_multitask(options: concierge::RunOptions, conversation: &Conversation) -> concierge::RunOptions {
+    match conversation.multitask {
+        Some(policy) => options.multitask(policy),
+        None => options,
+    }
 }
 
 /// A start's error, naming `messages` where the message was refused.

@@ -34,11 +34,10 @@ const log = (page) => page.locator('#log');
 const assistantTexts = (page) => log(page).locator('li.msg.assistant:not(.greeting) .bubble').allTextContents();
 const userTexts = (page) => log(page).locator('li.msg.user .bubble').allTextContents();
 
-/** Starts a goal from the catalogue and waits until its stream is open. */
+/** Starts a goal from the catalogue (its session is created with the first message). */
 async function startGoal(page, id) {
   await page.locator(`#catalogue .goal[data-goal="${id}"]`).click();
   await page.locator('#log li.greeting').waitFor();
-  await page.locator('body[data-stream="live"]').waitFor();
 }
 
 /** Types a message and sends it with Enter. */

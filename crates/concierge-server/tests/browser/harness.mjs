@@ -21,20 +21,36 @@ export const artifacts = process.env.CONCIERGE_TEST_ARTIFACTS ?? path.join(targe
 const chromiumPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
 
 if (!existsSync(binary)) {
-  throw new Error(`${binary} does not exist: build it first (cargo build -p concierge-cli)`);
+  throw new Error(`${binary} does not exist: build it first (cargo build --workspace)`);
 }
 mkdirSync(artifacts, { recursive: true });
 
 /**
- * `concierge serve` on a free loopback port, run from a fresh copy of
- * examples/assistant (and the examples it borrows agents from), so its
- * SQLite files are new. `extra` are more CLI options (e.g. a model).
+ * Whether a file of an example belongs in a test's copy: not the SQLite
+ * files (`*.db` and its `-wal`, `-shm` and `-journal` files) that using the
+ * example (scripts/demo.sh, `concierge run` in its folder) leaves there, so
+ * a test never reads a person's sessions or data.
  */
-export async function startServer(extra = []) {
+export function isExampleSource(file) {
+  return !/\.db(-wal|-shm|-journal)?$/.test(file);
+}
+
+/**
+ * `concierge serve` on a free loopback port, run from a fresh copy of
+ * examples/assistant (and the examples it borrows agents from), without
+ * the databases the examples' use left there, so its SQLite files are new.
+ * `extra` are more CLI options (e.g. a model); `prepare(dir)` may change
+ * the copy (in `dir`) before the server starts.
+ */
+export async function startServer(extra = [], { prepare } = {}) {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'concierge-web-'));
   for (const example of ['assistant', 'tasks', 'crm']) {
-    cpSync(path.join(repo, 'examples', example), path.join(dir, example), { recursive: true });
+    cpSync(path.join(repo, 'examples', example), path.join(dir, example), {
+      recursive: true,
+      filter: isExampleSource,
+    });
   }
+  await prepare?.(dir);
   const child = spawn(binary, ['--config', 'concierge.toml', ...extra, 'serve', '--addr', '127.0.0.1:0'], {
     cwd: path.join(dir, 'assistant'),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -91,14 +107,15 @@ export async function screenshot(page, name) {
 
 /**
  * An OpenAI-compatible chat completions server whose streamed answer is
- * `parts`, one chunk at a time: the first is sent at once, each next one
- * when the test calls `release()`. A request that does not stream gets
- * the whole answer.
+ * `parts`, one chunk at a time: the first is sent at once (with `hold`,
+ * when the test first calls `release()`), each next one when the test
+ * calls `release()`. A request that does not stream gets the whole answer.
  */
-export async function scriptedModel(parts) {
+export async function scriptedModel(parts, { hold = false } = {}) {
   let gates = [];
   const released = [];
   let requests = 0;
+  const first = hold ? 0 : 1;
   const wait = (i) =>
     released[i] ? Promise.resolve() : new Promise((resolve) => (gates[i] = resolve));
   const server = http.createServer((req, res) => {
@@ -125,7 +142,7 @@ export async function scriptedModel(parts) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
       const send = (data) => res.write(`data: ${JSON.stringify(data)}\n\n`);
       for (let i = 0; i < parts.length; i++) {
-        if (i > 0) await wait(i);
+        if (i >= first) await wait(i);
         const last = i === parts.length - 1;
         send({
           id: 'chatcmpl-test', object: 'chat.completion.chunk',
@@ -139,7 +156,7 @@ export async function scriptedModel(parts) {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address();
-  let next = 1;
+  let next = first;
   return {
     baseUrl: `http://127.0.0.1:${port}/v1`,
     get requests() {

@@ -18,15 +18,30 @@ const ui = {
 };
 const panel = new Panel($('panel'));
 
-/** The open session: { id, conversation, stream, busy, refresh }. */
+/**
+ * The open conversation: { id, goal, conversation, stream, busy, refresh }.
+ * A conversation not started yet (a goal picked, or a first message on its
+ * way) has no id and no stream: its session is created with its first
+ * message, so opening the page or picking a goal leaves no empty session.
+ */
 let current = null;
 let goals = [];
+/** A message is on its way (creating the session, or posting it). */
 let sending = false;
+/** How long a first message waits for its new session's stream to open (ms). */
+const STREAM_WAIT = 3000;
 
-const sessionFromHash = () => {
-  const match = /^#\/s\/(.+)$/.exec(location.hash);
-  return match ? decodeURIComponent(match[1]) : null;
+const fromHash = (prefix) => {
+  const match = new RegExp(`^#/${prefix}/(.+)$`).exec(location.hash);
+  if (!match) return null;
+  try {
+    return decodeURIComponent(match[1]);
+  } catch {
+    return null;
+  }
 };
+const sessionFromHash = () => fromHash('s');
+const goalFromHash = () => fromHash('g');
 
 function toast(message) {
   ui.toast.textContent = message;
@@ -46,9 +61,15 @@ function setBusy(busy) {
   if (!current) return;
   if (busy) ui.input.placeholder = PLACEHOLDER;
   current.busy = busy;
-  ui.working.hidden = !busy;
-  ui.workingText.textContent = busy ? `${agentName(current.conversation.agent)} is working…` : '';
-  ui.send.disabled = busy || sending;
+  showWorking();
+}
+
+/** The working indicator: while a run is under way, or a message is on its way to start one. */
+function showWorking() {
+  const working = Boolean(current && (current.busy || current.conversation.unsettled()));
+  ui.working.hidden = !working;
+  ui.workingText.textContent = working ? `${agentName(current.conversation.agent)} is working…` : '';
+  ui.send.disabled = sending;
 }
 
 const CONNECTION = { live: '', reconnecting: 'Reconnecting…', closed: 'Disconnected' };
@@ -67,10 +88,38 @@ function home() {
 function close() {
   delete document.body.dataset.stream;
   if (!current) return;
-  current.stream.close();
+  current.stream?.close();
   clearTimeout(current.refresh);
   current = null;
   ui.working.hidden = true;
+}
+
+/** Shows the log (not the welcome) and closes the menu on a narrow screen. */
+function showLog() {
+  ui.welcome.hidden = true;
+  ui.log.hidden = false;
+  document.body.classList.remove('show-sidebar');
+  ui.menu.setAttribute('aria-expanded', 'false');
+}
+
+/**
+ * A conversation not started yet, with `goal`'s agent (its starter prompt
+ * greets the person) or, without one, the hub's.
+ */
+function startDraft(goal) {
+  if (current && !current.id && (current.goal ?? null) === (goal ?? null)) return current;
+  close();
+  const conversation = new Conversation(null, ui.log, actions);
+  conversation.greet(goal);
+  conversation.agent = goal?.id ?? null;
+  current = { id: null, goal: goal ?? null, conversation, stream: null, busy: false, refresh: null };
+  showLog();
+  panel.reset();
+  setBadge(goal?.id ?? null);
+  ui.input.placeholder = PLACEHOLDER;
+  showWorking();
+  refreshSessions();
+  return current;
 }
 
 let opening = null;
@@ -99,18 +148,21 @@ async function openNow(id) {
     return;
   }
   if (sessionFromHash() !== id) return; // another session was chosen meanwhile
-  ui.welcome.hidden = true;
-  ui.log.hidden = false;
+  showLog();
   const conversation = new Conversation(id, ui.log, actions);
   const goal = goals.find((g) => g.id === sessionMeta()[id]?.goal);
   conversation.greet(goal);
-  conversation.agent = view.agent;
+  current = { id, goal: goal ?? null, conversation, stream: null, busy: false, refresh: null };
+  follow(current, view);
+}
+
+/** Shows session `session`'s state (`view`, from the API) and follows its event stream. */
+function follow(session, view) {
+  session.conversation.agent = view.agent;
   panel.reset();
   panel.showView(view);
   setBadge(view.agent);
-  const session = { id, conversation, busy: false, refresh: null };
-  current = session;
-  session.stream = new SessionStream(id, (event, how) => onEvent(session, event, how), (status) => {
+  session.stream = new SessionStream(session.id, (event, how) => onEvent(session, event, how), (status) => {
     if (current !== session) return;
     ui.connection.textContent = CONNECTION[status] ?? '';
     document.body.dataset.stream = status;
@@ -118,14 +170,13 @@ async function openNow(id) {
   ui.input.placeholder = PLACEHOLDER;
   session.stream.start(view.last_event_id);
   setBusy(session.busy);
-  document.body.classList.remove('show-sidebar');
-  ui.menu.setAttribute('aria-expanded', 'false');
   refreshSessions();
 }
 
 function onEvent(session, event, { replayed }) {
   if (current !== session) return;
   session.conversation.apply(event);
+  showWorking();
   panel.apply(event);
   // A child's answer resumes the parent's run too.
   if (event.type === 'choice_resolved' || event.type === 'confirmation_resolved') setBusy(true);
@@ -179,52 +230,85 @@ function refreshView(session) {
 let listing = null;
 function refreshSessions() {
   clearTimeout(listing);
-  listing = setTimeout(() => drawSessions(ui.sessions, current?.id, (id) => (location.hash = `#/s/${encodeURIComponent(id)}`)), 100);
+  listing = setTimeout(
+    () => drawSessions(ui.sessions, current?.id, (id) => (location.hash = `#/s/${encodeURIComponent(id)}`), current?.title),
+    100,
+  );
 }
 
-/** Starts a session with a goal's agent; its starter prompt greets the person. */
-async function startGoal(goal) {
-  try {
-    const session = await api.create(goal?.id);
-    if (goal) rememberSession(session.id, { goal: goal.id });
-    location.hash = `#/s/${encodeURIComponent(session.id)}`;
-    refreshSessions();
-    ui.input.focus();
-  } catch (error) {
-    toast(error.message);
-  }
+/** Opens a conversation with a goal's agent; its starter prompt greets the person. */
+function startGoal(goal) {
+  const hash = `#/g/${encodeURIComponent(goal.id)}`;
+  if (location.hash === hash) route();
+  else location.hash = hash;
+  ui.input.focus();
 }
 
-/** Sends the person's message (starting a conversation with the hub when none is open). */
-async function send(text) {
+/**
+ * Sends the person's message (starting a conversation with the hub when
+ * none is open): it shows at once, and stays, marked with why, if the
+ * server does not take it. False if nothing was sent (empty, or another
+ * message is on its way).
+ */
+function send(text) {
   text = text.trim();
   if (!text || sending) return false;
-  if (current?.busy) {
-    toast('The assistant is still answering; your message can follow when it is done.');
-    return false;
-  }
+  const session = current ?? startDraft(null);
+  const { conversation } = session;
+  const entry = conversation.outgoing(text, conversation.asking());
+  deliver(session, entry);
+  return true;
+}
+
+/**
+ * Posts a shown message, creating its session first when it is the first
+ * (with the goal's agent); the stream then shows it as the session's.
+ */
+async function deliver(session, entry) {
+  const { conversation } = session;
   sending = true;
-  ui.send.disabled = true;
+  showWorking();
   try {
-    if (!current) {
-      const session = await api.create(null);
-      location.hash = `#/s/${encodeURIComponent(session.id)}`;
-      await open(session.id);
+    if (!session.id) {
+      const view = await api.create(session.goal?.id ?? null);
+      session.id = view.id;
+      session.title = entry.text; // in the list until the stream's copy names it
+      conversation.session = view.id;
+      if (session.goal) rememberSession(view.id, { goal: session.goal.id });
+      if (current === session) {
+        follow(session, view);
+        location.hash = `#/s/${encodeURIComponent(view.id)}`;
+        // The answer streams to the page only if it listens when the run starts.
+        await Promise.race([session.stream.opened, new Promise((resolve) => setTimeout(resolve, STREAM_WAIT))]);
+      }
     }
-    await api.send(current.id, text);
-    return true;
+    const accepted = await api.send(session.id, entry.text);
+    conversation.sent(entry, accepted?.run_id);
   } catch (error) {
-    toast(error.message);
-    return false;
+    conversation.failed(entry, error.message);
   } finally {
     sending = false;
-    ui.send.disabled = current?.busy ?? false;
+    showWorking();
   }
 }
 
 const actions = {
-  send: async (text) => {
-    if (await send(text)) ui.input.focus();
+  send: (text) => {
+    if (send(text)) ui.input.focus();
+  },
+  /** Sends again a message that was not sent. */
+  retry: (entry) => {
+    if (sending || !current) return;
+    current.conversation.resending(entry);
+    deliver(current, entry);
+  },
+  /** Takes a message that was not sent back into the message box. */
+  edit: (entry) => {
+    current?.conversation.drop(entry);
+    showWorking();
+    ui.input.value = entry.text;
+    grow();
+    ui.input.focus();
   },
   confirm: async (pending, decision, args) => {
     try {
@@ -246,10 +330,9 @@ const actions = {
   },
 };
 
-ui.composer.addEventListener('submit', async (event) => {
+ui.composer.addEventListener('submit', (event) => {
   event.preventDefault();
-  const text = ui.input.value;
-  if (await send(text)) {
+  if (send(ui.input.value)) {
     ui.input.value = '';
     grow();
   }
@@ -270,7 +353,8 @@ function grow() {
 ui.input.addEventListener('input', grow);
 
 ui.newChat.addEventListener('click', () => {
-  location.hash = '#/';
+  if (location.hash === '#/') route();
+  else location.hash = '#/';
   document.body.classList.remove('show-sidebar');
   ui.input.focus();
 });
@@ -294,13 +378,15 @@ document.addEventListener('keydown', (event) => {
 
 function route() {
   const id = sessionFromHash();
+  const goal = goals.find((g) => g.id === goalFromHash());
   if (id) open(id);
+  else if (goal) startDraft(goal);
   else home();
 }
 window.addEventListener('hashchange', route);
-window.addEventListener('pagehide', () => current?.stream.close());
+window.addEventListener('pagehide', () => current?.stream?.close());
 window.addEventListener('pageshow', (event) => {
-  if (event.persisted && current) current.stream.open();
+  if (event.persisted && current?.stream) current.stream.open();
 });
 
 async function init() {

@@ -29,7 +29,10 @@ export function suggestions(prompt) {
 
 /**
  * Draws one session's conversation into `list` (an `ol` with role=log).
- * `actions` has `confirm(pending, decision)`, `choose(number)` and `send(text)`.
+ * `actions` has `confirm(pending, decision)`, `choose(number)`, `send(text)`,
+ * and for a message that could not be sent `retry(entry)` and `edit(entry)`.
+ * `session` is null for a conversation not started yet (its first message
+ * creates the session; `session` is set then).
  */
 export class Conversation {
   constructor(session, list, actions) {
@@ -41,8 +44,96 @@ export class Conversation {
     this.runs = new Map(); // `${session}/${run}` → { bubble, spoke }
     this.confirms = new Map(); // call id → confirmation block parts
     this.choices = new Map(); // call id → choice block parts
+    this.statuses = new Map(); // `${session}/${server}` → the tool server's status line
+    // The person's messages shown before the session's stream has them:
+    // { text, li, bubble, foot, state: 'sending' | 'sent' | 'failed', answer }.
+    this.outbox = [];
     this.agent = null;
     clear(list);
+  }
+
+  /**
+   * Shows the person's message at once, before the server has it. `answer`:
+   * it may answer a question the run waits on (typing "yes" or "2"), which
+   * the stream records as the answer rather than as a message.
+   */
+  outgoing(text, answer = false) {
+    const bubble = h('div', { class: 'bubble' }, text);
+    const foot = h('div', { class: 'send-state', hidden: true });
+    const li = h('li', { class: 'msg user sending' }, bubble, foot);
+    const entry = { text, li, bubble, foot, state: 'sending', answer };
+    this.outbox.push(entry);
+    this.add(li);
+    return entry;
+  }
+
+  /** Whether a question (an approval or a choice) waits in this conversation. */
+  asking() {
+    return [...this.confirms.values(), ...this.choices.values()].some((parts) => !parts.resolved);
+  }
+
+  /** Messages sent or being sent that the stream has not shown yet. */
+  unsettled() {
+    return this.outbox.some((e) => e.state !== 'failed');
+  }
+
+  /** The server took the message: its run (`run`, its id) starts, and the stream shows it next. */
+  sent(entry, run) {
+    if (entry.state !== 'sending') return;
+    entry.state = 'sent';
+    entry.run = run ?? null;
+  }
+
+  /** Sending again a message that failed. */
+  resending(entry) {
+    entry.state = 'sending';
+    entry.li.className = 'msg user sending';
+    entry.foot.hidden = true;
+    clear(entry.foot);
+    if (!this.outbox.includes(entry)) this.outbox.push(entry);
+    this.add(entry.li); // to the end, after what came meanwhile
+  }
+
+  /** The message could not be sent: it stays, marked, with why, and can be sent again. */
+  failed(entry, why) {
+    if (entry.state !== 'sending' && entry.state !== 'sent') return;
+    entry.state = 'failed';
+    entry.li.className = 'msg user failed';
+    clear(entry.foot);
+    append(entry.foot, [
+      h('span', { class: 'send-why' }, h('span', { class: 'send-mark', 'aria-hidden': 'true' }, '!'), `Not sent: ${why}`),
+      h('span', { class: 'send-actions' },
+        h('button', { type: 'button', class: 'link', onclick: () => this.actions.retry?.(entry) }, 'Try again'),
+        h('button', { type: 'button', class: 'link', onclick: () => this.actions.edit?.(entry) }, 'Edit'),
+      ),
+    ]);
+    entry.foot.setAttribute('role', 'alert');
+    entry.foot.hidden = false;
+  }
+
+  /** Takes a message out of the conversation (to edit it, or once it became an answer). */
+  drop(entry) {
+    this.outbox = this.outbox.filter((e) => e !== entry);
+    entry.li.remove();
+  }
+
+  /** A shown message the server now has, as a plain message. */
+  settle(entry, text) {
+    this.outbox = this.outbox.filter((e) => e !== entry);
+    entry.state = 'settled';
+    entry.li.className = 'msg user';
+    entry.foot.remove();
+    if (text !== undefined && text !== entry.text) entry.bubble.textContent = text;
+  }
+
+  /**
+   * The shown message that is the stream's user message `text` of run
+   * `run`: the first one with that text on its way, else the one whose
+   * sending started that run.
+   */
+  claim(text, run) {
+    const going = this.outbox.filter((e) => e.state === 'sending' || e.state === 'sent');
+    return going.find((e) => e.text === text.trim()) ?? going.find((e) => e.run && e.run === run) ?? null;
   }
 
   /** The welcome bubble of a conversation started from a goal, with its suggestions as buttons. */
@@ -122,6 +213,7 @@ export class Conversation {
         break;
       case 'confirmation_resolved':
         this.confirmationResolved(event);
+        this.answered();
         break;
       case 'choice_requested':
         this.waiting(event.pending, 'Waiting for your choice');
@@ -129,6 +221,10 @@ export class Conversation {
         break;
       case 'choice_resolved':
         this.choiceResolved(event);
+        this.answered();
+        break;
+      case 'tools_status':
+        this.toolsStatus(event, into);
         break;
       case 'cap_reached':
         if (root) this.add(note('info', 'This run reached one of its limits, so the assistant sums up what it has.'));
@@ -166,7 +262,24 @@ export class Conversation {
   message(event, into, root) {
     const message = event.message ?? {};
     if (message.role === 'user') {
-      if (root) this.add(h('li', { class: 'msg user' }, h('div', { class: 'bubble' }, message.content ?? '')));
+      if (!root) return;
+      const content = message.content ?? '';
+      // The message shown when the person sent it: it is this one.
+      const shown = this.claim(content, event.run);
+      if (shown) this.settle(shown, content);
+      const li = shown?.li ?? h('li', { class: 'msg user' }, h('div', { class: 'bubble' }, content));
+      // After what came before it in the stream, but before the status lines
+      // of the tool servers its run waited for (sent before the run's events).
+      let first = null;
+      for (let node = this.list.lastElementChild; node?.classList.contains('tools-status'); node = node.previousElementSibling) {
+        if (node !== li) first = node;
+      }
+      if (first) {
+        this.list.insertBefore(li, first);
+        li.scrollIntoView?.({ block: 'nearest' });
+      } else {
+        this.add(li);
+      }
       return;
     }
     // A child's answer shows as its call's result.
@@ -349,6 +462,45 @@ export class Conversation {
     parts.outcome.textContent = index >= 0 ? `✓ ${parts.options[index].label}` : 'Answered in your own words';
   }
 
+  /**
+   * A question was answered: a typed answer on its way ("yes", "2") is
+   * shown as the question's outcome, not as a message.
+   */
+  answered() {
+    for (const entry of this.outbox.filter((e) => e.answer && e.state !== 'failed')) this.drop(entry);
+  }
+
+  /**
+   * A tool server the run waits for: a quiet line while it starts, replaced
+   * by the next state; a failure stays as an error note.
+   */
+  toolsStatus(event, into) {
+    const server = String(event.server ?? '');
+    const key = `${event.session}/${server}`;
+    const state = ['starting', 'ready', 'failed'].includes(event.state) ? event.state : 'starting';
+    const name = humanize(server) || 'Tool';
+    const text =
+      event.message ||
+      { starting: `Starting the ${name} tools…`, ready: `The ${name} tools are ready.`, failed: `The ${name} tools could not start.` }[state];
+    let line = this.statuses.get(key);
+    // A line still starting is replaced; one that is done stays, and a new one follows.
+    if (!line || line.state !== 'starting') {
+      line = { li: h('li', { 'data-server': server }), state };
+      this.statuses.set(key, line);
+      this.add(line.li, into);
+    }
+    line.state = state;
+    line.li.className = state === 'failed' ? 'note error tools-status failed' : `tools-status ${state}`;
+    line.li.setAttribute('role', state === 'failed' ? 'alert' : 'status');
+    clear(line.li);
+    append(line.li, [
+      state === 'starting'
+        ? h('span', { class: 'spinner', 'aria-hidden': 'true' })
+        : h('span', { class: 'tools-mark', 'aria-hidden': 'true' }, state === 'ready' ? '✓' : '!'),
+      h('span', { class: 'tools-text' }, text),
+    ]);
+  }
+
   runFinished(event, into, root) {
     const run = this.run(event);
     if (run.bubble) {
@@ -359,6 +511,8 @@ export class Conversation {
     }
     const waiting = event.status === 'awaiting_confirmation' || event.status === 'awaiting_choice';
     if (!root || waiting) return;
+    // A message that started this run and that the stream did not show: a plain message now.
+    for (const entry of this.outbox.filter((e) => e.state === 'sent' && e.run === event.run)) this.settle(entry);
     if (event.status === 'failed') {
       this.add(note('error', event.reply || 'The run failed.'));
     } else if (event.status === 'cancelled') {

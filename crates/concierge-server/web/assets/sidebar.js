@@ -1,15 +1,19 @@
 // The left column: the goals catalogue and the person's sessions. Titles
 // of sessions (their first message) are remembered in localStorage, and
-// fetched from the API for sessions this browser has not seen.
+// fetched from the API for sessions this browser has not seen. A session
+// with no message yet is not listed (unless it is the one open).
 
-import { h, clear, ago } from './dom.js';
+import { h, append, clear, ago } from './dom.js';
 import { agentName } from './conversation.js';
 import { api } from './api.js';
 
 const META = 'concierge:sessions';
 
-/** Sessions whose first message was looked up already (found or not), this page. */
-const probed = new Set();
+/** Sessions whose first message was looked up already, this page: id → what was found. */
+const probed = new Map();
+
+/** How many untitled sessions one drawing looks up. */
+const PROBES = 20;
 
 /** What this browser remembers of its sessions: id → { title, goal }. */
 export function sessionMeta() {
@@ -51,8 +55,11 @@ export function drawGoals(list, goals, onPick, compact) {
   }
 }
 
-/** Draws the session list; `onOpen(id)` switches to one. */
-export async function drawSessions(list, current, onOpen) {
+/**
+ * Draws the session list; `onOpen(id)` switches to one. `currentTitle`
+ * names the open session while this browser has no title for it yet.
+ */
+export async function drawSessions(list, current, onOpen, currentTitle) {
   let sessions;
   try {
     // The server lists conversations only (child runs are reached through them).
@@ -62,37 +69,57 @@ export async function drawSessions(list, current, onOpen) {
     return;
   }
   const meta = sessionMeta();
+  // A session with no message yet is not a conversation to go back to: the
+  // server says so (no `updated_at`), or looking it up did (no message of
+  // the person's, as of its `updated_at` then).
+  const empty = (s) =>
+    s.id !== current && (s.updated_at === null || (probed.get(s.id)?.empty && probed.get(s.id).at === s.updated_at));
+  sessions = sessions.filter((s) => !empty(s));
   clear(list);
-  if (!sessions.length) list.append(h('li', { class: 'empty' }, 'No conversations yet.'));
+  const none = h('li', { class: 'empty' }, 'No conversations yet.');
+  list.append(none);
   const untitled = [];
   for (const s of sessions) {
-    const title = h('span', { class: 'session-title' }, meta[s.id]?.title ?? 'New conversation');
-    if (!meta[s.id]?.title && !probed.has(s.id)) untitled.push([s.id, title]);
+    const known = meta[s.id]?.title ?? probed.get(s.id)?.title ?? (s.id === current ? currentTitle : null);
+    const title = h('span', { class: 'session-title' }, known ?? 'New conversation');
+    // One without a title is shown once it is known to have a message (the open one at once).
+    const item = h('li', { hidden: !known && s.id !== current });
+    if (!known) {
+      if (untitled.length < PROBES) untitled.push({ session: s, title, item });
+      else item.hidden = false;
+    }
     list.append(
-      h('li', {},
-        h('button', {
+      append(item,
+        [h('button', {
           type: 'button', class: 'session', 'data-session': s.id,
           'aria-current': s.id === current ? 'true' : null,
           onclick: () => onOpen(s.id),
         },
           title,
           h('span', { class: 'session-meta' }, agentName(s.agent), s.updated_at ? ` · ${ago(s.updated_at)}` : ''),
-        ),
+        )],
       ),
     );
   }
-  // Titles of sessions started elsewhere: their first message.
-  for (const [id, node] of untitled.slice(0, 20)) {
-    probed.add(id);
-    try {
-      const view = await api.session(id);
-      const first = view.history?.find((m) => m.role === 'user');
-      if (first) {
-        node.textContent = first.text;
-        rememberSession(id, { title: first.text });
+  const showNone = () => (none.hidden = [...list.children].some((li) => li !== none && !li.hidden));
+  showNone();
+  // Sessions started elsewhere: their first message is their title, and
+  // one without any is left out.
+  await Promise.all(
+    untitled.map(async ({ session, title, item }) => {
+      try {
+        const view = await api.session(session.id);
+        const first = view.history?.find((m) => m.role === 'user');
+        probed.set(session.id, { at: session.updated_at, empty: !first, title: first?.text ?? null });
+        if (first) {
+          title.textContent = first.text;
+          rememberSession(session.id, { title: first.text });
+        }
+        if (first || session.id === current) item.hidden = false;
+      } catch {
+        item.hidden = false; // Left as it is.
       }
-    } catch {
-      // Left as it is.
-    }
-  }
+    }),
+  );
+  showNone();
 }

@@ -13,7 +13,7 @@ export const KINDS = [
   'run_started', 'phase_changed', 'agent_changed', 'agent_routed', 'model_requested', 'model_delta',
   'tool_requested', 'tool_reused', 'awaiting_confirmation', 'confirmation_resolved', 'tool_finished',
   'child_started', 'choice_requested', 'choice_resolved', 'message', 'usage', 'cap_reached',
-  'run_finished', 'error', 'session_ended', 'data_changed', 'session_opened',
+  'run_finished', 'error', 'session_ended', 'data_changed', 'session_opened', 'tools_status',
 ];
 
 /** The most sessionStorage keeps of one session's events (characters of JSON). */
@@ -67,6 +67,8 @@ export class SessionStream {
     this.kept = loadKept(session);
     this.size = JSON.stringify(this.kept).length;
     this.source = null;
+    /** Resolves once the stream is first open (the server streams a model's answer only to listeners). */
+    this.opened = new Promise((resolve) => (this.markOpened = resolve));
   }
 
   /** The id of the last of the session's own events applied. */
@@ -95,7 +97,10 @@ export class SessionStream {
     this.close();
     const source = new EventSource(api.eventsUrl(this.session, this.kept.cursor ?? this.kept.last));
     this.source = source;
-    source.onopen = () => this.onStatus('live');
+    source.onopen = () => {
+      this.markOpened();
+      this.onStatus('live');
+    };
     source.onerror = () => this.onStatus(source.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
     for (const kind of KINDS) source.addEventListener(kind, (message) => this.receive(message));
     source.addEventListener('stream_error', () => this.onStatus('reconnecting'));

@@ -150,6 +150,10 @@ pub trait Engine: Send + Sync + 'static {
     /// Ends `session` (a run in progress is cancelled; its output is returned).
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>>;
 
+    /// Cancels `session`'s run in progress, if one is (its output is
+    /// returned); the session goes on.
+    fn cancel_run(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>>;
+
     /// Where the session's run in progress will stop; `None` if none is.
     fn wait(&self, session: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>>;
 
@@ -178,6 +182,15 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The toolsets remembered by [`Engine::remember_toolset`], as `(name, JSON)`.
     fn remembered_toolsets(&self) -> Result<Vec<(String, String)>>;
+
+    /// Sends a live-only event (a `tools_status`, as model deltas are) to
+    /// this process's subscribers of `event.session`: never journaled, so a
+    /// replay does not bring it back, and dropped when nobody listens. The
+    /// caller numbers it after the session's last durable event. The
+    /// default drops it.
+    fn announce(&self, event: Event) {
+        let _ = event;
+    }
 
     /// Lets idle sessions go and waits until what the engine wrote is durable.
     fn shutdown(&self) -> BoxFuture<'_, ()>;
@@ -239,6 +252,10 @@ impl Engine for NoEngine {
     }
 
     fn end(&self, _: SessionId, _: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        no_engine()
+    }
+
+    fn cancel_run(&self, _: SessionId, _: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
         no_engine()
     }
 

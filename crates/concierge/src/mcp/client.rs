@@ -175,10 +175,23 @@ struct Connection {
 #[derive(Default)]
 struct State {
     connection: Option<Arc<Connection>>,
+    /// Whether this process tried to start the server yet.
+    started: bool,
     failures: u32,
     retry_at: Option<Instant>,
     last_error: Option<String>,
     tools: Option<Vec<Tool>>,
+}
+
+/// How a client's connection stands (see [`McpClient::probe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Probe {
+    /// Another task holds the client (the server may be starting).
+    Busy,
+    /// No connection; `started` if this process started (or tried to start) it before.
+    Down { started: bool },
+    /// Connected; `closed` if the server has gone since (crashed or exited).
+    Up { closed: bool },
 }
 
 /// Why an MCP server could not be used.
@@ -252,6 +265,38 @@ impl McpClient {
         self.stale.load(Ordering::Relaxed) || self.state.lock().await.tools.is_none()
     }
 
+    /// How the connection stands, without waiting (`Busy` while another
+    /// task holds the client, e.g. while the server starts).
+    pub(crate) fn probe(&self) -> Probe {
+        let Ok(state) = self.state.try_lock() else {
+            return Probe::Busy;
+        };
+        match &state.connection {
+            Some(connection) => Probe::Up {
+                closed: connection.service.is_transport_closed(),
+            },
+            None => Probe::Down { started: state.started },
+        }
+    }
+
+    /// How long until the next start may be attempted, while restarts back off.
+    pub(crate) fn retry_in(&self) -> Option<Duration> {
+        let state = self.state.try_lock().ok()?;
+        let at = state.retry_at?;
+        at.checked_duration_since(Instant::now())
+    }
+
+    /// Whether the server said its tools changed (or was started again)
+    /// since they were last listed.
+    pub(crate) fn list_changed(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
+    /// Starts the server unless it runs (not during backoff).
+    pub(crate) async fn connect(&self) -> Result<(), McpError> {
+        self.connection().await.map(|_| ())
+    }
+
     fn error(&self, message: impl Into<String>) -> McpError {
         McpError {
             server: self.name.clone(),
@@ -292,6 +337,7 @@ impl McpClient {
                 )));
             }
         }
+        state.started = true;
         match self.start().await {
             Ok(connection) => {
                 let connection = Arc::new(connection);
@@ -324,7 +370,8 @@ impl McpClient {
         let timeout = self.config.call_timeout().max(Duration::from_secs(10));
         let connection = match (&self.config.command, &self.config.url) {
             (Some(command), _) => {
-                let mut cmd = tokio::process::Command::new(command);
+                let program = self.config.program().unwrap_or_else(|| command.into());
+                let mut cmd = tokio::process::Command::new(program);
                 cmd.args(&self.config.args)
                     .envs(&self.config.env)
                     .stdin(Stdio::piped())
@@ -334,9 +381,17 @@ impl McpClient {
                 if let Some(dir) = &self.config.cwd {
                     cmd.current_dir(dir);
                 }
-                let mut child = cmd
-                    .spawn()
-                    .map_err(|e| self.error(format!("cannot start `{}`: {e}", self.config.describe())))?;
+                let mut child = cmd.spawn().map_err(|e| {
+                    let hint = if e.kind() == std::io::ErrorKind::NotFound && !command.contains('/') {
+                        format!(
+                            " ({command} is neither beside this program nor on PATH: build or install it, \
+                             or give its path as command)"
+                        )
+                    } else {
+                        String::new()
+                    };
+                    self.error(format!("cannot start `{}`: {e}{hint}", self.config.describe()))
+                })?;
                 let pid = child.id();
                 let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
                     return Err(self.error("its standard input and output could not be connected"));

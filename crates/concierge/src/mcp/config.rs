@@ -1,7 +1,7 @@
 //! `[mcp_servers.NAME]`: how to reach an MCP server.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,11 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
-    /// The program to run (stdio transport).
+    /// The program to run (stdio transport). A bare name (no `/`) is the
+    /// program of that name beside the running executable when there is
+    /// one (so `concierge-orders` is the one built or installed with
+    /// `concierge`), else looked up in `PATH` as usual; see
+    /// [`McpServerConfig::program`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
     /// Arguments passed to `command`.
@@ -173,6 +177,17 @@ impl McpServerConfig {
         }
     }
 
+    /// The program `command` starts: a bare name (no path separator) is
+    /// the file of that name beside the running executable (symbolic links
+    /// followed) when one exists there; otherwise, and for a path, the
+    /// command as written (a bare name is then looked up in `PATH`, a
+    /// relative path is relative to `cwd`).
+    pub fn program(&self) -> Option<PathBuf> {
+        let command = self.command.as_deref()?;
+        let exe = std::env::current_exe().ok();
+        Some(program_beside(command, exe.as_deref().and_then(Path::parent)))
+    }
+
     /// How the server is reached, for messages.
     pub fn describe(&self) -> String {
         match (&self.command, &self.url) {
@@ -190,9 +205,53 @@ impl McpServerConfig {
     }
 }
 
+/// `command` as [`McpServerConfig::program`] resolves it, beside `dir`.
+fn program_beside(command: &str, dir: Option<&Path>) -> PathBuf {
+    let bare = !command.is_empty() && !command.contains('/') && !command.contains(std::path::MAIN_SEPARATOR);
+    if let (true, Some(dir)) = (bare, dir) {
+        let suffix = std::env::consts::EXE_SUFFIX;
+        let mut names = vec![command.to_string()];
+        if !suffix.is_empty() && !command.ends_with(suffix) {
+            names.push(format!("{command}{suffix}"));
+        }
+        if let Some(found) = names.into_iter().map(|name| dir.join(name)).find(|p| p.is_file()) {
+            return found;
+        }
+    }
+    PathBuf::from(command)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bare_command_is_the_program_beside_the_executable_when_there_is_one() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("concierge-orders"), "").unwrap();
+        assert_eq!(
+            program_beside("concierge-orders", Some(dir.path())),
+            dir.path().join("concierge-orders")
+        );
+        // Not beside it: PATH, as usual.
+        assert_eq!(program_beside("npx", Some(dir.path())), PathBuf::from("npx"));
+        assert_eq!(
+            program_beside("concierge-orders", None),
+            PathBuf::from("concierge-orders")
+        );
+        // A path is used as written, even when a file of its name is there.
+        assert_eq!(
+            program_beside("./concierge-orders", Some(dir.path())),
+            PathBuf::from("./concierge-orders")
+        );
+        // A directory of that name is not a program.
+        std::fs::create_dir(dir.path().join("tools")).unwrap();
+        assert_eq!(program_beside("tools", Some(dir.path())), PathBuf::from("tools"));
+        // The running executable's directory (a test binary's: nothing there is called so).
+        let server = McpServerConfig::stdio("no-such-program-here", Vec::<String>::new());
+        assert_eq!(server.program(), Some(PathBuf::from("no-such-program-here")));
+        assert_eq!(McpServerConfig::http("http://127.0.0.1:1/mcp").program(), None);
+    }
 
     #[test]
     fn exactly_one_transport() {

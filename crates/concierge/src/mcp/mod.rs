@@ -2,9 +2,11 @@
 //! an MCP server lives in the `concierge-server` crate.)
 //!
 //! A server is declared as `[mcp_servers.NAME]` (stdio `command` or HTTP
-//! `url`); an agent uses it as a toolset (`toolsets = ["NAME"]`). Its tools
-//! are listed when a run of such an agent starts, cached, and listed again
-//! when the server says they changed; each becomes a [`ToolSpec`] whose
+//! `url`); an agent uses it as a toolset (`toolsets = ["NAME"]`). A runtime
+//! starts its servers in the background (one whose tools an earlier process
+//! remembered starts only when a run calls it), lists their tools, lists
+//! them again when a server says they changed, and restarts a server that
+//! fails or crashes, with backoff; each tool becomes a [`ToolSpec`] whose
 //! arguments are validated and coerced like a Rust tool's.
 //!
 //! [`ToolSpec`]: concierge_core::ToolSpec
@@ -16,6 +18,7 @@ mod http;
 mod result;
 mod tool;
 
+pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpError, McpProgress, supported_protocol_versions};
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;

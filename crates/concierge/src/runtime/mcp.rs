@@ -1,21 +1,87 @@
-//! The runtime's MCP servers: discovery into the registry and the catalog.
+//! The runtime's MCP servers: started in the background, watched and
+//! restarted with backoff, their tools listed into the registry and the
+//! catalog; a run waits only for the servers its agents need whose tools are
+//! not known yet, and tells its session while it does (`tools_status`).
+//!
+//! A server whose tools an earlier process remembered is not started when
+//! the runtime opens: runs use the remembered tools, and the server starts
+//! when a run calls one of them (its list is then read again). A server with
+//! no remembered tools starts when the runtime opens.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
-use concierge_core::AgentId;
+use concierge_core::{AgentId, Event, EventId, EventKind, Session, SessionId, ToolsState};
+use tokio::sync::watch;
 
-use super::Runtime;
+use super::{Inner, Runtime};
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::mcp::{McpClient, McpServerConfig, McpTool, RemoteTool, remote_tools};
+use crate::mcp::{McpClient, McpServerConfig, McpTool, Probe, RemoteTool, remote_tools};
 use crate::tool::{DynTool, ToolRegistry};
 
-/// The configured servers and which were listed in this process.
+/// How often a supervisor looks at its server when nothing is under way.
+const WATCH_EVERY: Duration = Duration::from_millis(250);
+/// Sessions whose last status number is kept (numbers of older ones are forgotten).
+const ANNOUNCED_SESSIONS: usize = 10_000;
+
+/// Where a server stands, as runs that wait for it see it.
+#[derive(Clone, Debug, PartialEq)]
+enum Status {
+    /// Not started by anyone yet.
+    Idle,
+    /// Starting (or being listed).
+    Starting,
+    /// Listed: its tools are in the catalog.
+    Ready,
+    /// The last attempt failed, for this reason.
+    Failed(String),
+}
+
+/// One server's state in this runtime.
+struct Server {
+    status: watch::Sender<Status>,
+    /// Whether the catalog holds its tools (listed in this process, or
+    /// remembered from an earlier one).
+    known: AtomicBool,
+}
+
+impl Server {
+    fn new() -> Self {
+        Self {
+            status: watch::channel(Status::Idle).0,
+            known: AtomicBool::new(false),
+        }
+    }
+
+    fn set(&self, status: Status) {
+        self.status.send_if_modified(|now| {
+            let changed = *now != status;
+            *now = status;
+            changed
+        });
+    }
+
+    fn known(&self) -> bool {
+        self.known.load(Ordering::Relaxed)
+    }
+}
+
+/// The configured servers and their state.
 pub(crate) struct McpState {
     clients: BTreeMap<String, Arc<McpClient>>,
-    listed: std::sync::Mutex<HashSet<String>>,
-    /// One discovery at a time (a catalog swap is read-modify-write).
-    discovering: tokio::sync::Mutex<()>,
+    servers: BTreeMap<String, Arc<Server>>,
+    /// One catalog swap at a time (it is read-modify-write); listing a
+    /// server happens outside it, so a slow server holds up nobody else.
+    swapping: tokio::sync::Mutex<()>,
+    /// The background tasks that start and watch the servers.
+    supervisors: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Whether the supervisors run (not in a runtime that only reads).
+    supervised: AtomicBool,
+    /// The id of the last status event given per session.
+    announced: Mutex<HashMap<SessionId, EventId>>,
 }
 
 fn handlers(client: &Arc<McpClient>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynTool>> {
@@ -25,12 +91,22 @@ fn handlers(client: &Arc<McpClient>, tools: &[RemoteTool]) -> Vec<Arc<dyn DynToo
         .collect()
 }
 
+/// Why a server's tools could not be had, in words (without the "MCP server
+/// X:" that the caller's sentence says already).
+fn reason(error: &Error) -> String {
+    match error {
+        Error::Mcp(error) => error.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 impl McpState {
     /// Declares each server's toolset (filled at discovery, or from what a
     /// previous process remembered).
     pub(crate) fn prepare(registry: &mut ToolRegistry, servers: Vec<(String, McpServerConfig)>) -> Result<Self> {
         let existing: BTreeSet<String> = registry.toolsets().into_iter().map(|(name, _)| name).collect();
         let mut clients = BTreeMap::new();
+        let mut states = BTreeMap::new();
         for (name, config) in servers {
             config.check(&name)?;
             if existing.contains(&name) || clients.contains_key(&name) {
@@ -40,12 +116,16 @@ impl McpState {
             }
             registry.declare(&name);
             let client = Arc::new(McpClient::new(name.clone(), config));
+            states.insert(name.clone(), Arc::new(Server::new()));
             clients.insert(name, client);
         }
         Ok(Self {
             clients,
-            listed: Default::default(),
-            discovering: Default::default(),
+            servers: states,
+            swapping: Default::default(),
+            supervisors: Mutex::default(),
+            supervised: AtomicBool::new(false),
+            announced: Mutex::default(),
         })
     }
 
@@ -54,17 +134,96 @@ impl McpState {
         self.clients.keys().cloned().collect()
     }
 
+    /// Stops the supervisors, then each server (a stdio server is asked to
+    /// exit, then killed; one still starting is killed).
     pub(crate) async fn shutdown(&self) {
+        self.supervised.store(false, Ordering::Relaxed);
+        let supervisors = std::mem::take(&mut *self.supervisors.lock().unwrap_or_else(PoisonError::into_inner));
+        for supervisor in &supervisors {
+            supervisor.abort();
+        }
+        for supervisor in supervisors {
+            let _ = supervisor.await;
+        }
+        // Runs still waiting for a server are told it will not come.
+        for server in self.servers.values().filter(|s| !s.known()) {
+            server.set(Status::Failed("the runtime is shutting down".into()));
+        }
         for client in self.clients.values() {
             client.shutdown().await;
+        }
+    }
+
+    /// The next id of a status event in `session`, whose last durable event is `seq`.
+    fn next_id(&self, session: &SessionId, seq: u64) -> EventId {
+        let mut announced = self.announced.lock().unwrap_or_else(PoisonError::into_inner);
+        if announced.len() >= ANNOUNCED_SESSIONS && !announced.contains_key(session) {
+            announced.clear();
+        }
+        let id = match announced.get(session) {
+            Some(last) if last.seq == seq => EventId {
+                seq,
+                delta: last.delta.saturating_add(1),
+            },
+            _ => EventId { seq, delta: 1 },
+        };
+        announced.insert(session.clone(), id);
+        id
+    }
+}
+
+/// Watches one server for as long as the runtime lives: starts it when its
+/// tools are not known, lists it again when it says they changed (or after
+/// a run started it), and restarts it after a failure or a crash, backing off.
+async fn supervise(inner: Weak<Inner>, name: String) {
+    let mut pause = Duration::ZERO;
+    loop {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        pause = WATCH_EVERY;
+        let Some(inner) = inner.upgrade() else { return };
+        let rt = Runtime { inner };
+        if !rt.inner.mcp.supervised.load(Ordering::Relaxed) {
+            return;
+        }
+        let (Some(client), Some(server)) = (rt.mcp_client(&name), rt.inner.mcp.servers.get(&name).cloned()) else {
+            return;
+        };
+        let act = match client.probe() {
+            Probe::Busy => false,
+            Probe::Up { closed: false } => client.list_changed(),
+            // It crashed or exited: start it again.
+            Probe::Up { closed: true } => true,
+            // Never started: only when its tools are not known (remembered
+            // tools wait for a run to call them).
+            Probe::Down { started } => started || !server.known(),
+        };
+        if !act {
+            continue;
+        }
+        if !server.known() {
+            server.set(Status::Starting);
+        }
+        let listed = match client.connect().await {
+            Ok(()) => rt.discover(&name).await.map(|_| ()),
+            Err(error) => Err(Error::Mcp(error)),
+        };
+        if let Err(error) = listed {
+            let why = reason(&error);
+            tracing::warn!(server = %name, error = %why, "an MCP server could not start; retrying with backoff");
+            server.set(Status::Failed(why));
+            if let Some(wait) = client.retry_in() {
+                pause = wait.max(WATCH_EVERY);
+            }
         }
     }
 }
 
 impl Runtime {
     /// Fills each server's toolset with the tools it had the last time a
-    /// process listed it, so that runs left unfinished can go on before the
-    /// server is listed again.
+    /// process listed it, so that runs go on (and runs left unfinished
+    /// replay) before the server is listed again.
     pub(crate) fn restore_remembered_tools(&self) {
         let remembered = match self.inner.engine.remembered_toolsets() {
             Ok(remembered) => remembered,
@@ -74,7 +233,8 @@ impl Runtime {
             }
         };
         for (name, json) in remembered {
-            let Some(client) = self.inner.mcp.clients.get(&name) else {
+            let (Some(client), Some(server)) = (self.inner.mcp.clients.get(&name), self.inner.mcp.servers.get(&name))
+            else {
                 continue;
             };
             let tools = match serde_json::from_str::<Vec<RemoteTool>>(&json) {
@@ -91,9 +251,26 @@ impl Runtime {
                 .set_toolset(&name, handlers(client, &tools))
                 .map_err(|e| e.to_string())
                 .and_then(|specs| self.inner.catalogs.set_toolset(&name, specs).map_err(|e| e.to_string()));
-            if let Err(error) = installed {
-                tracing::warn!(server = %name, %error, "remembered MCP tools do not fit; waiting for discovery");
+            match installed {
+                Ok(_) => server.known.store(true, Ordering::Relaxed),
+                Err(error) => {
+                    tracing::warn!(server = %name, %error, "remembered MCP tools do not fit; waiting for discovery")
+                }
             }
+        }
+    }
+
+    /// Starts a supervisor per server (a runtime that runs sessions does;
+    /// one that only reads does not).
+    pub(crate) fn supervise_mcp(&self) {
+        let mcp = &self.inner.mcp;
+        if mcp.clients.is_empty() || tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        mcp.supervised.store(true, Ordering::Relaxed);
+        let mut supervisors = mcp.supervisors.lock().unwrap_or_else(PoisonError::into_inner);
+        for name in mcp.clients.keys() {
+            supervisors.push(tokio::spawn(supervise(Arc::downgrade(&self.inner), name.clone())));
         }
     }
 
@@ -116,14 +293,29 @@ impl Runtime {
                 self.mcp_servers().join(", ")
             ))
         })?;
-        let _one_at_a_time = self.inner.mcp.discovering.lock().await;
+        let state = self.inner.mcp.servers.get(server).cloned();
+        let discovered = self.list_into_catalog(server, &client).await;
+        if let Some(state) = state {
+            match &discovered {
+                Ok(_) => {
+                    state.known.store(true, Ordering::Relaxed);
+                    state.set(Status::Ready);
+                }
+                Err(error) => state.set(Status::Failed(reason(error))),
+            }
+        }
+        discovered
+    }
+
+    async fn list_into_catalog(&self, server: &str, client: &Arc<McpClient>) -> Result<Vec<RemoteTool>> {
         let listed = client.tools().await?;
         let tools = remote_tools(server, client.config(), &listed)?;
+        let _one_at_a_time = self.inner.mcp.swapping.lock().await;
         let specs = self
             .inner
             .executor
             .tools()
-            .set_toolset(server, handlers(&client, &tools))?;
+            .set_toolset(server, handlers(client, &tools))?;
         let count = specs.len();
         if self.inner.catalogs.set_toolset(server, specs)? {
             match serde_json::to_string(&tools) {
@@ -131,21 +323,15 @@ impl Runtime {
                 Err(error) => tracing::warn!(%error, "cannot remember MCP tools"),
             }
         }
-        if let Ok(mut listed) = self.inner.mcp.listed.lock() {
-            listed.insert(server.to_string());
-        }
         tracing::info!(server, tools = count, "MCP tools discovered");
         Ok(tools)
     }
 
-    /// The MCP servers a run may need: those of `agent` and of every agent it
-    /// can hand off to (all agents' when the session's agent is not named).
-    fn servers_used(&self, agent: Option<&AgentId>) -> BTreeSet<String> {
+    /// The MCP servers runs of `agents` may need: theirs, and those of every
+    /// agent they can hand off to or call as a tool.
+    fn servers_used(&self, agents: Vec<AgentId>) -> BTreeSet<String> {
         let catalog = self.catalog();
-        let mut agents: Vec<AgentId> = match agent {
-            Some(agent) => vec![agent.clone()],
-            None => catalog.agent_ids(),
-        };
+        let mut agents = agents;
         let mut seen: HashSet<AgentId> = HashSet::new();
         let mut servers = BTreeSet::new();
         while let Some(id) = agents.pop() {
@@ -161,40 +347,143 @@ impl Runtime {
                 }
             }
             agents.extend(resolved.spec.handoffs.iter().cloned());
+            agents.extend(resolved.spec.agent_tools.iter().map(|t| t.agent.clone()));
         }
         servers
     }
 
-    /// Lists the servers a run needs that were not listed yet in this process
-    /// or whose tools changed; a server that will not start is an error
-    /// (quoting its stderr).
-    pub(crate) async fn ensure_mcp(&self, agent: Option<&AgentId>) -> Result<()> {
-        for server in self.servers_used(agent) {
-            let listed = self
-                .inner
-                .mcp
-                .listed
-                .lock()
-                .map(|l| l.contains(&server))
-                .unwrap_or(false);
-            let stale = match self.mcp_client(&server) {
-                Some(client) => client.is_stale().await,
-                None => false,
+    /// Before a run of `text` in `session` starts: waits for the servers its
+    /// agents need whose tools are not known yet (`agent`, or the agents the
+    /// session's agent and the hub's rules point to), telling the session
+    /// (`tools_status` events) while it waits. Servers no agent of the run
+    /// needs are not waited for; a server that could not start fails the run
+    /// with an error naming it and why.
+    pub(crate) async fn ensure_mcp(
+        &self,
+        engine: &Arc<dyn Engine>,
+        session: &SessionId,
+        agent: Option<&AgentId>,
+        text: &str,
+    ) -> Result<()> {
+        let mcp = &self.inner.mcp;
+        // A running server that said its tools changed is listed again first.
+        let changed = |server: &str| {
+            self.mcp_client(server)
+                .is_some_and(|c| c.list_changed() && c.probe() == Probe::Up { closed: false })
+        };
+        // The usual case: every server's tools are known and current; nothing to wait for.
+        if mcp.servers.iter().all(|(name, s)| s.known() && !changed(name)) {
+            return Ok(());
+        }
+        let state: Option<Session> = engine.session(session.clone()).await.ok().flatten();
+        let agents = match agent {
+            Some(agent) => vec![agent.clone()],
+            None => self.catalog().likely_agents(state.as_ref(), text),
+        };
+        let seq = state.as_ref().map_or(0, Session::last_seq);
+        for server in self.servers_used(agents) {
+            let Some(status) = mcp.servers.get(&server).cloned() else {
+                continue;
             };
-            if !listed || stale {
-                match self.discover(&server).await {
-                    Ok(_) => {}
-                    // The run names its agent: its server must be there.
-                    Err(error) if agent.is_some() => return Err(error),
-                    // The session's agent is not known here (the hub may route
-                    // anywhere): a server that cannot start only takes its own
-                    // goal's tools away, not everyone's run.
-                    Err(error) => {
-                        tracing::warn!(%server, %error, "an MCP server could not be listed; its tools are unavailable")
+            if status.known() {
+                if changed(&server) {
+                    if let Err(error) = self.discover(&server).await {
+                        tracing::warn!(%server, %error, "an MCP server's changed tools could not be listed; the run uses the ones known");
+                    }
+                }
+                continue;
+            }
+            if !mcp.supervised.load(Ordering::Relaxed) {
+                // Nobody starts it in the background: list it here.
+                self.discover(&server).await.map_err(|error| Error::ToolsUnavailable {
+                    server: server.clone(),
+                    reason: reason(&error),
+                })?;
+                continue;
+            }
+            self.wait_for(engine.as_ref(), session, seq, &server, &status).await?;
+        }
+        Ok(())
+    }
+
+    /// Waits until `server` is listed or fails, telling the session.
+    async fn wait_for(
+        &self,
+        engine: &dyn Engine,
+        session: &SessionId,
+        seq: u64,
+        server: &str,
+        status: &Server,
+    ) -> Result<()> {
+        let mut changes = status.status.subscribe();
+        let mut told = false;
+        loop {
+            let now = changes.borrow_and_update().clone();
+            match now {
+                Status::Ready => {
+                    if told {
+                        let message = format!("the {server} tools are ready");
+                        self.announce(engine, session, seq, server, ToolsState::Ready, message);
+                    }
+                    return Ok(());
+                }
+                Status::Failed(why) => {
+                    let mut reason = why;
+                    if let Some(wait) = self.mcp_client(server).and_then(|c| c.retry_in()) {
+                        reason.push_str(&format!(
+                            "; it is restarting (next attempt in {:.1} s)",
+                            wait.as_secs_f32()
+                        ));
+                    }
+                    let error = Error::ToolsUnavailable {
+                        server: server.to_string(),
+                        reason,
+                    };
+                    self.announce(engine, session, seq, server, ToolsState::Failed, error.to_string());
+                    return Err(error);
+                }
+                Status::Idle | Status::Starting => {
+                    if !told {
+                        told = true;
+                        let message = format!("starting the {server} tools…");
+                        self.announce(engine, session, seq, server, ToolsState::Starting, message);
                     }
                 }
             }
+            if changes.changed().await.is_err() {
+                return Err(Error::ToolsUnavailable {
+                    server: server.to_string(),
+                    reason: "the runtime is shutting down".into(),
+                });
+            }
         }
-        Ok(())
+    }
+
+    /// A `tools_status` event for the session's subscribers in this process
+    /// (live only, numbered after its last durable event).
+    fn announce(
+        &self,
+        engine: &dyn Engine,
+        session: &SessionId,
+        seq: u64,
+        server: &str,
+        state: ToolsState,
+        message: String,
+    ) {
+        let id = self.inner.mcp.next_id(session, seq);
+        let event = Event {
+            seq: id.seq,
+            delta: id.delta,
+            at: crate::engine::now(),
+            session: session.clone(),
+            run: None,
+            kind: EventKind::ToolsStatus {
+                server: server.to_string(),
+                state,
+                message,
+            },
+        };
+        let _ = self.inner.tools_status.send(event.clone());
+        engine.announce(event);
     }
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, OpenSession,
+    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Mode, Multitask, OpenSession,
     PendingConfirmation, Planner, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError,
     ToolId, ToolSpec,
 };
@@ -366,7 +366,9 @@ impl RuntimeBuilder {
     }
 
     /// Adds an MCP server; agents use its tools as the toolset `name`. It
-    /// starts when a run of such an agent starts; its tools are listed then.
+    /// starts in the background when the runtime opens (or, when an earlier
+    /// process remembered its tools, when a run first calls one); a run of
+    /// an agent that uses it waits for its tools only if they are not known yet.
     #[cfg(feature = "mcp")]
     pub fn mcp_server(mut self, name: impl Into<String>, config: crate::mcp::McpServerConfig) -> Self {
         self.mcp_servers.push((name.into(), config));
@@ -462,6 +464,9 @@ impl RuntimeBuilder {
             executor: executor.clone(),
             setup,
         };
+        // A runtime that only reads starts no MCP server in the background.
+        #[cfg(feature = "mcp")]
+        let reads_only = matches!(self.engine, EngineChoice::Embedded) && self.embedded.is_read_only();
         let (engine, has_engine, description): (Arc<dyn Engine>, bool, String) = match self.engine {
             EngineChoice::Embedded => {
                 let description = match self.embedded.path() {
@@ -484,12 +489,18 @@ impl RuntimeBuilder {
                 max_message_bytes: self.max_message_bytes,
                 recovered: std::sync::Mutex::new(Vec::new()),
                 resumed: std::sync::Mutex::new(HashMap::new()),
+                tools_status: tokio::sync::broadcast::channel(64).0,
                 #[cfg(feature = "mcp")]
                 mcp,
             }),
         };
         #[cfg(feature = "mcp")]
-        runtime.restore_remembered_tools();
+        {
+            runtime.restore_remembered_tools();
+            if has_engine && !reads_only {
+                runtime.supervise_mcp();
+            }
+        }
         runtime.inner.engine.recover().await?;
         let resumed = runtime.inner.engine.take_resumed();
         if let Ok(mut recovered) = runtime.inner.recovered.lock() {
@@ -513,6 +524,8 @@ struct Inner {
     recovered: std::sync::Mutex<Vec<SessionId>>,
     /// Where the runs resumed at open will stop, until someone waits for them.
     resumed: std::sync::Mutex<HashMap<SessionId, RunStop>>,
+    /// The `tools_status` events this runtime gives, every session's.
+    tools_status: tokio::sync::broadcast::Sender<Event>,
     #[cfg(feature = "mcp")]
     mcp: mcp::McpState,
 }
@@ -630,10 +643,30 @@ impl Runtime {
         messages: Vec<Message>,
         options: RunOptions,
     ) -> Result<RunHandle> {
+        let policy = options.multitask;
+        let default = if options.waits {
+            Multitask::Enqueue
+        } else {
+            Multitask::Reject
+        };
         match self.prepare_run(agent, messages, options).await? {
             Prepared::Answered(handle) => Ok(handle),
             Prepared::Run(run) => {
-                let started = run.engine.start(run.session.clone(), run.start, run.setup).await;
+                let mut turns = MultitaskTurns::new(policy, default);
+                let started = loop {
+                    let result = run
+                        .engine
+                        .start(run.session.clone(), run.start.clone(), run.setup.clone())
+                        .await;
+                    match result {
+                        Err(Error::Rejected(StepError::RunInProgress { run_id, phase })) => {
+                            turns
+                                .make_way(self, &run, StepError::RunInProgress { run_id, phase })
+                                .await?;
+                        }
+                        other => break other,
+                    }
+                };
                 let started = started.map_err(|error| not_found_for_others(error, &run.session))?;
                 Ok(RunHandle::new(
                     self.clone(),
@@ -654,11 +687,26 @@ impl Runtime {
         messages: Vec<Message>,
         options: RunOptions,
     ) -> Result<RunOutput> {
+        let policy = options.multitask;
         match self.prepare_run(agent, messages, options).await? {
             Prepared::Answered(handle) => handle.wait().await,
             Prepared::Run(run) => {
-                let output = run.engine.run(run.session.clone(), run.start, run.setup).await;
-                output.map_err(|error| not_found_for_others(error, &run.session))
+                // A caller that waits for the answer is queued by default.
+                let mut turns = MultitaskTurns::new(policy, Multitask::Enqueue);
+                loop {
+                    let result = run
+                        .engine
+                        .run(run.session.clone(), run.start.clone(), run.setup.clone())
+                        .await;
+                    match result {
+                        Err(Error::Rejected(StepError::RunInProgress { run_id, phase })) => {
+                            turns
+                                .make_way(self, &run, StepError::RunInProgress { run_id, phase })
+                                .await?;
+                        }
+                        other => return other.map_err(|error| not_found_for_others(error, &run.session)),
+                    }
+                }
             }
         }
     }
@@ -684,7 +732,10 @@ impl Runtime {
         }
         let engine = self.engine_or_err()?.clone();
         #[cfg(feature = "mcp")]
-        self.ensure_mcp(agent.as_ref()).await?;
+        {
+            let text = messages.last().map(Message::text).unwrap_or_default();
+            self.ensure_mcp(&engine, &session, agent.as_ref(), &text).await?;
+        }
         let start = StartRun {
             run_id: options.run_id,
             catalog_version: None,
@@ -797,6 +848,20 @@ impl Runtime {
             .await
     }
 
+    /// Cancels the session's run in progress, if one is (its output is
+    /// returned); the session goes on, and its next message starts a new run.
+    pub async fn cancel_run(
+        &self,
+        session: impl Into<SessionId>,
+        reason: impl Into<String>,
+    ) -> Result<Option<RunOutput>> {
+        let session = session.into();
+        let engine = self.engine_or_err()?.clone();
+        let output = engine.cancel_run(session.clone(), reason.into()).await?;
+        end_children(engine.as_ref(), &session).await;
+        Ok(output)
+    }
+
     /// Ends a session: a run in progress is cancelled (its output is
     /// returned), and the session takes no more input.
     pub async fn end(&self, session: impl Into<SessionId>, reason: impl Into<String>) -> Result<Option<RunOutput>> {
@@ -870,6 +935,14 @@ impl Runtime {
     /// How many sessions are in memory now (idle ones leave after the idle timeout).
     pub fn sessions_in_memory(&self) -> usize {
         self.inner.engine.sessions_in_memory()
+    }
+
+    /// The `tools_status` events this runtime gives from now on, every
+    /// session's (each is also in its session's stream, live only): for a
+    /// front door that prints them without following the session, as
+    /// `concierge run` does.
+    pub fn tools_status(&self) -> tokio::sync::broadcast::Receiver<Event> {
+        self.inner.tools_status.subscribe()
     }
 
     /// Sessions whose unfinished runs were resumed when the engine opened.
@@ -1156,6 +1229,75 @@ struct PreparedRun {
     session: SessionId,
     start: StartRun,
     setup: RunSetup,
+}
+
+/// How a message that found its session's run in progress makes way for
+/// itself, by its [`Multitask`] policy.
+struct MultitaskTurns {
+    /// The request's policy (`None`: the agent's, else `default`).
+    asked: Option<Multitask>,
+    default: Multitask,
+    /// How many times the message found a run in progress.
+    tries: u32,
+}
+
+impl MultitaskTurns {
+    /// How many runs a queued message waits behind before it gives up (each
+    /// wait is for a run to stop: other queued messages that went first).
+    const MAX_TRIES: u32 = 64;
+
+    fn new(asked: Option<Multitask>, default: Multitask) -> Self {
+        Self {
+            asked,
+            default,
+            tries: 0,
+        }
+    }
+
+    /// The policy: the request's, else the session's agent's, else the default.
+    async fn policy(&self, rt: &Runtime, session: &SessionId) -> Multitask {
+        if let Some(asked) = self.asked {
+            return asked;
+        }
+        let agent = match rt.inner.engine.session(session.clone()).await {
+            Ok(Some(state)) => Some(state.agent().clone()),
+            _ => None,
+        };
+        agent
+            .and_then(|agent| rt.catalog().agent(&agent).and_then(|a| a.spec.multitask))
+            .unwrap_or(self.default)
+    }
+
+    /// Refuses with `busy` (reject), or waits for the run in progress to
+    /// stop (enqueue), or cancels it (interrupt); then the caller tries again.
+    async fn make_way(&mut self, rt: &Runtime, run: &PreparedRun, busy: StepError) -> Result<()> {
+        self.tries += 1;
+        let policy = self.policy(rt, &run.session).await;
+        if policy == Multitask::Reject || self.tries > Self::MAX_TRIES {
+            return Err(Error::Rejected(busy));
+        }
+        if policy == Multitask::Interrupt {
+            let reason = "a new message interrupted it".to_string();
+            match run.engine.cancel_run(run.session.clone(), reason).await {
+                Ok(_) | Err(Error::Rejected(StepError::Idle)) => {}
+                Err(error) => return Err(error),
+            }
+            end_children(run.engine.as_ref(), &run.session).await;
+            return Ok(());
+        }
+        // Queued: behind the run in progress (in this process, or one a
+        // process that died left and the engine took over).
+        match run.engine.wait(run.session.clone()).await? {
+            Some(stop) => {
+                // However it stopped (finished, failed, or waits for the
+                // person), the message goes next.
+                let _ = stop.output().await;
+            }
+            // It stopped in between (or another process drives it): a moment, then again.
+            None => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+        Ok(())
+    }
 }
 
 /// Another tenant's session is, to this caller, no session at all.

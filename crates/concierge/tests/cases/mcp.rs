@@ -91,10 +91,8 @@ pub async fn stdio_discovery_filtering_coercion_rejection_and_content(engine: &E
         model,
     )
     .await;
-    assert!(
-        rt.tools_for("helper").unwrap().is_empty(),
-        "nothing is discovered before a run"
-    );
+    // (The server starts in the background when the runtime opens; the run
+    // waits for its tools if they are not listed yet.)
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
     let names: Vec<String> = rt
         .tools_for("helper")
@@ -145,7 +143,7 @@ pub async fn stdio_included_tools_the_server_lacks_is_an_error_naming_what_it_of
     .await;
     let error = rt.client("helper").unwrap().run("go", session("s")).await.unwrap_err();
     let text = error.to_string();
-    assert!(matches!(error, Error::Mcp(_)), "{text}");
+    assert!(matches!(error, Error::ToolsUnavailable { .. }), "{text}");
     assert!(text.contains("get-weather") && text.contains("get-sum"), "{text}");
     rt.shutdown().await;
 }
@@ -820,7 +818,7 @@ pub async fn a_server_answering_an_unsupported_protocol_version_is_refused(engin
     let rt = helper_using(engine, "py", python_server(dir.path(), "1999-01-01"), script(vec![])).await;
     let error = rt.client("helper").unwrap().run("go", session("s")).await.unwrap_err();
     let text = error.to_string();
-    assert!(matches!(error, Error::Mcp(_)), "{text}");
+    assert!(matches!(error, Error::ToolsUnavailable { .. }), "{text}");
     assert!(
         text.contains("py")
             && text.contains("1999-01-01")

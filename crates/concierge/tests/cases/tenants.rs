@@ -212,3 +212,82 @@ pub async fn an_opened_session_is_durable_listed_and_its_first_message_goes_to_i
     assert_eq!(out.agent, "notes");
     assert_eq!(notes.lock().unwrap().as_slice(), ["buy milk"]);
 }
+
+/// Waits until the test opens its gate (a run that stays in progress).
+struct Gate(Arc<tokio::sync::Semaphore>);
+
+impl Tool for Gate {
+    type Args = NoArgs;
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new("wait_for_gate", "Waits.", concierge::tool::schema_for::<NoArgs>()).annotations(
+            concierge::ToolAnnotations {
+                read_only: true,
+                ..Default::default()
+            },
+        )
+    }
+
+    async fn call(&self, _args: NoArgs, _cx: ToolContext) -> Result<Value, ToolError> {
+        let permit = self.0.acquire().await.map_err(|_| ToolError::failed("closed"))?;
+        permit.forget();
+        Ok(json!("the gate opened"))
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct NoArgs {}
+
+pub async fn a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_asked(engine: &EngineUnderTest) {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let slow = AgentSpec::new("slow").tool("wait_for_gate").rules(
+        Rules::new()
+            .route(Route::tool("wait_for_gate", json!({})).keywords(["wait"]))
+            .answer("{result}")
+            .fallback("Slow here."),
+    );
+    let rt = Runtime::builder()
+        .tool(Gate(gate.clone()))
+        .agent(slow)
+        .on_engine(engine)
+        .build()
+        .await
+        .unwrap();
+    let opts = || RunOptions::new().session_id("busy");
+    let first = rt.start("wait please", opts()).await.unwrap();
+
+    // A caller that does not wait is refused by default, and when it asks so.
+    for options in [opts(), opts().multitask(concierge::Multitask::Reject)] {
+        let refused = rt.start("hello", options).await.err().unwrap();
+        assert!(
+            matches!(refused, Error::Rejected(concierge::StepError::RunInProgress { .. })),
+            "{refused}"
+        );
+    }
+    // One that waits is queued: it runs once the run in progress stops.
+    let queued = {
+        let rt = rt.clone();
+        tokio::spawn(async move { rt.send("hello", opts()).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!queued.is_finished(), "it waits behind the run in progress");
+    gate.add_permits(1);
+    let out = queued.await.unwrap().unwrap();
+    assert_eq!(out.reply.as_deref(), Some("Slow here."), "{out:?}");
+    assert_eq!(first.wait().await.unwrap().reply.as_deref(), Some("the gate opened"));
+
+    // Interrupting: the run in progress is cancelled, then the message runs.
+    let second = rt.start("wait again", opts()).await.unwrap();
+    let out = rt
+        .send("hello", opts().multitask(concierge::Multitask::Interrupt))
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("Slow here."), "{out:?}");
+    let cancelled = second.wait().await.unwrap();
+    assert_eq!(cancelled.status, RunStatus::Cancelled, "{cancelled:?}");
+    let session = rt.session("busy").await.unwrap();
+    assert!(!session.is_ended(), "the session goes on");
+    assert_eq!(session.runs_started(), 4);
+    gate.add_permits(8);
+    rt.shutdown().await;
+}

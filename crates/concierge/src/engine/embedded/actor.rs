@@ -42,6 +42,8 @@ pub(crate) enum Command {
     },
     End {
         reason: String,
+        /// Only the run in progress ends; the session goes on.
+        run_only: bool,
         reply: oneshot::Sender<Result<Option<RunOutput>>>,
     },
     Open {
@@ -263,8 +265,12 @@ impl Actor {
                 let result = self.confirm(call_id, fingerprint, decision).await;
                 let _ = reply.send(result);
             }
-            Command::End { reason, reply } => {
-                let result = self.end(reason).await;
+            Command::End {
+                reason,
+                run_only,
+                reply,
+            } => {
+                let result = self.end(reason, run_only).await;
                 let _ = reply.send(result);
             }
             Command::Open { open, reply } => {
@@ -569,14 +575,24 @@ impl Actor {
         Ok(stop_from(rx))
     }
 
-    async fn end(&mut self, reason: String) -> Result<Option<RunOutput>> {
+    /// Ends the session, or with `run_only` its run in progress alone.
+    async fn end(&mut self, reason: String, run_only: bool) -> Result<Option<RunOutput>> {
         self.own(&"unknown".into()).await?;
         let Some(session) = &self.session else {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let active = session.active_run().cloned();
-        self.stalled = None;
-        self.apply(Input::End { reason, at: now() }).await?;
+        if run_only {
+            if active.is_none() {
+                return Ok(None);
+            }
+            self.resume_if_loaded_idle();
+            self.apply(Input::CancelRun { reason, at: now() }).await?;
+            self.stalled = None;
+        } else {
+            self.stalled = None;
+            self.apply(Input::End { reason, at: now() }).await?;
+        }
         Ok(match (active, self.session.as_ref().and_then(Session::last_output)) {
             (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
             _ => None,

@@ -188,6 +188,11 @@ impl Embedded {
         self
     }
 
+    /// Whether the database is opened only to read.
+    pub(crate) fn is_read_only(&self) -> bool {
+        self.settings.read_only
+    }
+
     /// What this process is, as other processes name it when it holds a
     /// session they want ("concierge serve").
     pub fn label(mut self, label: impl Into<String>) -> Self {
@@ -525,7 +530,23 @@ impl Engine for EmbeddedEngine {
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
         Box::pin(async move {
             self.shared
-                .send(&session, |reply| Command::End { reason, reply })
+                .send(&session, |reply| Command::End {
+                    reason,
+                    run_only: false,
+                    reply,
+                })
+                .await?
+        })
+    }
+
+    fn cancel_run(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
+        Box::pin(async move {
+            self.shared
+                .send(&session, |reply| Command::End {
+                    reason,
+                    run_only: true,
+                    reply,
+                })
                 .await?
         })
     }
@@ -603,6 +624,12 @@ impl Engine for EmbeddedEngine {
 
     fn remembered_toolsets(&self) -> Result<Vec<(String, String)>> {
         self.shared.store.toolsets()
+    }
+
+    fn announce(&self, event: Event) {
+        if let Some(live) = self.shared.live(&event.session) {
+            live.publish(event);
+        }
     }
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
