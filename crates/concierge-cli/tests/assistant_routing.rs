@@ -162,7 +162,16 @@ fn hello_gets_the_assistants_goals_not_the_task_managers_greeting() {
     let (agent, reply) = a.ask("h1", "hello");
     assert_eq!(agent, "hub");
     assert!(reply.starts_with("Hi! I can help with "), "{reply}");
-    for goal in ["Banking", "Food ordering", "HR", "Orders", "Event trip", "Football trip", "Hint game", "Tasks"] {
+    for goal in [
+        "Banking",
+        "Food ordering",
+        "HR",
+        "Orders",
+        "Event trip",
+        "Football trip",
+        "Hint game",
+        "Tasks",
+    ] {
         assert!(reply.contains(goal), "{goal}: {reply}");
     }
     assert!(!reply.contains("what should I work on"), "{reply}");
@@ -180,7 +189,15 @@ fn what_agents_do_you_have_and_show_me_other_agents_show_the_catalogue() {
         assert_eq!(agent, "hub", "{text}");
         assert!(reply.starts_with("Here is what I can help with:"), "{text}: {reply}");
         let offered = options(&reply);
-        for goal in ["Banking", "Food ordering", "HR", "Orders", "Event trip", "Football trip", "Hint game"] {
+        for goal in [
+            "Banking",
+            "Food ordering",
+            "HR",
+            "Orders",
+            "Event trip",
+            "Football trip",
+            "Hint game",
+        ] {
             assert!(offered.iter().any(|o| o == goal), "{text}: {goal} in {offered:?}");
         }
     }

@@ -577,7 +577,15 @@ pub(crate) fn asks_for_catalogue(words: &[String]) -> bool {
 /// morning!") and nothing else.
 pub(crate) fn is_greeting(words: &[String]) -> bool {
     const GREETINGS: &[&str] = &[
-        "hi", "hello", "hey", "hiya", "howdy", "greetings", "good morning", "good afternoon", "good evening",
+        "hi",
+        "hello",
+        "hey",
+        "hiya",
+        "howdy",
+        "greetings",
+        "good morning",
+        "good afternoon",
+        "good evening",
     ];
     const ALSO: &[&str] = &["there", "again", "all", "everyone", "assistant", "concierge"];
     if words.is_empty() || words.len() > 4 {

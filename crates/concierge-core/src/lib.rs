@@ -90,7 +90,6 @@ pub use delegate::{AgentCall, AgentTool, Forward, ForwardedAnswer, Parent, Quest
 pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
-pub use multitask::Multitask;
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,
@@ -100,6 +99,7 @@ pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, 
 pub use input::{Confirmation, Decision, Input, OpenSession, StartRun};
 pub use message::{Message, ToolCall};
 pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
+pub use multitask::Multitask;
 pub use output::{PendingConfirmation, RunOutput, RunStatus};
 pub use phase::{InvalidTransition, Phase};
 pub use planner::{

@@ -300,7 +300,9 @@ async fn rules_bad_input_gets_sentences() {
     let out = fx.say("e2", "I want a flight from Sydney").await;
     assert!(out.tool_executions.is_empty(), "{out:?}");
     assert!(
-        out.reply.unwrap().starts_with("I plan trips to events in Australia and New Zealand.")
+        out.reply
+            .unwrap()
+            .starts_with("I plan trips to events in Australia and New Zealand.")
     );
     // Said again, the goal answers with its own rules' fallback.
     let out = fx.say("e2", "I want a flight from Sydney").await;

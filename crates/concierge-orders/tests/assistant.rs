@@ -335,6 +335,13 @@ async fn a_tool_added_to_the_server_reaches_the_goal_without_changing_it() {
     let after = after.build().await.unwrap();
     let out = say(&after, "s2", "where is my order 1001?").await;
     assert_eq!(out.agent.as_str(), "orders");
+    // This process began with the tools the first one remembered; the run's
+    // call started the server, whose list is then read again in the
+    // background (the bound only keeps a broken build from hanging).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !tool_names(&after).iter().any(|t| t == "GetCustomer") && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(
         tool_names(&after),
         [

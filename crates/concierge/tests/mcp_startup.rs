@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use concierge::mcp::McpServerConfig;
 use concierge::model::ScriptedModel;
-use concierge::{AgentSpec, Error, EventKind, Intents, ModelReply, RunOptions, RunStatus, Rules, Runtime, ToolsState};
+use concierge::{AgentSpec, Error, EventKind, Intents, ModelReply, Rules, RunOptions, RunStatus, Runtime, ToolsState};
 use futures::StreamExt;
 use serde_json::json;
 
@@ -102,7 +102,10 @@ async fn a_run_that_does_not_need_a_starting_server_goes_at_once() {
     assert_eq!((out.agent.as_str(), out.reply.as_deref()), ("calc", Some("8")));
     let out = rt.client("calc").unwrap().run("again", session("s3")).await.unwrap();
     assert_eq!(out.reply.as_deref(), Some("8"));
-    assert!(!waiting.is_finished(), "the run that needs the server still waits for it");
+    assert!(
+        !waiting.is_finished(),
+        "the run that needs the server still waits for it"
+    );
     waiting.abort();
     rt.shutdown().await;
 }
@@ -160,7 +163,10 @@ async fn a_crashed_server_is_started_again_for_the_next_run() {
         if now.is_some() && now != Some(pid) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the crashed server was not started again");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the crashed server was not started again"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let out = rt.client("a").unwrap().run("bump it", session("s1")).await.unwrap();

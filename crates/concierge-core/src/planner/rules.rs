@@ -4,8 +4,8 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 
 use super::{Plan, PlanView, PlannedCall, Planner};
-use crate::agent::{RouteAction, Rules, Then};
 use crate::agent::AgentSpec;
+use crate::agent::{RouteAction, Rules, Then};
 use crate::handoff::{HANDOFF_PREFIX, handoff_tool_name};
 use crate::hub::{content_words, tokens};
 use crate::message::Message;
@@ -97,8 +97,7 @@ fn names_only_the_agent(route: &CompiledRoute, values: &Map<String, Value>, name
         .filter_map(|(_, value)| value.as_str())
         .map(|value| content_words(&tokens(value)))
         .peekable();
-    captured.peek().is_some()
-        && captured.all(|words| !words.is_empty() && words.iter().all(|w| names.contains(w)))
+    captured.peek().is_some() && captured.all(|words| !words.is_empty() && words.iter().all(|w| names.contains(w)))
 }
 
 /// Routes the person's text with an agent's rules; after tools ran, answers

@@ -485,7 +485,12 @@ fn with_food() -> Catalog {
                 .answer("Added {result.item}.")
                 .fallback("Say what to add to your cart."),
         );
-    catalog().to_builder().tool(tool("add_to_cart")).agent(food).build().unwrap()
+    catalog()
+        .to_builder()
+        .tool(tool("add_to_cart"))
+        .agent(food)
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -493,7 +498,11 @@ fn a_message_that_only_asks_for_a_goal_opens_it_with_its_starter_prompt() {
     let mut h = Hub::new(with_food());
     let step = h.say("Order some food", PlannerMode::Rules);
     assert_eq!(routed(&step)[0], (Some("food".into()), vec![], RouteSource::Rules));
-    assert!(called(&step).is_empty(), "'food' is the goal, not a dish: {:?}", called(&step));
+    assert!(
+        called(&step).is_empty(),
+        "'food' is the goal, not a dish: {:?}",
+        called(&step)
+    );
     let out = finished(&step);
     assert_eq!(out.agent, "food");
     assert_eq!(out.reply.as_deref(), Some("Hungry? Try: add 2 pizzas to my cart."));

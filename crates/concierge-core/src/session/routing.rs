@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::driver::{Driver, Flow};
 use super::Session;
+use super::driver::{Driver, Flow};
 use crate::blackboard::Goal;
 use crate::catalog::Catalog;
 use crate::event::EventKind;
@@ -498,4 +498,53 @@ impl Driver<'_> {
 enum BuiltinMove {
     ToHub,
     To(AgentId),
+}
+
+#[cfg(test)]
+mod likely_agents {
+    use crate::{AgentId, AgentSpec, Catalog, Intents, Session};
+
+    fn catalog() -> Catalog {
+        Catalog::builder()
+            .agent(
+                AgentSpec::new("orders")
+                    .description("Finds orders.")
+                    .intents(Intents::new().keywords(["order"])),
+            )
+            .agent(
+                AgentSpec::new("calc")
+                    .description("Calculates.")
+                    .intents(Intents::new().keywords(["calculate"])),
+            )
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_new_session_goes_where_the_hubs_rules_route_its_message() {
+        let catalog = catalog();
+        assert_eq!(
+            catalog.likely_agents(None, "where is my order 1001?"),
+            [AgentId::new("orders")]
+        );
+        assert_eq!(catalog.likely_agents(None, "calculate 5 + 3"), [AgentId::new("calc")]);
+        assert!(
+            catalog.likely_agents(None, "what can you do?").is_empty(),
+            "the catalogue"
+        );
+    }
+
+    #[test]
+    fn a_session_keeps_its_agent_and_may_be_routed_to_another() {
+        let catalog = catalog();
+        let session = Session::new("s", "calc");
+        assert_eq!(
+            catalog.likely_agents(Some(&session), "where is my order 1001?"),
+            [AgentId::new("calc"), AgentId::new("orders")]
+        );
+        assert_eq!(
+            catalog.likely_agents(Some(&session), "calculate 2 + 2"),
+            [AgentId::new("calc")]
+        );
+    }
 }

@@ -643,31 +643,22 @@ impl Runtime {
         messages: Vec<Message>,
         options: RunOptions,
     ) -> Result<RunHandle> {
-        let policy = options.multitask;
+        // A caller that waits for the answer is queued by default.
         let default = if options.waits {
             Multitask::Enqueue
         } else {
             Multitask::Reject
         };
+        let mut turns = MultitaskTurns::new(options.multitask, default);
         match self.prepare_run(agent, messages, options).await? {
             Prepared::Answered(handle) => Ok(handle),
             Prepared::Run(run) => {
-                let mut turns = MultitaskTurns::new(policy, default);
-                let started = loop {
-                    let result = run
-                        .engine
-                        .start(run.session.clone(), run.start.clone(), run.setup.clone())
-                        .await;
-                    match result {
-                        Err(Error::Rejected(StepError::RunInProgress { run_id, phase })) => {
-                            turns
-                                .make_way(self, &run, StepError::RunInProgress { run_id, phase })
-                                .await?;
-                        }
-                        other => break other,
-                    }
-                };
-                let started = started.map_err(|error| not_found_for_others(error, &run.session))?;
+                let started = turns
+                    .attempt(self, &run, || {
+                        run.engine
+                            .start(run.session.clone(), run.start.clone(), run.setup.clone())
+                    })
+                    .await?;
                 Ok(RunHandle::new(
                     self.clone(),
                     run.session,
@@ -687,26 +678,17 @@ impl Runtime {
         messages: Vec<Message>,
         options: RunOptions,
     ) -> Result<RunOutput> {
-        let policy = options.multitask;
+        // A caller that waits for the answer is queued by default.
+        let mut turns = MultitaskTurns::new(options.multitask, Multitask::Enqueue);
         match self.prepare_run(agent, messages, options).await? {
             Prepared::Answered(handle) => handle.wait().await,
             Prepared::Run(run) => {
-                // A caller that waits for the answer is queued by default.
-                let mut turns = MultitaskTurns::new(policy, Multitask::Enqueue);
-                loop {
-                    let result = run
-                        .engine
-                        .run(run.session.clone(), run.start.clone(), run.setup.clone())
-                        .await;
-                    match result {
-                        Err(Error::Rejected(StepError::RunInProgress { run_id, phase })) => {
-                            turns
-                                .make_way(self, &run, StepError::RunInProgress { run_id, phase })
-                                .await?;
-                        }
-                        other => return other.map_err(|error| not_found_for_others(error, &run.session)),
-                    }
-                }
+                turns
+                    .attempt(self, &run, || {
+                        run.engine
+                            .run(run.session.clone(), run.start.clone(), run.setup.clone())
+                    })
+                    .await
             }
         }
     }
@@ -1266,6 +1248,20 @@ impl MultitaskTurns {
         agent
             .and_then(|agent| rt.catalog().agent(&agent).and_then(|a| a.spec.multitask))
             .unwrap_or(self.default)
+    }
+
+    /// Makes `attempt` (the engine's start of `run`) until it is not refused
+    /// for a run in progress, making way for it by the policy in between.
+    async fn attempt<T, F>(&mut self, rt: &Runtime, run: &PreparedRun, attempt: impl Fn() -> F) -> Result<T>
+    where
+        F: std::future::Future<Output = Result<T>>,
+    {
+        loop {
+            match attempt().await {
+                Err(Error::Rejected(busy @ StepError::RunInProgress { .. })) => self.make_way(rt, run, busy).await?,
+                other => return other.map_err(|error| not_found_for_others(error, &run.session)),
+            }
+        }
     }
 
     /// Refuses with `busy` (reject), or waits for the run in progress to
