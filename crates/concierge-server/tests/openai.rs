@@ -825,12 +825,36 @@ async fn a_session_busy_with_a_run_is_a_409_in_openais_shape() {
         })
     };
     was_asked.recv().await.unwrap();
-    let (status, _, refused) = server.chat(Some("busy"), body).await;
+    // Asked to be refused rather than queued.
+    let response = server
+        .http
+        .post(server.url("/v1/chat/completions"))
+        .header(SESSION, "busy")
+        .header("X-Concierge-Multitask", "reject")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let refused: Value = response.json().await.unwrap();
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["error"]["code"], "session_busy", "{refused}");
     assert_eq!(refused["error"]["type"], "invalid_request_error");
+    // By default a message for a busy session waits for its run, then runs.
+    let queued = {
+        let (http, url, body) = (server.http.clone(), server.url("/v1/chat/completions"), body.clone());
+        tokio::spawn(async move {
+            let response = http.post(url).header(SESSION, "busy").json(&body).send().await.unwrap();
+            (response.status(), response.json::<Value>().await.unwrap())
+        })
+    };
     open.add_permits(1);
     let (status, answer) = first.await.unwrap();
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Done at last.");
+    was_asked.recv().await.unwrap();
+    open.add_permits(1);
+    let (status, answer) = queued.await.unwrap();
     assert_eq!(status, StatusCode::OK, "{answer}");
     assert_eq!(answer["choices"][0]["message"]["content"], "Done at last.");
     server.stop().await;

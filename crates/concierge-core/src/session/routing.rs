@@ -49,7 +49,10 @@ impl Catalog {
         if let Some(agent) = current.filter(|a| !self.is_hub(a)) {
             agents.push(agent);
         }
-        if pinned || self.hub().is_none() {
+        // A message to a session that waits for the person answers its
+        // question: the session's agent takes it, the hub routes nothing.
+        let answers = session.is_some_and(Session::waits_for_person);
+        if pinned || answers || self.hub().is_none() {
             return agents;
         }
         let routed = match self.router().decide(text, history, offer, None) {
