@@ -87,7 +87,7 @@ pub async fn events(
     let root = session.id().clone();
     // The child runs a cursor names must be this session's own: one it
     // does not have is not found, as another tenant's session is not.
-    if let Err(error) = state.rt.check_cursor(&root, &cursor).await {
+    if let Err(error) = state.rt.check_cursor(&session, &cursor).await {
         let field = if headers.contains_key(LAST_EVENT_ID) {
             "Last-Event-ID"
         } else {

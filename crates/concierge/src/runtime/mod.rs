@@ -1128,11 +1128,12 @@ impl Runtime {
         Ok(cursor)
     }
 
-    /// Checks that the child runs `cursor` names are `session`'s own:
+    /// Checks that the child runs `cursor` names are `root`'s own (the
+    /// session as the caller just read it):
     /// sessions that its calls started (and theirs), of its tenant. A front
     /// door checks a cursor a client sent before following it.
-    pub async fn check_cursor(&self, session: &SessionId, cursor: &StreamCursor) -> Result<()> {
-        let root = self.session(session.clone()).await?;
+    pub async fn check_cursor(&self, root: &Session, cursor: &StreamCursor) -> Result<()> {
+        let session = root.id();
         for (child, _) in cursor.child_sessions(session) {
             let state = match self.engine_or_err()?.session(child.clone()).await? {
                 Some(state) => state,
