@@ -2,12 +2,15 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 use crate::id::{AgentId, CallId, RunId};
 use crate::phase::{InvalidTransition, Phase};
 
 /// An input the session could not accept. The session is left exactly as it
 /// was, so the engine must not journal the input.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "refused", rename_all = "snake_case")]
 pub enum StepError {
     /// The session was ended; start a new session.
     SessionEnded,
@@ -27,7 +30,7 @@ pub enum StepError {
     /// result, for instance); it can be dropped.
     Unexpected {
         /// The input's name, as [`Input::name`](crate::Input::name) gives it.
-        input: &'static str,
+        input: String,
         /// What the run waits for.
         expected: String,
     },

@@ -107,7 +107,7 @@ impl RunState {
         match &self.waiting {
             Waiting::Model { call: c, purpose } if *c == call => Ok(*purpose),
             other => Err(StepError::Unexpected {
-                input,
+                input: input.into(),
                 expected: other.describe(),
             }),
         }
@@ -120,7 +120,7 @@ impl RunState {
             Waiting::Model { .. } | Waiting::Confirmation { .. } => None,
         };
         slot.ok_or_else(|| StepError::Unexpected {
-            input: "tool_finished",
+            input: "tool_finished".into(),
             expected: self.waiting.describe(),
         })
     }
@@ -503,7 +503,7 @@ mod tests {
         let Err(StepError::Unexpected { input, expected }) = s.expect_model(1, "model_failed") else {
             panic!("a stale call number is refused")
         };
-        assert_eq!((input, expected.as_str()), ("model_failed", "model call 2"));
+        assert_eq!((input.as_str(), expected.as_str()), ("model_failed", "model call 2"));
         assert!(s.expect_tool(&"call_1".into()).is_err());
         assert_eq!(
             s.expect_confirmation(&confirmation("call_1", "fp1")),
@@ -517,10 +517,7 @@ mod tests {
         assert_eq!(s.expect_tool(&"call_1".into()), Ok(0));
         assert!(matches!(
             s.expect_tool(&"call_2".into()),
-            Err(StepError::Unexpected {
-                input: "tool_finished",
-                ..
-            })
+            Err(StepError::Unexpected { input, .. }) if input == "tool_finished"
         ));
         assert!(s.expect_model(1, "model_replied").is_err());
         assert_eq!(s.waiting.pending(&"r1".into()), None);

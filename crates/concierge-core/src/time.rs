@@ -13,3 +13,15 @@ impl Timestamp {
         self.0.saturating_sub(earlier.0)
     }
 }
+
+impl From<std::time::SystemTime> for Timestamp {
+    /// The time a clock gave, in milliseconds since the Unix epoch (the
+    /// epoch itself for a time before it; the end of time past `u64`).
+    fn from(time: std::time::SystemTime) -> Self {
+        let millis = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis())
+            .unwrap_or_default();
+        Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+    }
+}

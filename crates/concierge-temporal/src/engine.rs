@@ -37,14 +37,7 @@ use crate::worker::WorkerThread;
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
 use crate::{payload, reach, visibility};
 
-/// The time now, as the core counts it.
-pub(crate) fn now() -> Timestamp {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default();
-    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
-}
+pub(crate) use concierge::engine::now;
 
 /// Connects to the server `config` names; an unreachable one is an error
 /// that names its address.

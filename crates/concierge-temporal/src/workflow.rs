@@ -25,15 +25,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use std::collections::BTreeMap;
 
-use concierge::engine::{Catalogs, Executor, child_answer};
+use concierge::engine::{Catalogs, Executor, child_answer, refuse_invalid_ask};
 use concierge_core::{
-    AgentCall, AgentId, CallId, Catalog, Confirmation, Decision, Effect, Event, ForwardedAnswer, Input, ModelRequest,
-    PlannerMode, RunId, RunOutput, Session, SessionId, StartRun, StepError, Timestamp, ToolCall, ToolError,
-    ToolOutcome,
+    AgentCall, AgentId, CallId, Catalog, Confirmation, Effect, Event, ForwardedAnswer, Input, ModelRequest,
+    PlannerMode, RunId, RunOutput, Session, SessionId, StartRun, StepError, Timestamp, ToolError, ToolOutcome,
 };
 use futures::FutureExt;
 use temporalio_common::{MemoValue, RetryPolicy};
@@ -172,11 +171,7 @@ pub struct SessionWorkflow {
 }
 
 fn at(time: Option<std::time::SystemTime>) -> Timestamp {
-    let millis = time
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_millis())
-        .unwrap_or_default();
-    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+    time.map(Timestamp::from).unwrap_or_default()
 }
 
 impl SessionWorkflow {
@@ -244,26 +239,10 @@ impl SessionWorkflow {
         };
         let step = session.step(input, &catalog)?;
         self.st.ended = session.is_ended();
-        let invalid = step.effects.iter().find_map(|effect| match effect {
-            // A child's call (asked through this session) was checked in the child.
-            Effect::AwaitUser(output) => output
-                .pending_confirmation
-                .as_ref()
-                .filter(|p| p.session.is_none())
-                .and_then(|pending| {
-                    let call = ToolCall {
-                        id: pending.call_id.clone(),
-                        name: pending.tool.clone(),
-                        arguments: pending.arguments.clone(),
-                    };
-                    let checked = self.executor.tools().check_arguments(&call);
-                    checked.err().map(|error| (pending.clone(), error))
-                }),
-            _ => None,
-        });
         if let Some(last) = step.events.last() {
             self.st.updated_at = last.at;
         }
+        let invalid = refuse_invalid_ask(&step, self.executor.tools(), self.st.updated_at);
         self.st.events.extend(step.events);
         for effect in step.effects {
             match effect {
@@ -282,13 +261,7 @@ impl SessionWorkflow {
             }
         }
         match invalid {
-            Some((pending, error)) => self.apply(Input::Confirm(Confirmation {
-                run_id: pending.run_id,
-                call_id: pending.call_id,
-                fingerprint: pending.fingerprint,
-                decision: Decision::Invalid { error },
-                at: self.st.updated_at,
-            })),
+            Some(input) => self.apply(input),
             None => Ok(()),
         }
     }

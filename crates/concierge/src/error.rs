@@ -114,6 +114,15 @@ pub enum Error {
         /// Why it cannot be replayed, and what to do.
         reason: String,
     },
+    /// A message is larger than the runtime accepts
+    /// ([`RuntimeBuilder::max_message_bytes`](crate::RuntimeBuilder::max_message_bytes)).
+    #[error("the message is {size} bytes, over the limit of {limit} bytes; send it in smaller parts")]
+    MessageTooLarge {
+        /// The message's size in bytes.
+        size: usize,
+        /// The largest message accepted, in bytes.
+        limit: usize,
+    },
     /// A run needs the tools of an MCP server that could not start (or be
     /// listed): the run is not started.
     #[error("the {server} tools could not start: {reason}")]

@@ -142,7 +142,11 @@ async fn read_line(lines: &mut Lines<BufReader<Stdin>>) -> Option<String> {
 }
 
 pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
-    let session = SessionId::new(args.session.clone().unwrap_or_else(|| format!("chat-{}", now_millis())));
+    let session = SessionId::new(
+        args.session
+            .clone()
+            .unwrap_or_else(|| format!("chat-{}", concierge::engine::now().0)),
+    );
     if let Some(resumed) = setup::finish_recovered(rt, &session).await? {
         println!(
             "(finished the run this session had in flight) {}",
@@ -245,11 +249,4 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn now_millis() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or_default()
 }

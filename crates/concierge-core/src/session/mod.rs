@@ -722,7 +722,7 @@ impl Session {
         }
         if start.messages.iter().any(|m| matches!(m, Message::Tool { .. })) {
             return Err(StepError::Unexpected {
-                input: "start_run",
+                input: "start_run".into(),
                 expected: "user, system or assistant messages (tool results come from tool calls)".into(),
             });
         }

@@ -21,13 +21,7 @@ pub fn valid_id(id: &str) -> bool {
 }
 
 /// `None` if `text` fits the runtime's message limit; otherwise the
-/// sentence that says it does not.
+/// sentence that says it does not ([`concierge::Error::MessageTooLarge`]'s).
 pub fn oversized_message(rt: &Runtime, text: &str) -> Option<String> {
-    let limit = rt.max_message_bytes();
-    (text.len() > limit).then(|| {
-        format!(
-            "the message is {} bytes, over the limit of {limit} bytes; send it in smaller parts",
-            text.len()
-        )
-    })
+    rt.check_message_size(text.len()).err().map(|error| error.to_string())
 }

@@ -108,6 +108,7 @@ impl From<Error> for ApiError {
                 _ => Self::new(StatusCode::CONFLICT, text),
             },
             Error::RunStartFailed(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, text),
+            Error::MessageTooLarge { .. } => Self::new(StatusCode::PAYLOAD_TOO_LARGE, text),
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
             Error::RunInterrupted

@@ -151,9 +151,9 @@ pub struct SessionListItem {
     pub agent: Option<String>,
     /// Whether a run is under way.
     pub live: bool,
-    /// When its last input was accepted, in milliseconds since the Unix
-    /// epoch (none for a session with no message yet).
-    pub updated_at: Option<u64>,
+    /// When its last input was accepted (its creation, for a session with
+    /// no message yet), in milliseconds since the Unix epoch.
+    pub updated_at: u64,
 }
 
 impl From<SessionSummary> for SessionListItem {
@@ -162,7 +162,7 @@ impl From<SessionSummary> for SessionListItem {
             id: s.id.to_string(),
             agent: Some(s.agent.to_string()),
             live: s.live,
-            updated_at: Some(s.updated_at.0),
+            updated_at: s.updated_at.0,
         }
     }
 }

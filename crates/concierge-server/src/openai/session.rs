@@ -167,7 +167,9 @@ fn with_multitask(options: concierge::RunOptions, conversation: &Conversation) -
 /// A start's error, naming `messages` where the message was refused.
 fn start_error(error: concierge::Error) -> OpenAiError {
     match error {
-        concierge::Error::RunStartFailed(_) => OpenAiError::from(error).param("messages"),
+        concierge::Error::RunStartFailed(_) | concierge::Error::MessageTooLarge { .. } => {
+            OpenAiError::from(error).param("messages")
+        }
         other => other.into(),
     }
 }

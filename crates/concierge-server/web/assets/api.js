@@ -73,7 +73,8 @@ export const api = {
   sessions: () => call('GET', '/sessions'),
   session: (id) => call('GET', session(id)),
   create: (agent) => call('POST', '/sessions', agent ? { agent } : {}),
-  send: (id, text) => call('POST', `${session(id)}/messages`, { text }),
+  // A message typed while the agent still works on the last one runs after it.
+  send: (id, text) => call('POST', `${session(id)}/messages`, { text, multitask: 'enqueue' }),
   /** Approves, denies, or (`amend`, with the complete new `args`) approves changed arguments. */
   confirm: (id, pending, decision, args) =>
     call('POST', `${session(id)}/confirm`, {

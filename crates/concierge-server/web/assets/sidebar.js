@@ -69,11 +69,9 @@ export async function drawSessions(list, current, onOpen, currentTitle) {
     return;
   }
   const meta = sessionMeta();
-  // A session with no message yet is not a conversation to go back to: the
-  // server says so (no `updated_at`), or looking it up did (no message of
-  // the person's, as of its `updated_at` then).
-  const empty = (s) =>
-    s.id !== current && (s.updated_at === null || (probed.get(s.id)?.empty && probed.get(s.id).at === s.updated_at));
+  // A session with no message yet is not a conversation to go back to:
+  // looking it up found no message of the person's, as of its `updated_at`.
+  const empty = (s) => s.id !== current && probed.get(s.id)?.empty && probed.get(s.id).at === s.updated_at;
   sessions = sessions.filter((s) => !empty(s));
   clear(list);
   const none = h('li', { class: 'empty' }, 'No conversations yet.');

@@ -10,6 +10,7 @@
 //! [`Engine`] and [`OpenEngine`], with no change to the runtime or the core.
 //! This module imports nothing from the runtime or the configuration.
 
+mod ask;
 mod catalogs;
 mod children;
 mod embedded;
@@ -18,7 +19,7 @@ mod options;
 mod setup;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use concierge_core::{
     AgentId, CallId, Decision, Event, EventId, OpenSession, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
@@ -27,6 +28,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::Serialize;
 
+pub use ask::refuse_invalid_ask;
 pub use catalogs::{CatalogVersion, Catalogs, VersionError};
 pub use children::{call_agent, child_answer};
 pub use embedded::Embedded;
@@ -38,13 +40,10 @@ pub use setup::RunSetup;
 
 use crate::error::{Error, Result};
 
-/// The time now, as the core sees it.
-pub(crate) fn now() -> Timestamp {
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or_default();
-    Timestamp(u64::try_from(millis).unwrap_or(u64::MAX))
+/// The time now, as the core counts it: what every engine stamps on an
+/// input it takes from outside.
+pub fn now() -> Timestamp {
+    SystemTime::now().into()
 }
 
 /// Where a run will stop: resolves with its output once it finishes or

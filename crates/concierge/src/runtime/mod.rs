@@ -705,13 +705,7 @@ impl Runtime {
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
         }
-        let size: usize = messages.iter().map(|m| m.text().len()).sum();
-        if size > self.inner.max_message_bytes {
-            return Err(Error::RunStartFailed(format!(
-                "the message is {size} bytes, over the limit of {} bytes; send it in smaller parts",
-                self.inner.max_message_bytes
-            )));
-        }
+        self.check_message_size(messages.iter().map(|m| m.text().len()).sum())?;
         let engine = self.engine_or_err()?.clone();
         #[cfg(feature = "mcp")]
         {
@@ -912,6 +906,17 @@ impl Runtime {
     /// starting a run so they can name the field that is too long.
     pub fn max_message_bytes(&self) -> usize {
         self.inner.max_message_bytes
+    }
+
+    /// [`Error::MessageTooLarge`] if a message of `size` bytes is over
+    /// [`max_message_bytes`](Self::max_message_bytes). Runs check it; front
+    /// doors check it first to name the request's field.
+    pub fn check_message_size(&self, size: usize) -> Result<()> {
+        let limit = self.inner.max_message_bytes;
+        if size > limit {
+            return Err(Error::MessageTooLarge { size, limit });
+        }
+        Ok(())
     }
 
     /// How many sessions are in memory now (idle ones leave after the idle timeout).

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::Shared;
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
-use crate::engine::{RunSetup, RunStop, Started, Unavailable, call_agent, now};
+use crate::engine::{RunSetup, RunStop, Started, Unavailable, call_agent, now, refuse_invalid_ask};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::ToolContext;
@@ -717,23 +717,7 @@ impl Actor {
     /// parked for the person whose arguments would fail validation is not put
     /// to them: it fails at once (journaled as such) and the run goes on.
     async fn act(&mut self, step: Step) -> Result<()> {
-        let invalid = step.effects.iter().find_map(|effect| match effect {
-            // A child's call (asked through this session) was checked in the child.
-            Effect::AwaitUser(output) => output
-                .pending_confirmation
-                .as_ref()
-                .filter(|p| p.session.is_none())
-                .and_then(|pending| {
-                    let call = concierge_core::ToolCall {
-                        id: pending.call_id.clone(),
-                        name: pending.tool.clone(),
-                        arguments: pending.arguments.clone(),
-                    };
-                    let checked = self.shared.parts.executor.tools().check_arguments(&call);
-                    checked.err().map(|error| (pending.clone(), error))
-                }),
-            _ => None,
-        });
+        let invalid = refuse_invalid_ask(&step, self.shared.parts.executor.tools(), now());
         if let Some(live) = self.shared.live(&self.id) {
             for event in step.events {
                 let asks = matches!(event.kind, EventKind::AwaitingConfirmation { .. });
@@ -742,7 +726,7 @@ impl Actor {
                 }
             }
         }
-        let Some((pending, error)) = invalid else {
+        let Some(input) = invalid else {
             self.perform(step.effects);
             return Ok(());
         };
@@ -752,13 +736,6 @@ impl Actor {
             .filter(|e| !matches!(e, Effect::AwaitUser(_)))
             .collect();
         self.perform(effects);
-        let input = Input::Confirm(Confirmation {
-            run_id: pending.run_id,
-            call_id: pending.call_id,
-            fingerprint: pending.fingerprint,
-            decision: Decision::Invalid { error },
-            at: now(),
-        });
         let next = self.journal(input).await?;
         Box::pin(self.act(next)).await
     }
