@@ -138,7 +138,19 @@ pub enum Error {
     /// An MCP server could not be started, reached or listed.
     #[cfg(feature = "mcp")]
     #[error(transparent)]
-    Mcp(#[from] crate::mcp::McpError),
+    Mcp(#[from] McpError),
+}
+
+/// Why an MCP server could not be used (the `mcp` module's error, kept
+/// here so that every error of the crate sits below what returns it).
+#[cfg(feature = "mcp")]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("MCP server {server}: {message}")]
+pub struct McpError {
+    /// The server's name.
+    pub server: String,
+    /// What went wrong, with the tail of its stderr when it has one.
+    pub message: String,
 }
 
 #[cfg(feature = "sqlite")]

@@ -47,6 +47,8 @@
 
 extern crate self as concierge;
 
+mod agent_files;
+mod clock;
 pub mod config;
 pub mod dates;
 pub mod engine;

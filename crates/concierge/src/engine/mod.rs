@@ -19,7 +19,6 @@ mod options;
 mod setup;
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use concierge_core::{
     AgentId, CallId, Decision, Event, EventId, OpenSession, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
@@ -40,11 +39,7 @@ pub use setup::RunSetup;
 
 use crate::error::{Error, Result};
 
-/// The time now, as the core counts it: what every engine stamps on an
-/// input it takes from outside.
-pub fn now() -> Timestamp {
-    SystemTime::now().into()
-}
+pub use crate::clock::now;
 
 /// Where a run will stop: resolves with its output once it finishes or
 /// parks waiting for the person.

@@ -24,6 +24,7 @@ use super::McpServerConfig;
 use super::framing;
 use super::http::GuardedHttp;
 use super::result::outcome;
+use crate::error::McpError;
 
 /// Lines of a server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
@@ -192,16 +193,6 @@ pub(crate) enum Probe {
     Down { started: bool },
     /// Connected; `closed` if the server has gone since (crashed or exited).
     Up { closed: bool },
-}
-
-/// Why an MCP server could not be used.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("MCP server {server}: {message}")]
-pub struct McpError {
-    /// The server's name.
-    pub server: String,
-    /// What went wrong, with the tail of its stderr when it has one.
-    pub message: String,
 }
 
 /// A client for one MCP server.

@@ -18,8 +18,9 @@ mod http;
 mod result;
 mod tool;
 
+pub use crate::error::McpError;
 pub(crate) use client::Probe;
-pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpError, McpProgress, supported_protocol_versions};
+pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;
 pub use result::MAX_RESULT_BYTES;

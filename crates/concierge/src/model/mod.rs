@@ -50,7 +50,7 @@ impl ModelContext {
                 publish(Event {
                     seq: after,
                     delta: counter.fetch_add(1, Ordering::Relaxed) + 1,
-                    at: crate::engine::now(),
+                    at: crate::clock::now(),
                     session: session.clone(),
                     run: Some(run.clone()),
                     kind: EventKind::ModelDelta { text: text.to_string() },

@@ -53,7 +53,7 @@ impl ArgumentValidator {
 
     /// Coerces `args` in place (dates counted from today), then validates them.
     pub fn check(&self, args: &mut Value) -> Result<(), ToolError> {
-        self.check_at(args, crate::engine::now())
+        self.check_at(args, crate::clock::now())
     }
 
     /// Coerces `args` in place, reading dates against `asked_at` (when the
