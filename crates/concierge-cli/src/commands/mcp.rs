@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use concierge::{Error, IdempotencyKey, Result, Runtime};
 use concierge_server::ConciergeMcp;
 
-use crate::commands::bench::percentile;
+use crate::commands::bench::measure::percentile;
 use crate::render;
 
 /// `concierge mcp`.

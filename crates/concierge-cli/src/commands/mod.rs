@@ -1,8 +1,6 @@
 //! The subcommands.
 
 pub mod bench;
-pub mod bench_http;
-pub mod bench_temporal;
 pub mod chat;
 pub mod inspect;
 pub mod mcp;

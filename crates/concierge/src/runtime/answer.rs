@@ -1,5 +1,5 @@
 //! The person's answer to a parked call, understood by the model when the
-//! rules cannot read it (issue 11: "yes but make it urgent").
+//! rules cannot read it ("yes, but make it urgent").
 //!
 //! A message sent to a session whose run waits for the person's approval
 //! answers that approval. The core reads it by rules only
@@ -25,8 +25,8 @@
 use std::sync::Arc;
 
 use concierge_core::{
-    Answer, Catalog, Decision, Message, ModelRequest, PendingConfirmation, SessionId, StartRun, ToolChoice, ToolDef,
-    ToolSpec, check_arguments, interpret_answer,
+    Answer, Catalog, Decision, Input, Message, ModelRequest, PendingConfirmation, SessionId, StartRun, ToolChoice,
+    ToolDef, ToolSpec, check_arguments, interpret_answer,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -34,6 +34,10 @@ use serde_json::{Value, json};
 use super::{RunHandle, Runtime};
 use crate::engine::Engine;
 use crate::model::ModelContext;
+
+/// The number the reading's model call has for hooks and traces (a run's
+/// own calls count from 1).
+const READING_CALL: u32 = 0;
 
 /// The function the model answers through.
 const ANSWER_TOOL: &str = "answer_confirmation";
@@ -105,13 +109,27 @@ impl Runtime {
             return None;
         }
         let request = request(&owner.spec, spec, &pending, text);
-        let model = models.for_request(&request)?;
-        let verdict = match model.complete(&request, &ModelContext::default()).await {
-            Ok(reply) => match reading(&reply) {
+        models.for_request(&request)?;
+        // Through the executor, as a run's calls go: its retry policy, hooks
+        // (traces, metrics) and prices. Numbered 0: not one of the run's calls.
+        let (answered, _) = self
+            .inner
+            .executor
+            .call_model(
+                session,
+                pending.run_id.clone(),
+                READING_CALL,
+                &request,
+                &ModelContext::default(),
+            )
+            .await;
+        let verdict = match answered {
+            Input::ModelReplied { reply, .. } => match reading(&reply) {
                 Some(reading) => verdict(reading, spec, &pending),
                 None => Verdict::Unclear("its answer was not a decision".into()),
             },
-            Err(error) => Verdict::Unclear(format!("the model call failed: {error}")),
+            Input::ModelFailed { error, .. } => Verdict::Unclear(format!("the model call failed: {error}")),
+            _ => Verdict::Unclear("the model call gave no answer".into()),
         };
         let decision = match verdict {
             Verdict::Decide(decision) => decision,

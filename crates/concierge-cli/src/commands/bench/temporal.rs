@@ -22,7 +22,7 @@ use concierge_temporal::{TemporalConfig, history_cost};
 use serde::Serialize;
 
 #[cfg(feature = "temporal")]
-use super::bench::round;
+use super::measure::round;
 
 /// The names (as the kernel keeps them, 15 bytes at most) of the threads
 /// the Temporal workers run on: concierge's `concierge-temporal-workers`

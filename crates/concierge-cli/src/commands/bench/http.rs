@@ -24,7 +24,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::bench::{BenchArgs, Report, percentile, proc_usage, round};
+use super::measure::{percentile, proc_usage, round};
+use super::{BenchArgs, Report};
 
 /// Runs the load against the server at `url` (its root, e.g. `http://127.0.0.1:8080`).
 pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {

@@ -25,8 +25,13 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde::Serialize;
 use tokio::sync::Semaphore;
 
-use super::bench_temporal::{self, TemporalFigures};
+mod http;
+pub(crate) mod measure;
+mod temporal;
+
 use crate::{Cli, fake_server};
+use measure::{percentile, proc_usage, round};
+use temporal::TemporalFigures;
 
 /// `concierge bench`.
 #[derive(Debug, Args)]
@@ -130,38 +135,6 @@ impl Model for Counting {
     }
 }
 
-/// What this process has used so far, from procfs.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Usage {
-    pub(crate) cpu_s: f64,
-    write_bytes: u64,
-    pub(crate) max_rss_mb: f64,
-}
-
-pub(crate) fn proc_usage() -> Usage {
-    // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
-    let cpu_s = std::fs::read_to_string("/proc/self/stat")
-        .ok()
-        .and_then(|stat| {
-            let after = stat.rsplit_once(')')?.1;
-            let fields: Vec<&str> = after.split_whitespace().collect();
-            let utime: f64 = fields.get(11)?.parse().ok()?;
-            let stime: f64 = fields.get(12)?.parse().ok()?;
-            Some((utime + stime) / 100.0)
-        })
-        .unwrap_or_default();
-    let field = |file: &str, name: &str| -> Option<u64> {
-        let text = std::fs::read_to_string(file).ok()?;
-        let line = text.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
-    Usage {
-        cpu_s,
-        write_bytes: field("/proc/self/io", "write_bytes:").unwrap_or_default(),
-        max_rss_mb: field("/proc/self/status", "VmHWM:").unwrap_or_default() as f64 / 1024.0,
-    }
-}
-
 /// One benchmark's result: the fields the issue asks for, then extras.
 #[derive(Debug, Serialize)]
 pub struct Report {
@@ -189,20 +162,6 @@ pub struct Report {
     pub temporal: Option<TemporalFigures>,
 }
 
-/// The `p`th percentile (0–100) of sorted values, nearest rank; 0 when there are none.
-pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
-pub(crate) fn round(x: f64, digits: i32) -> f64 {
-    let f = 10f64.powi(digits);
-    (x * f).round() / f
-}
-
 pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
     if let Some(addr) = args.serve_fake {
         fake_server::serve(addr)
@@ -216,8 +175,8 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
         ));
     }
     if let Some(url) = &args.http {
-        super::bench_http::check_url(url)?;
-        let report = super::bench_http::run(args, url).await?;
+        http::check_url(url)?;
+        let report = http::run(args, url).await?;
         return print(args, report);
     }
     let Some(base_url) = cli.base_url.clone() else {
@@ -254,7 +213,7 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
         ));
     }
     if let Some(pid) = args.temporal_server_pid {
-        bench_temporal::process_cpu_s(pid)?;
+        temporal::process_cpu_s(pid)?;
     }
     let mut failed = false;
     if args.compare_embedded {
@@ -264,7 +223,7 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
             println!();
         }
     }
-    let config = bench_temporal::config(address, &args.temporal_namespace)
+    let config = temporal::config(address, &args.temporal_namespace)
         .grpc_compression(!args.temporal_no_compression)
         .model_calls(match args.temporal_local_model_calls {
             true => concierge_temporal::ModelCalls::Local,
@@ -326,9 +285,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     }
     let semaphore = Arc::new(Semaphore::new(args.concurrency));
     let before = proc_usage();
-    let threads_before = bench_temporal::thread_cpu();
+    let threads_before = temporal::thread_cpu();
     let server_before = match (target.is_temporal(), args.temporal_server_pid) {
-        (true, Some(pid)) => Some(bench_temporal::process_cpu_s(pid)?),
+        (true, Some(pid)) => Some(temporal::process_cpu_s(pid)?),
         _ => None,
     };
     let stats_before = rt.journal_stats();
@@ -391,9 +350,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     }
     let wall = started.elapsed();
     let after = proc_usage();
-    let threads_after = bench_temporal::thread_cpu();
+    let threads_after = temporal::thread_cpu();
     let server_cpu_s = match (server_before, args.temporal_server_pid) {
-        (Some(before), Some(pid)) => Some(bench_temporal::process_cpu_s(pid)? - before),
+        (Some(before), Some(pid)) => Some(temporal::process_cpu_s(pid)? - before),
         _ => None,
     };
     bar.finish_and_clear();
@@ -411,8 +370,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
                 .map(|s| SessionId::new(format!("bench-{s}")))
                 .collect();
             let figures =
-                bench_temporal::figures(config, &sessions, turns, (threads_before, threads_after), server_cpu_s)
-                    .await?;
+                temporal::figures(config, &sessions, turns, (threads_before, threads_after), server_cpu_s).await?;
             rt.shutdown().await;
             Some(figures)
         }

@@ -1,0 +1,49 @@
+//! What a benchmark measures of this process (procfs), and the arithmetic
+//! its report uses.
+
+/// What this process has used so far, from procfs.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Usage {
+    pub(crate) cpu_s: f64,
+    pub(crate) write_bytes: u64,
+    pub(crate) max_rss_mb: f64,
+}
+
+pub(crate) fn proc_usage() -> Usage {
+    // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
+    let cpu_s = std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|stat| {
+            let after = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = after.split_whitespace().collect();
+            let utime: f64 = fields.get(11)?.parse().ok()?;
+            let stime: f64 = fields.get(12)?.parse().ok()?;
+            Some((utime + stime) / 100.0)
+        })
+        .unwrap_or_default();
+    let field = |file: &str, name: &str| -> Option<u64> {
+        let text = std::fs::read_to_string(file).ok()?;
+        let line = text.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Usage {
+        cpu_s,
+        write_bytes: field("/proc/self/io", "write_bytes:").unwrap_or_default(),
+        max_rss_mb: field("/proc/self/status", "VmHWM:").unwrap_or_default() as f64 / 1024.0,
+    }
+}
+
+/// The `p`th percentile (0–100) of sorted values, nearest rank; 0 when there are none.
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() as f64 - 1.0)).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+/// `x` rounded to `digits` decimals.
+pub(crate) fn round(x: f64, digits: i32) -> f64 {
+    let f = 10f64.powi(digits);
+    (x * f).round() / f
+}
