@@ -8,8 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::hub::{ordinal, tokens};
 use crate::id::{CallId, RunId, SessionId};
+use crate::text::{ordinal, tokens};
 
 /// A question with numbered options, asked instead of a tool result.
 ///

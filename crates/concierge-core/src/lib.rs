@@ -77,6 +77,7 @@ mod planner;
 mod policy;
 mod run;
 mod session;
+mod text;
 mod time;
 mod tool;
 
