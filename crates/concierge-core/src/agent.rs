@@ -1,12 +1,15 @@
 //! Agents: the seeds' *goals*.
 
+mod agent_tool;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::delegate::AgentTool;
 use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
 use crate::policy::RunPolicy;
+
+pub use agent_tool::AgentTool;
 
 /// An agent: who it is, what it is for, what it may use and how it plans.
 ///

@@ -81,13 +81,13 @@ mod text;
 mod time;
 mod tool;
 
-pub use agent::{AgentSpec, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
+pub use agent::{AgentSpec, AgentTool, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
 pub use choice::{CHOICE_KEY, Choice, ChoiceOption, PendingChoice};
 pub use confirmation::{Answer, check_arguments, confirmation_message, fill_template, interpret_answer};
-pub use delegate::{AgentCall, AgentTool, Forward, ForwardedAnswer, Parent, Question, child_session};
+pub use delegate::{AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
