@@ -13,11 +13,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::choice::PendingChoice;
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
-use crate::input::Decision;
 use crate::message::ToolCall;
-use crate::output::PendingConfirmation;
+use crate::pending::{Decision, PendingChoice, PendingConfirmation};
 
 /// A child session's link to the call that started it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

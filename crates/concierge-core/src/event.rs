@@ -5,12 +5,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::choice::PendingChoice;
 use crate::hub::RouteSource;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
 use crate::model::Usage;
-use crate::output::{PendingConfirmation, RunStatus};
+use crate::output::RunStatus;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::Phase;
 use crate::planner::PlannerMode;
 use crate::policy::Cap;

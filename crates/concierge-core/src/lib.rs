@@ -72,6 +72,7 @@ mod message;
 mod model;
 mod multitask;
 mod output;
+mod pending;
 mod phase;
 mod planner;
 mod policy;
@@ -85,7 +86,7 @@ pub use agent::{AgentSpec, AgentTool, ExampleTurn, Intents, Route, RouteAction, 
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
-pub use choice::{CHOICE_KEY, Choice, ChoiceOption, PendingChoice};
+pub use choice::{CHOICE_KEY, Choice, ChoiceOption};
 pub use confirmation::{Answer, check_arguments, confirmation_message, fill_template, interpret_answer};
 pub use delegate::{AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
@@ -97,11 +98,12 @@ pub use history::{
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
-pub use input::{Confirmation, Decision, Input, OpenSession, StartRun};
+pub use input::{Confirmation, Input, OpenSession, StartRun};
 pub use message::{Message, ToolCall};
 pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
 pub use multitask::Multitask;
-pub use output::{PendingConfirmation, RunOutput, RunStatus};
+pub use output::{RunOutput, RunStatus};
+pub use pending::{Decision, PendingChoice, PendingConfirmation};
 pub use phase::{InvalidTransition, Phase};
 pub use planner::{
     CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner, parse_arguments,

@@ -2,12 +2,11 @@
 //! core builds it (with seed 001's confidence).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::blackboard::ToolExecution;
-use crate::choice::PendingChoice;
-use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
+use crate::id::{AgentId, RunId, SessionId};
 use crate::model::Usage;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::policy::Cap;
 use crate::run::Run;
 
@@ -131,30 +130,6 @@ pub enum RunStatus {
     Failed,
     /// The session was ended during the run.
     Cancelled,
-}
-
-/// A tool call parked for the person's approval.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingConfirmation {
-    /// The parked run.
-    pub run_id: RunId,
-    /// The parked call; a confirmation must name it.
-    pub call_id: CallId,
-    /// The tool the call would run.
-    pub tool: ToolId,
-    /// The exact arguments the tool runs with if approved.
-    pub arguments: Value,
-    /// Their fingerprint; an approval must quote it.
-    pub fingerprint: String,
-    /// The question for the person, in words: the tool's confirmation
-    /// template filled in, or the arguments listed by their titles.
-    #[serde(default)]
-    pub message: String,
-    /// The child session the call is parked in, when a child run (an agent
-    /// called as a tool) asks through this session; a confirmation sent to
-    /// this session with the call id and fingerprint is passed on there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<SessionId>,
 }
 
 #[cfg(test)]

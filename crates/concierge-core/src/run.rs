@@ -9,13 +9,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
-use crate::choice::PendingChoice;
 use crate::error::StepError;
 use crate::event::EventKind;
 use crate::id::{CallId, RunId};
 use crate::input::Confirmation;
 use crate::model::Usage;
-use crate::output::PendingConfirmation;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::{InvalidTransition, Phase};
 use crate::planner::PlannerMode;
 use crate::policy::{Cap, RunPolicy};
@@ -431,8 +430,8 @@ mod tests {
 
     use super::*;
     use crate::batch::{Batch, Progress, SlotState};
-    use crate::input::Decision;
     use crate::message::ToolCall;
+    use crate::pending::Decision;
     use crate::tool::ToolError;
 
     fn run(policy: RunPolicy) -> Run {
