@@ -1,5 +1,6 @@
-//! What a run comes to: the [`RunOutput`] an engine hands back, and how the
-//! core builds it (with seed 001's confidence).
+//! What a run comes to: the [`RunOutput`] an engine hands back, its
+//! [`RunStatus`], and the confidence it reports. The run builds it from its
+//! facts as it ends or parks (`RunOutput::build`, in `run`).
 
 use serde::{Deserialize, Serialize};
 
@@ -8,7 +9,6 @@ use crate::id::{AgentId, RunId, SessionId};
 use crate::model::Usage;
 use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::policy::Cap;
-use crate::run::Run;
 
 /// The result of a run (seed 001's example output, and more).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,45 +51,6 @@ impl RunOutput {
     pub fn success(&self) -> bool {
         self.status == RunStatus::Completed
     }
-
-    /// The output of `run` as it ends (or parks) with `status`.
-    ///
-    /// `log` is the session's whole execution log; the run's part of it is
-    /// taken from where the run started.
-    pub(crate) fn build(outcome: Outcome, run: &Run, log: &[ToolExecution]) -> Self {
-        let executions = log.get(run.log_start()..).unwrap_or_default().to_vec();
-        RunOutput {
-            session_id: outcome.session_id,
-            run_id: run.id().clone(),
-            agent: outcome.agent,
-            status: outcome.status,
-            reply: outcome.reply,
-            iterations: run.iterations(),
-            confidence: confidence(outcome.status, &executions, run.cap()),
-            tool_executions: executions,
-            usage: run.usage(),
-            cap: run.cap(),
-            error: run.error().map(str::to_string),
-            pending_confirmation: outcome.pending_confirmation,
-            pending_choice: outcome.pending_choice,
-        }
-    }
-}
-
-/// How a run ends or parks, as the session knows it.
-pub(crate) struct Outcome {
-    /// The session the run belongs to.
-    pub(crate) session_id: SessionId,
-    /// The agent in charge at the end.
-    pub(crate) agent: AgentId,
-    /// How the run ended or parked.
-    pub(crate) status: RunStatus,
-    /// The answer, the question for the person, or `None`.
-    pub(crate) reply: Option<String>,
-    /// The parked call, for a park.
-    pub(crate) pending_confirmation: Option<PendingConfirmation>,
-    /// The pending choice, for a park on a choice.
-    pub(crate) pending_choice: Option<PendingChoice>,
 }
 
 /// Seed 001's confidence: 0.9 for an answer with every tool call successful,
@@ -139,7 +100,7 @@ mod tests {
     use super::*;
     use crate::planner::PlannerMode;
     use crate::policy::RunPolicy;
-    use crate::run::NewRun;
+    use crate::run::{NewRun, Outcome, Run};
     use crate::time::Timestamp;
     use crate::tool::{ToolError, ToolOutcome};
 

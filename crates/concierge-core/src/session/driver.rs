@@ -21,12 +21,12 @@ use crate::id::{AgentId, RunId};
 use crate::input::StartRun;
 use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest};
-use crate::output::{Outcome, RunOutput, RunStatus};
+use crate::output::{RunOutput, RunStatus};
 use crate::pending::PendingConfirmation;
 use crate::phase::{InvalidTransition, Phase};
 use crate::planner::{LlmPlanner, Plan, PlanView, Planner, PlannerMode, RulesPlanner, summarize_results};
 use crate::policy::{Cap, RunPolicy};
-use crate::run::{ModelPurpose, NewRun, Run, Waiting};
+use crate::run::{ModelPurpose, NewRun, Outcome, Run, Waiting};
 use crate::text::tokens;
 use crate::tool::ToolErrorKind;
 
