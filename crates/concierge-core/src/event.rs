@@ -12,7 +12,7 @@ use crate::model::Usage;
 use crate::output::RunStatus;
 use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::Phase;
-use crate::planner::PlannerMode;
+use crate::planner_mode::PlannerMode;
 use crate::policy::Cap;
 use crate::time::Timestamp;
 use crate::tool::ToolOutcome;

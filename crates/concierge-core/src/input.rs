@@ -10,7 +10,7 @@ use crate::id::{AgentId, CallId, RunId, TurnId};
 use crate::message::Message;
 use crate::model::{ModelReply, Usage};
 use crate::pending::Decision;
-use crate::planner::PlannerMode;
+use crate::planner_mode::PlannerMode;
 use crate::policy::RunPolicy;
 use crate::time::Timestamp;
 use crate::tool::ToolOutcome;

@@ -75,6 +75,7 @@ mod output;
 mod pending;
 mod phase;
 mod planner;
+mod planner_mode;
 mod policy;
 mod run;
 mod session;
@@ -106,9 +107,10 @@ pub use output::{RunOutput, RunStatus};
 pub use pending::{Decision, PendingChoice, PendingConfirmation};
 pub use phase::{InvalidTransition, Phase};
 pub use planner::{
-    CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner, parse_arguments,
-    render_value, summarize_results,
+    CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, RulesPlanner, parse_arguments, render_value,
+    summarize_results,
 };
+pub use planner_mode::PlannerMode;
 pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
 pub use session::Session;
 pub use time::Timestamp;

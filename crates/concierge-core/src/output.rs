@@ -98,7 +98,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::planner::PlannerMode;
+    use crate::planner_mode::PlannerMode;
     use crate::policy::RunPolicy;
     use crate::run::{NewRun, Outcome, Run};
     use crate::time::Timestamp;

@@ -19,7 +19,7 @@ use crate::model::Usage;
 use crate::output::{RunOutput, RunStatus, confidence};
 use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::{InvalidTransition, Phase};
-use crate::planner::PlannerMode;
+use crate::planner_mode::PlannerMode;
 use crate::policy::{Cap, RunPolicy};
 use crate::time::Timestamp;
 use crate::tool::{ToolErrorKind, ToolOutcome};
