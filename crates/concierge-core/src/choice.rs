@@ -1,4 +1,4 @@
-//! Structured choices (seed 002's disambiguation): a tool that cannot tell
+//! Structured choices (disambiguation): a tool that cannot tell
 //! which record the person means answers with a question and numbered
 //! options instead of a result. The run parks; the person's next message
 //! ("2", "the second one", a label or part of one) is resolved here, without

@@ -1,6 +1,9 @@
-//! Agents as tools (seeds 002 and 003): an agent calls another agent like a
-//! tool; the call runs a child run of that agent in a child session linked
-//! to the parent's call, and the child's reply is the call's result.
+//! Agents as tools (a router and its specialists; `docs/architecture.md`,
+//! "Agents as tools"): an agent calls another agent like a tool; the call
+//! runs a child run of that agent in a child session linked to the parent's
+//! call, and the child's reply is the call's result. An agent declares such
+//! a tool with an [`AgentTool`](crate::AgentTool); this module holds what a
+//! call of one carries and what passes between parent and child.
 //!
 //! The core decides everything that must replay the same way: the child's
 //! session id (derived from the parent's session and call id, so a call

@@ -1,4 +1,4 @@
-//! The hub (seed 000's "smart orchestrator"): a built-in agent a new session
+//! The hub (the assistant's front desk): a built-in agent a new session
 //! starts with, which finds the agent a message is for.
 //!
 //! Routing is rules first: each agent's [`Intents`] are scored against the
@@ -42,7 +42,7 @@ const MARGIN: f32 = 0.5;
 const HISTORY_DEPTH: usize = 3;
 
 /// Whether a session talks to one agent or to the hub and its agents
-/// (seed 000's `CONCIERGE_MODE`).
+/// (`CONCIERGE_MODE`, or `mode` in `concierge.toml`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {

@@ -10,7 +10,8 @@ use crate::model::Usage;
 use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::policy::Cap;
 
-/// The result of a run (seed 001's example output, and more).
+/// The result of a run: its answer, how it ended, its tool executions,
+/// confidence and usage.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOutput {
     /// The session the run belongs to.
@@ -47,16 +48,17 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
-    /// Whether the run answered (seed 001's `success`).
+    /// Whether the run answered (its status is `completed`).
     pub fn success(&self) -> bool {
         self.status == RunStatus::Completed
     }
 }
 
-/// Seed 001's confidence: 0.9 for an answer with every tool call successful,
-/// 0.5 for a question or a park, 0 for a failure; lower as calls fail (times
-/// `0.5 + 0.5 × successes / calls`), lower again (times 0.6) when a cap cut
-/// the run short. Rounded to two decimals.
+/// The confidence a run reports (`docs/architecture.md`, "Confidence"): 0.9
+/// for an answer with every tool call successful, 0.5 for a question or a
+/// park, 0 for a failure; lower as calls fail (times `0.5 + 0.5 × successes
+/// / calls`), lower again (times 0.6) when a cap cut the run short. Rounded
+/// to two decimals.
 pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: Option<Cap>) -> f32 {
     let base: f32 = match status {
         RunStatus::Completed => 0.9,
