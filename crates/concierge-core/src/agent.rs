@@ -1,12 +1,16 @@
-//! Agents: the seeds' *goals*.
+//! Agents: the *goals* a person can pursue, each with its instructions,
+//! tools, policy, rules and intents.
+
+mod agent_tool;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::delegate::AgentTool;
 use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
 use crate::policy::RunPolicy;
+
+pub use agent_tool::AgentTool;
 
 /// An agent: who it is, what it is for, what it may use and how it plans.
 ///
@@ -45,7 +49,8 @@ pub struct AgentSpec {
     /// Agents this agent may hand the conversation to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub handoffs: Vec<AgentId>,
-    /// Information the goal needs before it can be met (seed 001's required information).
+    /// Information the goal needs before it can be met (blackboard keys; the
+    /// LLM planner is told which are still missing).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub required_information: Vec<String>,
     /// Caps and confirmation policy for runs of this agent.
@@ -265,8 +270,8 @@ impl AgentSpec {
     }
 }
 
-/// How people ask for an agent (seed 000's intent table): the hub scores
-/// each agent's intents against a message to decide where it goes.
+/// How people ask for an agent (its row of the hub's intent table): the hub
+/// scores each agent's intents against a message to decide where it goes.
 ///
 /// A keyword or phrase counts when its words occur in the message as whole
 /// words (a trailing `s` allowed); a pattern is a case-insensitive regular
@@ -329,7 +334,8 @@ pub struct ExampleTurn {
     pub agent: String,
 }
 
-/// Routes for the rules planner (seed 001's keyword matching, seed 000's intent table).
+/// Routes for the rules planner: keywords and regular expressions that map
+/// a message to a tool call, a handoff or a fixed reply, with no model.
 ///
 /// Placeholders in route arguments and answers are written `{name}`:
 /// a route's regex named groups, `{message}` (the person's text), and in
@@ -409,8 +415,8 @@ pub struct Route {
     /// The answer after this route's tool succeeded (the rules' `answer` otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
-    /// A second call after this route's tool succeeded (seed 004: find the
-    /// task, then change it), for tool routes only.
+    /// A second call after this route's tool succeeded (find the task, then
+    /// change it), for tool routes only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub then: Option<Then>,
     /// What the route does when it matches: call a tool, hand off, or reply.

@@ -13,11 +13,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::choice::PendingChoice;
 use crate::delegate::{Forward, Question};
 use crate::id::{AgentId, CallId, RunId};
 use crate::message::ToolCall;
-use crate::output::PendingConfirmation;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::tool::ToolOutcome;
 
 /// The calls of one planner step, in the order the planner gave them.

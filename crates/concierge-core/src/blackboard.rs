@@ -1,4 +1,5 @@
-//! The blackboard: what the session knows (seed 001).
+//! The blackboard: what the session knows (the goal, the information
+//! available so far, and the log of tool executions).
 
 use std::collections::BTreeMap;
 

@@ -27,8 +27,9 @@ pub struct Catalog {
     router: Router,
 }
 
-/// How the catalog offers its agents: seed 000's mode, intent detection and
-/// fallback switches.
+/// How the catalog offers its agents: the hub's mode, intent detection and
+/// fallback switches (`CONCIERGE_MODE`, `CONCIERGE_INTENT_DETECTION`,
+/// `CONCIERGE_FALLBACK`, or `concierge.toml`).
 #[derive(Clone, Debug, Default, PartialEq)]
 struct HubSettings {
     mode: Mode,

@@ -1,4 +1,4 @@
-//! Structured choices (seed 002's disambiguation): a tool that cannot tell
+//! Structured choices (disambiguation): a tool that cannot tell
 //! which record the person means answers with a question and numbered
 //! options instead of a result. The run parks; the person's next message
 //! ("2", "the second one", a label or part of one) is resolved here, without
@@ -8,8 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::hub::{ordinal, tokens};
-use crate::id::{CallId, RunId, SessionId};
+use crate::text::{ordinal, tokens};
 
 /// A question with numbered options, asked instead of a tool result.
 ///
@@ -146,21 +145,6 @@ impl Choice {
 const FILLER: &[&str] = &[
     "the", "one", "that", "this", "i", "mean", "meant", "at", "from", "of", "with", "please", "him", "her", "them",
 ];
-
-/// A choice the run waits on: what the person is asked, and where.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingChoice {
-    /// The parked run.
-    pub run_id: RunId,
-    /// The call that asked (it runs again with the chosen id).
-    pub call_id: CallId,
-    /// The question and its options.
-    pub choice: Choice,
-    /// The child session the choice was asked in, when a child run asked it
-    /// (the answer is passed on there).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<SessionId>,
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,4 +1,5 @@
-//! Confirmations a person can read and answer (seed 004's flows).
+//! Confirmations a person can read and answer (`docs/architecture.md`,
+//! "Confirmation").
 //!
 //! Before a side-effecting call runs, the person is asked in words: the
 //! tool's own template ("I'll create a task '{title}' due {due}. Proceed?")

@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::choice::PendingChoice;
 use crate::hub::RouteSource;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
 use crate::model::Usage;
-use crate::output::{PendingConfirmation, RunStatus};
+use crate::output::RunStatus;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::Phase;
-use crate::planner::PlannerMode;
+use crate::planner_mode::PlannerMode;
 use crate::policy::Cap;
 use crate::time::Timestamp;
 use crate::tool::ToolOutcome;
@@ -79,8 +79,9 @@ pub enum EventKind {
         /// Why it moved, in words (a handoff's reason, or e.g. "the person chooses an agent").
         reason: String,
     },
-    /// The hub decided where a message goes (seed 000's smart intent
-    /// detection): to an agent, or to the person as a choice or the catalogue.
+    /// The hub decided where a message goes (by the agents' intents, the
+    /// history, the model or the person): to an agent, or to the person as a
+    /// choice or the catalogue.
     AgentRouted {
         /// The agent that takes the message (none when the person is asked).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -156,8 +157,8 @@ pub enum EventKind {
         /// The child session.
         child: SessionId,
     },
-    /// A call asks the person to choose (seed 002's numbered question); the
-    /// run waits for the answer.
+    /// A call asks the person to choose (a question with numbered options);
+    /// the run waits for the answer.
     ChoiceRequested {
         /// The call that asks (it runs again with the chosen option).
         pending: PendingChoice,
@@ -201,8 +202,8 @@ pub enum EventKind {
         /// What failed, in words (the run then finishes as failed).
         message: String,
     },
-    /// A non-read-only tool succeeded: what it changed (seed 004's
-    /// `refresh_needed`), so that an embedding application can refresh.
+    /// A non-read-only tool succeeded: what it changed, so that an embedding
+    /// application can refresh what it shows of it.
     DataChanged {
         /// The call that changed it.
         call_id: CallId,

@@ -22,8 +22,8 @@
 //! The gate is a pure function of the call and what it is checked against.
 //!
 //! Before the gate, [`fill_from_blackboard`] gives a call the values its
-//! tool `requires` that the planner left out, from the blackboard (seed
-//! 001): a rules-only agent can chain tools, and a user id never has to
+//! tool `requires` that the planner left out, from the blackboard: a
+//! rules-only agent can chain tools, and a user id never has to
 //! pass through the model.
 
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! The hub (seed 000's "smart orchestrator"): a built-in agent a new session
+//! The hub (the assistant's front desk): a built-in agent a new session
 //! starts with, which finds the agent a message is for.
 //!
 //! Routing is rules first: each agent's [`Intents`] are scored against the
@@ -17,6 +17,7 @@ use serde_json::json;
 use crate::agent::{AgentSpec, Intents};
 use crate::id::AgentId;
 use crate::message::Message;
+use crate::text::{content_words, ordinal, token_spans, tokens};
 use crate::tool::ToolDef;
 
 /// The id of the built-in hub agent.
@@ -28,6 +29,11 @@ pub const CHANGE_GOAL: &str = "change_goal";
 /// The built-in tool a specialist's model calls when its goal is met.
 pub const GOAL_COMPLETE: &str = "goal_complete";
 
+/// Whether `name` is one of the hub's built-in tools, answered by the core.
+pub(crate) fn is_builtin(name: &str) -> bool {
+    matches!(name, LIST_AGENTS | CHANGE_GOAL | GOAL_COMPLETE)
+}
+
 /// The lowest score that routes a message.
 const THRESHOLD: f32 = 1.0;
 /// Scores closer than this to the best one make a choice, not a decision.
@@ -36,7 +42,7 @@ const MARGIN: f32 = 0.5;
 const HISTORY_DEPTH: usize = 3;
 
 /// Whether a session talks to one agent or to the hub and its agents
-/// (seed 000's `CONCIERGE_MODE`).
+/// (`CONCIERGE_MODE`, or `mode` in `concierge.toml`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -443,50 +449,6 @@ fn score(agent: &AgentIntents, text: &str, words: &[String], spans: &[(usize, us
 /// them in a request (an answer to a choice still picks it by name).
 const GENERIC_NAMES: &[&str] = &["help", "general", "assistant", "agent", "support"];
 
-/// Where each word of [`tokens`] starts and ends in `text` (byte offsets).
-fn token_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (c.is_alphanumeric(), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                spans.push((s, i));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        spans.push((s, text.len()));
-    }
-    spans
-}
-
-/// Lowercase words (letters and digits).
-pub(crate) fn tokens(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "i", "me", "my", "to", "for", "of", "and", "or", "is", "are", "do", "does", "can", "you",
-    "please", "want", "need", "would", "like", "some", "it", "in", "on", "with", "what", "how", "be", "this", "that",
-    "have",
-];
-
-/// `words` without the little words that say nothing about a goal.
-pub(crate) fn content_words(words: &[String]) -> Vec<String> {
-    words
-        .iter()
-        .filter(|w| !STOPWORDS.contains(&w.as_str()))
-        .cloned()
-        .collect()
-}
-
 fn same_word(word: &str, wanted: &str) -> bool {
     word == wanted || word.strip_suffix('s') == Some(wanted) || wanted.strip_suffix('s') == Some(word)
 }
@@ -524,35 +486,6 @@ fn affirmative(words: &[String]) -> bool {
         "go ahead",
     ];
     words.len() <= 5 && YES.iter().any(|p| has_phrase(words, p))
-}
-
-/// An ordinal ("the second", "2", "last") among `n` choices, as an index.
-pub(crate) fn ordinal(words: &[String], n: usize) -> Option<usize> {
-    const WORDS: &[&str] = &[
-        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-    ];
-    if words.len() > 6 {
-        return None;
-    }
-    for word in words {
-        if let Ok(number) = word.parse::<usize>() {
-            if (1..=n).contains(&number) {
-                return Some(number - 1);
-            }
-        }
-        if let Some(index) = WORDS.iter().position(|w| w == word) {
-            if index < n {
-                return Some(index);
-            }
-        }
-        if (word == "last" || word == "latter") && n > 0 {
-            return Some(n - 1);
-        }
-        if word == "former" && n > 0 {
-            return Some(0);
-        }
-    }
-    None
 }
 
 /// Whether the person asks what the assistant can do.
@@ -823,14 +756,6 @@ mod tests {
         for text in ["hello, book a flight", "hi can you check my balance", "thanks", ""] {
             assert!(!is_greeting(&tokens(text)), "{text}");
         }
-    }
-
-    #[test]
-    fn token_spans_match_tokens() {
-        let text = "I'd like PTO, née Zoë!";
-        let spans = token_spans(text);
-        let words: Vec<String> = spans.iter().map(|&(s, e)| text[s..e].to_lowercase()).collect();
-        assert_eq!(words, tokens(text));
     }
 
     #[test]

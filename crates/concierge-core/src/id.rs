@@ -93,7 +93,7 @@ macro_rules! define_id {
 }
 
 define_id!(
-    /// Identifies an agent (a seed-000 *goal*), e.g. `calculator`.
+    /// Identifies an agent (a *goal* a person can pursue), e.g. `calculator`.
     AgentId
 );
 define_id!(

@@ -9,10 +9,11 @@ use crate::delegate::{Parent, Question};
 use crate::id::{AgentId, CallId, RunId, TurnId};
 use crate::message::Message;
 use crate::model::{ModelReply, Usage};
-use crate::planner::PlannerMode;
+use crate::pending::Decision;
+use crate::planner_mode::PlannerMode;
 use crate::policy::RunPolicy;
 use crate::time::Timestamp;
-use crate::tool::{ToolError, ToolOutcome};
+use crate::tool::ToolOutcome;
 
 /// One input to [`Session::step`](crate::Session::step). Engines journal
 /// every accepted input; replaying the journal rebuilds the session.
@@ -262,33 +263,4 @@ pub struct Confirmation {
     pub decision: Decision,
     /// When the person answered.
     pub at: Timestamp,
-}
-
-/// The decision on a parked call.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "decision", rename_all = "snake_case")]
-pub enum Decision {
-    /// Run the call.
-    Approve,
-    /// Do not run it; the model is told it was declined.
-    Deny {
-        /// Why, if the person said.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        reason: Option<String>,
-    },
-    /// Not put to the person: the engine found the arguments invalid before
-    /// asking, so the call fails with this error (the model sees it and may
-    /// correct the call) and nobody approves a call that cannot run.
-    Invalid {
-        /// What is wrong with the arguments.
-        error: ToolError,
-    },
-    /// Change the call's arguments to these. Arguments that differ from the
-    /// parked ones are checked against the tool's schema and shown back to
-    /// the person for a final yes (with a new fingerprint); the same
-    /// arguments run the call as [`Decision::Approve`] does.
-    Amend {
-        /// The complete new arguments.
-        arguments: Value,
-    },
 }

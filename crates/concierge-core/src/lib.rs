@@ -72,21 +72,24 @@ mod message;
 mod model;
 mod multitask;
 mod output;
+mod pending;
 mod phase;
 mod planner;
+mod planner_mode;
 mod policy;
 mod run;
 mod session;
+mod text;
 mod time;
 mod tool;
 
-pub use agent::{AgentSpec, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
+pub use agent::{AgentSpec, AgentTool, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
 pub use blackboard::{Blackboard, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
-pub use choice::{CHOICE_KEY, Choice, ChoiceOption, PendingChoice};
+pub use choice::{CHOICE_KEY, Choice, ChoiceOption};
 pub use confirmation::{Answer, check_arguments, confirmation_message, fill_template, interpret_answer};
-pub use delegate::{AgentCall, AgentTool, Forward, ForwardedAnswer, Parent, Question, child_session};
+pub use delegate::{AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
@@ -96,16 +99,18 @@ pub use history::{
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
-pub use input::{Confirmation, Decision, Input, OpenSession, StartRun};
+pub use input::{Confirmation, Input, OpenSession, StartRun};
 pub use message::{Message, ToolCall};
 pub use model::{ModelReply, ModelRequest, ModelToolCall, ToolChoice, Usage};
 pub use multitask::Multitask;
-pub use output::{PendingConfirmation, RunOutput, RunStatus};
+pub use output::{RunOutput, RunStatus};
+pub use pending::{Decision, PendingChoice, PendingConfirmation};
 pub use phase::{InvalidTransition, Phase};
 pub use planner::{
-    CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, PlannerMode, RulesPlanner, parse_arguments,
-    render_value, summarize_results,
+    CompiledRules, LlmPlanner, Plan, PlanView, PlannedCall, Planner, RulesPlanner, parse_arguments, render_value,
+    summarize_results,
 };
+pub use planner_mode::PlannerMode;
 pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
 pub use session::Session;
 pub use time::Timestamp;

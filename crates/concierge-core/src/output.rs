@@ -1,17 +1,17 @@
-//! What a run comes to: the [`RunOutput`] an engine hands back, and how the
-//! core builds it (with seed 001's confidence).
+//! What a run comes to: the [`RunOutput`] an engine hands back, its
+//! [`RunStatus`], and the confidence it reports. The run builds it from its
+//! facts as it ends or parks (`RunOutput::build`, in `run`).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::blackboard::ToolExecution;
-use crate::choice::PendingChoice;
-use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
+use crate::id::{AgentId, RunId, SessionId};
 use crate::model::Usage;
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::policy::Cap;
-use crate::run::Run;
 
-/// The result of a run (seed 001's example output, and more).
+/// The result of a run: its answer, how it ended, its tool executions,
+/// confidence and usage.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunOutput {
     /// The session the run belongs to.
@@ -48,55 +48,17 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
-    /// Whether the run answered (seed 001's `success`).
+    /// Whether the run answered (its status is `completed`).
     pub fn success(&self) -> bool {
         self.status == RunStatus::Completed
     }
-
-    /// The output of `run` as it ends (or parks) with `status`.
-    ///
-    /// `log` is the session's whole execution log; the run's part of it is
-    /// taken from where the run started.
-    pub(crate) fn build(outcome: Outcome, run: &Run, log: &[ToolExecution]) -> Self {
-        let executions = log.get(run.log_start()..).unwrap_or_default().to_vec();
-        RunOutput {
-            session_id: outcome.session_id,
-            run_id: run.id().clone(),
-            agent: outcome.agent,
-            status: outcome.status,
-            reply: outcome.reply,
-            iterations: run.iterations(),
-            confidence: confidence(outcome.status, &executions, run.cap()),
-            tool_executions: executions,
-            usage: run.usage(),
-            cap: run.cap(),
-            error: run.error().map(str::to_string),
-            pending_confirmation: outcome.pending_confirmation,
-            pending_choice: outcome.pending_choice,
-        }
-    }
 }
 
-/// How a run ends or parks, as the session knows it.
-pub(crate) struct Outcome {
-    /// The session the run belongs to.
-    pub(crate) session_id: SessionId,
-    /// The agent in charge at the end.
-    pub(crate) agent: AgentId,
-    /// How the run ended or parked.
-    pub(crate) status: RunStatus,
-    /// The answer, the question for the person, or `None`.
-    pub(crate) reply: Option<String>,
-    /// The parked call, for a park.
-    pub(crate) pending_confirmation: Option<PendingConfirmation>,
-    /// The pending choice, for a park on a choice.
-    pub(crate) pending_choice: Option<PendingChoice>,
-}
-
-/// Seed 001's confidence: 0.9 for an answer with every tool call successful,
-/// 0.5 for a question or a park, 0 for a failure; lower as calls fail (times
-/// `0.5 + 0.5 × successes / calls`), lower again (times 0.6) when a cap cut
-/// the run short. Rounded to two decimals.
+/// The confidence a run reports (`docs/architecture.md`, "Confidence"): 0.9
+/// for an answer with every tool call successful, 0.5 for a question or a
+/// park, 0 for a failure; lower as calls fail (times `0.5 + 0.5 × successes
+/// / calls`), lower again (times 0.6) when a cap cut the run short. Rounded
+/// to two decimals.
 pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: Option<Cap>) -> f32 {
     let base: f32 = match status {
         RunStatus::Completed => 0.9,
@@ -133,38 +95,14 @@ pub enum RunStatus {
     Cancelled,
 }
 
-/// A tool call parked for the person's approval.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PendingConfirmation {
-    /// The parked run.
-    pub run_id: RunId,
-    /// The parked call; a confirmation must name it.
-    pub call_id: CallId,
-    /// The tool the call would run.
-    pub tool: ToolId,
-    /// The exact arguments the tool runs with if approved.
-    pub arguments: Value,
-    /// Their fingerprint; an approval must quote it.
-    pub fingerprint: String,
-    /// The question for the person, in words: the tool's confirmation
-    /// template filled in, or the arguments listed by their titles.
-    #[serde(default)]
-    pub message: String,
-    /// The child session the call is parked in, when a child run (an agent
-    /// called as a tool) asks through this session; a confirmation sent to
-    /// this session with the call id and fingerprint is passed on there.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session: Option<SessionId>,
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::planner::PlannerMode;
+    use crate::planner_mode::PlannerMode;
     use crate::policy::RunPolicy;
-    use crate::run::NewRun;
+    use crate::run::{NewRun, Outcome, Run};
     use crate::time::Timestamp;
     use crate::tool::{ToolError, ToolOutcome};
 

@@ -1,4 +1,5 @@
-//! Seed 001's nine phases and the table of valid transitions.
+//! A run's nine phases and the table of valid transitions
+//! (`docs/architecture.md`, "Phases").
 //!
 //! The set is closed: phases are the engine's protocol (what subscribers
 //! see, what a journal replays), the same for every agent. Behaviour of an
@@ -34,7 +35,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// Every phase, in seed order.
+    /// Every phase, in the order they are declared.
     pub const ALL: [Phase; 9] = [
         Phase::Initialize,
         Phase::Planning,
@@ -61,14 +62,13 @@ impl Phase {
     /// | `Error` | `Clarifying`, `Completion` |
     /// | `Completion` | (none: the run is over) |
     ///
-    /// The table is seed 001's. The seed does not list exits from
-    /// `Clarifying`; ours are: the person's approval runs the parked call
+    /// From `Clarifying`: the person's approval runs the parked call
     /// (`ToolExecution`), a denial is analysed as a declined result
     /// (`Analysis`), a question that was asked closes the run (`Completion`),
     /// and failures go to `Error`. The core parks a call for approval in
     /// `Clarifying` (from `ToolSelection` when nothing else of the batch
     /// runs, from `Analysis` after the rest of the batch finished), and asks
-    /// the model again after tool results from `Analysis` (the seed has no
+    /// the model again after tool results from `Analysis` (the table has no
     /// `Analysis → Planning`).
     pub fn successors(self) -> &'static [Phase] {
         use Phase::*;
@@ -154,7 +154,7 @@ impl std::error::Error for InvalidTransition {}
 mod tests {
     use super::*;
 
-    /// The seed's table, written out independently of `successors`.
+    /// The table of `successors`' doc, written out independently of it.
     fn seed_allows(from: Phase, to: Phase) -> bool {
         use Phase::*;
         matches!(

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RunPolicy {
-    /// How many times the planner is consulted in one run (seed 001: 10).
+    /// How many times the planner is consulted in one run (10 by default).
     pub max_iterations: u32,
     /// How many tool calls one run may make.
     pub max_tool_calls: u32,

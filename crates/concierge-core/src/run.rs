@@ -1,5 +1,6 @@
 //! A run in progress: its facts ([`Run`]: phase, counters, clock, usage,
-//! cap) and what it waits for ([`Waiting`]).
+//! cap), what it waits for ([`Waiting`]), and the [`RunOutput`] its facts
+//! make when it ends or parks ([`RunOutput::build`]).
 //!
 //! Between two steps a run always waits for exactly one thing, and the
 //! waiting enum carries what that thing needs: the model call's number, the
@@ -9,15 +10,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
-use crate::choice::PendingChoice;
+use crate::blackboard::ToolExecution;
 use crate::error::StepError;
 use crate::event::EventKind;
-use crate::id::{CallId, RunId};
+use crate::id::{AgentId, CallId, RunId, SessionId};
 use crate::input::Confirmation;
 use crate::model::Usage;
-use crate::output::PendingConfirmation;
+use crate::output::{RunOutput, RunStatus, confidence};
+use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::{InvalidTransition, Phase};
-use crate::planner::PlannerMode;
+use crate::planner_mode::PlannerMode;
 use crate::policy::{Cap, RunPolicy};
 use crate::time::Timestamp;
 use crate::tool::{ToolErrorKind, ToolOutcome};
@@ -425,14 +427,57 @@ impl Run {
     }
 }
 
+// A run's output is made of the run's facts, so it is built here, where
+// they are.
+impl RunOutput {
+    /// The output of `run` as it ends (or parks) with `status`.
+    ///
+    /// `log` is the session's whole execution log; the run's part of it is
+    /// taken from where the run started.
+    pub(crate) fn build(outcome: Outcome, run: &Run, log: &[ToolExecution]) -> Self {
+        let executions = log.get(run.log_start()..).unwrap_or_default().to_vec();
+        RunOutput {
+            session_id: outcome.session_id,
+            run_id: run.id().clone(),
+            agent: outcome.agent,
+            status: outcome.status,
+            reply: outcome.reply,
+            iterations: run.iterations(),
+            confidence: confidence(outcome.status, &executions, run.cap()),
+            tool_executions: executions,
+            usage: run.usage(),
+            cap: run.cap(),
+            error: run.error().map(str::to_string),
+            pending_confirmation: outcome.pending_confirmation,
+            pending_choice: outcome.pending_choice,
+        }
+    }
+}
+
+/// How a run ends or parks, as the session knows it.
+pub(crate) struct Outcome {
+    /// The session the run belongs to.
+    pub(crate) session_id: SessionId,
+    /// The agent in charge at the end.
+    pub(crate) agent: AgentId,
+    /// How the run ended or parked.
+    pub(crate) status: RunStatus,
+    /// The answer, the question for the person, or `None`.
+    pub(crate) reply: Option<String>,
+    /// The parked call, for a park.
+    pub(crate) pending_confirmation: Option<PendingConfirmation>,
+    /// The pending choice, for a park on a choice.
+    pub(crate) pending_choice: Option<PendingChoice>,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::batch::{Batch, Progress, SlotState};
-    use crate::input::Decision;
     use crate::message::ToolCall;
+    use crate::pending::Decision;
     use crate::tool::ToolError;
 
     fn run(policy: RunPolicy) -> Run {

@@ -20,7 +20,7 @@ pub struct ToolAnnotations {
     /// The person must approve each call before it runs.
     pub requires_confirmation: bool,
     /// A successful result may be reused for a later call with the same arguments
-    /// in the same session (seed 001's redundancy avoidance).
+    /// in the same session, so the same lookup is not made twice.
     pub cacheable: bool,
 }
 

@@ -40,7 +40,8 @@ impl LlmPlanner {
             );
         }
         if !agent.agent_tools.is_empty() {
-            // Seed 002's router: specialists are tools, the person sees one answer.
+            // A router agent: its specialists are tools, and the person sees
+            // one answer, never the specialists.
             prompt.push_str(
                 "\n\nSome of your tools are specialists: call every one the request needs, several at once for a \
                  statement with several parts. Then answer in one message that follows the order of the person's \

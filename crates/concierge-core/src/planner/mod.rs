@@ -27,18 +27,6 @@ use crate::tool::ToolDef;
 pub use llm::{LlmPlanner, parse_arguments};
 pub use rules::{CompiledRules, RulesPlanner, render_value, summarize_results};
 
-/// Which planner a run uses (fixed when the run starts, recorded in its input).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PlannerMode {
-    /// Ask a model.
-    Model,
-    /// Use the agent's rules.
-    Rules,
-    /// Use the custom planner registered for the agent in the catalog.
-    Custom,
-}
-
 /// What a planner sees.
 #[derive(Clone, Copy, Debug)]
 pub struct PlanView<'a> {

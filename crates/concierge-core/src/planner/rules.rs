@@ -7,10 +7,10 @@ use super::{Plan, PlanView, PlannedCall, Planner};
 use crate::agent::AgentSpec;
 use crate::agent::{RouteAction, Rules, Then};
 use crate::handoff::{HANDOFF_PREFIX, handoff_tool_name};
-use crate::hub::{content_words, tokens};
 use crate::message::Message;
 use crate::model::ModelReply;
 use crate::policy::Cap;
+use crate::text::{content_words, tokens};
 use crate::tool::{ToolErrorKind, ToolOutcome};
 
 /// Rules with their patterns compiled (done once, when the catalog is built).

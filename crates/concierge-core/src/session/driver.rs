@@ -10,23 +10,25 @@
 
 use std::fmt;
 
-use super::routing::is_builtin;
 use super::{Conversation, Outbox};
 use crate::batch::{Batch, Parked};
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
 use crate::history::{fallback_summary, running_summary};
-use crate::hub::{tokens, wants_menu};
+use crate::hub::{is_builtin, wants_menu};
 use crate::id::{AgentId, RunId};
 use crate::input::StartRun;
 use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest};
-use crate::output::{Outcome, PendingConfirmation, RunOutput, RunStatus};
+use crate::output::{RunOutput, RunStatus};
+use crate::pending::PendingConfirmation;
 use crate::phase::{InvalidTransition, Phase};
-use crate::planner::{LlmPlanner, Plan, PlanView, Planner, PlannerMode, RulesPlanner, summarize_results};
+use crate::planner::{LlmPlanner, Plan, PlanView, Planner, RulesPlanner, summarize_results};
+use crate::planner_mode::PlannerMode;
 use crate::policy::{Cap, RunPolicy};
-use crate::run::{ModelPurpose, NewRun, Run, Waiting};
+use crate::run::{ModelPurpose, NewRun, Outcome, Run, Waiting};
+use crate::text::tokens;
 use crate::tool::ToolErrorKind;
 
 /// What a run does after a handler.

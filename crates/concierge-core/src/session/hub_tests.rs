@@ -13,7 +13,8 @@ fn tool(name: &str) -> ToolSpec {
     ToolSpec::new(name, "a tool", json!({"type": "object"}))
 }
 
-/// Seed 000's agents: travel, finance and HR, with rules and intents.
+/// Three agents for the hub to route between: travel, finance and HR, with
+/// rules and intents.
 fn catalog() -> Catalog {
     let travel = AgentSpec::new("travel")
         .name("Travel")

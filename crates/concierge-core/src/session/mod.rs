@@ -19,7 +19,6 @@ use serde_json::Value;
 use crate::batch::Slot;
 use crate::blackboard::Blackboard;
 use crate::catalog::Catalog;
-use crate::choice::PendingChoice;
 use crate::confirmation::{Answer, check_arguments, interpret_answer};
 use crate::delegate::{
     AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session, default_prompt, render_prompt,
@@ -30,13 +29,14 @@ use crate::event::{Event, EventKind};
 use crate::history::RunningSummary;
 use crate::hub::Offer;
 use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
-use crate::input::{Confirmation, Decision, Input, StartRun};
+use crate::input::{Confirmation, Input, StartRun};
 use crate::message::Message;
 use crate::model::Usage;
-use crate::output::{PendingConfirmation, RunOutput};
+use crate::output::RunOutput;
+use crate::pending::{Decision, PendingChoice, PendingConfirmation};
 use crate::phase::Phase;
-use crate::planner::PlannerMode;
 use crate::planner::{LlmPlanner, Plan};
+use crate::planner_mode::PlannerMode;
 use crate::policy::Cap;
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
 use crate::time::Timestamp;

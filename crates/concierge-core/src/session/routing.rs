@@ -14,20 +14,17 @@ use crate::catalog::Catalog;
 use crate::event::EventKind;
 use crate::hub::{
     CHANGE_GOAL, GOAL_COMPLETE, LIST_AGENTS, Offer, RouteSource, Routing, catalogue_text, choice_text, is_greeting,
-    join_or, tokens,
+    join_or,
 };
 use crate::id::{AgentId, CallId};
 use crate::message::{Message, ToolCall};
 use crate::output::RunStatus;
 use crate::phase::Phase;
-use crate::planner::{Plan, PlannedCall, PlannerMode};
+use crate::planner::{Plan, PlannedCall};
+use crate::planner_mode::PlannerMode;
 use crate::policy::Cap;
+use crate::text::tokens;
 use crate::tool::{ToolError, ToolErrorKind, ToolOutcome};
-
-/// Whether `name` is one of the hub's built-in tools, answered by the core.
-pub(super) fn is_builtin(name: &str) -> bool {
-    matches!(name, LIST_AGENTS | CHANGE_GOAL | GOAL_COMPLETE)
-}
 
 impl Catalog {
     /// The agents a new run of `text` in `session` (`None`: a new session)

@@ -1,0 +1,89 @@
+//! Words in a message: how the hub, the rules planner and choices split
+//! text into lowercase words, drop the little words that say nothing, and
+//! read an ordinal ("the second one", "2", "last").
+
+/// Where each word of [`tokens`] starts and ends in `text` (byte offsets).
+pub(crate) fn token_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, text.len()));
+    }
+    spans
+}
+
+/// Lowercase words (letters and digits).
+pub(crate) fn tokens(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+const STOPWORDS: &[&str] = &[
+    "a", "an", "the", "i", "me", "my", "to", "for", "of", "and", "or", "is", "are", "do", "does", "can", "you",
+    "please", "want", "need", "would", "like", "some", "it", "in", "on", "with", "what", "how", "be", "this", "that",
+    "have",
+];
+
+/// `words` without the little words that say nothing about a goal.
+pub(crate) fn content_words(words: &[String]) -> Vec<String> {
+    words
+        .iter()
+        .filter(|w| !STOPWORDS.contains(&w.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// An ordinal ("the second", "2", "last") among `n` choices, as an index.
+pub(crate) fn ordinal(words: &[String], n: usize) -> Option<usize> {
+    const WORDS: &[&str] = &[
+        "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+    ];
+    if words.len() > 6 {
+        return None;
+    }
+    for word in words {
+        if let Ok(number) = word.parse::<usize>() {
+            if (1..=n).contains(&number) {
+                return Some(number - 1);
+            }
+        }
+        if let Some(index) = WORDS.iter().position(|w| w == word) {
+            if index < n {
+                return Some(index);
+            }
+        }
+        if (word == "last" || word == "latter") && n > 0 {
+            return Some(n - 1);
+        }
+        if word == "former" && n > 0 {
+            return Some(0);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_spans_match_tokens() {
+        let text = "I'd like PTO, née Zoë!";
+        let spans = token_spans(text);
+        let words: Vec<String> = spans.iter().map(|&(s, e)| text[s..e].to_lowercase()).collect();
+        assert_eq!(words, tokens(text));
+    }
+}
