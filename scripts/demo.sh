@@ -14,7 +14,8 @@ bin=$target/debug/concierge
 # One debug build of the two programs the demo runs: it skips the optimiser,
 # so it compiles much sooner than a release build, and one person's chat does
 # not notice the difference.
-# - concierge, without the Temporal engine (--no-default-features: its SDK is
+# - concierge with the demo's agents and tools but without the Temporal
+#   engine (--no-default-features --features demo: the Temporal SDK is
 #   about a third of a cold build, and the demo runs on the embedded engine);
 # - concierge-orders, the orders goal's MCP server: examples/assistant/agents/orders.toml
 #   names it as `concierge-orders`, the program beside the running concierge.
@@ -22,7 +23,7 @@ if [[ ! -x $bin ]]; then
   echo "Building concierge: the first build compiles every dependency and takes a few minutes" >&2
   echo "(about 4 minutes on 2 cores); later runs start at once." >&2
 fi
-cargo build --locked --no-default-features -p concierge-cli -p concierge-orders
+cargo build --locked --no-default-features --features demo -p concierge-cli -p concierge-orders
 
 cd examples/assistant
 echo "Starting the assistant; open the address below in a browser (Ctrl-C stops):" >&2

@@ -1,6 +1,7 @@
 //! `concierge`: run agents, chat with them, inspect agents, tools and sessions.
 
 mod commands;
+mod demo;
 mod fake_server;
 mod render;
 mod setup;

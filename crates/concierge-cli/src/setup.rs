@@ -91,7 +91,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
-    let mut agents = concierge_demo::agents();
+    let mut agents = crate::demo::agents();
     let mut servers = config.mcp_servers.clone();
     let mut paths = config.paths.clone();
     for dir in config.agents_dir.iter().chain(&config.agents_dirs) {
@@ -138,12 +138,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     }
     // The demo domains' files: the ones [paths] names (relative to the file
     // that names them), the rest next to the engine's database.
-    let demo_paths =
-        concierge_demo::DemoPaths::in_dir(resolved.db.parent().unwrap_or_else(|| Path::new(""))).named(paths);
-    demo_paths.check().map_err(concierge::Error::InvalidConfig)?;
-    for set in concierge_demo::toolsets_with(&demo_paths) {
-        builder = builder.toolset(set);
-    }
+    builder = crate::demo::toolsets(builder, resolved.db.parent().unwrap_or_else(|| Path::new("")), paths)?;
     if let Some(reference) = &resolved.model {
         builder = builder.model_arc(build_model(&config.model_settings(reference, true))?);
     }
@@ -165,7 +160,8 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     for (reference, price) in &config.prices {
         builder = builder.price(reference.clone(), *price);
     }
-    config.apply_hub(builder).agents(agents).build().await
+    let built = config.apply_hub(builder).agents(agents).build().await;
+    built.map_err(crate::demo::explain)
 }
 
 /// Lists the MCP servers whose tools the Temporal workers of this process

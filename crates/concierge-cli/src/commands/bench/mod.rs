@@ -258,7 +258,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         calls: calls.clone(),
     };
     let dir = tempfile::tempdir().map_err(|e| Error::Storage(e.to_string()))?;
-    let mut builder = concierge_demo::install(Runtime::builder())
+    let mut builder = crate::demo::install(Runtime::builder())?
         .model(model)
         .commit_window(std::time::Duration::from_micros(args.commit_window_us));
     builder = match &target {
