@@ -61,6 +61,8 @@ pub fn install(builder: RuntimeBuilder) -> Result<RuntimeBuilder> {
     #[cfg(not(feature = "demo"))]
     {
         let _ = builder;
-        Err(Error::InvalidConfig(format!("concierge bench runs the demo's calculator agent; {NO_DEMO}")))
+        Err(Error::InvalidConfig(format!(
+            "concierge bench runs the demo's calculator agent; {NO_DEMO}"
+        )))
     }
 }

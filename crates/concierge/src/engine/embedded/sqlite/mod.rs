@@ -40,78 +40,14 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+mod schema;
+
 use super::codec::{decode, encode};
 use super::owner::Process;
 use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, StatsCell, Store};
 use crate::engine::{JournalStats, SessionSummary, now};
 use crate::error::{Error, Result};
-
-/// Marks a concierge database (`PRAGMA application_id`): "Conc".
-const APPLICATION_ID: i64 = 0x436f_6e63;
-
-const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS sessions (
-    no    INTEGER PRIMARY KEY,
-    id    TEXT    NOT NULL UNIQUE,
-    agent TEXT    NOT NULL,
-    tenant TEXT
-);
-CREATE TABLE IF NOT EXISTS heads (
-    no    INTEGER PRIMARY KEY,
-    head  INTEGER NOT NULL,
-    idx   INTEGER NOT NULL,
-    live  INTEGER NOT NULL,
-    at    INTEGER NOT NULL,
-    owner INTEGER,
-    want  INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS log (
-    no    INTEGER NOT NULL,
-    idx   INTEGER NOT NULL,
-    prev  INTEGER NOT NULL,
-    input BLOB    NOT NULL
-);
-CREATE TABLE IF NOT EXISTS toolsets (
-    name  TEXT PRIMARY KEY,
-    tools TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS snapshots (
-    no    INTEGER PRIMARY KEY,
-    idx   INTEGER NOT NULL,
-    pos   INTEGER NOT NULL,
-    state BLOB    NOT NULL
-);
-CREATE TABLE IF NOT EXISTS owners (
-    owner   INTEGER PRIMARY KEY,
-    pid     INTEGER NOT NULL,
-    space   TEXT    NOT NULL,
-    started INTEGER NOT NULL,
-    label   TEXT    NOT NULL,
-    beat    INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS catalogs (
-    version  TEXT PRIMARY KEY,
-    toolsets TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS archive (
-    no     INTEGER NOT NULL,
-    last   INTEGER NOT NULL,
-    events BLOB    NOT NULL,
-    PRIMARY KEY (no, last)
-) WITHOUT ROWID;
-";
-
-/// The tables a concierge database may hold.
-const TABLES: [&str; 8] = [
-    "archive",
-    "sessions",
-    "heads",
-    "log",
-    "toolsets",
-    "snapshots",
-    "owners",
-    "catalogs",
-];
+use schema::{SCHEMA, check_ours, connect, migrate, tune};
 
 /// Most entries one transaction takes.
 const MAX_BATCH: usize = 4096;
@@ -187,74 +123,6 @@ pub struct SqliteStore {
     me: i64,
     here: Arc<Process>,
     lease: Duration,
-}
-
-fn connect(path: &Path) -> Result<Connection> {
-    let conn = Connection::open(path).map_err(|e| Error::Storage(format!("cannot open {}: {e}", path.display())))?;
-    conn.busy_timeout(Duration::from_secs(10))?;
-    Ok(conn)
-}
-
-fn tune(conn: &Connection) -> Result<()> {
-    // Only takes effect on a new database (before its first table).
-    conn.pragma_update(None, "page_size", 1024)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    Ok(())
-}
-
-/// Refuses a file that is not a concierge database before anything is
-/// written to it; marks a new (or older concierge) database as ours.
-fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
-    let foreign = |found: String| Error::ForeignDatabase {
-        path: path.display().to_string(),
-        found,
-    };
-    let id: i64 = conn
-        .query_row("PRAGMA application_id", [], |r| r.get(0))
-        .map_err(|e| foreign(format!("SQLite cannot read it: {e}")))?;
-    if id == APPLICATION_ID {
-        return Ok(());
-    }
-    let tables: Vec<String> = conn
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
-        .query_map([], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
-    if id != 0 {
-        return Err(foreign(format!(
-            "another program marked it as its own (application id {id})"
-        )));
-    }
-    let ours = tables.iter().all(|t| TABLES.contains(&t.as_str()));
-    let concierge = tables.iter().any(|t| t == "log") && tables.iter().any(|t| t == "heads");
-    let empty = tables.is_empty();
-    if !(empty || ours && concierge) {
-        return Err(foreign(format!("it holds other tables: {}", tables.join(", "))));
-    }
-    conn.pragma_update(None, "application_id", APPLICATION_ID)?;
-    Ok(())
-}
-
-/// Adds what older concierge databases lack.
-fn migrate(conn: &Connection) -> Result<()> {
-    let columns: Vec<String> = conn
-        .prepare("PRAGMA table_info(heads)")?
-        .query_map([], |r| r.get(1))?
-        .collect::<rusqlite::Result<_>>()?;
-    if !columns.iter().any(|c| c == "owner") {
-        conn.execute_batch(
-            "ALTER TABLE heads ADD COLUMN owner INTEGER;
-             ALTER TABLE heads ADD COLUMN want INTEGER NOT NULL DEFAULT 0;",
-        )?;
-    }
-    let columns: Vec<String> = conn
-        .prepare("PRAGMA table_info(sessions)")?
-        .query_map([], |r| r.get(1))?
-        .collect::<rusqlite::Result<_>>()?;
-    if !columns.iter().any(|c| c == "tenant") {
-        conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
-    }
-    Ok(())
 }
 
 fn millis() -> i64 {
