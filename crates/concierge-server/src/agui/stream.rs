@@ -15,7 +15,7 @@ use futures::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::events::{AguiEvent, ErrorCode, RunOutcome, TokenUsage};
+use super::events::{AguiEvent, ErrorCode, Interrupt, RunOutcome, TokenUsage};
 use super::interrupts::{Interrupts, Parked, Refusal};
 use super::messages::{snapshot, tool_call_id};
 use super::translate::Translator;
@@ -343,7 +343,7 @@ impl RunStream {
     }
 
     /// The interrupt for the call the thread is parked on.
-    fn raise(&self, parked: &Parked) -> super::interrupts::Interrupt {
+    fn raise(&self, parked: &Parked) -> Interrupt {
         raise(&self.interrupts, &self.thread, &self.thread_id, parked)
     }
 }
@@ -355,7 +355,7 @@ pub fn raise(
     thread: &SessionId,
     thread_id: &str,
     parked: &Parked,
-) -> super::interrupts::Interrupt {
+) -> Interrupt {
     let session = parked.child().cloned().unwrap_or_else(|| thread.clone());
     let relabel = Relabel::new(thread.clone(), thread_id);
     let call = tool_call_id(
