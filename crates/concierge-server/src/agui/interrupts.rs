@@ -198,7 +198,7 @@ impl Interrupts {
         ledger.next += 1;
         // 128 random bits: nobody answers an interrupt by guessing its id
         // (the counter only if the system has no randomness to give).
-        let id = crate::http::random_id("int").unwrap_or_else(|_| format!("int-{}-{}", self.seed, ledger.next));
+        let id = crate::ground::random_id("int").unwrap_or_else(|_| format!("int-{}-{}", self.seed, ledger.next));
         let expires = SystemTime::now() + self.ttl;
         let interrupt = describe(&id, parked, tool_call_id, subagent, expires);
         ledger.open.insert(

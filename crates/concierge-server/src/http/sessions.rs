@@ -7,11 +7,10 @@ use axum::response::{IntoResponse, Response};
 use concierge::core::{Decision, StepError};
 use concierge::{AgentId, Multitask};
 
-use super::ApiState;
-use super::auth::Caller;
-use super::body::{JsonBody, OptionalJsonBody, QueryParams};
-use super::checks::{ID_RULE, oversized_message, valid_id};
-use super::error::{ApiError, ErrorBody};
+use crate::ground::body::{JsonBody, OptionalJsonBody, QueryParams};
+use crate::ground::ids::{ID_RULE, oversized_message, valid_id};
+use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
+
 use super::types::{
     ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted, RunOutputView,
     SessionList, SessionListItem, SessionView, WaitQuery,
