@@ -37,7 +37,6 @@ use serde_json::{Value, json};
 use utoipa::IntoParams;
 
 use crate::ground::body::JsonBody;
-use crate::ground::ids::oversized_message;
 use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 use events::{AguiEvent, ErrorCode};
 use input::RunAgentInput;
@@ -234,13 +233,10 @@ async fn start(
     thread: Thread,
     text: String,
 ) -> Result<Response, ApiError> {
-    if let Some(why) = oversized_message(state.runtime(), &text) {
-        return Err(ApiError::field(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "messages",
-            why,
-        ));
-    }
+    state
+        .runtime()
+        .check_message_size(text.len())
+        .map_err(|error| ApiError::from(error).with_field("messages"))?;
     let multitask = match input.forwarded_multitask() {
         Ok(policy) => policy,
         Err(error) => return Ok(refuse_input(error)),

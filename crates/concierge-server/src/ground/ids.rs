@@ -35,9 +35,3 @@ pub fn random_id(prefix: &str) -> Result<String, ApiError> {
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     Ok(format!("{prefix}-{hex}"))
 }
-
-/// `None` if `text` fits the runtime's message limit; otherwise the
-/// sentence that says it does not ([`concierge::Error::MessageTooLarge`]'s).
-pub fn oversized_message(rt: &concierge::Runtime, text: &str) -> Option<String> {
-    rt.check_message_size(text.len()).err().map(|error| error.to_string())
-}

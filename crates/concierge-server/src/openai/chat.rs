@@ -17,7 +17,6 @@ use super::session::{SESSION_HEADER, resolve, run, start};
 use super::stream::{self, StreamSetup};
 use super::unix_now;
 use crate::ground::body::parse;
-use crate::ground::ids::oversized_message;
 use crate::ground::{ApiError, ApiState, Caller};
 
 /// Sends the last user message of `messages` to the agent `model` names
@@ -74,9 +73,10 @@ pub async fn completions(
         }
     };
     let turn = request.into_turn()?;
-    if let Some(why) = oversized_message(&state.rt, &turn.text) {
-        return Err(OpenAiError::new(StatusCode::PAYLOAD_TOO_LARGE, why).param("messages"));
-    }
+    state
+        .rt
+        .check_message_size(turn.text.len())
+        .map_err(|error| OpenAiError::from(error).param("messages"))?;
     let conversation = resolve(&state, &caller, &headers, &target).await?;
     let session = HeaderValue::from_str(&conversation.local).map_err(|_| {
         OpenAiError::invalid(
