@@ -7,8 +7,6 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::interrupts::Interrupt;
-
 /// The AG-UI protocol version this server speaks (`RUN_STARTED.protocolVersion`).
 pub const PROTOCOL_VERSION: &str = "1.0";
 
@@ -211,6 +209,32 @@ pub enum RunOutcome {
     },
     /// The session was ended during the run.
     Cancelled,
+}
+
+/// One interrupt as it goes on the wire (`RUN_FINISHED.outcome.interrupts[]`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Interrupt {
+    /// The id a resume answers.
+    pub id: String,
+    /// `tool_call` for a confirmation (it is bound to the parked call),
+    /// `input_required` for a choice; `metadata.kind` says which in
+    /// concierge's words (`confirmation` or `choice`).
+    pub reason: &'static str,
+    /// The sentence the run says: the confirmation question or the choice's question.
+    pub message: String,
+    /// The AG-UI id of the parked tool call.
+    pub tool_call_id: String,
+    /// The answer expected, as a JSON Schema.
+    pub response_schema: Value,
+    /// When the interrupt can no longer be answered (ISO 8601, UTC).
+    pub expires_at: String,
+    /// concierge's details: `kind`, the call's id and fingerprint, the tool and
+    /// arguments of a confirmation, the numbered options of a choice.
+    pub metadata: Value,
+    /// The subagent run that raised it, when an agent called as a tool did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_run_id: Option<String>,
 }
 
 /// How a subagent ended (`SUBAGENT_FINISHED.outcome`).

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::http::ApiError;
-use crate::http::checks::{ID_RULE, MAX_ID_LEN, valid_id};
+use crate::ground::ApiError;
+use crate::ground::ids::{ID_RULE, MAX_ID_LEN, valid_id};
 
 /// A request to run the agent of a thread (AG-UI's `RunAgentInput`).
 #[derive(Clone, Debug, Deserialize, ToSchema)]

@@ -14,42 +14,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 use concierge::{CallId, ChoiceOption, PendingChoice, PendingConfirmation, SessionId};
-use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::events::ErrorCode;
+use super::events::{ErrorCode, Interrupt};
 
 /// How long an interrupt can be answered, unless the server is told otherwise.
 pub const DEFAULT_INTERRUPT_TTL: Duration = Duration::from_secs(60 * 60);
 
 /// How many answered interrupts are remembered (to refuse their replays).
 const ANSWERED_KEPT: usize = 10_000;
-
-/// One interrupt as it goes on the wire (`RUN_FINISHED.outcome.interrupts[]`).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Interrupt {
-    /// The id a resume answers.
-    pub id: String,
-    /// `tool_call` for a confirmation (it is bound to the parked call),
-    /// `input_required` for a choice; `metadata.kind` says which in
-    /// concierge's words (`confirmation` or `choice`).
-    pub reason: &'static str,
-    /// The sentence the run says: the confirmation question or the choice's question.
-    pub message: String,
-    /// The AG-UI id of the parked tool call.
-    pub tool_call_id: String,
-    /// The answer expected, as a JSON Schema.
-    pub response_schema: Value,
-    /// When the interrupt can no longer be answered (ISO 8601, UTC).
-    pub expires_at: String,
-    /// concierge's details: `kind`, the call's id and fingerprint, the tool and
-    /// arguments of a confirmation, the numbered options of a choice.
-    pub metadata: Value,
-    /// The subagent run that raised it, when an agent called as a tool did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub subagent_run_id: Option<String>,
-}
 
 /// What a run is parked on.
 #[derive(Clone, Debug, PartialEq)]
@@ -225,7 +198,7 @@ impl Interrupts {
         ledger.next += 1;
         // 128 random bits: nobody answers an interrupt by guessing its id
         // (the counter only if the system has no randomness to give).
-        let id = crate::http::random_id("int").unwrap_or_else(|_| format!("int-{}-{}", self.seed, ledger.next));
+        let id = crate::ground::random_id("int").unwrap_or_else(|_| format!("int-{}-{}", self.seed, ledger.next));
         let expires = SystemTime::now() + self.ttl;
         let interrupt = describe(&id, parked, tool_call_id, subagent, expires);
         ledger.open.insert(

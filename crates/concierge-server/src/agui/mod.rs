@@ -25,18 +25,19 @@ pub mod stream;
 pub mod thread;
 pub mod translate;
 
-use axum::extract::{Query, State};
+use axum::Router;
+use axum::extract::{FromRef, Query, State};
 use axum::response::sse::{KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::routing::post;
 use concierge::{EventId, StreamCursor};
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use utoipa::IntoParams;
 
-use crate::http::body::JsonBody;
-use crate::http::checks::oversized_message;
-use crate::http::{ApiError, ApiState, Caller, ErrorBody};
+use crate::ground::body::JsonBody;
+use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 use events::{AguiEvent, ErrorCode};
 use input::RunAgentInput;
 pub use interrupts::{DEFAULT_INTERRUPT_TTL, Interrupts};
@@ -44,6 +45,17 @@ use interrupts::{Parked, Refusal};
 use resume::Answer;
 use stream::{Follow, RunStream};
 use thread::Thread;
+
+/// The endpoint's route, `/agui`, relative to `/api/v1`. Its handler takes
+/// the state every front door shares and AG-UI's own interrupt ledger.
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    ApiState: FromRef<S>,
+    Interrupts: FromRef<S>,
+{
+    Router::new().route("/agui", post(run))
+}
 
 /// The endpoint's query parameters.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -60,7 +72,7 @@ pub struct AguiQuery {
     params(AguiQuery),
     request_body(content = RunAgentInput, description = "AG-UI's RunAgentInput"),
     responses(
-        (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = crate::http::types::SseMessage),
+        (status = 200, description = "AG-UI events as Server-Sent Events: each `data:` line is one event as JSON (RUN_STARTED ... RUN_FINISHED, or a lone RUN_ERROR for a refused resume)", content_type = "text/event-stream", body = crate::ground::sse::SseMessage),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 409, description = "A run is in progress in the thread, or the thread's session has ended", body = ErrorBody),
         (status = 404, description = "The thread is another tenant's", body = ErrorBody),
@@ -71,6 +83,7 @@ pub struct AguiQuery {
 )]
 pub async fn run(
     State(state): State<ApiState>,
+    State(interrupts): State<Interrupts>,
     caller: Caller,
     Query(query): Query<AguiQuery>,
     JsonBody(input): JsonBody<RunAgentInput>,
@@ -94,16 +107,16 @@ pub async fn run(
         _ => None,
     };
     if !resume.is_empty() {
-        return answer(&state, &caller, &input, thread, parked.as_ref(), &resume).await;
+        return answer(&state, &interrupts, &caller, &input, thread, parked.as_ref(), &resume).await;
     }
     if let Some(parked) = parked {
-        return Ok(respond_with(waiting(&state, &thread, &input.thread_id, &parked)));
+        return Ok(respond_with(waiting(&interrupts, &thread, &input.thread_id, &parked)));
     }
     let text = match input.new_message() {
         Ok(text) => text,
         Err(error) => return Ok(refuse_input(error)),
     };
-    start(&state, &caller, &input, thread, text).await
+    start(&state, &interrupts, &caller, &input, thread, text).await
 }
 
 /// A well-formed input that gives nothing to run, refused the AG-UI way: a
@@ -118,8 +131,8 @@ fn refuse_input(error: ApiError) -> Response {
 
 /// The thread waits for an answer and the input has none: refused, with the
 /// interrupt to answer (AG-UI: pending interrupts block new input).
-fn waiting(state: &ApiState, thread: &Thread, thread_id: &str, parked: &Parked) -> AguiEvent {
-    let interrupt = stream::raise(state.interrupts(), thread.id(), thread_id, parked);
+fn waiting(interrupts: &Interrupts, thread: &Thread, thread_id: &str, parked: &Parked) -> AguiEvent {
+    let interrupt = stream::raise(interrupts, thread.id(), thread_id, parked);
     AguiEvent::RunError {
         message: format!(
             "this thread waits for an answer to \"{}\"; answer interrupt {} in the input's resume",
@@ -133,6 +146,7 @@ fn waiting(state: &ApiState, thread: &Thread, thread_id: &str, parked: &Parked) 
 /// Answers the parked call with the resume, or refuses it.
 async fn answer(
     state: &ApiState,
+    interrupts: &Interrupts,
     caller: &Caller,
     input: &RunAgentInput,
     thread: Thread,
@@ -152,7 +166,7 @@ async fn answer(
             }),
         }
     };
-    let (answer, parked) = match state.interrupts().answer(thread.id(), parked, &answers, read) {
+    let (answer, parked) = match interrupts.answer(thread.id(), parked, &answers, read) {
         Ok(answered) => answered,
         Err(refusal) => return Ok(respond(stream::refused(refusal))),
     };
@@ -168,7 +182,7 @@ async fn answer(
             let run = RunStream {
                 permit: Some(permit),
                 rt: state.runtime().clone(),
-                interrupts: state.interrupts().clone(),
+                interrupts: interrupts.clone(),
                 thread: session.id().clone(),
                 thread_id: input.thread_id.clone(),
                 run_id: input.run_id.clone(),
@@ -185,10 +199,21 @@ async fn answer(
             };
             Ok(respond(run.into_sse(follow)))
         }
-        (Answer::Choose(option), _) => start(state, caller, input, Thread::Existing(session), option.to_string()).await,
+        (Answer::Choose(option), _) => {
+            start(
+                state,
+                interrupts,
+                caller,
+                input,
+                Thread::Existing(session),
+                option.to_string(),
+            )
+            .await
+        }
         (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
             start(
                 state,
+                interrupts,
                 caller,
                 input,
                 Thread::Existing(session),
@@ -202,18 +227,16 @@ async fn answer(
 /// Starts a run of the thread with `text` and streams it.
 async fn start(
     state: &ApiState,
+    interrupts: &Interrupts,
     caller: &Caller,
     input: &RunAgentInput,
     thread: Thread,
     text: String,
 ) -> Result<Response, ApiError> {
-    if let Some(why) = oversized_message(state.runtime(), &text) {
-        return Err(ApiError::field(
-            axum::http::StatusCode::PAYLOAD_TOO_LARGE,
-            "messages",
-            why,
-        ));
-    }
+    state
+        .runtime()
+        .check_message_size(text.len())
+        .map_err(|error| ApiError::from(error).with_field("messages"))?;
     let multitask = match input.forwarded_multitask() {
         Ok(policy) => policy,
         Err(error) => return Ok(refuse_input(error)),
@@ -258,7 +281,7 @@ async fn start(
     let run = RunStream {
         permit: None,
         rt: rt.clone(),
-        interrupts: state.interrupts().clone(),
+        interrupts: interrupts.clone(),
         thread: thread.id().clone(),
         thread_id: input.thread_id.clone(),
         run_id: input.run_id.clone(),

@@ -15,11 +15,11 @@ use futures::{SinkExt, Stream, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::events::{AguiEvent, ErrorCode, RunOutcome, TokenUsage};
+use super::events::{AguiEvent, ErrorCode, Interrupt, RunOutcome, TokenUsage};
 use super::interrupts::{Interrupts, Parked, Refusal};
 use super::messages::{snapshot, tool_call_id};
 use super::translate::Translator;
-use crate::http::scope::Relabel;
+use crate::ground::scope::Relabel;
 
 /// How many events wait for a slow client before the run's stream waits for it.
 const BUFFER: usize = 64;
@@ -51,7 +51,7 @@ pub enum Follow {
 pub struct RunStream {
     /// The run's place under its tenant's cap, held while the stream
     /// follows the run (for a run resumed here).
-    pub permit: Option<crate::http::RunPermit>,
+    pub permit: Option<crate::ground::RunPermit>,
     /// The runtime.
     pub rt: Runtime,
     /// The interrupt ledger.
@@ -343,19 +343,14 @@ impl RunStream {
     }
 
     /// The interrupt for the call the thread is parked on.
-    fn raise(&self, parked: &Parked) -> super::interrupts::Interrupt {
+    fn raise(&self, parked: &Parked) -> Interrupt {
         raise(&self.interrupts, &self.thread, &self.thread_id, parked)
     }
 }
 
 /// The interrupt for `parked` in `thread`, which the client calls
 /// `thread_id` (its call's AG-UI id, and the child run it is parked in, if one).
-pub fn raise(
-    interrupts: &Interrupts,
-    thread: &SessionId,
-    thread_id: &str,
-    parked: &Parked,
-) -> super::interrupts::Interrupt {
+pub fn raise(interrupts: &Interrupts, thread: &SessionId, thread_id: &str, parked: &Parked) -> Interrupt {
     let session = parked.child().cloned().unwrap_or_else(|| thread.clone());
     let relabel = Relabel::new(thread.clone(), thread_id);
     let call = tool_call_id(

@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use concierge::{AgentId, Session, SessionId};
 
-use crate::http::{ApiError, ApiState, Caller};
+use crate::ground::{ApiError, ApiState, Caller};
 
 /// The session behind a thread.
 #[derive(Debug)]

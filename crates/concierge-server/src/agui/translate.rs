@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use super::events::{AguiEvent, SubagentOutcome};
 use super::interrupts::{Interrupts, Parked};
 use super::messages::{arguments_text, message_id, tool_call_id};
-use crate::http::scope::Relabel;
+use crate::ground::scope::Relabel;
 
 /// A session's place in the translation (the root's or a child's).
 #[derive(Debug, Default)]

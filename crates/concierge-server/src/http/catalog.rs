@@ -3,9 +3,9 @@
 use axum::Json;
 use axum::extract::State;
 
-use super::ApiState;
-use super::body::QueryParams;
-use super::error::ErrorBody;
+use crate::ground::body::QueryParams;
+use crate::ground::{ApiState, ErrorBody};
+
 use super::types::{AgentList, AgentView, GoalList, ToolList, ToolQuery, ToolView};
 
 /// Every agent, with whether the catalogue offers it as a goal.

@@ -27,12 +27,10 @@ use futures::{Stream, StreamExt};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::ApiState;
-use super::auth::Caller;
-use super::body::QueryParams;
-use super::error::{ApiError, ErrorBody};
-use super::scope::Relabel;
-use super::types::SseMessage;
+use crate::ground::body::QueryParams;
+use crate::ground::scope::Relabel;
+use crate::ground::sse::SseMessage;
+use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
 /// The header a reconnecting client sends.
 pub const LAST_EVENT_ID: &str = "last-event-id";

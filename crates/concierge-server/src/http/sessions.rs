@@ -7,11 +7,10 @@ use axum::response::{IntoResponse, Response};
 use concierge::core::{Decision, StepError};
 use concierge::{AgentId, Multitask};
 
-use super::ApiState;
-use super::auth::Caller;
-use super::body::{JsonBody, OptionalJsonBody, QueryParams};
-use super::checks::{ID_RULE, oversized_message, valid_id};
-use super::error::{ApiError, ErrorBody};
+use crate::ground::body::{JsonBody, OptionalJsonBody, QueryParams};
+use crate::ground::ids::{ID_RULE, valid_id};
+use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
+
 use super::types::{
     ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted, RunOutputView,
     SessionList, SessionListItem, SessionView, WaitQuery,
@@ -163,9 +162,10 @@ pub async fn post_message(
             "the message is empty; say something",
         ));
     }
-    if let Some(why) = oversized_message(&state.rt, &body.text) {
-        return Err(ApiError::field(StatusCode::PAYLOAD_TOO_LARGE, "text", why));
-    }
+    state
+        .rt
+        .check_message_size(body.text.len())
+        .map_err(|error| ApiError::from(error).with_field("text"))?;
     if let Some(run) = &body.run_id {
         check_run_id(run)?;
     }

@@ -16,9 +16,8 @@ use super::request::{ChatCompletionRequest, EMPTY_MODEL};
 use super::session::{SESSION_HEADER, resolve, run, start};
 use super::stream::{self, StreamSetup};
 use super::unix_now;
-use crate::http::body::parse;
-use crate::http::checks::oversized_message;
-use crate::http::{ApiState, Caller};
+use crate::ground::body::parse;
+use crate::ground::{ApiError, ApiState, Caller};
 
 /// Sends the last user message of `messages` to the agent `model` names
 /// (`concierge`: the session's current agent, the hub for a new session) in
@@ -39,7 +38,7 @@ use crate::http::{ApiState, Caller};
             headers(("X-Concierge-Session" = String, description = "The session's id")),
             content(
                 (ChatCompletion = "application/json"),
-                (crate::http::types::SseMessage = "text/event-stream"),
+                (crate::ground::sse::SseMessage = "text/event-stream"),
             )
         ),
         (status = 400, description = "A field is malformed or not supported; `param` names it", body = OpenAiErrorBody),
@@ -74,9 +73,10 @@ pub async fn completions(
         }
     };
     let turn = request.into_turn()?;
-    if let Some(why) = oversized_message(&state.rt, &turn.text) {
-        return Err(OpenAiError::new(StatusCode::PAYLOAD_TOO_LARGE, why).param("messages"));
-    }
+    state
+        .rt
+        .check_message_size(turn.text.len())
+        .map_err(|error| OpenAiError::from(error).param("messages"))?;
     let conversation = resolve(&state, &caller, &headers, &target).await?;
     let session = HeaderValue::from_str(&conversation.local).map_err(|_| {
         OpenAiError::invalid(
@@ -116,7 +116,7 @@ pub async fn completions(
 /// message only (`messages[0]`: "missing field `role`"), so the param is
 /// then the field itself (`messages[0].role`); and Rust's number types are
 /// said in words.
-fn missing_field_param(error: crate::http::ApiError) -> OpenAiError {
+fn missing_field_param(error: ApiError) -> OpenAiError {
     let mut error = OpenAiError::from(error);
     let message = &error.body.error.message;
     let missing = message

@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::http::ApiError;
+use crate::ground::ApiError;
 
 /// The body of every error response of the OpenAI-compatible endpoints.
 #[derive(Clone, Debug, Serialize, ToSchema)]
@@ -137,7 +137,7 @@ impl IntoResponse for OpenAiError {
             // As the HTTP API says it: the engine may be back by then.
             response.headers_mut().insert(
                 axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from_static(crate::http::error::RETRY_UNAVAILABLE_SECS),
+                axum::http::HeaderValue::from_static(crate::ground::error::RETRY_UNAVAILABLE_SECS),
             );
         }
         response

@@ -27,15 +27,20 @@ pub mod session;
 pub mod stream;
 
 use axum::Router;
+use axum::extract::FromRef;
 use axum::routing::{get, post};
 
-use crate::http::ApiState;
+use crate::ground::ApiState;
 
 pub use error::{OpenAiError, OpenAiErrorBody};
 pub use session::SESSION_HEADER;
 
-/// The routes `/v1/models` and `/v1/chat/completions`, for the HTTP API's router.
-pub fn router() -> Router<ApiState> {
+/// The routes `/v1/models` and `/v1/chat/completions`, for the server's router.
+pub fn router<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    ApiState: FromRef<S>,
+{
     Router::new()
         .route("/v1/models", get(models::list))
         .route("/v1/chat/completions", post(chat::completions))

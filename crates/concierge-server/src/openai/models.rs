@@ -8,7 +8,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::unix_now;
-use crate::http::ApiState;
+use crate::ground::ApiState;
 
 /// The model that stands for the default agent: the hub in multi mode, as
 /// `concierge run` without `--agent`.

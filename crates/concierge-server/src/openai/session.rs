@@ -9,8 +9,8 @@ use concierge::{AgentId, RunHandle, RunOutput, SessionId};
 use super::error::OpenAiError;
 use super::models::Target;
 use super::request::{Role, Turn};
-use crate::http::checks::{ID_RULE, valid_id};
-use crate::http::{ApiState, Caller};
+use crate::ground::ids::{ID_RULE, valid_id};
+use crate::ground::{ApiState, Caller};
 
 /// The header that names the session, in requests and in responses.
 pub const SESSION_HEADER: &str = "x-concierge-session";

@@ -42,7 +42,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tower_http::timeout::TimeoutBody;
 use tower_service::Service as _;
 
-use super::doors::ServedAddr;
+/// The address a connection came in on: `serve` puts it on each request,
+/// and the Host check compares with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServedAddr(pub SocketAddr);
 
 /// How long a client has to send a request's headers, by default.
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::ApiState;
-use super::types::Health;
-use super::{catalog, events, sessions};
+use crate::ground::ApiState;
+use crate::http::types::Health;
+use crate::http::{catalog, events, sessions};
 
 /// The API's description.
 #[derive(OpenApi)]

@@ -12,6 +12,9 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 
+/// The default limit on a request body, in bytes.
+pub const DEFAULT_BODY_LIMIT: usize = 256 * 1024;
+
 /// A JSON body of type `T`; a body that is not JSON, or not a `T`, is
 /// refused with a 4xx naming the field (415 naming `Content-Type` when the
 /// request does not say it is JSON).

@@ -51,6 +51,12 @@ impl ApiError {
         }
     }
 
+    /// The same error, about `field` of the request.
+    pub fn with_field(mut self, field: impl Into<String>) -> Self {
+        self.body.field = Some(field.into());
+        self
+    }
+
     /// 404 for a session this server does not know.
     pub fn unknown_session(id: &str) -> Self {
         Self::new(

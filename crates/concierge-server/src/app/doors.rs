@@ -34,13 +34,10 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::error::ApiError;
+use crate::ground::ApiError;
+use crate::ground::body::json_content_type;
+use crate::ground::connections::ServedAddr;
 use crate::openai::OpenAiError;
-
-/// The address a connection came in on: [`HttpApi::serve`](super::HttpApi::serve)
-/// puts it on each request, and the Host check compares with it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ServedAddr(pub SocketAddr);
 
 /// A host name or origin of the configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -320,7 +317,7 @@ pub async fn json_bodies(req: Request, next: Next, shape: Shape) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS) {
         return next.run(req).await;
     }
-    match super::body::json_content_type(req.headers()) {
+    match json_content_type(req.headers()) {
         Ok(()) => next.run(req).await,
         Err(error) => refusal(shape == Shape::OpenAi, error),
     }
