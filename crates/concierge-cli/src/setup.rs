@@ -199,7 +199,7 @@ fn temporal(
     workers: WorkerSet,
 ) -> Result<concierge::RuntimeBuilder> {
     use concierge_temporal::{Temporal, TemporalConfig, Workers};
-    let settings = TemporalConfig::from_section(&config.temporal)?;
+    let settings = TemporalConfig::from_section(&concierge_temporal::TemporalSection::from_config(config)?)?;
     let workers = match workers {
         WorkerSet::None => Workers::none(),
         WorkerSet::All => Workers::all(),

@@ -15,6 +15,7 @@
 
 pub mod agui;
 pub mod app;
+pub mod config;
 pub mod ground;
 pub mod http;
 pub mod mcp;
@@ -23,5 +24,6 @@ pub mod openai;
 pub mod web;
 
 pub use app::{BindError, HttpApi, check_unauthenticated_addr};
+pub use config::{ServerConfig, TokenConfig};
 pub use ground::{Caller, TokenError, Tokens};
 pub use mcp::{AGENT_TOOL_PREFIX, ConciergeMcp, ServeError};

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use concierge::config::TokenConfig;
 use concierge::engine::TracingHooks;
 use concierge::{AgentSpec, Route, Rules, Runtime, Tool, ToolContext, ToolError, ToolSpec};
+use concierge_server::TokenConfig;
 use concierge_server::metrics::Metrics;
 use concierge_server::{HttpApi, Tokens};
 use futures::StreamExt;

@@ -8,8 +8,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use concierge::config::TokenConfig;
 use concierge::{AgentSpec, Route, Rules, Runtime, Tool, ToolContext, ToolError, ToolSpec};
+use concierge_server::TokenConfig;
 use concierge_server::{HttpApi, Tokens};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;

@@ -2,9 +2,86 @@
 
 use std::time::Duration;
 
-pub use concierge::config::ModelCalls;
-use concierge::config::TemporalSection;
+use concierge::config::Config;
 use concierge_core::{AgentId, SessionId};
+use serde::Deserialize;
+
+/// The `[temporal]` section: where the Temporal engine's server is and how
+/// concierge names what it puts there. Every key is optional.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemporalSection {
+    /// The frontend's address, `host:port` or a URL (default `127.0.0.1:7233`).
+    /// `CONCIERGE_TEMPORAL_ADDRESS` wins.
+    pub address: Option<String>,
+    /// The namespace (default `default`). `CONCIERGE_TEMPORAL_NAMESPACE` wins.
+    pub namespace: Option<String>,
+    /// The prefix of task queues and workflow ids (default `concierge`).
+    pub task_queue_prefix: Option<String>,
+    /// The environment variable holding an API key (Temporal Cloud; TLS then on).
+    pub api_key_env: Option<String>,
+    /// Whether to connect with TLS (default: only with an API key).
+    #[serde(default)]
+    pub tls: bool,
+    /// How long a tool call may go without a heartbeat before Temporal
+    /// counts its worker as lost, in seconds (default 10): a read-only or
+    /// idempotent tool then runs again on another worker, another fails.
+    pub tool_heartbeat_timeout_secs: Option<u64>,
+    /// How long a model call may go without a heartbeat before Temporal
+    /// counts its worker as lost and calls the model again on another, in
+    /// seconds (default 30). Read by the session workers, which schedule the
+    /// calls; a local model call (`model_calls = "local"`) has none.
+    pub model_heartbeat_timeout_secs: Option<u64>,
+    /// The largest tool or model payload sent through Temporal, in bytes
+    /// (default 2,000,000; Temporal refuses more than 2 MiB per payload).
+    pub max_payload_bytes: Option<usize>,
+    /// Whether session workflows carry the `ConciergeTenant` and
+    /// `ConciergeAgent` search attributes (default true; the namespace must
+    /// have them registered).
+    pub search_attributes: Option<bool>,
+    /// Whether gRPC messages are gzip-compressed (default true; off saves
+    /// CPU on loopback or a LAN).
+    pub grpc_compression: Option<bool>,
+    /// How a session's workflow calls its model: `activity` (default), an
+    /// activity on the shared models queue, or `local`, a local activity
+    /// in the worker that runs the workflow (half the history and server
+    /// work per turn; docs/temporal.md says what it costs).
+    pub model_calls: Option<ModelCalls>,
+}
+
+/// How a session's workflow on Temporal calls its model.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelCalls {
+    /// An activity on the shared models queue, run by any worker that
+    /// serves that queue (scaled on its own, its own history events).
+    #[default]
+    Activity,
+    /// A local activity, run by the worker that runs the session's
+    /// workflow and recorded as one marker: no task queue round trip.
+    Local,
+}
+
+impl TemporalSection {
+    /// `concierge.toml`'s `[temporal]` section, with the environment's
+    /// `CONCIERGE_TEMPORAL_ADDRESS` and `CONCIERGE_TEMPORAL_NAMESPACE` over it.
+    pub fn from_config(config: &Config) -> concierge::Result<Self> {
+        Self::from_config_with(config, |name| std::env::var(name).ok())
+    }
+
+    /// [`TemporalSection::from_config`] over any source of variables (for tests).
+    pub fn from_config_with(config: &Config, var: impl Fn(&str) -> Option<String>) -> concierge::Result<Self> {
+        let mut section: Self = config.section("temporal")?;
+        let set = |name: &str| var(name).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        if let Some(address) = set("CONCIERGE_TEMPORAL_ADDRESS") {
+            section.address = Some(address);
+        }
+        if let Some(namespace) = set("CONCIERGE_TEMPORAL_NAMESPACE") {
+            section.namespace = Some(namespace);
+        }
+        Ok(section)
+    }
+}
 
 /// How to reach Temporal and name concierge's queues and workflows.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -291,6 +368,24 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    #[test]
+    fn the_section_comes_from_the_file_and_the_environment_wins() {
+        let config: Config = toml::from_str(
+            "engine = \"temporal\"\n[temporal]\naddress = \"t.example.com:7233\"\nnamespace = \"prod\"\ntls = true\n",
+        )
+        .unwrap();
+        let env = |name: &str| (name == "CONCIERGE_TEMPORAL_NAMESPACE").then(|| "staging".to_string());
+        let section = TemporalSection::from_config_with(&config, env).unwrap();
+        assert_eq!(section.address.as_deref(), Some("t.example.com:7233"));
+        assert_eq!(section.namespace.as_deref(), Some("staging"));
+        assert!(section.tls);
+        let unknown: Config = toml::from_str("[temporal]\nadress = \"x\"\n").unwrap();
+        let error = TemporalSection::from_config_with(&unknown, |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("adress"), "{error}");
+    }
 
     #[test]
     fn a_section_gives_the_configuration_and_names_what_is_wrong() {

@@ -136,7 +136,7 @@ use concierge::Result;
 use concierge::engine::{Engine, EngineParts, OpenEngine};
 use futures::future::BoxFuture;
 
-pub use config::{ModelCalls, TemporalConfig};
+pub use config::{ModelCalls, TemporalConfig, TemporalSection};
 pub use engine::{TemporalEngine, connect};
 pub use history::{HistoryCost, history_cost};
 pub use options::WorkflowOptions;

@@ -274,7 +274,9 @@ async fn the_model_and_tool_heartbeat_timeouts_come_from_concierge_toml() {
     )
     .unwrap();
     let file = Config::load(&path, true).unwrap();
-    let config = TemporalConfig::from_section(&file.temporal).unwrap();
+    let config =
+        TemporalConfig::from_section(&concierge_temporal::TemporalSection::from_config_with(&file, |_| None).unwrap())
+            .unwrap();
     assert_eq!(config.model_heartbeat_timeout, Duration::from_secs(7));
 
     let model = ScriptedModel::new()

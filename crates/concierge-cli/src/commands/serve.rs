@@ -30,7 +30,7 @@ pub struct ServeArgs {
 }
 
 pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Arc<Metrics>>) -> Result<ExitCode> {
-    let server = setup::resolve(cli)?.config.server;
+    let server = concierge_server::ServerConfig::from_config(&setup::resolve(cli)?.config)?;
     let tokens = Tokens::from_config(&server.tokens).map_err(|e| Error::InvalidConfig(e.to_string()))?;
     if tokens.is_empty() {
         check_unauthenticated_addr(args.addr).map_err(|e| Error::InvalidConfig(e.to_string()))?;

@@ -12,13 +12,13 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::config::TokenConfig;
 use axum::extract::{FromRequestParts, MatchedPath, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use concierge::RunOptions;
-use concierge::config::TokenConfig;
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;

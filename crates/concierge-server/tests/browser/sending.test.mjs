@@ -112,7 +112,7 @@ test('the first message shows at once with the working indicator, before the ser
   assert.deepEqual(errors, []);
 });
 
-test('a message the server refuses stays, marked with its sentence, and is sent again', async (t) => {
+test('a message typed during a run waits its turn; one the server cannot take stays with why', async (t) => {
   const { model, server } = await heldServer(t, ['Working ', 'on it.']);
   const { page, errors } = await browse(t, server.url);
   await page.locator('#catalogue .goal[data-goal="general"]').click();
@@ -120,32 +120,23 @@ test('a message the server refuses stays, marked with its sentence, and is sent 
   await page.locator('body[data-stream="live"]').waitFor();
   await log(page).locator('li.msg.user:not(.sending)', { hasText: 'first question' }).waitFor();
 
-  // A second message while the run is in progress: the server answers 409.
+  // A second message while the run is in progress: the page asks the server
+  // to queue it, so it is taken (not refused) and answered after the first.
   await page.locator('#send:not([disabled])').waitFor();
   await say(page, 'second question');
-  const refused = log(page).locator('li.msg.user.failed');
-  await refused.waitFor();
-  assert.equal(await refused.locator('.bubble').textContent(), 'second question');
-  const why = await refused.locator('.send-why').textContent();
-  assert.match(why, /^!Not sent: run \S+ is in progress/);
-  assert.equal(await refused.locator('[role=alert]').count(), 1);
+  await log(page).locator('li.msg.user:not(.sending)', { hasText: 'second question' }).waitFor();
+  assert.equal(await log(page).locator('li.msg.user.failed').count(), 0);
   // The run goes on: the indicator stays.
   assert.equal(await page.locator('#working').isVisible(), true);
-  await screenshot(page, '16-message-refused');
+  await screenshot(page, '16-message-queued');
 
-  // Once the run is done, "Try again" sends it; it is shown once.
   model.release();
   model.release();
-  await log(page).locator('li.msg.assistant:not(.streaming):not(.greeting) .bubble', { hasText: 'Working on it.' }).waitFor();
-  await page.locator('#working').waitFor({ state: 'hidden' });
-  await refused.getByRole('button', { name: 'Try again' }).click();
   await log(page).locator('li.msg.assistant:not(.streaming):not(.greeting)').nth(1).waitFor();
   await page.locator('#working').waitFor({ state: 'hidden' });
-  assert.equal(await log(page).locator('li.msg.user.failed, li.msg.user.sending').count(), 0);
   assert.deepEqual(await userTexts(page), ['first question', 'second question']);
   assert.deepEqual(await assistantTexts(page), ['Working on it.', 'Working on it.']);
-  // The browser reports the refused request itself; nothing else went wrong.
-  assert.deepEqual(errors.filter((e) => !/status of 409/.test(e)), []);
+  assert.deepEqual(errors, []);
 
   // The server is gone: the message stays with why; "Edit" takes it back into the box.
   await server.stop();
@@ -154,6 +145,11 @@ test('a message the server refuses stays, marked with its sentence, and is sent 
   await unsent.locator('.send-why', { hasText: 'The server cannot be reached' }).waitFor();
   await page.locator('#working').waitFor({ state: 'hidden' });
   await screenshot(page, '17-server-gone');
+  // "Try again" sends it again; it fails again, and is shown once.
+  await unsent.getByRole('button', { name: 'Try again' }).click();
+  await unsent.locator('.send-why', { hasText: 'The server cannot be reached' }).waitFor();
+  await page.locator('#working').waitFor({ state: 'hidden' });
+  assert.equal(await log(page).locator('li.msg.user.failed').count(), 1);
   await unsent.getByRole('button', { name: 'Edit' }).click();
   assert.equal(await page.locator('#composer-input').inputValue(), 'are you still there?');
   assert.equal(await log(page).locator('li.msg.user.failed').count(), 0);

@@ -63,9 +63,11 @@ pub use model::{ModelSettings, build_model, default_key_env};
 pub struct Config {
     /// The engine that runs sessions (embedded by default). `CONCIERGE_ENGINE` wins.
     pub engine: Option<EngineKind>,
-    /// Where the Temporal engine's server is (with `engine = "temporal"`).
+    /// Where the Temporal engine's server is (with `engine = "temporal"`):
+    /// the `[temporal]` section, which the Temporal engine reads
+    /// (`concierge_temporal::TemporalSection`, through [`Config::section`]).
     #[serde(default)]
-    pub temporal: TemporalSection,
+    pub temporal: toml::Table,
     /// The database of the embedded engine.
     pub db: Option<PathBuf>,
     /// The default model, `provider:name` (e.g. `openai:gpt-4o-mini`).
@@ -116,15 +118,20 @@ pub struct Config {
     #[cfg(feature = "mcp")]
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
-    /// `concierge serve`'s settings: API tokens, the cap on runs per tenant.
+    /// `concierge serve`'s settings (API tokens, the cap on runs per tenant,
+    /// connection limits): the `[server]` section, which the server reads
+    /// (`concierge_server::ServerConfig`, through [`Config::section`]).
     #[serde(default)]
-    pub server: ServerConfig,
+    pub server: toml::Table,
     /// Files the tools use, by name (`[paths]`, e.g. `tasks_knowledge =
     /// "knowledge.md"`): relative to this file once loaded. What a name
     /// means is up to the tools that read it (the CLI's demo tools: see
     /// `concierge_demo::DemoPaths`).
     #[serde(default)]
     pub paths: BTreeMap<String, PathBuf>,
+    /// The file it was read from (for messages about its sections).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
 }
 
 /// Which engine runs sessions (`engine = "..."`).
@@ -149,116 +156,6 @@ impl std::str::FromStr for EngineKind {
             other => Err(format!("{other:?} is not an engine; use embedded or temporal")),
         }
     }
-}
-
-/// The `[temporal]` section: where the Temporal engine's server is and how
-/// concierge names what it puts there. Every key is optional.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TemporalSection {
-    /// The frontend's address, `host:port` or a URL (default `127.0.0.1:7233`).
-    /// `CONCIERGE_TEMPORAL_ADDRESS` wins.
-    pub address: Option<String>,
-    /// The namespace (default `default`). `CONCIERGE_TEMPORAL_NAMESPACE` wins.
-    pub namespace: Option<String>,
-    /// The prefix of task queues and workflow ids (default `concierge`).
-    pub task_queue_prefix: Option<String>,
-    /// The environment variable holding an API key (Temporal Cloud; TLS then on).
-    pub api_key_env: Option<String>,
-    /// Whether to connect with TLS (default: only with an API key).
-    #[serde(default)]
-    pub tls: bool,
-    /// How long a tool call may go without a heartbeat before Temporal
-    /// counts its worker as lost, in seconds (default 10): a read-only or
-    /// idempotent tool then runs again on another worker, another fails.
-    pub tool_heartbeat_timeout_secs: Option<u64>,
-    /// How long a model call may go without a heartbeat before Temporal
-    /// counts its worker as lost and calls the model again on another, in
-    /// seconds (default 30). Read by the session workers, which schedule the
-    /// calls; a local model call (`model_calls = "local"`) has none.
-    pub model_heartbeat_timeout_secs: Option<u64>,
-    /// The largest tool or model payload sent through Temporal, in bytes
-    /// (default 2,000,000; Temporal refuses more than 2 MiB per payload).
-    pub max_payload_bytes: Option<usize>,
-    /// Whether session workflows carry the `ConciergeTenant` and
-    /// `ConciergeAgent` search attributes (default true; the namespace must
-    /// have them registered).
-    pub search_attributes: Option<bool>,
-    /// Whether gRPC messages are gzip-compressed (default true; off saves
-    /// CPU on loopback or a LAN).
-    pub grpc_compression: Option<bool>,
-    /// How a session's workflow calls its model: `activity` (default), an
-    /// activity on the shared models queue, or `local`, a local activity
-    /// in the worker that runs the workflow (half the history and server
-    /// work per turn; docs/temporal.md says what it costs).
-    pub model_calls: Option<ModelCalls>,
-}
-
-/// How a session's workflow on Temporal calls its model.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ModelCalls {
-    /// An activity on the shared models queue, run by any worker that
-    /// serves that queue (scaled on its own, its own history events).
-    #[default]
-    Activity,
-    /// A local activity, run by the worker that runs the session's
-    /// workflow and recorded as one marker: no task queue round trip.
-    Local,
-}
-
-/// `concierge serve`'s settings (`[server]`).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ServerConfig {
-    /// API tokens, stored hashed (`concierge token new` makes one). With
-    /// none, the server listens on loopback only and every caller is the
-    /// same, tenant-less one.
-    #[serde(default)]
-    pub tokens: Vec<TokenConfig>,
-    /// How many runs one tenant may have in progress at once (16 by
-    /// default); past it a new run is refused with 429.
-    pub max_runs_per_tenant: Option<usize>,
-    /// The names the server answers to besides the address it listens on
-    /// (`"chat.example.com"`, any port, or `"chat.example.com:8443"`). A
-    /// request whose `Host` is none of them is refused with 421: always on
-    /// a server without tokens (against DNS rebinding), and on one with
-    /// tokens once this list is given.
-    #[serde(default)]
-    pub allowed_hosts: Vec<String>,
-    /// Web origins whose pages may call the API (`"https://app.example.com"`):
-    /// their cross-origin requests and CORS preflights are answered. A
-    /// request from any other page's origin is refused with 403.
-    #[serde(default)]
-    pub cors_origins: Vec<String>,
-    /// How long a client has to send a request's headers, in seconds,
-    /// counted from when the connection starts waiting for a request (10 by
-    /// default); a slower connection is closed.
-    pub header_read_timeout_secs: Option<u64>,
-    /// How long a connection may sit idle, in seconds (60 by default): one
-    /// with no request in progress is closed, and a request whose body stops
-    /// arriving for this long is refused. Event streams are not idle.
-    pub idle_timeout_secs: Option<u64>,
-    /// How many connections the server holds open at once (512 by
-    /// default); past it a new connection waits until one closes. Keep it
-    /// under the process's open-file limit (`ulimit -n`).
-    pub max_connections: Option<usize>,
-    /// Also serve `/metrics` on this address (`"127.0.0.1:9464"`), without
-    /// a token; off by default (then `/metrics` is on the API's address,
-    /// behind the API's tokens when there are any).
-    pub metrics_addr: Option<String>,
-}
-
-/// One API token (`[[server.tokens]]`): its hash, and whom it speaks for.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TokenConfig {
-    /// `sha256:` and the token's SHA-256 in hex; the token itself is never stored.
-    pub hash: String,
-    /// The tenant the token's requests act for: they see its sessions only.
-    pub tenant: String,
-    /// The user the token's runs are for (tools see it; "my tasks").
-    pub user: String,
 }
 
 /// One tool's settings in `concierge.toml` (`[tools.<name>]`).
@@ -317,6 +214,7 @@ impl Config {
             toml::from_str(&text).map_err(|e| Error::InvalidConfig(format!("{}: {e}", path.display())))?;
         // Relative paths in the file are relative to the file.
         let base = path.parent().unwrap_or_else(|| Path::new(""));
+        config.source = Some(path.to_path_buf());
         config.db = config.db.map(|p| rebase(base, p));
         config.agents_dir = config.agents_dir.map(|p| rebase(base, p));
         config.agents_dirs = config.agents_dirs.into_iter().map(|p| rebase(base, p)).collect();
@@ -371,13 +269,30 @@ impl Config {
                     .map_err(|e: String| Error::InvalidConfig(format!("CONCIERGE_ENGINE: {e}")))?,
             );
         }
-        if let Some(address) = set("CONCIERGE_TEMPORAL_ADDRESS") {
-            self.temporal.address = Some(address);
-        }
-        if let Some(namespace) = set("CONCIERGE_TEMPORAL_NAMESPACE") {
-            self.temporal.namespace = Some(namespace);
-        }
         Ok(())
+    }
+
+    /// A section that another crate owns, read as that crate's type:
+    /// `server` (`concierge_server::ServerConfig`) or `temporal`
+    /// (`concierge_temporal::TemporalSection`). A section that does not fit
+    /// is an error naming the file, the section and the key.
+    pub fn section<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let table = match name {
+            "server" => &self.server,
+            "temporal" => &self.temporal,
+            other => {
+                return Err(Error::InvalidConfig(format!(
+                    "concierge.toml has no [{other}] section; the sections other crates read are [server] and [temporal]"
+                )));
+            }
+        };
+        let file = self
+            .source
+            .as_ref()
+            .map_or_else(|| "concierge.toml".to_string(), |p| p.display().to_string());
+        toml::Value::Table(table.clone())
+            .try_into()
+            .map_err(|e| Error::InvalidConfig(format!("{file}: [{name}]: {e}")))
     }
 
     /// Applies the hub switches (mode, agent, intent detection, fallback) to a runtime builder.
@@ -468,26 +383,28 @@ mod tests {
     }
 
     #[test]
-    fn the_engine_and_its_temporal_section_come_from_the_file_and_the_environment_wins() {
-        let mut config: Config = toml::from_str(
-            "engine = \"temporal\"\n[temporal]\naddress = \"t.example.com:7233\"\nnamespace = \"prod\"\ntls = true\n",
-        )
-        .unwrap();
+    fn the_engine_comes_from_the_file_and_the_environment_wins_and_sections_are_read_as_their_owner_says() {
+        let mut config: Config =
+            toml::from_str("engine = \"temporal\"\n[temporal]\naddress = \"t.example.com:7233\"\n").unwrap();
         assert_eq!(config.engine, Some(EngineKind::Temporal));
-        assert_eq!(config.temporal.address.as_deref(), Some("t.example.com:7233"));
-        assert!(config.temporal.tls);
-        let env = |name: &str| match name {
-            "CONCIERGE_ENGINE" => Some("embedded".to_string()),
-            "CONCIERGE_TEMPORAL_NAMESPACE" => Some("staging".to_string()),
-            _ => None,
-        };
-        config.apply_env_from(env).unwrap();
+        config
+            .apply_env_from(|n| (n == "CONCIERGE_ENGINE").then(|| "embedded".to_string()))
+            .unwrap();
         assert_eq!(config.engine, Some(EngineKind::Embedded));
-        assert_eq!(config.temporal.namespace.as_deref(), Some("staging"));
         let bad = config.apply_env_from(|n| (n == "CONCIERGE_ENGINE").then(|| "postgres".to_string()));
         assert!(bad.unwrap_err().to_string().contains("embedded or temporal"));
-        let unknown = toml::from_str::<Config>("[temporal]\nadress = \"x\"\n").unwrap_err();
-        assert!(unknown.to_string().contains("adress"), "{unknown}");
+
+        #[derive(Debug, serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Section {
+            address: String,
+        }
+        let section: Section = config.section("temporal").unwrap();
+        assert_eq!(section.address, "t.example.com:7233");
+        let wrong: Config = toml::from_str("[temporal]\nadress = \"x\"\n").unwrap();
+        let error = wrong.section::<Section>("temporal").unwrap_err().to_string();
+        assert!(error.contains("[temporal]") && error.contains("adress"), "{error}");
+        assert!(config.section::<Section>("nope").is_err());
     }
 
     #[test]
