@@ -1,5 +1,5 @@
-//! Fuzzy entity matching (seed 004): which of a few named things did the
-//! person mean by "the login bug"?
+//! Fuzzy entity matching: which of a few named things did the person mean
+//! by "the login bug" (task #1, 'Fix login bug')?
 //!
 //! Scores run from 0 to 100. Matching ignores case and punctuation and works
 //! on words, so a query that is part of a label ("login bug" for "Fix login

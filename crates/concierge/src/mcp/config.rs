@@ -49,7 +49,7 @@ pub struct McpServerConfig {
     /// HTTP headers (e.g. `Authorization`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
-    /// Only these of the server's tools (seed 000's `included_tools`).
+    /// Only these of the server's tools (`included_tools`; the others are not offered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub included_tools: Option<Vec<String>>,
     /// Put before every tool name, so two servers' tools never collide.

@@ -55,7 +55,8 @@ pub struct RuntimeBuilder {
 
 /// The largest message a run may start with, by default (its text, in bytes).
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 256 * 1024;
-/// The builder's hub switches (seed 000's mode, agent, intent detection, fallback).
+/// The builder's hub switches: multi or single mode, the single agent,
+/// intent detection, the fallback agent (docs/agents.md).
 #[derive(Clone, Debug, Default)]
 struct HubChoice {
     mode: Option<Mode>,

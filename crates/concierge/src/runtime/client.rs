@@ -1,4 +1,4 @@
-//! Per-agent clients and run handles (seed 003's `AgentClient`).
+//! Per-agent clients (an agent's own front door: run it, stream it) and run handles.
 
 use concierge_core::{AgentId, Event, Message, RunId, RunOutput, SessionId};
 use futures::stream::BoxStream;

@@ -68,7 +68,7 @@ impl ToolContext {
 }
 
 /// What a tool returns when it may ask the person to choose instead of
-/// answering (seed 002's "which John?"): its result, or a [`Choice`]. The run
+/// answering ("which John: the one in sales or the one in support?"): its result, or a [`Choice`]. The run
 /// parks on a choice; the person's answer ("2", "the second one", a label) is
 /// resolved without a model, the chosen option's id is written to the call's
 /// argument the choice names, and the tool is called again.

@@ -1,4 +1,5 @@
-//! Argument validation and lenient coercion (seed 000's `validate_and_convert_args`).
+//! Argument validation and lenient coercion: a model's `"3"` for an integer or
+//! `"yes"` for a boolean is taken as meant, anything else is a structured error.
 
 use std::fmt;
 
