@@ -121,10 +121,11 @@ test('a message typed during a run waits its turn; one the server cannot take st
   await log(page).locator('li.msg.user:not(.sending)', { hasText: 'first question' }).waitFor();
 
   // A second message while the run is in progress: the page asks the server
-  // to queue it, so it is taken (not refused) and answered after the first.
+  // to queue it, so it is shown at once, waits its turn (not refused), and
+  // is answered after the first.
   await page.locator('#send:not([disabled])').waitFor();
   await say(page, 'second question');
-  await log(page).locator('li.msg.user:not(.sending)', { hasText: 'second question' }).waitFor();
+  await log(page).locator('li.msg.user', { hasText: 'second question' }).waitFor();
   assert.equal(await log(page).locator('li.msg.user.failed').count(), 0);
   // The run goes on: the indicator stays.
   assert.equal(await page.locator('#working').isVisible(), true);
@@ -134,6 +135,7 @@ test('a message typed during a run waits its turn; one the server cannot take st
   model.release();
   await log(page).locator('li.msg.assistant:not(.streaming):not(.greeting)').nth(1).waitFor();
   await page.locator('#working').waitFor({ state: 'hidden' });
+  assert.equal(await log(page).locator('li.msg.user.failed, li.msg.user.sending').count(), 0);
   assert.deepEqual(await userTexts(page), ['first question', 'second question']);
   assert.deepEqual(await assistantTexts(page), ['Working on it.', 'Working on it.']);
   assert.deepEqual(errors, []);
