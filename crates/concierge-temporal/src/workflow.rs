@@ -729,7 +729,7 @@ impl SessionWorkflow {
             return Reply::Refused(self.refusal());
         };
         let Some(run_id) = session.active_run().cloned() else {
-            return Reply::Refused(Refusal::NotAwaitingConfirmation);
+            return Reply::Refused(StepError::NotAwaitingConfirmation.into());
         };
         let stop = self.st.stops + 1;
         let input = Input::Confirm(Confirmation {
@@ -861,7 +861,7 @@ impl SessionWorkflow {
             return Reply::Refused(refusal.clone());
         }
         if self.st.session.is_some() {
-            return Reply::Refused(Refusal::AlreadyOpen);
+            return Reply::Refused(StepError::AlreadyOpen.into());
         }
         self.st.id.get_or_insert(request.session);
         let Some(id) = self.st.id.clone() else {
