@@ -234,7 +234,7 @@ pub struct Summary {
     pub tenant: Option<String>,
 }
 
-/// An update's answer: done, or refused by the core (the session unchanged).
+/// An update's answer: done, or refused (the session unchanged).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Reply<T> {
     /// Accepted.
