@@ -20,12 +20,13 @@ use concierge::engine::Executor;
 use concierge::model::ModelContext;
 use concierge::tool::ToolContext;
 use concierge_core::{AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::engine::TemporalEngine;
+use crate::deltas::Deltas;
 use crate::payload;
 
 /// How often a working activity heartbeats when its timeout is not known.
@@ -82,10 +83,35 @@ async fn heartbeating<T>(ctx: &ActivityContext, work: impl std::future::Future<O
     }
 }
 
+/// Where a model call's request is read when it did not travel in the
+/// activity's input: the session's workflow keeps it (the engine asks it
+/// with a query).
+pub(crate) trait ModelRequests: Send + Sync {
+    /// The request session `session`'s workflow keeps for model call `call`
+    /// of run `run_id` (`None` once it no longer waits for it).
+    fn model_request<'a>(
+        &'a self,
+        session: &'a SessionId,
+        run_id: &'a RunId,
+        call: u32,
+    ) -> BoxFuture<'a, concierge::Result<Option<ModelRequest>>>;
+}
+
+/// What the model calls run in a process share with its engine: where
+/// their deltas go (the process's subscribers), and where a kept request
+/// is read (while the engine is open).
+#[derive(Clone)]
+pub(crate) struct EngineLink {
+    /// The deltas of the sessions followed in this process.
+    pub(crate) deltas: Arc<Deltas>,
+    /// The engine, as the reader of kept requests.
+    pub(crate) requests: Weak<dyn ModelRequests>,
+}
+
 /// Model calls (the models queue).
 pub struct ModelActivities {
     pub(crate) executor: Arc<Executor>,
-    pub(crate) engine: Weak<TemporalEngine>,
+    pub(crate) engine: EngineLink,
     /// The largest answer handed back to Temporal, in bytes.
     pub(crate) max_payload_bytes: usize,
 }
@@ -94,7 +120,7 @@ impl ModelActivities {
     /// A context whose deltas go to this process's subscribers of the
     /// session, numbered after the call's event, when it has any.
     fn delta_context(&self, input: &ModelCallInput) -> ModelContext {
-        let Some(live) = self.engine.upgrade().and_then(|e| e.deltas.sender(&input.session)) else {
+        let Some(live) = self.engine.deltas.sender(&input.session) else {
             return ModelContext::default();
         };
         ModelContext::publishing_deltas(input.session.clone(), input.run_id.clone(), input.after, move |event| {
@@ -111,8 +137,9 @@ fn retryable(message: String) -> ActivityError {
 
 impl ModelActivities {
     /// The engine of this worker, while it is open.
-    fn engine(&self) -> Result<Arc<TemporalEngine>, ActivityError> {
+    fn engine(&self) -> Result<Arc<dyn ModelRequests>, ActivityError> {
         self.engine
+            .requests
             .upgrade()
             .ok_or_else(|| retryable("the engine of this worker is closing; another worker answers".into()))
     }

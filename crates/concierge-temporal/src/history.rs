@@ -10,7 +10,7 @@ use futures::StreamExt;
 use temporalio_client::{UntypedWorkflow, WorkflowDescribeOptions, WorkflowFetchHistoryOptions};
 
 use crate::config::TemporalConfig;
-use crate::engine::connect;
+use crate::connection::connect;
 
 /// The history of some sessions' workflows (each one's current run).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

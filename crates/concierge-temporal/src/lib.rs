@@ -119,6 +119,7 @@
 
 mod activities;
 mod config;
+mod connection;
 mod deltas;
 mod engine;
 mod history;
@@ -137,7 +138,8 @@ use concierge::engine::{Engine, EngineParts, OpenEngine};
 use futures::future::BoxFuture;
 
 pub use config::{ModelCalls, TemporalConfig, TemporalSection};
-pub use engine::{TemporalEngine, connect};
+pub use connection::connect;
+pub use engine::TemporalEngine;
 pub use history::{HistoryCost, history_cost};
 pub use options::WorkflowOptions;
 pub use temporalio_common::search_attributes::{SearchAttributeKey, SearchAttributeUpdate, SearchAttributes};
@@ -181,10 +183,8 @@ impl OpenEngine for Temporal {
             visibility::check(&client, &config).await?;
             let engine = TemporalEngine::new(client, config.clone(), parts.clone());
             if self.workers.any() {
-                let thread = WorkerThread::spawn(config, parts, Arc::downgrade(&engine), self.workers).await?;
-                if let Ok(mut slot) = engine.workers.lock() {
-                    *slot = Some(thread);
-                }
+                let thread = WorkerThread::spawn(config, parts, engine.link(), self.workers).await?;
+                engine.keep_workers(thread);
             }
             Ok(engine as Arc<dyn Engine>)
         })

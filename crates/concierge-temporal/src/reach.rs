@@ -11,6 +11,7 @@ use temporalio_client::tonic::{Code, Request};
 use temporalio_common::protos::temporal::api::workflowservice::v1::DescribeNamespaceRequest;
 
 use crate::config::TemporalConfig;
+use crate::connection::unavailable;
 
 /// How often the workers' thread asks, and how long it waits for an answer.
 const EVERY: Duration = Duration::from_secs(5);
@@ -77,7 +78,7 @@ pub(crate) async fn check_namespace(client: &Client, config: &TemporalConfig) ->
         ))),
         Err(server) => {
             tracing::debug!("{}", server.say(config));
-            Err(crate::engine::unavailable(config))
+            Err(unavailable(config))
         }
     }
 }

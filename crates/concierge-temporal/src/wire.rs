@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use concierge_core::{
-    AgentId, CallId, Decision, Event, Forward, OpenSession, Phase, PlannerMode, RunId, RunOutput, RunPolicy, Session,
+    AgentId, CallId, Decision, Event, Forward, OpenSession, PlannerMode, RunId, RunOutput, RunPolicy, Session,
     SessionId, StartRun, StepError, Timestamp,
 };
 use serde::{Deserialize, Serialize};
@@ -234,7 +234,7 @@ pub struct Summary {
     pub tenant: Option<String>,
 }
 
-/// An update's answer: done, or refused by the core (the session unchanged).
+/// An update's answer: done, or refused (the session unchanged).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Reply<T> {
     /// Accepted.
@@ -243,62 +243,11 @@ pub enum Reply<T> {
     Refused(Refusal),
 }
 
-/// Why the core refused an input: [`StepError`] in a form that travels.
+/// Why the session workflow refused an input (the session unchanged).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum Refusal {
-    /// The session has ended.
-    SessionEnded,
-    /// Another run is in progress.
-    RunInProgress {
-        /// Its id.
-        run_id: RunId,
-        /// Where it stands.
-        phase: Phase,
-    },
-    /// No such run.
-    NoSuchRun {
-        /// The run named.
-        run_id: RunId,
-    },
-    /// The agent is not in the catalog.
-    UnknownAgent {
-        /// The agent named.
-        agent: AgentId,
-        /// The agents there are.
-        known: Vec<AgentId>,
-    },
-    /// The run has no message from the person.
-    NoUserMessage,
-    /// The agent has no planner.
-    NoPlanner {
-        /// The agent.
-        agent: AgentId,
-    },
-    /// No call waits for a confirmation.
-    NotAwaitingConfirmation,
-    /// The answer is for another call or other arguments.
-    ConfirmationMismatch {
-        /// The call that waits.
-        expected_call: CallId,
-        /// Why the answer does not fit.
-        reason: String,
-    },
-    /// An amendment was refused.
-    AmendmentRefused {
-        /// Why.
-        problem: String,
-    },
-    /// Nothing to do.
-    Idle,
-    /// The session belongs to another tenant.
-    OtherTenant,
-    /// The session exists already.
-    AlreadyOpen,
-    /// A run of the session had this id already.
-    RunIdTaken {
-        /// The id asked for.
-        run_id: RunId,
-    },
+    /// The core refused it.
+    Step(StepError),
     /// The worker that took the session serves another catalog (another
     /// project's, on the same task queues): the session was not started.
     WorkerCatalogMismatch {
@@ -316,67 +265,38 @@ pub enum Refusal {
     },
     /// Another refusal, as its sentence.
     Other {
-        /// What the core said.
+        /// What the workflow said.
         message: String,
     },
 }
 
 impl From<StepError> for Refusal {
     fn from(error: StepError) -> Self {
-        match error {
-            StepError::SessionEnded => Self::SessionEnded,
-            StepError::RunInProgress { run_id, phase } => Self::RunInProgress { run_id, phase },
-            StepError::NoSuchRun { run_id } => Self::NoSuchRun { run_id },
-            StepError::UnknownAgent { agent, known } => Self::UnknownAgent { agent, known },
-            StepError::NoUserMessage => Self::NoUserMessage,
-            StepError::NoPlanner { agent } => Self::NoPlanner { agent },
-            StepError::NotAwaitingConfirmation => Self::NotAwaitingConfirmation,
-            StepError::ConfirmationMismatch { expected_call, reason } => {
-                Self::ConfirmationMismatch { expected_call, reason }
-            }
-            StepError::AmendmentRefused { problem } => Self::AmendmentRefused { problem },
-            StepError::Idle => Self::Idle,
-            StepError::OtherTenant => Self::OtherTenant,
-            StepError::AlreadyOpen => Self::AlreadyOpen,
-            StepError::RunIdTaken { run_id } => Self::RunIdTaken { run_id },
-            other @ (StepError::Unexpected { .. } | StepError::InvalidTransition(_)) => Self::Other {
-                message: other.to_string(),
-            },
-        }
+        Self::Step(error)
     }
 }
 
 impl From<Refusal> for concierge::Error {
     fn from(refusal: Refusal) -> Self {
         use concierge::Error;
-        let step = match refusal {
-            Refusal::SessionEnded => StepError::SessionEnded,
-            Refusal::RunInProgress { run_id, phase } => StepError::RunInProgress { run_id, phase },
-            Refusal::NoSuchRun { run_id } => StepError::NoSuchRun { run_id },
-            Refusal::UnknownAgent { agent, known } => StepError::UnknownAgent { agent, known },
-            Refusal::NoUserMessage => StepError::NoUserMessage,
-            Refusal::NoPlanner { agent } => StepError::NoPlanner { agent },
-            Refusal::NotAwaitingConfirmation => StepError::NotAwaitingConfirmation,
-            Refusal::ConfirmationMismatch { expected_call, reason } => {
-                StepError::ConfirmationMismatch { expected_call, reason }
+        match refusal {
+            // A refusal that is no caller's mistake (a bug in a planner or in
+            // the core) says the run could not start.
+            Refusal::Step(step @ (StepError::Unexpected { .. } | StepError::InvalidTransition(_))) => {
+                Error::RunStartFailed(step.to_string())
             }
-            Refusal::AmendmentRefused { problem } => StepError::AmendmentRefused { problem },
-            Refusal::Idle => StepError::Idle,
-            Refusal::OtherTenant => StepError::OtherTenant,
-            Refusal::AlreadyOpen => StepError::AlreadyOpen,
-            Refusal::RunIdTaken { run_id } => StepError::RunIdTaken { run_id },
+            Refusal::Step(step) => Error::Rejected(step),
             Refusal::WorkerCatalogMismatch { queue, missing, theirs } => {
                 let list = |agents: Vec<AgentId>| agents.iter().map(AgentId::as_str).collect::<Vec<_>>().join(", ");
-                return Error::WorkerCatalogMismatch {
+                Error::WorkerCatalogMismatch {
                     queue,
                     missing: list(missing),
                     theirs: list(theirs),
-                };
+                }
             }
-            Refusal::NoSession { session } => return Error::SessionNotFound(session),
-            Refusal::Other { message } => return Error::RunStartFailed(message),
-        };
-        Error::Rejected(step)
+            Refusal::NoSession { session } => Error::SessionNotFound(session),
+            Refusal::Other { message } => Error::RunStartFailed(message),
+        }
     }
 }
 

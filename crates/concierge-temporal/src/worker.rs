@@ -6,7 +6,7 @@
 //! single-threaded tokio runtime and their own connection; activities (the
 //! model and tool calls) run as tasks of that runtime.
 
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use concierge::engine::EngineParts;
@@ -18,9 +18,9 @@ use temporalio_sdk::runtime::RuntimeOptions;
 use temporalio_sdk::{Worker, WorkerOptions};
 use tokio::sync::{oneshot, watch};
 
-use crate::activities::{ModelActivities, ToolActivities};
+use crate::activities::{EngineLink, ModelActivities, ToolActivities};
 use crate::config::TemporalConfig;
-use crate::engine::{TemporalEngine, connect};
+use crate::connection::connect;
 use crate::reach;
 use crate::workflow::SessionWorkflow;
 
@@ -137,14 +137,14 @@ fn build(
     client: &temporalio_client::Client,
     config: &Arc<TemporalConfig>,
     parts: &EngineParts,
-    engine: &Weak<TemporalEngine>,
+    link: &EngineLink,
     which: &Workers,
 ) -> Result<Vec<Worker>> {
     let mut workers = Vec::new();
     let default_queue = which.sessions.then(|| config.sessions_queue());
     let model_activities = || ModelActivities {
         executor: parts.executor.clone(),
-        engine: engine.clone(),
+        engine: link.clone(),
         max_payload_bytes: config.max_payload_bytes,
     };
     for queue in default_queue.into_iter().chain(which.session_queues.iter().cloned()) {
@@ -231,7 +231,7 @@ impl WorkerThread {
     pub(crate) async fn spawn(
         config: Arc<TemporalConfig>,
         parts: EngineParts,
-        engine: Weak<TemporalEngine>,
+        link: EngineLink,
         which: Workers,
     ) -> Result<Self> {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<()>>();
@@ -254,7 +254,7 @@ impl WorkerThread {
                         let client = connect(&config).await?;
                         let runtime = temporalio_sdk::Runtime::from_current_tokio(RuntimeOptions::default())
                             .map_err(|e| worker_error(&config, e))?;
-                        let workers = build(&runtime, &client, &config, &parts, &engine, &which)?;
+                        let workers = build(&runtime, &client, &config, &parts, &link, &which)?;
                         Ok::<_, Error>((runtime, client, workers))
                     }
                     .await;

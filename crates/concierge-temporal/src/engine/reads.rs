@@ -1,0 +1,122 @@
+//! The engine's reads of sessions, as their workflows' queries: a
+//! session, where its run will stop, the sessions there are (listed from
+//! Temporal's visibility store), a page of events, a kept model request.
+
+use std::collections::HashMap;
+
+use concierge::Result;
+use concierge::engine::{RunStop, SessionSummary};
+use concierge_core::{ModelRequest, RunId, Session, SessionId};
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use temporalio_client::WorkflowListOptions;
+use temporalio_client::errors::WorkflowQueryError;
+
+use super::TemporalEngine;
+use crate::activities::ModelRequests;
+use crate::connection::server_error;
+use crate::wire::{Current, EventsPage, Summary};
+use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
+
+impl TemporalEngine {
+    pub(super) async fn query_events(&self, session: &SessionId, after: u64) -> Result<Option<EventsPage>> {
+        match self
+            .handle(session)
+            .query(SessionWorkflow::events, after, self.query_options())
+            .await
+        {
+            Ok(page) => Ok(Some(page)),
+            Err(WorkflowQueryError::NotFound(_)) => Ok(None),
+            Err(error) => Err(self.query_error(error)),
+        }
+    }
+
+    pub(super) async fn do_wait(&self, session: SessionId) -> Result<Option<RunStop>> {
+        let current = match self
+            .handle(&session)
+            .query(SessionWorkflow::current, (), self.query_options())
+            .await
+        {
+            Ok(current) => current,
+            Err(WorkflowQueryError::NotFound(_)) => return Ok(None),
+            Err(error) => return Err(self.query_error(error)),
+        };
+        Ok(match current {
+            Current::Idle => None,
+            Current::Parked(output) => Some(RunStop::ready(*output)),
+            Current::At(stop) => Some(self.stop(&session, stop)),
+        })
+    }
+
+    pub(super) async fn do_session(&self, session: SessionId) -> Result<Option<Session>> {
+        match self
+            .handle(&session)
+            .query(SessionWorkflow::snapshot, (), self.query_options())
+            .await
+        {
+            Ok(snapshot) => Ok(snapshot.map(|s| *s)),
+            Err(WorkflowQueryError::NotFound(_)) => Ok(None),
+            Err(error) => Err(self.query_error(error)),
+        }
+    }
+
+    pub(super) async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {
+        // Sessions on any queue (a caller may have chosen one), of this
+        // deployment (its workflow ids' prefix).
+        let query = format!("WorkflowType = '{WORKFLOW_TYPE}'");
+        let ours = self.config.workflow_id(&SessionId::new(""));
+        let mut listed = self.client.list_workflows(query, WorkflowListOptions::default());
+        let mut ids = Vec::new();
+        while let Some(execution) = listed.next().await {
+            let execution = execution.map_err(|e| server_error(&self.config, "list the sessions", e))?;
+            if execution.id().starts_with(&ours) {
+                ids.push(execution.id().to_string());
+            }
+        }
+        let mut summaries = HashMap::new();
+        for id in ids {
+            let handle = self.client.get_workflow_handle::<SessionWorkflow>(id);
+            let summary: Option<Summary> = match handle.query(SessionWorkflow::summary, (), self.query_options()).await
+            {
+                Ok(summary) => summary,
+                Err(WorkflowQueryError::NotFound(_)) => None,
+                Err(error) => return Err(self.query_error(error)),
+            };
+            if let Some(s) = summary {
+                summaries.insert(
+                    s.id.clone(),
+                    SessionSummary {
+                        id: s.id,
+                        agent: s.agent,
+                        live: s.live,
+                        updated_at: s.updated_at,
+                        tenant: s.tenant,
+                    },
+                );
+            }
+        }
+        let mut all: Vec<SessionSummary> = summaries.into_values().collect();
+        all.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        Ok(all)
+    }
+}
+
+impl ModelRequests for TemporalEngine {
+    fn model_request<'a>(
+        &'a self,
+        session: &'a SessionId,
+        run_id: &'a RunId,
+        call: u32,
+    ) -> BoxFuture<'a, Result<Option<ModelRequest>>> {
+        Box::pin(async move {
+            self.handle(session)
+                .query(
+                    SessionWorkflow::model_request,
+                    (run_id.clone(), call),
+                    self.query_options(),
+                )
+                .await
+                .map_err(|error| self.query_error(error))
+        })
+    }
+}
