@@ -4,6 +4,8 @@
 use concierge::ToolError;
 use serde_json::Value;
 
+use crate::domain_db::{Applied, StoreError};
+
 /// Joins doc-comment lines the way `#[tool]` does: lines of a paragraph with
 /// spaces, paragraphs with a blank line.
 pub(crate) fn description(lines: &[&str]) -> String {
@@ -53,6 +55,106 @@ pub(crate) fn read_only() -> concierge::ToolAnnotations {
         idempotent: true,
         ..concierge::ToolAnnotations::default()
     }
+}
+
+/// Declares a tool struct holding its domain's store, its spec (the doc
+/// comment is the description, with the category, annotations and the
+/// confirmation question given) and its call (the body runs on a blocking
+/// thread with the store, the arguments and the context).
+macro_rules! db_tool {
+    (
+        $(#[doc = $doc:literal])*
+        $ty:ident, $name:literal, $store_ty:ty, $category:literal, $args:ty, $annotations:expr, $confirm:expr,
+        |$store:ident, $a:ident, $cx:ident| $body:block
+    ) => {
+        $(#[doc = $doc])*
+        #[derive(Clone, Debug)]
+        pub struct $ty {
+            store: std::sync::Arc<$store_ty>,
+        }
+
+        impl $ty {
+            /// The tool's name, as planners and models call it.
+            pub const NAME: &'static str = $name;
+
+            /// The tool over `store`.
+            pub fn new(store: std::sync::Arc<$store_ty>) -> Self {
+                Self { store }
+            }
+
+            /// The call's work, on a blocking thread.
+            #[allow(unused_variables)]
+            fn run($store: &$store_ty, $a: $args, $cx: concierge::ToolContext) -> Result<serde_json::Value, concierge::ToolError> $body
+        }
+
+        impl concierge::Tool for $ty {
+            type Args = $args;
+
+            fn spec(&self) -> concierge::ToolSpec {
+                let spec = concierge::ToolSpec::new(
+                    $name,
+                    crate::toolkit::description(&[$($doc),*]),
+                    concierge::tool::schema_for::<$args>(),
+                )
+                .category($category)
+                .annotations($annotations);
+                let confirm: Option<&str> = $confirm;
+                match confirm {
+                    Some(template) => spec.confirm(template),
+                    None => spec,
+                }
+            }
+
+            fn call(
+                &self,
+                args: Self::Args,
+                cx: concierge::ToolContext,
+            ) -> impl std::future::Future<Output = Result<serde_json::Value, concierge::ToolError>> + Send {
+                let store = std::sync::Arc::clone(&self.store);
+                async move { crate::toolkit::blocking(concat!("the ", $category, " database"), move || Self::run(&store, args, cx)).await }
+            }
+        }
+    };
+}
+pub(crate) use db_tool;
+
+/// Annotations of a tool that writes, deduplicated on its idempotency key;
+/// `confirm` when the person approves each call first.
+pub(crate) fn writes(confirm: bool) -> concierge::ToolAnnotations {
+    concierge::ToolAnnotations {
+        idempotent: true,
+        requires_confirmation: confirm,
+        ..concierge::ToolAnnotations::default()
+    }
+}
+
+/// The answer of a change: its result, or the refusal as a failed call
+/// whose message is the sentence (a retry looks again).
+pub(crate) fn answer(applied: Result<Applied, StoreError>) -> Result<Value, concierge::ToolError> {
+    match applied {
+        Ok(Applied::Changed(value)) => Ok(value),
+        Ok(Applied::Unchanged(why)) => Err(concierge::ToolError::failed(why)),
+        Err(e) => Err(concierge::ToolError::failed(e.to_string())),
+    }
+}
+
+/// A database failure as a failed call.
+pub(crate) fn failed(e: StoreError) -> concierge::ToolError {
+    concierge::ToolError::failed(e.to_string())
+}
+
+/// Whether the run's `user` ("jordan", "jordan.avery@example.com",
+/// "C-1001", "Jordan Avery") names the person with this id, name and email.
+pub(crate) fn names_person(user: &str, id: &str, name: &str, email: &str) -> bool {
+    let user = user.trim().to_lowercase();
+    let first = name.split_whitespace().next().unwrap_or(name).to_lowercase();
+    let local = email.split('@').next().unwrap_or(email).to_lowercase();
+    !user.is_empty()
+        && (user == id.to_lowercase()
+            || user == email.to_lowercase()
+            || user == name.to_lowercase()
+            || user == first
+            || user == local)
 }
 
 #[cfg(test)]
