@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 
 use super::dates::parse_date;
 use super::knowledge::Knowledge;
-use super::store::{Applied, Priority, Status, StoreError, Task, TaskStore, stored_time};
+use super::store::{Priority, Status, Task, TaskStore};
+use crate::domain_db::{Applied, StoreError, stored_time};
 use crate::toolkit::{blocking, description, invalid, read_only};
 
 fn failed(e: StoreError) -> ToolError {
@@ -173,14 +174,14 @@ task_tool!(
         let description = args.description.unwrap_or_default();
         let assignee = args.assignee.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
         let applied = store
-            .apply(cx.idempotency_key.as_str(), CreateTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), CreateTask::NAME, |tx, now| {
                 let at = stored_time(now);
                 tx.execute(
                     "INSERT INTO tasks (title, description, status, priority, due, assignee, created_at, updated_at) \
                      VALUES (?1, ?2, 'todo', ?3, ?4, ?5, ?6, ?6)",
                     params![title, description, priority.as_str(), due.map(|d| d.to_string()), assignee, at],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let id = tx.last_insert_rowid();
                 let mut message = format!("Created task #{id} '{title}' ({priority} priority");
                 if let Some(due) = due {
@@ -247,11 +248,11 @@ task_tool!(
             )));
         };
         let applied = store
-            .apply(cx.idempotency_key.as_str(), UpdateTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), UpdateTask::NAME, |tx, now| {
                 let mut changed = Vec::new();
                 let mut set = |column: &str, value: Option<String>, what: String| -> Result<(), StoreError> {
                     tx.execute(&format!("UPDATE tasks SET {column} = ?1 WHERE id = ?2"), params![value, args.id])
-                        .map_err(|e| store.error(e))?;
+                        .map_err(|e| store.db().error(e))?;
                     changed.push(what);
                     Ok(())
                 };
@@ -271,7 +272,7 @@ task_tool!(
                     set("status", Some(status.as_str().into()), format!("status {status}"))?;
                 }
                 tx.execute("UPDATE tasks SET updated_at = ?1 WHERE id = ?2", params![stored_time(now), args.id])
-                    .map_err(|e| store.error(e))?;
+                    .map_err(|e| store.db().error(e))?;
                 let name = title.clone().unwrap_or_else(|| before.title.clone());
                 Ok(Applied::Changed(json!({
                     "id": args.id,
@@ -385,7 +386,7 @@ task_tool!(
     |store, args, cx| {
         let tasks = store.tasks().map_err(failed)?;
         let applied = store
-            .apply(cx.idempotency_key.as_str(), CompleteTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), CompleteTask::NAME, |tx, now| {
                 let (task, score) = match resolve(&args.task, &tasks, "complete") {
                     Ok(found) => found,
                     Err(answer) => return Ok(Applied::Unchanged(answer)),
@@ -403,7 +404,7 @@ task_tool!(
                     "UPDATE tasks SET status = 'done', updated_at = ?1 WHERE id = ?2",
                     params![stored_time(now), task.id],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 Ok(Applied::Changed(json!({
                     "outcome": "completed",
                     "id": task.id,
@@ -428,12 +429,12 @@ task_tool!(
     |store, args, cx| {
         let tasks = store.tasks().map_err(failed)?;
         let applied = store
-            .apply(cx.idempotency_key.as_str(), DeleteTask::NAME, |tx, _now| {
+            .db().apply(cx.idempotency_key.as_str(), DeleteTask::NAME, |tx, _now| {
                 let (task, score) = match resolve(&args.task, &tasks, "delete") {
                     Ok(found) => found,
                     Err(answer) => return Ok(Applied::Unchanged(answer)),
                 };
-                tx.execute("DELETE FROM tasks WHERE id = ?1", [task.id]).map_err(|e| store.error(e))?;
+                tx.execute("DELETE FROM tasks WHERE id = ?1", [task.id]).map_err(|e| store.db().error(e))?;
                 Ok(Applied::Changed(json!({
                     "outcome": "deleted",
                     "id": task.id,
