@@ -237,7 +237,7 @@ async fn query_shows_my_overdue_contacts_and_writes_nothing() {
     let reply = fx.reply("query", "s4", "who works at Acme?").await;
     assert!(reply.contains("John Smith") && reply.contains("Sarah Lee"), "{reply}");
     assert_eq!(fx.crm(), before);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 // ------------------------------------------------------------------ specialists with a model
@@ -474,7 +474,7 @@ async fn router_shows_my_overdue_contacts_and_writes_nothing() {
     );
     assert_clean(&reply);
     assert_eq!(fx.crm(), before);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 #[tokio::test]

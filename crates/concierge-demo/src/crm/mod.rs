@@ -9,6 +9,7 @@
 //! fictional people on first use. "My" means the run's user (`--user maya`).
 
 pub mod find;
+mod seed;
 pub mod store;
 pub mod tools;
 

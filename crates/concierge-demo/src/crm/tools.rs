@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Datelike, Days, Local, Months, NaiveDate, NaiveDateTime};
+use chrono::{Datelike, Days, Months, NaiveDate};
 use concierge::{Reply, Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
 use rusqlite::params;
 use schemars::JsonSchema;
@@ -20,11 +20,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::find::{Ambiguity, Found, current_member, find_company, find_contact, find_member, name_fits, team_list};
-use super::store::{
-    Applied, Contact, Crm, CrmStore, InteractionKind, StoreError, TeamMember, stored_date, stored_time,
-};
+use super::store::{Contact, Crm, CrmStore, InteractionKind, TeamMember};
 use crate::dates::{parse_date, parse_past_date};
-use crate::toolkit::{blocking, description, invalid, read_only};
+use crate::domain_db::{StoreError, stored_day, stored_time};
+use crate::toolkit::{blocking, description, failed, invalid, read_only};
 
 /// What a tool came to: a result, or a choice to put to the person first.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,25 +44,6 @@ impl Outcome {
             Outcome::Choose(ambiguity) => Reply::<Value>::Choose(ambiguity.to_choice()).into_value(),
         }
     }
-}
-
-/// The time the person asked, which relative dates ("yesterday", "next
-/// Tuesday") count from: the store's fixed clock when it has one (tests,
-/// demos), else when the run's message was accepted, in local time.
-pub fn asked_at(store: &CrmStore, cx: &ToolContext) -> NaiveDateTime {
-    if let Some(fixed) = store.fixed_now() {
-        return fixed;
-    }
-    i64::try_from(cx.asked_at.0)
-        .ok()
-        .filter(|ms| *ms > 0)
-        .and_then(DateTime::from_timestamp_millis)
-        .map(|t| t.with_timezone(&Local).naive_local())
-        .unwrap_or_else(|| store.now())
-}
-
-fn failed(e: StoreError) -> ToolError {
-    ToolError::failed(e.to_string())
 }
 
 /// A day as the answers write it: `Mar 4`, with the year when it is not this one.
@@ -193,8 +173,8 @@ fn contact_json(crm: &Crm, contact: &Contact, today: NaiveDate) -> Value {
         "company": contact.company,
         "owner": contact.owner,
         "labels": contact.labels,
-        "last_touch": contact.last_touch.map(stored_date),
-        "next_reminder": next.map(|r| json!({"text": r.text, "due_on": stored_date(r.due_on)})),
+        "last_touch": contact.last_touch.map(stored_day),
+        "next_reminder": next.map(|r| json!({"text": r.text, "due_on": stored_day(r.due_on)})),
         "overdue": crm.is_overdue(contact.id, today),
     })
 }
@@ -227,12 +207,6 @@ fn sentence_case(text: &str) -> String {
 
 fn text_arg(text: Option<&str>) -> Option<String> {
     text.map(str::trim).filter(|t| !t.is_empty()).map(str::to_string)
-}
-
-fn finish(applied: Applied) -> Outcome {
-    match applied {
-        Applied::Changed(v) | Applied::Unchanged(v) => Outcome::Done(v),
-    }
 }
 
 // ---------------------------------------------------------------- router and query: search
@@ -290,7 +264,7 @@ crm_tool!(
     SearchContacts, "search_contacts", SearchContactsArgs, read_only(),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let owner = member_arg(&crm, &cx, args.team_member.as_deref())?;
         let company = match text_arg(args.company.as_deref()) {
             Some(name) => Some(find_company(&crm, &name).ok_or_else(|| {
@@ -454,7 +428,7 @@ crm_tool!(
     AddInteraction, "add_interaction_to_contact", AddInteractionArgs, writes(false),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let contact = match contact_or(&crm, args.contact_id, args.contact.as_deref()) {
             Ok(c) => c,
             Err(outcome) => return Ok(outcome),
@@ -482,19 +456,19 @@ crm_tool!(
         let summary = text_arg(args.content.as_deref()).unwrap_or_default();
         let touch = args.update_last_touch.unwrap_or(true);
         let applied = store
-            .apply(cx.idempotency_key.as_str(), AddInteraction::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), AddInteraction::NAME, |tx, now| {
                 tx.execute(
                     "INSERT INTO interactions (contact_id, kind, summary, occurred_on, logged_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![contact.id, kind.as_str(), summary, stored_date(on), by.map(|m| m.id), stored_time(now)],
+                    params![contact.id, kind.as_str(), summary, stored_day(on), by.map(|m| m.id), stored_time(now)],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let id = tx.last_insert_rowid();
                 if touch && contact.last_touch.is_none_or(|t| t < on) {
                     tx.execute(
                         "UPDATE contacts SET last_touch_on = ?1, updated_at = ?2 WHERE id = ?3",
-                        params![stored_date(on), stored_time(now), contact.id],
+                        params![stored_day(on), stored_time(now), contact.id],
                     )
-                    .map_err(|e| store.error(e))?;
+                    .map_err(|e| store.db().error(e))?;
                 }
                 let about = if summary.is_empty() {
                     String::new()
@@ -503,19 +477,19 @@ crm_tool!(
                 } else {
                     format!(" about {summary}")
                 };
-                Ok(Applied::Changed(json!({
+                Ok(json!({
                     "outcome": "logged",
                     "id": id,
                     "contact_id": contact.id,
                     "contact": contact.name,
                     "type": kind.as_str(),
                     "content": summary,
-                    "interaction_date": stored_date(on),
+                    "interaction_date": stored_day(on),
                     "message": format!("Logged the {kind} with {} on {}{about}.", contact.name, day(on, today)),
-                })))
+                }))
             })
             .map_err(failed)?;
-        Ok(finish(applied))
+        Ok(Outcome::Done(applied))
     }
 );
 
@@ -541,7 +515,7 @@ crm_tool!(
     AddNote, "add_note_to_contact", AddNoteArgs, writes(false),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let content = sentence_case(&args.content);
         if content.is_empty() {
             return Err(invalid("content", "A note needs something to say."));
@@ -556,23 +530,23 @@ crm_tool!(
         };
         let by = me(&crm, &cx)?;
         let applied = store
-            .apply(cx.idempotency_key.as_str(), AddNote::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), AddNote::NAME, |tx, now| {
                 tx.execute(
                     "INSERT INTO notes (contact_id, content, noted_on, written_by, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-                    params![contact.id, content, stored_date(on), by.map(|m| m.id), stored_time(now)],
+                    params![contact.id, content, stored_day(on), by.map(|m| m.id), stored_time(now)],
                 )
-                .map_err(|e| store.error(e))?;
-                Ok(Applied::Changed(json!({
+                .map_err(|e| store.db().error(e))?;
+                Ok(json!({
                     "outcome": "noted",
                     "id": tx.last_insert_rowid(),
                     "contact_id": contact.id,
                     "contact": contact.name,
                     "content": content,
                     "message": format!("Added a note to {}: {content}.", contact.name),
-                })))
+                }))
             })
             .map_err(failed)?;
-        Ok(finish(applied))
+        Ok(Outcome::Done(applied))
     }
 );
 
@@ -600,7 +574,7 @@ crm_tool!(
     SetNextReminder, "set_next_reminder", SetReminderArgs, writes(false),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let due = parse_date(&args.reminder_date, today).map_err(|e| invalid("reminder_date", e.to_string()))?;
         if due < today {
             return Err(invalid(
@@ -618,12 +592,12 @@ crm_tool!(
         // The person asking, else the contact's owner.
         let owner = me(&crm, &cx)?.map(|m| m.id).or(contact.owner_id);
         let applied = store
-            .apply(cx.idempotency_key.as_str(), SetNextReminder::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), SetNextReminder::NAME, |tx, now| {
                 tx.execute(
                     "INSERT INTO reminders (contact_id, text, due_on, done, owner_id, created_at) VALUES (?1, ?2, ?3, 0, ?4, ?5)",
-                    params![contact.id, text, stored_date(due), owner, stored_time(now)],
+                    params![contact.id, text, stored_day(due), owner, stored_time(now)],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let mut lowered = text.clone();
                 if let Some(first) = lowered.get(..1) {
                     lowered = format!("{}{}", first.to_lowercase(), lowered.get(1..).unwrap_or_default());
@@ -638,18 +612,18 @@ crm_tool!(
                 } else {
                     format!("{lowered} ({})", contact.name)
                 };
-                Ok(Applied::Changed(json!({
+                Ok(json!({
                     "outcome": "reminder_set",
                     "id": tx.last_insert_rowid(),
                     "contact_id": contact.id,
                     "contact": contact.name,
                     "text": text,
-                    "reminder_date": stored_date(due),
+                    "reminder_date": stored_day(due),
                     "message": format!("Reminder set for {}: {about}.", day(due, today)),
-                })))
+                }))
             })
             .map_err(failed)?;
-        Ok(finish(applied))
+        Ok(Outcome::Done(applied))
     }
 );
 
@@ -706,12 +680,12 @@ crm_tool!(
         };
         let existing = company.as_deref().and_then(|c| find_company(&crm, c)).map(|c| (c.id, c.name.clone()));
         let applied = store
-            .apply(cx.idempotency_key.as_str(), UpdateContact::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), UpdateContact::NAME, |tx, now| {
                 let mut changed: Vec<(&str, String)> = Vec::new();
                 let set = |column: &str, value: &dyn rusqlite::ToSql| -> Result<(), StoreError> {
                     tx.execute(&format!("UPDATE contacts SET {column} = ?1 WHERE id = ?2"), params![value, contact.id])
                         .map(|_| ())
-                        .map_err(|e| store.error(e))
+                        .map_err(|e| store.db().error(e))
                 };
                 if let Some(v) = &name {
                     set("name", v)?;
@@ -734,7 +708,7 @@ crm_tool!(
                         Some((id, shown)) => (*id, shown.clone()),
                         None => {
                             tx.execute("INSERT INTO companies (name) VALUES (?1)", [wanted])
-                                .map_err(|e| store.error(e))?;
+                                .map_err(|e| store.db().error(e))?;
                             (tx.last_insert_rowid(), wanted.clone())
                         }
                     };
@@ -751,16 +725,16 @@ crm_tool!(
                         several.iter().map(|(f, v)| format!("{f} {v}")).collect::<Vec<_>>().join(", ")
                     ),
                 };
-                Ok(Applied::Changed(json!({
+                Ok(json!({
                     "outcome": "updated",
                     "contact_id": contact.id,
                     "contact": contact.name,
                     "changed": fields,
                     "message": message,
-                })))
+                }))
             })
             .map_err(failed)?;
-        Ok(finish(applied))
+        Ok(Outcome::Done(applied))
     }
 );
 
@@ -781,7 +755,7 @@ crm_tool!(
     GetDashboardStats, "get_dashboard_stats", DashboardArgs, read_only(),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let member = member_arg(&crm, &cx, args.team_member.as_deref())?;
         let mine = |owner: Option<i64>| member.is_none_or(|m| owner == Some(m.id));
         let contacts: Vec<&Contact> = crm.contacts.iter().filter(|c| mine(c.owner_id)).collect();
@@ -840,7 +814,7 @@ crm_tool!(
     GetContactTimeline, "get_contact_timeline", TimelineArgs, read_only(),
     |store, args, cx| {
         let crm = store.read().map_err(failed)?;
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let contact = match contact_or(&crm, args.contact_id, args.contact.as_deref()) {
             Ok(c) => c,
             Err(outcome) => return Ok(outcome),
@@ -850,14 +824,14 @@ crm_tool!(
             let about = if i.summary.is_empty() { String::new() } else { format!(": {}", i.summary) };
             entries.push((
                 i.occurred_on,
-                json!({"kind": "interaction", "type": i.kind.as_str(), "date": stored_date(i.occurred_on), "content": i.summary}),
+                json!({"kind": "interaction", "type": i.kind.as_str(), "date": stored_day(i.occurred_on), "content": i.summary}),
                 format!("- {} {}{about}", day(i.occurred_on, today), sentence_case(i.kind.as_str())),
             ));
         }
         for n in crm.notes.iter().filter(|n| n.contact_id == contact.id) {
             entries.push((
                 n.noted_on,
-                json!({"kind": "note", "date": stored_date(n.noted_on), "content": n.content}),
+                json!({"kind": "note", "date": stored_day(n.noted_on), "content": n.content}),
                 format!("- {} Note: {}", day(n.noted_on, today), n.content),
             ));
         }
@@ -865,7 +839,7 @@ crm_tool!(
             let state = if r.done { "done" } else if r.due_on < today { "overdue" } else { "open" };
             entries.push((
                 r.due_on,
-                json!({"kind": "reminder", "date": stored_date(r.due_on), "content": r.text, "state": state}),
+                json!({"kind": "reminder", "date": stored_day(r.due_on), "content": r.text, "state": state}),
                 format!("- {} Reminder ({state}): {}", day(r.due_on, today), r.text),
             ));
         }
@@ -970,7 +944,7 @@ crm_tool!(
     /// days) into its first and last day, counted from today.
     CalculateDateRange, "calculate_date_range", DateRangeArgs, read_only(),
     |store, args, cx| {
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let (start, end) = date_range(&args.range, today).ok_or_else(|| {
             invalid(
                 "range",
@@ -982,8 +956,8 @@ crm_tool!(
         })?;
         Ok(Outcome::Done(json!({
             "range": args.range.trim(),
-            "start": stored_date(start),
-            "end": stored_date(end),
+            "start": stored_day(start),
+            "end": stored_day(end),
             "message": format!("{}: {} to {}.", sentence_case(&args.range), day(start, today), day(end, today)),
         })))
     }
