@@ -236,6 +236,20 @@ impl DomainDb {
         read(&conn).map_err(|e| self.error(e))
     }
 
+    /// Every row `sql` selects with `params`, each read by `row` as SQLite
+    /// gives it and made by `make`; a row `make` cannot read (it says why)
+    /// is a [`StoreError::Corrupt`].
+    pub fn select<R, T, P: Params>(
+        &self,
+        sql: &str,
+        params: P,
+        row: impl FnMut(&Row<'_>) -> rusqlite::Result<R>,
+        make: impl FnMut(R) -> Result<T, String>,
+    ) -> Result<Vec<T>, StoreError> {
+        let read = self.read(|conn| rows(conn, sql, params, row))?;
+        read.into_iter().map(make).collect::<Result<_, _>>().map_err(|m| self.corrupt(m))
+    }
+
     /// Opens the file, creating the tables and seeding them on first use.
     pub fn connect(&self) -> Result<Connection, StoreError> {
         let mut conn = Connection::open(&self.path).map_err(|e| self.error(e))?;

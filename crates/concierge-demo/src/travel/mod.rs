@@ -9,6 +9,7 @@
 //! with fictional, deterministic events, timetables, clubs and fixtures.
 //! Invoices are real rows, created once per call (idempotency key).
 
+mod seed;
 pub mod store;
 pub mod tools;
 mod when;

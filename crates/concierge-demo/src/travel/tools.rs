@@ -8,36 +8,18 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Days, Local, NaiveDate, NaiveDateTime};
+use chrono::{Days, NaiveDate};
 use concierge::{Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::store::{City, Event, Fixture, Mode, Service, StoreError, Team, TravelStore, day, money, stored_time};
+use super::store::{City, Event, Fixture, Mode, Service, Team, TravelStore, money};
+use crate::domain_db::{stored_day, stored_time};
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
-use crate::toolkit::{blocking, description, invalid, read_only};
-
-fn failed(e: StoreError) -> ToolError {
-    ToolError::failed(e.to_string())
-}
-
-/// The time the person asked, which "next Friday" or "in March" count
-/// from: the store's fixed clock when it has one (tests, demos), else when
-/// the run's message was accepted, in local time.
-pub fn asked_at(store: &TravelStore, cx: &ToolContext) -> NaiveDateTime {
-    if let Some(fixed) = store.fixed_now() {
-        return fixed;
-    }
-    i64::try_from(cx.asked_at.0)
-        .ok()
-        .filter(|ms| *ms > 0)
-        .and_then(DateTime::from_timestamp_millis)
-        .map(|t| t.with_timezone(&Local).naive_local())
-        .unwrap_or_else(|| store.now())
-}
+use crate::toolkit::{blocking, description, failed, invalid, read_only};
 
 /// Declares a tool struct holding the store, its spec (the doc comment is
 /// the description) and its call (the body runs on a blocking thread with
@@ -209,8 +191,8 @@ fn event_json(e: &Event) -> Value {
         "name": e.name,
         "city": e.city,
         "venue": e.venue,
-        "starts_on": day(e.starts_on),
-        "ends_on": day(e.ends_on),
+        "starts_on": stored_day(e.starts_on),
+        "ends_on": stored_day(e.ends_on),
         "description": e.description,
     })
 }
@@ -222,7 +204,7 @@ travel_tool!(
     FindEvents, "find_events", FindEventsArgs, read_only(),
     provides ["event_name", "event_city", "travel_date"],
     |store, args, cx| {
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let city = find_city(store, "city", &args.city, |c| c.airport.is_some(), "city with events")?;
         let period = period("month", args.month.as_deref(), today)?;
         let events = store.events(Some(&city.name), period.first(), period.last()).map_err(failed)?;
@@ -271,7 +253,7 @@ travel_tool!(
             "events": events.iter().map(event_json).collect::<Vec<_>>(),
             "event_name": first.name,
             "event_city": first.city,
-            "travel_date": day(arrive),
+            "travel_date": stored_day(arrive),
             "message": message,
         }))
     }
@@ -313,7 +295,7 @@ fn service_json(s: &Service, date: NaiveDate) -> Value {
         "operator": s.operator,
         "origin": s.origin,
         "destination": s.destination,
-        "date": day(date),
+        "date": stored_day(date),
         "departs": s.departs.format("%H:%M").to_string(),
         "arrives": s.arrives(date).format("%Y-%m-%d %H:%M").to_string(),
         "minutes": s.minutes,
@@ -334,7 +316,7 @@ fn search(
     max_price: Option<f64>,
     cx: &ToolContext,
 ) -> Result<Value, ToolError> {
-    let today = asked_at(store, cx).date();
+    let today = store.db().asked_at(cx).date();
     let (serves, what, noun, nouns): (fn(&City) -> bool, _, _, _) = match mode {
         Mode::Flight => (|c: &City| c.airport.is_some(), "airport city", "flight", "flights"),
         Mode::Train => (|c: &City| c.station, "station", "train", "trains"),
@@ -387,8 +369,8 @@ fn search(
             ),
         };
         return Ok(json!({
-            "origin": from.name, "destination": to.name, "date": day(date),
-            nouns: [], "offer": null, "offer_summary": null, "travel_date": day(date),
+            "origin": from.name, "destination": to.name, "date": stored_day(date),
+            nouns: [], "offer": null, "offer_summary": null, "travel_date": stored_day(date),
             "message": message,
         }));
     };
@@ -408,11 +390,11 @@ fn search(
     Ok(json!({
         "origin": from.name,
         "destination": to.name,
-        "date": day(date),
+        "date": stored_day(date),
         nouns: found.iter().map(|s| service_json(s, date)).collect::<Vec<_>>(),
         "offer": best.number,
         "offer_summary": summary,
-        "travel_date": day(date),
+        "travel_date": stored_day(date),
         "message": message,
     }))
 }
@@ -515,7 +497,7 @@ travel_tool!(
     SearchFixtures, "search_fixtures", SearchFixturesArgs, read_only(),
     provides ["fixture_name", "fixture_city", "travel_date"],
     |store, args, cx| {
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let team = match args.team.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => Some(find_team(store, t)?),
             None => None,
@@ -555,7 +537,7 @@ travel_tool!(
             "fixtures": fixtures.iter().map(fixture_json).collect::<Vec<_>>(),
             "fixture_name": format!("{} v {}", first.home, first.away),
             "fixture_city": first.city,
-            "travel_date": day(first.kickoff.date()),
+            "travel_date": stored_day(first.kickoff.date()),
             "message": message,
         }))
     }
@@ -594,7 +576,7 @@ travel_tool!(
     },
     provides [],
     |store, args, cx| {
-        let asked = asked_at(store, &cx);
+        let asked = store.db().asked_at(&cx);
         let today = asked.date();
         let Some(service) = store.service_by_number(&args.service).map_err(failed)? else {
             return Err(invalid(
@@ -623,12 +605,12 @@ travel_tool!(
         let due = today.checked_add_days(Days::new(14)).unwrap_or(today);
         let line = service.line(date);
         let description = format!("{} on {}", line, long_day(date));
-        let created = store.now();
         let result = store
-            .apply(cx.idempotency_key.as_str(), CreateInvoice::NAME, created, |tx| {
+            .db()
+            .apply(cx.idempotency_key.as_str(), CreateInvoice::NAME, |tx, now| {
                 let id: i64 = tx
                     .query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM invoices", [], |r| r.get(0))
-                    .map_err(|e| store.error(e))?;
+                    .map_err(|e| store.db().error(e))?;
                 let number = format!("INV-{}-{id:04}", today.format("%Y"));
                 tx.execute(
                     "INSERT INTO invoices (id, number, mode, service, travel_date, description, passengers, \
@@ -639,18 +621,18 @@ travel_tool!(
                         number,
                         service.mode.as_str(),
                         service.number,
-                        day(date),
+                        stored_day(date),
                         description,
                         passengers,
                         unit,
                         amount,
                         currency,
                         customer,
-                        stored_time(created),
-                        day(due),
+                        stored_time(now),
+                        stored_day(due),
                     ],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let who = customer.as_deref().map(|c| format!(", billed to {c}")).unwrap_or_default();
                 let message = format!(
                     "Created invoice {number}: {description}, {}, {}{who}. It is due on {}.",
@@ -662,11 +644,11 @@ travel_tool!(
                     "invoice": number,
                     "service": service.number,
                     "mode": service.mode.as_str(),
-                    "travel_date": day(date),
+                    "travel_date": stored_day(date),
                     "passengers": passengers,
                     "amount": amount as f64 / 100.0,
                     "currency": currency,
-                    "due_on": day(due),
+                    "due_on": stored_day(due),
                     "message": message,
                 }))
             })
