@@ -14,6 +14,7 @@
 //! `CONCIERGE_ORDERS_DB`), created and seeded with fictional customers,
 //! orders and shipments on first use.
 
+mod seed;
 pub mod server;
 pub mod store;
 pub mod tools;
