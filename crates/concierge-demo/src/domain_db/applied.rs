@@ -107,3 +107,81 @@ impl DomainDb {
             .map_err(|e| self.error(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use chrono::NaiveDate;
+    use serde_json::json;
+
+    use super::*;
+    use crate::domain_db::DbSpec;
+
+    const NOTES: DbSpec = DbSpec {
+        what: "notes",
+        env: "CONCIERGE_TEST_NOTES_DB",
+        default_file: "notes.db",
+        schema: "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
+        seeding: None,
+        today_env: None,
+    };
+
+    fn db(dir: &tempfile::TempDir) -> DomainDb {
+        let now = NaiveDate::from_ymd_opt(2025, 3, 5).unwrap().and_hms_opt(10, 0, 0).unwrap();
+        DomainDb::open(NOTES, dir.path().join("notes.db")).at(now)
+    }
+
+    fn notes(db: &DomainDb) -> i64 {
+        db.read(|conn| conn.query_row("SELECT COUNT(*) FROM notes", [], |r| r.get(0))).unwrap()
+    }
+
+    /// Adds a note, or refuses an empty one.
+    fn add<'k>(db: &DomainDb, key: impl Into<Option<&'k str>>, text: &str) -> Applied {
+        db.apply(key, "add_note", |tx, now| {
+            tx.execute("INSERT INTO notes (text) VALUES (?1)", [text]).map_err(|e| db.error(e))?;
+            if text.is_empty() {
+                return Ok(Applied::Unchanged("A note needs words.".to_string()));
+            }
+            Ok(Applied::Changed(json!({"id": tx.last_insert_rowid(), "at": stored_time(now)})))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn a_change_is_applied_once_per_key_and_a_repeat_gets_its_result() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(&dir);
+        let first = add(&db, "k1", "Likes golf");
+        assert_eq!(first, Applied::Changed(json!({"id": 1, "at": "2025-03-05 10:00:00"})));
+        assert_eq!(add(&db, "k1", "Likes tennis"), first, "the recorded result, nothing changed");
+        assert_eq!(notes(&db), 1);
+        add(&db, "k2", "Likes tennis");
+        assert_eq!((notes(&db), db.applied_count().unwrap()), (2, 2));
+    }
+
+    #[test]
+    fn nothing_changed_is_not_recorded_and_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(&dir);
+        assert_eq!(add(&db, "k1", ""), Applied::Unchanged("A note needs words.".into()));
+        assert_eq!((notes(&db), db.applied_count().unwrap()), (0, 0), "its insert rolled back");
+        assert!(matches!(add(&db, "k1", "Likes golf"), Applied::Changed(_)), "a retry looks again");
+    }
+
+    #[test]
+    fn without_a_key_a_change_runs_every_time_and_is_not_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(&dir);
+        add(&db, None, "Likes golf");
+        add(&db, None, "Likes golf");
+        assert_eq!((notes(&db), db.applied_count().unwrap()), (2, 0));
+    }
+
+    #[test]
+    fn a_change_that_always_applies_is_its_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = db(&dir);
+        let hint = |n: i64| db.apply("k1", "give_hint", |_, _| Ok(json!({"hint": n}))).unwrap();
+        assert_eq!(hint(1), json!({"hint": 1}));
+        assert_eq!(hint(2), json!({"hint": 1}));
+    }
+}

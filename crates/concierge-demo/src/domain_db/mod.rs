@@ -285,3 +285,62 @@ impl DomainDb {
         tx.commit().map_err(|e| self.error(e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
+        tx.execute("INSERT INTO cities (name) VALUES (?1)", [stored_day(now.date())])?;
+        Ok(())
+    }
+
+    const CITIES: DbSpec = DbSpec {
+        what: "city",
+        env: "CONCIERGE_TEST_CITIES_DB",
+        default_file: "cities.db",
+        schema: "CREATE TABLE IF NOT EXISTS cities (name TEXT NOT NULL);",
+        seeding: Some(Seeding {
+            rows: seed,
+            mark: SeedMark::Day,
+        }),
+        today_env: None,
+    };
+
+    fn tables(db: &DomainDb) -> Vec<String> {
+        db.read(|conn| rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", [], |r| r.get(0)))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_file_is_seeded_once_and_says_so_in_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = NaiveDate::from_ymd_opt(2025, 3, 5).unwrap().and_hms_opt(10, 0, 0).unwrap();
+        let db = DomainDb::open(CITIES, dir.path().join("cities.db")).at(now);
+        let cities = |db: &DomainDb| db.read(|conn| rows(conn, "SELECT name FROM cities", [], |r| r.get::<_, String>(0)));
+        assert_eq!(cities(&db).unwrap(), ["2025-03-05"]);
+        let later = DomainDb::open(CITIES, db.path()).at(now + chrono::Duration::days(1));
+        assert_eq!(cities(&later).unwrap(), ["2025-03-05"], "seeded once");
+        let mark = db.read(|conn| conn.query_row("SELECT key || '=' || value FROM meta", [], |r| r.get::<_, String>(0)));
+        assert_eq!(mark.unwrap(), "seeded_on=2025-03-05");
+        assert_eq!(tables(&db), ["applied_calls", "cities", "meta"]);
+    }
+
+    #[test]
+    fn a_file_that_starts_empty_has_no_meta() {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = DbSpec { seeding: None, ..CITIES };
+        assert_eq!(tables(&DomainDb::open(spec, dir.path().join("c.db"))), ["applied_calls", "cities"]);
+    }
+
+    #[test]
+    fn failures_name_the_database_its_path_and_its_variable() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = DomainDb::open(CITIES, dir.path().join("missing").join("cities.db"));
+        let error = db.connect().unwrap_err().to_string();
+        assert!(
+            error.starts_with("The city database at ") && error.contains("CONCIERGE_TEST_CITIES_DB"),
+            "{error}"
+        );
+    }
+}
