@@ -15,7 +15,7 @@ use std::str::FromStr;
 
 use chrono::{NaiveDate, NaiveDateTime};
 use concierge_demo::domain_db::{
-    DbSpec, DomainDb, SeedMark, Seeding, add_days, read_day, read_time, rows, stored_day, stored_time,
+    DbSpec, DomainDb, SeedMark, add_days, read_day, read_time, rows, stored_day, stored_time,
 };
 use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde::Serialize;
@@ -225,17 +225,9 @@ pub struct StatusChange {
 }
 
 /// What the orders database is.
-const DB: DbSpec = DbSpec {
-    what: "orders",
-    env: DB_ENV,
-    default_file: DEFAULT_DB,
-    schema: SCHEMA,
-    seeding: Some(Seeding {
-        rows: crate::seed::seed,
-        mark: SeedMark::Day,
-    }),
-    today_env: Some(TODAY_ENV),
-};
+const DB: DbSpec = DbSpec::new("orders", DB_ENV, DEFAULT_DB, SCHEMA)
+    .seeded(crate::seed::seed, SeedMark::Day)
+    .today_from(TODAY_ENV);
 
 /// The orders database: its file, its clock and its reads and changes.
 #[derive(Clone, Debug)]
@@ -288,8 +280,14 @@ impl OrderStore {
 
     /// Every customer, by id.
     pub fn customers(&self) -> Result<Vec<Customer>, StoreError> {
-        self.db
-            .read(|conn| rows(conn, "SELECT id, name, email, city FROM customers ORDER BY id", [], customer))
+        self.db.read(|conn| {
+            rows(
+                conn,
+                "SELECT id, name, email, city FROM customers ORDER BY id",
+                [],
+                customer,
+            )
+        })
     }
 
     /// The orders `filter` (a `WHERE` clause over `o`, with `args`) selects,
@@ -421,7 +419,14 @@ impl OrderStore {
         self.db.select(
             "SELECT from_status, to_status, note, at FROM status_changes WHERE order_id = ?1 ORDER BY id",
             [order_id],
-            |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get(2)?, r.get::<_, String>(3)?)),
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            },
             |(from, to, note, at)| {
                 Ok(StatusChange {
                     order_id,

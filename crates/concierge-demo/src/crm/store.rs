@@ -10,7 +10,7 @@ use chrono::{NaiveDate, NaiveDateTime};
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::domain_db::{DbSpec, Domain, SeedMark, Seeding, Store, StoreError, read_day, read_time};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, read_day, read_time};
 
 /// The environment variable naming the CRM database.
 pub const DB_ENV: &str = "CONCIERGE_CRM_DB";
@@ -18,7 +18,6 @@ pub const DB_ENV: &str = "CONCIERGE_CRM_DB";
 /// (`crm_db`) names one (in the working directory; the CLI's is next to the
 /// engine's `concierge.db`, see `DemoPaths`).
 pub const DEFAULT_DB: &str = "crm.db";
-
 
 /// What kind of contact an interaction was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -297,17 +296,7 @@ impl Crm {
 pub enum CrmDomain {}
 
 impl Domain for CrmDomain {
-    const DB: DbSpec = DbSpec {
-        what: "CRM",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: super::seed::seed,
-            mark: SeedMark::Day,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("CRM", DB_ENV, DEFAULT_DB, SCHEMA).seeded(super::seed::seed, SeedMark::Day);
 }
 
 /// The CRM database.

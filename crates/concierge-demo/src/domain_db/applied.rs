@@ -116,32 +116,37 @@ mod tests {
     use super::*;
     use crate::domain_db::DbSpec;
 
-    const NOTES: DbSpec = DbSpec {
-        what: "notes",
-        env: "CONCIERGE_TEST_NOTES_DB",
-        default_file: "notes.db",
-        schema: "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
-        seeding: None,
-        today_env: None,
-    };
+    const NOTES: DbSpec = DbSpec::new(
+        "notes",
+        "CONCIERGE_TEST_NOTES_DB",
+        "notes.db",
+        "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);",
+    );
 
     fn db(dir: &tempfile::TempDir) -> DomainDb {
-        let now = NaiveDate::from_ymd_opt(2025, 3, 5).unwrap().and_hms_opt(10, 0, 0).unwrap();
+        let now = NaiveDate::from_ymd_opt(2025, 3, 5)
+            .unwrap()
+            .and_hms_opt(10, 0, 0)
+            .unwrap();
         DomainDb::open(NOTES, dir.path().join("notes.db")).at(now)
     }
 
     fn notes(db: &DomainDb) -> i64 {
-        db.read(|conn| conn.query_row("SELECT COUNT(*) FROM notes", [], |r| r.get(0))).unwrap()
+        db.read(|conn| conn.query_row("SELECT COUNT(*) FROM notes", [], |r| r.get(0)))
+            .unwrap()
     }
 
     /// Adds a note, or refuses an empty one.
     fn add<'k>(db: &DomainDb, key: impl Into<Option<&'k str>>, text: &str) -> Applied {
         db.apply(key, "add_note", |tx, now| {
-            tx.execute("INSERT INTO notes (text) VALUES (?1)", [text]).map_err(|e| db.error(e))?;
+            tx.execute("INSERT INTO notes (text) VALUES (?1)", [text])
+                .map_err(|e| db.error(e))?;
             if text.is_empty() {
                 return Ok(Applied::Unchanged("A note needs words.".to_string()));
             }
-            Ok(Applied::Changed(json!({"id": tx.last_insert_rowid(), "at": stored_time(now)})))
+            Ok(Applied::Changed(
+                json!({"id": tx.last_insert_rowid(), "at": stored_time(now)}),
+            ))
         })
         .unwrap()
     }
@@ -152,7 +157,11 @@ mod tests {
         let db = db(&dir);
         let first = add(&db, "k1", "Likes golf");
         assert_eq!(first, Applied::Changed(json!({"id": 1, "at": "2025-03-05 10:00:00"})));
-        assert_eq!(add(&db, "k1", "Likes tennis"), first, "the recorded result, nothing changed");
+        assert_eq!(
+            add(&db, "k1", "Likes tennis"),
+            first,
+            "the recorded result, nothing changed"
+        );
         assert_eq!(notes(&db), 1);
         add(&db, "k2", "Likes tennis");
         assert_eq!((notes(&db), db.applied_count().unwrap()), (2, 2));
@@ -163,8 +172,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let db = db(&dir);
         assert_eq!(add(&db, "k1", ""), Applied::Unchanged("A note needs words.".into()));
-        assert_eq!((notes(&db), db.applied_count().unwrap()), (0, 0), "its insert rolled back");
-        assert!(matches!(add(&db, "k1", "Likes golf"), Applied::Changed(_)), "a retry looks again");
+        assert_eq!(
+            (notes(&db), db.applied_count().unwrap()),
+            (0, 0),
+            "its insert rolled back"
+        );
+        assert!(
+            matches!(add(&db, "k1", "Likes golf"), Applied::Changed(_)),
+            "a retry looks again"
+        );
     }
 
     #[test]

@@ -33,29 +33,60 @@ pub type Seed = fn(&Transaction<'_>, NaiveDateTime) -> rusqlite::Result<()>;
 #[derive(Clone, Copy, Debug)]
 pub struct DbSpec {
     /// The database as messages name it ("finance", "CRM", "task").
-    pub what: &'static str,
+    what: &'static str,
     /// The environment variable naming the file (`CONCIERGE_FINANCE_DB`).
-    pub env: &'static str,
+    env: &'static str,
     /// The file when `env` is not set, in the working directory (`finance.db`).
-    pub default_file: &'static str,
+    default_file: &'static str,
     /// The domain's own tables (`CREATE TABLE IF NOT EXISTS ...`); the
     /// `applied_calls` table (and `meta`, for a seeded one) come with every file.
-    pub schema: &'static str,
+    schema: &'static str,
     /// How a new file is filled; `None` for a domain that starts empty.
-    pub seeding: Option<Seeding>,
+    seeding: Option<Seeding>,
     /// The environment variable that pins "today" (`YYYY-MM-DD`, noon), if
     /// the domain reads one (the orders server's demos and tests).
-    pub today_env: Option<&'static str>,
+    today_env: Option<&'static str>,
+}
+
+impl DbSpec {
+    /// The database `what` with the tables `schema`, its file named by the
+    /// variable `env`, else `default_file`; it starts empty, on the local clock.
+    pub const fn new(what: &'static str, env: &'static str, default_file: &'static str, schema: &'static str) -> Self {
+        Self {
+            what,
+            env,
+            default_file,
+            schema,
+            seeding: None,
+            today_env: None,
+        }
+    }
+
+    /// The same, filled by `rows` on first open and marked by `mark`.
+    pub const fn seeded(self, rows: Seed, mark: SeedMark) -> Self {
+        Self {
+            seeding: Some(Seeding { rows, mark }),
+            ..self
+        }
+    }
+
+    /// The same, with "today" pinned by the environment variable `env` when it is set.
+    pub const fn today_from(self, env: &'static str) -> Self {
+        Self {
+            today_env: Some(env),
+            ..self
+        }
+    }
 }
 
 /// How a new file is filled, and how it remembers it was (a row of `meta`,
 /// so the rows are seeded once).
 #[derive(Clone, Copy, Debug)]
-pub struct Seeding {
+struct Seeding {
     /// Inserts the fictional rows.
-    pub rows: Seed,
+    rows: Seed,
     /// The row of `meta` that says the file was seeded.
-    pub mark: SeedMark,
+    mark: SeedMark,
 }
 
 /// The row of `meta` that says a file was seeded. Each domain keeps the one
@@ -247,7 +278,10 @@ impl DomainDb {
         make: impl FnMut(R) -> Result<T, String>,
     ) -> Result<Vec<T>, StoreError> {
         let read = self.read(|conn| rows(conn, sql, params, row))?;
-        read.into_iter().map(make).collect::<Result<_, _>>().map_err(|m| self.corrupt(m))
+        read.into_iter()
+            .map(make)
+            .collect::<Result<_, _>>()
+            .map_err(|m| self.corrupt(m))
     }
 
     /// Opens the file, creating the tables and seeding them on first use.
@@ -295,33 +329,41 @@ mod tests {
         Ok(())
     }
 
-    const CITIES: DbSpec = DbSpec {
-        what: "city",
-        env: "CONCIERGE_TEST_CITIES_DB",
-        default_file: "cities.db",
-        schema: "CREATE TABLE IF NOT EXISTS cities (name TEXT NOT NULL);",
-        seeding: Some(Seeding {
-            rows: seed,
-            mark: SeedMark::Day,
-        }),
-        today_env: None,
-    };
+    const CITIES: DbSpec = DbSpec::new(
+        "city",
+        "CONCIERGE_TEST_CITIES_DB",
+        "cities.db",
+        "CREATE TABLE IF NOT EXISTS cities (name TEXT NOT NULL);",
+    )
+    .seeded(seed, SeedMark::Day);
 
     fn tables(db: &DomainDb) -> Vec<String> {
-        db.read(|conn| rows(conn, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name", [], |r| r.get(0)))
-            .unwrap()
+        db.read(|conn| {
+            rows(
+                conn,
+                "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name",
+                [],
+                |r| r.get(0),
+            )
+        })
+        .unwrap()
     }
 
     #[test]
     fn a_file_is_seeded_once_and_says_so_in_meta() {
         let dir = tempfile::tempdir().unwrap();
-        let now = NaiveDate::from_ymd_opt(2025, 3, 5).unwrap().and_hms_opt(10, 0, 0).unwrap();
+        let now = NaiveDate::from_ymd_opt(2025, 3, 5)
+            .unwrap()
+            .and_hms_opt(10, 0, 0)
+            .unwrap();
         let db = DomainDb::open(CITIES, dir.path().join("cities.db")).at(now);
-        let cities = |db: &DomainDb| db.read(|conn| rows(conn, "SELECT name FROM cities", [], |r| r.get::<_, String>(0)));
+        let cities =
+            |db: &DomainDb| db.read(|conn| rows(conn, "SELECT name FROM cities", [], |r| r.get::<_, String>(0)));
         assert_eq!(cities(&db).unwrap(), ["2025-03-05"]);
         let later = DomainDb::open(CITIES, db.path()).at(now + chrono::Duration::days(1));
         assert_eq!(cities(&later).unwrap(), ["2025-03-05"], "seeded once");
-        let mark = db.read(|conn| conn.query_row("SELECT key || '=' || value FROM meta", [], |r| r.get::<_, String>(0)));
+        let mark =
+            db.read(|conn| conn.query_row("SELECT key || '=' || value FROM meta", [], |r| r.get::<_, String>(0)));
         assert_eq!(mark.unwrap(), "seeded_on=2025-03-05");
         assert_eq!(tables(&db), ["applied_calls", "cities", "meta"]);
     }
@@ -329,8 +371,14 @@ mod tests {
     #[test]
     fn a_file_that_starts_empty_has_no_meta() {
         let dir = tempfile::tempdir().unwrap();
-        let spec = DbSpec { seeding: None, ..CITIES };
-        assert_eq!(tables(&DomainDb::open(spec, dir.path().join("c.db"))), ["applied_calls", "cities"]);
+        let spec = DbSpec {
+            seeding: None,
+            ..CITIES
+        };
+        assert_eq!(
+            tables(&DomainDb::open(spec, dir.path().join("c.db"))),
+            ["applied_calls", "cities"]
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@ use chrono::NaiveDateTime;
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
-use crate::domain_db::{DbSpec, Domain, SeedMark, Seeding, Store, StoreError, rows};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, rows};
 
 /// The environment variable naming the finance database.
 pub const DB_ENV: &str = "CONCIERGE_FINANCE_DB";
@@ -94,17 +94,7 @@ pub struct LoanApplication {
 pub enum Finance {}
 
 impl Domain for Finance {
-    const DB: DbSpec = DbSpec {
-        what: "finance",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: seed,
-            mark: SeedMark::Time,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("finance", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
 /// The finance database.

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use super::store::{Account, Customer, DEFAULT_CUSTOMER, FinanceStore, accounts, customers};
 use crate::domain_db::{Applied, stored_time};
 use crate::money::{cents, dollars};
-use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The customer the run acts for: its user, else [`DEFAULT_CUSTOMER`].

@@ -6,7 +6,7 @@ use chrono::NaiveDateTime;
 use rusqlite::{Connection, Row, Transaction, params};
 use serde::Serialize;
 
-use crate::domain_db::{DbSpec, Domain, SeedMark, Seeding, Store, StoreError, rows};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, rows};
 
 /// The environment variable naming the food database.
 pub const DB_ENV: &str = "CONCIERGE_FOOD_DB";
@@ -74,17 +74,7 @@ pub struct Order {
 pub enum Food {}
 
 impl Domain for Food {
-    const DB: DbSpec = DbSpec {
-        what: "food",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: seed,
-            mark: SeedMark::Time,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("food", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
 /// The food database.

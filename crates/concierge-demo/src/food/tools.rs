@@ -16,9 +16,9 @@ use serde_json::{Value, json};
 use super::store::{CartLine, FoodStore, MenuItem, RESTAURANT, cart, menu};
 use crate::domain_db::{Applied, stored_time};
 use crate::money::{cents, dollars};
-use crate::toolkit::{answer, db_tool, failed, writes};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, writes};
 
 /// Whose cart the call works on: `user:<user>` when the run names a user,
 /// else `session:<session id>`.

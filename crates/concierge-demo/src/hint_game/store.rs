@@ -169,14 +169,7 @@ pub struct Game {
 pub enum HintGame {}
 
 impl Domain for HintGame {
-    const DB: DbSpec = DbSpec {
-        what: "game",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: None,
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("game", DB_ENV, DEFAULT_DB, SCHEMA);
 }
 
 /// The game database.

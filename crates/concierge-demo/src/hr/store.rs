@@ -7,7 +7,7 @@ use chrono::{Datelike, Days, NaiveDate, NaiveDateTime, Weekday};
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
-use crate::domain_db::{DbSpec, Domain, SeedMark, Seeding, Store, StoreError, add_days, read_day, rows, stored_day};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, add_days, read_day, rows, stored_day};
 
 /// The environment variable naming the HR database.
 pub const DB_ENV: &str = "CONCIERGE_HR_DB";
@@ -78,17 +78,7 @@ pub struct Paycheck {
 pub enum Hr {}
 
 impl Domain for Hr {
-    const DB: DbSpec = DbSpec {
-        what: "HR",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: seed,
-            mark: SeedMark::Time,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("HR", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
 /// The HR database.

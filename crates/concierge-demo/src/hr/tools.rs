@@ -18,9 +18,9 @@ use super::store::{DEFAULT_EMPLOYEE, Employee, HOURS_PER_DAY, HrStore, bookings,
 use crate::dates::parse_date;
 use crate::domain_db::{Applied, stored_time};
 use crate::money::dollars;
-use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The employee the run acts for: its user, else [`DEFAULT_EMPLOYEE`].

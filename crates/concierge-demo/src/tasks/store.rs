@@ -11,8 +11,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::domain_db::{
-    DbSpec, Domain, SeedMark, Seeding, Store, StoreError, add_days, read_day, read_time, rows, stored_day,
-    stored_time,
+    DbSpec, Domain, SeedMark, Store, StoreError, add_days, read_day, read_time, rows, stored_day, stored_time,
 };
 
 /// The environment variable naming the task database.
@@ -153,17 +152,7 @@ impl Task {
 pub enum Tasks {}
 
 impl Domain for Tasks {
-    const DB: DbSpec = DbSpec {
-        what: "task",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: seed,
-            mark: SeedMark::Day,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("task", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Day);
 }
 
 /// The task database.

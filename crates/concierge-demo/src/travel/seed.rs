@@ -310,7 +310,13 @@ fn seed_season(tx: &Transaction<'_>, season: i32) -> rusqlite::Result<()> {
             let away_name = TEAMS[away].0;
             tx.execute(
                 "INSERT INTO fixtures (home, away, city, stadium, kickoff) VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![home_name, away_name, city, stadium, format!("{} 15:00", stored_day(saturday))],
+                params![
+                    home_name,
+                    away_name,
+                    city,
+                    stadium,
+                    format!("{} 15:00", stored_day(saturday))
+                ],
             )?;
         }
         round += 1;

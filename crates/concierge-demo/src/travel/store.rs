@@ -7,7 +7,7 @@ use chrono::{Datelike, Days, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
 use rusqlite::{Row, params};
 use serde::Serialize;
 
-use crate::domain_db::{DbSpec, Domain, SeedMark, Seeding, Store, StoreError, read_day, read_time, rows, stored_day};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, read_day, read_time, rows, stored_day};
 
 /// The environment variable naming the travel database.
 pub const DB_ENV: &str = "CONCIERGE_TRAVEL_DB";
@@ -241,17 +241,7 @@ pub struct Invoice {
 pub enum Travel {}
 
 impl Domain for Travel {
-    const DB: DbSpec = DbSpec {
-        what: "travel",
-        env: DB_ENV,
-        default_file: DEFAULT_DB,
-        schema: SCHEMA,
-        seeding: Some(Seeding {
-            rows: super::seed::seed,
-            mark: SeedMark::Day,
-        }),
-        today_env: None,
-    };
+    const DB: DbSpec = DbSpec::new("travel", DB_ENV, DEFAULT_DB, SCHEMA).seeded(super::seed::seed, SeedMark::Day);
 }
 
 /// The travel database.
@@ -261,14 +251,19 @@ impl TravelStore {
     /// Every city, by name.
     pub fn cities(&self) -> Result<Vec<City>, StoreError> {
         self.db().read(|conn| {
-            rows(conn, "SELECT name, country, airport, station FROM cities ORDER BY name", [], |r| {
-                Ok(City {
-                    name: r.get(0)?,
-                    country: r.get(1)?,
-                    airport: r.get(2)?,
-                    station: r.get::<_, i64>(3)? != 0,
-                })
-            })
+            rows(
+                conn,
+                "SELECT name, country, airport, station FROM cities ORDER BY name",
+                [],
+                |r| {
+                    Ok(City {
+                        name: r.get(0)?,
+                        country: r.get(1)?,
+                        airport: r.get(2)?,
+                        station: r.get::<_, i64>(3)? != 0,
+                    })
+                },
+            )
         })
     }
 
@@ -359,7 +354,16 @@ impl TravelStore {
              WHERE (?1 IS NULL OR home = ?1 OR away = ?1) AND (?2 IS NULL OR city = ?2) \
              AND kickoff >= ?3 AND kickoff < ?4 ORDER BY kickoff, id",
             params![team, city, stored_day(from), stored_day(end)],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get::<_, String>(5)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            },
             |(id, home, away, city, stadium, kickoff)| {
                 Ok(Fixture {
                     id,

@@ -16,9 +16,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{City, Event, Fixture, Mode, Service, Team, TravelStore, money};
-use crate::domain_db::{stored_day, stored_time};
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
+use crate::domain_db::{stored_day, stored_time};
 use crate::toolkit::{blocking, description, failed, invalid, read_only};
 
 /// Declares a tool struct holding the store, its spec (the doc comment is
