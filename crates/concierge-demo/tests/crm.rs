@@ -1,4 +1,4 @@
-//! Seed 002's CRM (`examples/crm/`): its agents loaded from the example's
+//! The CRM (`examples/crm/`): its agents loaded from the example's
 //! files, its tools over a SQLite file in a temp dir, run through the
 //! runtime on rules and with a scripted model. Every flow is checked in the CRM's rows afterwards.
 
@@ -360,7 +360,8 @@ async fn the_readmes_other_phrasings_work_on_rules() {
 
 // ------------------------------------------------------------------ the router on rules
 
-/// Seed 002's router replies never name a specialist or say it hands over.
+/// The router's replies never name a specialist or say it hands over: the
+/// person talks to one CRM.
 fn assert_clean(reply: &str) {
     for word in [
         "interaction",

@@ -1,4 +1,4 @@
-//! Seed 002's CRM tools called directly (no runtime, no model) over a
+//! The CRM's tools called directly (no runtime, no model) over a
 //! SQLite file in a temp dir: each change is checked in the rows afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

@@ -1,4 +1,4 @@
-//! Seed 004's task manager (`examples/tasks/`): its agents loaded from the
+//! The task manager (`examples/tasks/`): its agents loaded from the
 //! example's files, its tools over a SQLite file in a temp dir, run through
 //! the runtime on rules and with a scripted model. Every change is checked
 //! in the task database afterwards.

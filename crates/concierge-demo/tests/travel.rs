@@ -1,4 +1,4 @@
-//! Seed 000's travel goals (`examples/assistant/agents/travel_*.toml`)
+//! The assistant's travel goals (`examples/assistant/agents/travel_*.toml`)
 //! through the hub of the assistant: a first message that names no agent,
 //! the event → flight → invoice and fixture → train → invoice flows, on
 //! rules and with a scripted model. The invoices are checked in the travel

@@ -1,5 +1,5 @@
-//! A business-orders MCP server, built the way seed 000's tool team builds
-//! one: a separate program any MCP client can use, here over stdio or
+//! A business-orders MCP server, built the way a tool team ships one (see
+//! `docs/mcp.md`): a separate program any MCP client can use, here over stdio or
 //! streamable HTTP. It serves:
 //!
 //! - `GetOrder`: one order (items, total, status, shipment);

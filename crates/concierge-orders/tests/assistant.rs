@@ -1,4 +1,4 @@
-//! The orders goal of seed 000's assistant (`examples/assistant/agents/orders.toml`)
+//! The orders goal of the assistant (`examples/assistant/agents/orders.toml`)
 //! with the real `concierge-orders` server behind it: the assistant's runtime
 //! as `concierge` builds it in `examples/assistant/` (every goal file, the
 //! demo toolsets), conversations through the hub from a first message that

@@ -1,4 +1,4 @@
-//! Seed 002's CRM: contacts, companies, interactions, notes, reminders and
+//! The CRM of the `examples/crm/` demo: contacts, companies, interactions, notes, reminders and
 //! the team in a SQLite file, and the tools its router and its Interaction,
 //! Reminder, Update and Query specialists use. The agents themselves are
 //! files in `examples/crm/agents/`.

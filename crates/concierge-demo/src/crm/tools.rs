@@ -1,4 +1,5 @@
-//! The CRM's tools, named as seed 002 names them. Every result is a JSON
+//! The CRM's tools, under the names the agents of `examples/crm/agents/`
+//! call them by. Every result is a JSON
 //! object with a `message` (a sentence for people, which the rules' answers
 //! show) and the data behind it (for a model, or a program).
 //!
@@ -6,8 +7,9 @@
 //! when given) or `contact` (a name, "Sarah from Acme"); when the name fits
 //! several contacts they change nothing and answer with a numbered choice
 //! whose pick is filled into `contact_id`. They deduplicate on the call's
-//! idempotency key and do not ask before running: seed 002's router answers
-//! a whole statement in one message.
+//! idempotency key and do not ask before running: the router
+//! (`examples/crm/agents/router.toml`) answers a whole statement in one
+//! message.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

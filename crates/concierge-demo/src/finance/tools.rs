@@ -1,5 +1,5 @@
-//! The bank's tools (seed 000's `FinCheckAccountIsValid`,
-//! `FinGetAccountBalances`, `FinMoveMoney`, `FinSubmitLoanApplication`).
+//! The bank's tools: check an account, show the balances, move money, apply
+//! for a loan.
 //! Every result is a JSON object with a `message` (a sentence for people,
 //! which the rules' answers show) and the data behind it.
 //!

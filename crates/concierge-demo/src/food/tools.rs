@@ -1,4 +1,4 @@
-//! The food ordering tools (seed 000's food goal: browse the menu, add to
+//! The food ordering tools (the assistant's food goal: browse the menu, add to
 //! the cart, show it, check out). Every result is a JSON object with a
 //! `message` (a sentence for people, which the rules' answers show) and the
 //! data behind it.

@@ -1,5 +1,5 @@
-//! HR's tools (seed 000's `CurrentPTO`, `FuturePTOCalc`, `BookPTO`,
-//! `CheckPayBankStatus`). Every result is a JSON object with a `message`
+//! HR's tools: the PTO balance now and on a future date, booking PTO, and
+//! whether a paycheck reached the bank. Every result is a JSON object with a `message`
 //! (a sentence for people, which the rules' answers show) and the data.
 //!
 //! The employee is the run's user (`--user`: an employee number, an email,

@@ -1,4 +1,4 @@
-//! Seed 000's travel goals: what is on in a city (events), football
+//! The assistant's travel goals (`examples/assistant/`): what is on in a city (events), football
 //! fixtures, flights and trains between cities, and invoices for a booking
 //! (the event → flight → invoice and fixture → train → invoice flows). The
 //! goals are files in `examples/assistant/agents/` (`travel_events.toml`,
