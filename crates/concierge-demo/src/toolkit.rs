@@ -1,5 +1,7 @@
-//! What the demos' database-backed tools share: descriptions from doc
-//! comments, blocking SQLite work off the async threads, and argument errors.
+//! What the demos' database-backed tools share: one way to declare a tool
+//! over its domain's store ([`db_tool!`]), descriptions from doc comments,
+//! blocking SQLite work off the async threads, argument errors, annotations
+//! and answers.
 
 use concierge::ToolError;
 use serde_json::Value;
@@ -25,15 +27,28 @@ pub(crate) fn description(lines: &[&str]) -> String {
     text.trim().to_string()
 }
 
-/// Runs blocking SQLite work off the async threads; `what` names the
-/// database in the error if the work stops ("the task database").
-pub(crate) async fn blocking<F>(what: &'static str, work: F) -> Result<Value, ToolError>
+/// Runs blocking SQLite work off the async threads; `database` names the
+/// database in the error if the work stops ("task").
+pub(crate) async fn blocking<F>(database: &'static str, work: F) -> Result<Value, ToolError>
 where
     F: FnOnce() -> Result<Value, ToolError> + Send + 'static,
 {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| ToolError::failed(format!("{what} work stopped unexpectedly: {e}")))?
+        .map_err(|e| ToolError::failed(format!("the {database} database work stopped unexpectedly: {e}")))?
+}
+
+/// What a tool's work comes to, as the tool's answer: a result, or (the
+/// CRM's) a choice to put to the person first.
+pub(crate) trait Answer {
+    /// The tool's answer.
+    fn into_answer(self) -> Result<Value, ToolError>;
+}
+
+impl Answer for Value {
+    fn into_answer(self) -> Result<Value, ToolError> {
+        Ok(self)
+    }
 }
 
 /// An argument the tool cannot use, with what is wrong in a sentence.
@@ -58,14 +73,19 @@ pub(crate) fn read_only() -> concierge::ToolAnnotations {
 }
 
 /// Declares a tool struct holding its domain's store, its spec (the doc
-/// comment is the description, with the category, annotations and the
-/// confirmation question given) and its call (the body runs on a blocking
-/// thread with the store, the arguments and the context).
+/// comment is the description, with the category, annotations, the
+/// confirmation question and, optionally, the blackboard keys it provides)
+/// and its call: the body runs on a blocking thread with the store, the
+/// arguments and the context, and gives a `serde_json::Value` or, after
+/// `-> Type`, another [`Answer`].
 macro_rules! db_tool {
+    (@answer) => { serde_json::Value };
+    (@answer $answer:ty) => { $answer };
     (
         $(#[doc = $doc:literal])*
-        $ty:ident, $name:literal, $store_ty:ty, $category:literal, $args:ty, $annotations:expr, $confirm:expr,
-        |$store:ident, $a:ident, $cx:ident| $body:block
+        $ty:ident, $name:literal, $store_ty:ty, $category:literal, $args:ty, $annotations:expr, $confirm:expr
+        $(, provides [$($key:literal),*])?,
+        |$store:ident, $a:ident, $cx:ident| $(-> $answer:ty)? $body:block
     ) => {
         $(#[doc = $doc])*
         #[derive(Clone, Debug)]
@@ -84,7 +104,11 @@ macro_rules! db_tool {
 
             /// The call's work, on a blocking thread.
             #[allow(unused_variables)]
-            fn run($store: &$store_ty, $a: $args, $cx: concierge::ToolContext) -> Result<serde_json::Value, concierge::ToolError> $body
+            fn run(
+                $store: &$store_ty,
+                $a: $args,
+                $cx: concierge::ToolContext,
+            ) -> Result<crate::toolkit::db_tool!(@answer $($answer)?), concierge::ToolError> $body
         }
 
         impl concierge::Tool for $ty {
@@ -97,7 +121,8 @@ macro_rules! db_tool {
                     concierge::tool::schema_for::<$args>(),
                 )
                 .category($category)
-                .annotations($annotations);
+                .annotations($annotations)
+                $($(.provides($key))*)?;
                 let confirm: Option<&str> = $confirm;
                 match confirm {
                     Some(template) => spec.confirm(template),
@@ -111,7 +136,12 @@ macro_rules! db_tool {
                 cx: concierge::ToolContext,
             ) -> impl std::future::Future<Output = Result<serde_json::Value, concierge::ToolError>> + Send {
                 let store = std::sync::Arc::clone(&self.store);
-                async move { crate::toolkit::blocking(concat!("the ", $category, " database"), move || Self::run(&store, args, cx)).await }
+                async move {
+                    crate::toolkit::blocking(store.db().what(), move || {
+                        Self::run(&store, args, cx).and_then(crate::toolkit::Answer::into_answer)
+                    })
+                    .await
+                }
             }
         }
     };

@@ -217,6 +217,11 @@ impl DomainDb {
         self
     }
 
+    /// The database as messages name it ("finance", "CRM").
+    pub fn what(&self) -> &'static str {
+        self.spec.what
+    }
+
     /// The path of the file.
     pub fn path(&self) -> &Path {
         &self.path

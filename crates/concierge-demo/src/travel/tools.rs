@@ -6,10 +6,8 @@
 //! `offer_summary`), so "find me a flight from Sydney" and "book it" need
 //! nothing repeated.
 
-use std::sync::Arc;
-
 use chrono::{Days, NaiveDate};
-use concierge::{Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
+use concierge::{ToolAnnotations, ToolContext, ToolError};
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -19,66 +17,7 @@ use super::store::{City, Event, Fixture, Mode, Service, Team, TravelStore, money
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
 use crate::domain_db::{stored_day, stored_time};
-use crate::toolkit::{blocking, description, failed, invalid, read_only};
-
-/// Declares a tool struct holding the store, its spec (the doc comment is
-/// the description) and its call (the body runs on a blocking thread with
-/// `store: &TravelStore`, the arguments and the context).
-macro_rules! travel_tool {
-    (
-        $(#[doc = $doc:literal])*
-        $ty:ident, $name:literal, $args:ty, $annotations:expr, provides [$($key:literal),*],
-        |$store:ident, $a:ident, $cx:ident| $body:block
-    ) => {
-        $(#[doc = $doc])*
-        #[derive(Clone, Debug)]
-        pub struct $ty {
-            store: Arc<TravelStore>,
-        }
-
-        impl $ty {
-            /// The tool's name, as planners and models call it.
-            pub const NAME: &'static str = $name;
-
-            /// The tool over `store`.
-            pub fn new(store: Arc<TravelStore>) -> Self {
-                Self { store }
-            }
-        }
-
-        impl Tool for $ty {
-            type Args = $args;
-
-            fn spec(&self) -> ToolSpec {
-                let spec = ToolSpec::new($name, description(&[$($doc),*]), concierge::tool::schema_for::<$args>())
-                    .category("travel")
-                    .annotations($annotations)
-                    $(.provides($key))*;
-                match confirmation($name) {
-                    Some(template) => spec.confirm(template),
-                    None => spec,
-                }
-            }
-
-            fn call(
-                &self,
-                args: Self::Args,
-                cx: ToolContext,
-            ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
-                let store = Arc::clone(&self.store);
-                async move {
-                    blocking("the travel database", move || {
-                        let $store: &TravelStore = &store;
-                        let $a = args;
-                        let $cx = cx;
-                        $body
-                    })
-                    .await
-                }
-            }
-        }
-    };
-}
+use crate::toolkit::{db_tool, failed, invalid, read_only};
 
 fn lowercase_words(text: &str) -> String {
     text.trim()
@@ -197,11 +136,11 @@ fn event_json(e: &Event) -> Value {
     })
 }
 
-travel_tool!(
+db_tool!(
     /// Finds the events (festivals, parades, shows) in a city of Australia
     /// or New Zealand in a month, or on a day. The first one found is the
     /// trip's event: a flight search can then fly there the day before.
-    FindEvents, "find_events", FindEventsArgs, read_only(),
+    FindEvents, "find_events", TravelStore, "travel", FindEventsArgs, read_only(), confirmation(Self::NAME),
     provides ["event_name", "event_city", "travel_date"],
     |store, args, cx| {
         let today = store.db().asked_at(&cx).date();
@@ -399,22 +338,22 @@ fn search(
     }))
 }
 
-travel_tool!(
+db_tool!(
     /// Searches direct flights between two cities of Australia and New
     /// Zealand on a day, optionally under a price (A$); the cheapest is the
     /// offer "book it" invoices.
-    SearchFlights, "search_flights", SearchFlightsArgs, read_only(),
+    SearchFlights, "search_flights", TravelStore, "travel", SearchFlightsArgs, read_only(), confirmation(Self::NAME),
     provides ["offer", "offer_summary", "travel_date"],
     |store, args, cx| {
         search(store, Mode::Flight, &args.origin, &args.destination, &args.date, args.max_price, &cx)
     }
 );
 
-travel_tool!(
+db_tool!(
     /// Searches direct trains between two cities of Great Britain on a
     /// day, optionally under a price (£); the cheapest is the offer "book
     /// it" invoices.
-    SearchTrains, "search_trains", SearchTrainsArgs, read_only(),
+    SearchTrains, "search_trains", TravelStore, "travel", SearchTrainsArgs, read_only(), confirmation(Self::NAME),
     provides ["offer", "offer_summary", "travel_date"],
     |store, args, cx| {
         search(store, Mode::Train, &args.origin, &args.destination, &args.date, args.max_price, &cx)
@@ -489,12 +428,12 @@ fn fixture_json(f: &Fixture) -> Value {
     })
 }
 
-travel_tool!(
+db_tool!(
     /// Lists the Albion League's football matches (Great Britain) in a
     /// month or on a day: a club's (home and away), or those played in a
     /// city. The first one found is the trip's match: a train search can
     /// then go there on match day.
-    SearchFixtures, "search_fixtures", SearchFixturesArgs, read_only(),
+    SearchFixtures, "search_fixtures", TravelStore, "travel", SearchFixturesArgs, read_only(), confirmation(Self::NAME),
     provides ["fixture_name", "fixture_city", "travel_date"],
     |store, args, cx| {
         let today = store.db().asked_at(&cx).date();
@@ -564,17 +503,17 @@ pub struct CreateInvoiceArgs {
     pub summary: Option<String>,
 }
 
-travel_tool!(
+db_tool!(
     /// Creates an invoice for a flight or a train found by a search: the
     /// fare on that day times the passengers, due in two weeks. Asks the
     /// person first.
-    CreateInvoice, "create_invoice", CreateInvoiceArgs,
+    CreateInvoice, "create_invoice", TravelStore, "travel", CreateInvoiceArgs,
     ToolAnnotations {
         idempotent: true,
         requires_confirmation: true,
         ..ToolAnnotations::default()
     },
-    provides [],
+    confirmation(Self::NAME),
     |store, args, cx| {
         let asked = store.db().asked_at(&cx);
         let today = asked.date();
@@ -673,6 +612,10 @@ pub fn confirmation(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use concierge::Tool;
+
     use super::*;
 
     #[test]
