@@ -51,6 +51,23 @@ impl Answer for Value {
     }
 }
 
+/// A sentence's start: the first letter capitalized, a final full stop or
+/// exclamation mark dropped ("fix the login bug." → "Fix the login bug").
+pub(crate) fn sentence_case(text: &str) -> String {
+    let text = text.trim().trim_end_matches(['.', '!']).trim();
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// A count and its noun: "1 hint", "3 hints".
+pub(crate) fn plural<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    let noun = if n == N::from(1) { one } else { many };
+    format!("{n} {noun}")
+}
+
 /// An argument the tool cannot use, with what is wrong in a sentence.
 pub(crate) fn invalid(field: &str, problem: impl Into<String>) -> ToolError {
     let problem = problem.into();

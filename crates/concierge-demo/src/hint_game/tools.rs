@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{GameStore, LOCATIONS, Location, names};
-use crate::toolkit::{db_tool, failed, invalid};
+use crate::toolkit::{db_tool, failed, invalid, plural};
 
 fn location(name: &str) -> Option<&'static Location> {
     LOCATIONS.iter().find(|l| l.name == name)
@@ -112,8 +112,8 @@ db_tool!(
                         format!(
                             "Yes, it is {}! You got it with {} and {}.",
                             game.location,
-                            count(hints, "hint", "hints"),
-                            count(guesses, "guess", "guesses")
+                            plural(hints, "hint", "hints"),
+                            plural(guesses, "guess", "guesses")
                         )
                     } else if hints < 5 {
                         format!("No, it is not {guess}. Ask for another hint, or guess again.")
@@ -145,7 +145,3 @@ db_tool!(
         }
     }
 );
-
-fn count(n: i64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}

@@ -21,7 +21,7 @@ use super::dates::parse_date;
 use super::knowledge::Knowledge;
 use super::store::{Priority, Status, Task, TaskStore};
 use crate::domain_db::{Applied, StoreError, stored_time};
-use crate::toolkit::{blocking, db_tool, failed, invalid, read_only};
+use crate::toolkit::{blocking, db_tool, failed, invalid, read_only, sentence_case};
 
 fn changes(destructive: bool) -> ToolAnnotations {
     ToolAnnotations {
@@ -62,16 +62,6 @@ fn lines(tasks: &[&Task], today: NaiveDate) -> String {
         .map(|t| format!("- {}", t.line(today)))
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// Capitalizes the first letter ("fix the login bug" → "Fix the login bug").
-fn sentence_case(text: &str) -> String {
-    let text = text.trim().trim_end_matches(['.', '!']).trim();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 // ---------------------------------------------------------------- create

@@ -17,7 +17,7 @@ use super::store::{City, Event, Fixture, Mode, Service, Team, TravelStore, money
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
 use crate::domain_db::{stored_day, stored_time};
-use crate::toolkit::{db_tool, failed, invalid, read_only};
+use crate::toolkit::{db_tool, failed, invalid, plural, read_only};
 
 fn lowercase_words(text: &str) -> String {
     text.trim()
@@ -105,10 +105,6 @@ fn period(field: &str, text: Option<&str>, today: NaiveDate) -> Result<Period, T
 
 fn long_day(date: NaiveDate) -> String {
     date.format("%a %-d %b %Y").to_string()
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 // ---------------------------------------------------------------- events

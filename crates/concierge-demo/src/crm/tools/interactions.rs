@@ -6,11 +6,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Outcome, contact_or, day, me, member_arg, sentence_case, text_arg, writes};
+use super::{Outcome, contact_or, day, me, member_arg, text_arg, writes};
 use crate::crm::store::{CrmStore, InteractionKind};
 use crate::dates::parse_past_date;
 use crate::domain_db::{stored_day, stored_time};
-use crate::toolkit::{db_tool, failed, invalid};
+use crate::toolkit::{db_tool, failed, invalid, sentence_case};
 
 /// `add_interaction_to_contact`'s arguments.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::find::{Ambiguity, Found, current_member, find_contact, find_member, team_list};
 use super::store::{Contact, Crm, TeamMember};
 use crate::domain_db::stored_day;
-use crate::toolkit::{Answer, invalid};
+use crate::toolkit::{Answer, invalid, plural};
 
 /// What a tool came to: a result, or a choice to put to the person first.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,10 +60,6 @@ pub fn day(date: NaiveDate, today: NaiveDate) -> String {
     } else {
         date.format("%b %-d, %Y").to_string()
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// A change that runs without asking (it is recorded under the call's
@@ -147,16 +143,6 @@ fn contact_line(crm: &Crm, contact: &Contact, today: NaiveDate) -> String {
         }
     }
     line
-}
-
-/// Capitalizes the first letter and drops a final full stop.
-fn sentence_case(text: &str) -> String {
-    let text = text.trim().trim_end_matches(['.', '!']).trim();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 fn text_arg(text: Option<&str>) -> Option<String> {

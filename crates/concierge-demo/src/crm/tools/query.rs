@@ -8,10 +8,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{Outcome, contact_json, contact_or, day, member_arg, plural, sentence_case};
+use super::{Outcome, contact_json, contact_or, day, member_arg};
 use crate::crm::store::{Contact, CrmStore};
 use crate::domain_db::stored_day;
-use crate::toolkit::{db_tool, failed, invalid, read_only};
+use crate::toolkit::{db_tool, failed, invalid, plural, read_only, sentence_case};
 
 /// `get_dashboard_stats`'s arguments.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

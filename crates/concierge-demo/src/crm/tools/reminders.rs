@@ -5,11 +5,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Outcome, contact_or, day, me, sentence_case, text_arg, writes};
+use super::{Outcome, contact_or, day, me, text_arg, writes};
 use crate::crm::store::CrmStore;
 use crate::dates::parse_date;
 use crate::domain_db::{stored_day, stored_time};
-use crate::toolkit::{db_tool, failed, invalid};
+use crate::toolkit::{db_tool, failed, invalid, sentence_case};
 
 /// `set_next_reminder`'s arguments.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

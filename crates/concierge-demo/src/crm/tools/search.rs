@@ -5,11 +5,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Outcome, contact_json, contact_line, member_arg, plural, text_arg};
+use super::{Outcome, contact_json, contact_line, member_arg, text_arg};
 use crate::crm::find::{find_company, name_fits};
 use crate::crm::store::{Contact, CrmStore};
 use crate::dates::parse_date;
-use crate::toolkit::{db_tool, failed, invalid, read_only};
+use crate::toolkit::{db_tool, failed, invalid, plural, read_only};
 
 /// `search_contacts`'s filters (all optional; without any, every contact).
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
