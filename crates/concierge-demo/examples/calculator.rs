@@ -1,4 +1,4 @@
-//! Seed 001's calculator through the runtime API, offline: first on its
+//! The calculator through the runtime API, offline: first on its
 //! rules (no model at all), then with the LLM planner driven by a scripted
 //! model (a test double standing in for a provider).
 //!

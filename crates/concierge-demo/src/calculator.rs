@@ -1,4 +1,4 @@
-//! Seed 001's calculator: one tool, one agent that runs with or without a model.
+//! The calculator: one tool, one agent that runs with or without a model.
 
 use std::fmt;
 
@@ -212,7 +212,7 @@ pub fn intents() -> Intents {
         .example("square root of 16")
 }
 
-/// The calculator agent: seed 001's example. With a model it plans with the
+/// The calculator agent, the smallest whole agent. With a model it plans with the
 /// model; without one, its rules map text such as `calculate 5 + 3` to the tool.
 pub fn agent() -> AgentSpec {
     let rules = Rules::new()

@@ -15,11 +15,12 @@
 pub mod calculator;
 pub mod crm;
 pub mod dates;
+pub mod domain_db;
 pub mod finance;
 pub mod food;
 pub mod hint_game;
 pub mod hr;
-pub mod seeded_db;
+pub mod money;
 pub mod tasks;
 mod toolkit;
 pub mod travel;

@@ -1,8 +1,8 @@
 //! Every tool of the assistant's catalogue, checked the way a call is: a
 //! call missing a required field fails with an error naming that field, and
-//! the coercions seed 000 asks for work on every field they apply to —
-//! numbers written as text ("3", "$3", "three"), dates in words where the
-//! schema says `format: "date"`.
+//! the coercions of `docs/agents.md` ("Tools as the model sees them") work
+//! on every field they apply to — numbers written as text ("3", "$3",
+//! "three"), dates in words where the schema says `format: "date"`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 

@@ -1,4 +1,4 @@
-//! Seed 002's CRM (`examples/crm/`): its agents loaded from the example's
+//! The CRM (`examples/crm/`): its agents loaded from the example's
 //! files, its tools over a SQLite file in a temp dir, run through the
 //! runtime on rules and with a scripted model. Every flow is checked in the CRM's rows afterwards.
 
@@ -237,7 +237,7 @@ async fn query_shows_my_overdue_contacts_and_writes_nothing() {
     let reply = fx.reply("query", "s4", "who works at Acme?").await;
     assert!(reply.contains("John Smith") && reply.contains("Sarah Lee"), "{reply}");
     assert_eq!(fx.crm(), before);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 // ------------------------------------------------------------------ specialists with a model
@@ -360,7 +360,8 @@ async fn the_readmes_other_phrasings_work_on_rules() {
 
 // ------------------------------------------------------------------ the router on rules
 
-/// Seed 002's router replies never name a specialist or say it hands over.
+/// The router's replies never name a specialist or say it hands over: the
+/// person talks to one CRM.
 fn assert_clean(reply: &str) {
     for word in [
         "interaction",
@@ -474,7 +475,7 @@ async fn router_shows_my_overdue_contacts_and_writes_nothing() {
     );
     assert_clean(&reply);
     assert_eq!(fx.crm(), before);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! Seed 002's CRM tools called directly (no runtime, no model) over a
+//! The CRM's tools called directly (no runtime, no model) over a
 //! SQLite file in a temp dir: each change is checked in the rows afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -107,7 +107,7 @@ async fn a_call_with_mike_yesterday_is_logged_on_the_day_before() {
     .unwrap();
     assert_eq!(again, out);
     assert_eq!(fx.crm().interactions.len(), before.interactions.len() + 1);
-    assert_eq!(fx.store.applied_count().unwrap(), 1);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 1);
 }
 
 #[tokio::test]
@@ -195,7 +195,7 @@ async fn two_johns_are_a_choice_and_the_chosen_id_logs_it() {
         (json!(1), json!(2))
     );
     assert_eq!(fx.crm(), before, "nothing written before the choice");
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 
     // The person says "2": the same call again with the chosen id filled in.
     let mut chosen = args;
@@ -379,7 +379,7 @@ async fn my_overdue_contacts_are_the_asking_members_and_nothing_is_written() {
         .unwrap();
     assert_eq!(week["contacts"][0]["name"], "John Smith");
     assert_eq!(fx.crm(), before);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 #[tokio::test]

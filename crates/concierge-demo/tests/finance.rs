@@ -1,4 +1,4 @@
-//! Seed 000's finance goal through the assistant's hub (first messages name
+//! The assistant's finance goal through the assistant's hub (first messages name
 //! no agent), on rules and with a scripted model; finance.db checked afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

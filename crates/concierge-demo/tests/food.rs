@@ -1,4 +1,4 @@
-//! Seed 000's food ordering goal through the assistant's hub (first
+//! The assistant's food ordering goal through the assistant's hub (first
 //! messages name no agent), on rules and with a scripted model; food.db
 //! checked afterwards.
 

@@ -1,4 +1,4 @@
-//! Seed 000's hint game (`examples/assistant/agents/hint_game.toml`)
+//! The assistant's hint game (`examples/assistant/agents/hint_game.toml`)
 //! through the hub of the assistant, on rules and with a scripted model:
 //! the place comes from the session's id, the hints and guesses are rows
 //! in SQLite (a game survives a restart of the runtime), and guessing the

@@ -1,4 +1,4 @@
-//! Seed 000's HR goal through the assistant's hub (first messages name no
+//! The assistant's HR goal through the assistant's hub (first messages name no
 //! agent), on rules and with a scripted model; hr.db checked afterwards.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]

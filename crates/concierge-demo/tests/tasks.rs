@@ -1,4 +1,4 @@
-//! Seed 004's task manager (`examples/tasks/`): its agents loaded from the
+//! The task manager (`examples/tasks/`): its agents loaded from the
 //! example's files, its tools over a SQLite file in a temp dir, run through
 //! the runtime on rules and with a scripted model. Every change is checked
 //! in the task database afterwards.
@@ -181,7 +181,7 @@ async fn rules_an_ambiguous_title_asks_which_one_and_the_second_picks_it() {
     );
     assert!(reply.contains("\n2. #5 'Fix logout button alignment'"), "{reply}");
     assert!(fx.tasks().iter().all(|t| t.status != Status::Done || t.id == 6));
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 
     // "The second" picks #5; the change is then asked about, naming it.
     let out = fx.run("task", "s1", "the second").await;
@@ -229,7 +229,7 @@ async fn rules_an_unknown_title_suggests_the_closest() {
         reply.starts_with("No task matches 'the printer toner order'. The closest: #3"),
         "{reply}"
     );
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
 }
 
 #[tokio::test]
@@ -398,7 +398,7 @@ async fn a_retried_change_with_the_same_key_changes_nothing_twice() {
         .await;
     assert_eq!(done, retried);
     assert_eq!(fx.task(9).status, Status::Todo, "the retry did not complete it again");
-    assert_eq!(fx.store.applied_count().unwrap(), 4);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 4);
 }
 
 #[tokio::test]
@@ -720,7 +720,7 @@ async fn hub_small_talk_goes_to_general() {
     assert_eq!(out.agent.as_str(), "general");
     assert!(out.reply.unwrap().starts_with("Hello!"));
     assert_eq!(fx.tasks().len(), 8);
-    assert_eq!(fx.store.applied_count().unwrap(), 0, "small talk changes nothing");
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0, "small talk changes nothing");
 }
 
 #[tokio::test]
@@ -738,7 +738,7 @@ async fn hub_no_after_a_fuzzy_match_offers_the_next_candidates() {
         "{reply}"
     );
     assert_eq!(fx.task(1).status, Status::Todo);
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
     // The person picks the next candidate by its number.
     let out = say(&fx, "h1", "complete #5").await;
     assert_eq!(

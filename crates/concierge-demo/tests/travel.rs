@@ -1,4 +1,4 @@
-//! Seed 000's travel goals (`examples/assistant/agents/travel_*.toml`)
+//! The assistant's travel goals (`examples/assistant/agents/travel_*.toml`)
 //! through the hub of the assistant: a first message that names no agent,
 //! the event → flight → invoice and fixture → train → invoice flows, on
 //! rules and with a scripted model. The invoices are checked in the travel
@@ -175,7 +175,7 @@ async fn rules_event_then_flight_then_invoice_after_yes() {
     assert_eq!(invoice.currency, "AUD");
     assert_eq!(invoice.created_at, now());
     assert_eq!(invoice.due_on, day(3, 6));
-    assert_eq!(fx.store.applied_count().unwrap(), 1);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 1);
     // The invoice completed the goal: the conversation is back at the hub.
     assert_eq!(fx.agent_of("t1").await, "hub");
 }
@@ -265,7 +265,7 @@ async fn rules_a_declined_booking_writes_nothing_and_the_trip_goes_on() {
     let out = fx.say("d1", "no").await;
     assert_eq!(out.reply.as_deref(), Some("OK, I did not do that."));
     assert!(fx.invoices().is_empty());
-    assert_eq!(fx.store.applied_count().unwrap(), 0);
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0);
     assert_eq!(fx.agent_of("d1").await, "travel_events", "the goal is not met yet");
     // Another flight by its number, same day.
     let out = fx.say("d1", "book SX100").await;

@@ -172,5 +172,5 @@ fn killed_inside_create_invoice_after_its_write_the_invoice_exists_once() {
     let store = store(dir.path());
     let invoices = store.invoices().unwrap();
     assert_eq!(invoices, written, "one invoice, as if the tool ran once");
-    assert_eq!(store.applied_count().unwrap(), 1);
+    assert_eq!(store.db().applied_count().unwrap(), 1);
 }

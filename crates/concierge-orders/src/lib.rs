@@ -1,5 +1,5 @@
-//! A business-orders MCP server, built the way seed 000's tool team builds
-//! one: a separate program any MCP client can use, here over stdio or
+//! A business-orders MCP server, built the way a tool team ships one (see
+//! `docs/mcp.md`): a separate program any MCP client can use, here over stdio or
 //! streamable HTTP. It serves:
 //!
 //! - `GetOrder`: one order (items, total, status, shipment);
@@ -14,6 +14,7 @@
 //! `CONCIERGE_ORDERS_DB`), created and seeded with fictional customers,
 //! orders and shipments on first use.
 
+mod seed;
 pub mod server;
 pub mod store;
 pub mod tools;

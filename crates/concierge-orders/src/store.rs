@@ -1,18 +1,26 @@
 //! The orders database: customers, their orders (with items), shipments
 //! (with tracking events) and the history of status changes, in one SQLite
-//! file created and seeded with fictional data on first use. Status changes
-//! are recorded under the caller's idempotency key in the same transaction,
-//! so a retried call changes nothing twice.
+//! file created and seeded with fictional data on first use (see
+//! `seed.rs`). It is a [`DomainDb`] like the demo's domains: the same file
+//! handling, clock and idempotent apply, so a retried status change changes
+//! nothing twice.
+//!
+//! [`OrderStore`] holds its [`DomainDb`] itself rather than being a
+//! `concierge_demo::domain_db::Store<...>`: a crate cannot add methods to a
+//! type of another crate.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::str::FromStr;
-use std::time::Duration;
 
-use chrono::{Days, Local, NaiveDate, NaiveDateTime, NaiveTime};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use chrono::{NaiveDate, NaiveDateTime};
+use concierge_demo::domain_db::{
+    DbSpec, DomainDb, SeedMark, add_days, read_day, read_time, rows, stored_day, stored_time,
+};
+use rusqlite::{OptionalExtension, Row, ToSql, params};
 use serde::Serialize;
-use serde_json::Value;
+
+pub use concierge_demo::domain_db::{Applied, StoreError};
 
 /// The environment variable naming the orders database.
 pub const DB_ENV: &str = "CONCIERGE_ORDERS_DB";
@@ -21,9 +29,6 @@ pub const DEFAULT_DB: &str = "orders.db";
 /// The environment variable that pins "today" (`YYYY-MM-DD`): the day the
 /// data is seeded relative to and changes are dated with (tests, demos).
 pub const TODAY_ENV: &str = "CONCIERGE_ORDERS_TODAY";
-
-const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
-const DATE_FORMAT: &str = "%Y-%m-%d";
 
 /// Where an order stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
@@ -219,228 +224,122 @@ pub struct StatusChange {
     pub at: NaiveDateTime,
 }
 
-/// Why the orders database could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// SQLite failed.
-    #[error(
-        "The orders database at {path} could not be used: {message}. Check that the file is writable, or set {DB_ENV} to another path."
-    )]
-    Database {
-        /// The database's path.
-        path: String,
-        /// What SQLite said.
-        message: String,
-    },
-    /// A row held something this version cannot read.
-    #[error("The orders database at {path} holds a row this version cannot read ({message}).")]
-    Corrupt {
-        /// The database's path.
-        path: String,
-        /// What was wrong.
-        message: String,
-    },
-}
+/// What the orders database is.
+const DB: DbSpec = DbSpec::new("orders", DB_ENV, DEFAULT_DB, SCHEMA)
+    .seeded(crate::seed::seed, SeedMark::Day)
+    .today_from(TODAY_ENV);
 
-/// What a status change came to.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Applied {
-    /// The status changed (or a call with the same key changed it before):
-    /// this is the result, recorded under the key.
-    Changed(Value),
-    /// Nothing changed: this is why (no such order, a move the order cannot
-    /// make, the status it already has). Not recorded, so a retry looks again.
-    Unchanged(String),
-}
-
-/// The orders database: a file path and the clock that dates changes.
+/// The orders database: its file, its clock and its reads and changes.
 #[derive(Clone, Debug)]
 pub struct OrderStore {
-    path: PathBuf,
-    now: Option<NaiveDateTime>,
+    db: DomainDb,
 }
 
 impl OrderStore {
     /// The database at `path` (created and seeded on first use), dated by
     /// the local clock, or by [`TODAY_ENV`] when it is set.
     pub fn open(path: impl Into<PathBuf>) -> Self {
-        let pinned = std::env::var(TODAY_ENV)
-            .ok()
-            .and_then(|day| NaiveDate::parse_from_str(day.trim(), DATE_FORMAT).ok())
-            .map(|day| day.and_time(NaiveTime::from_hms_opt(12, 0, 0).unwrap_or(NaiveTime::MIN)));
         Self {
-            path: path.into(),
-            now: pinned,
+            db: DomainDb::open(DB, path),
         }
     }
 
     /// The database named by `CONCIERGE_ORDERS_DB`, else `orders.db` in the working directory.
     pub fn from_env() -> Self {
-        let path = std::env::var_os(DB_ENV)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-        Self::open(path)
+        Self {
+            db: DomainDb::from_env(DB),
+        }
     }
 
     /// Dates everything at `now` instead of the clock (tests).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.now = Some(now);
-        self
+    pub fn at(self, now: NaiveDateTime) -> Self {
+        Self { db: self.db.at(now) }
     }
 
-    /// The database's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The time changes are dated with.
-    pub fn now(&self) -> NaiveDateTime {
-        self.now.unwrap_or_else(|| Local::now().naive_local())
-    }
-
-    fn db_error(&self, e: impl fmt::Display) -> StoreError {
-        StoreError::Database {
-            path: self.path.display().to_string(),
-            message: e.to_string(),
-        }
-    }
-
-    fn corrupt(&self, message: impl Into<String>) -> StoreError {
-        StoreError::Corrupt {
-            path: self.path.display().to_string(),
-            message: message.into(),
-        }
-    }
-
-    /// Opens the file, creating the tables and seeding the data on first use.
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let mut conn = Connection::open(&self.path).map_err(|e| self.db_error(e))?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(|e| self.db_error(e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| self.db_error(e))?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db_error(e))?;
-        let seeded: Option<String> = tx
-            .query_row("SELECT value FROM meta WHERE key = 'seeded_on'", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.db_error(e))?;
-        if seeded.is_none() {
-            seed(&tx, self.now().date()).map_err(|e| self.db_error(e))?;
-        }
-        tx.commit().map_err(|e| self.db_error(e))?;
-        Ok(conn)
+    /// The file: its path, its clock and its changes applied once.
+    pub fn db(&self) -> &DomainDb {
+        &self.db
     }
 
     /// Creates and seeds the database if it is new.
     pub fn ensure(&self) -> Result<(), StoreError> {
-        self.connect().map(drop)
+        self.db.connect().map(drop)
     }
 
     /// A customer by id (`C100`, any case) or email address.
     pub fn customer(&self, id_or_email: &str) -> Result<Option<Customer>, StoreError> {
-        let conn = self.connect()?;
-        let wanted = id_or_email.trim();
-        conn.query_row(
-            "SELECT id, name, email, city FROM customers WHERE id = upper(?1) OR lower(email) = lower(?1)",
-            [wanted],
-            |r| {
-                Ok(Customer {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    email: r.get(2)?,
-                    city: r.get(3)?,
-                })
-            },
-        )
-        .optional()
-        .map_err(|e| self.db_error(e))
+        self.db.read(|conn| {
+            conn.query_row(
+                "SELECT id, name, email, city FROM customers WHERE id = upper(?1) OR lower(email) = lower(?1)",
+                [id_or_email.trim()],
+                customer,
+            )
+            .optional()
+        })
     }
 
     /// Every customer, by id.
     pub fn customers(&self) -> Result<Vec<Customer>, StoreError> {
-        let conn = self.connect()?;
-        let mut stmt = conn
-            .prepare("SELECT id, name, email, city FROM customers ORDER BY id")
-            .map_err(|e| self.db_error(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(Customer {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    email: r.get(2)?,
-                    city: r.get(3)?,
-                })
-            })
-            .map_err(|e| self.db_error(e))?;
-        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.db_error(e))
+        self.db.read(|conn| {
+            rows(
+                conn,
+                "SELECT id, name, email, city FROM customers ORDER BY id",
+                [],
+                customer,
+            )
+        })
     }
 
-    fn read_orders(
-        &self,
-        conn: &Connection,
-        filter: &str,
-        args: &[&dyn rusqlite::ToSql],
-    ) -> Result<Vec<Order>, StoreError> {
+    /// The orders `filter` (a `WHERE` clause over `o`, with `args`) selects,
+    /// newest first, with their items.
+    fn read_orders(&self, filter: &str, args: &[&dyn ToSql]) -> Result<Vec<Order>, StoreError> {
         let sql = format!(
             "SELECT o.id, o.customer_id, o.placed_on, o.status, o.total_cents, o.updated_at, s.tracking_number \
              FROM orders o LEFT JOIN shipments s ON s.order_id = o.id {filter} ORDER BY o.placed_on DESC, o.id DESC"
         );
-        let mut stmt = conn.prepare(&sql).map_err(|e| self.db_error(e))?;
-        let rows = stmt
-            .query_map(args, |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, i64>(4)?,
-                    r.get::<_, String>(5)?,
-                    r.get::<_, Option<String>>(6)?,
-                ))
-            })
-            .map_err(|e| self.db_error(e))?;
-        let mut orders = Vec::new();
-        for row in rows {
-            let (id, customer_id, placed_on, status, total_cents, updated_at, tracking_number) =
-                row.map_err(|e| self.db_error(e))?;
-            orders.push(Order {
-                id,
-                customer_id,
-                placed_on: NaiveDate::parse_from_str(&placed_on, DATE_FORMAT)
-                    .map_err(|e| self.corrupt(format!("order {id}'s date {placed_on:?}: {e}")))?,
-                status: status.parse().map_err(|e: String| self.corrupt(e))?,
-                total_cents,
-                items: Vec::new(),
-                tracking_number,
-                updated_at: NaiveDateTime::parse_from_str(&updated_at, TIME_FORMAT)
-                    .map_err(|e| self.corrupt(format!("order {id}'s time {updated_at:?}: {e}")))?,
-            });
-        }
-        let mut stmt = conn
-            .prepare("SELECT sku, name, quantity, unit_cents FROM order_items WHERE order_id = ?1 ORDER BY line")
-            .map_err(|e| self.db_error(e))?;
-        for order in &mut orders {
-            let items = stmt
-                .query_map([order.id], |r| {
-                    Ok(OrderItem {
-                        sku: r.get(0)?,
-                        name: r.get(1)?,
-                        quantity: r.get(2)?,
-                        unit_cents: r.get(3)?,
-                    })
+        let mut orders = self.db.select(
+            &sql,
+            args,
+            |r| {
+                let texts: (String, String, String) = (r.get(2)?, r.get(3)?, r.get(5)?);
+                Ok((r.get(0)?, r.get(1)?, texts, r.get(4)?, r.get(6)?))
+            },
+            |(id, customer_id, (placed_on, status, updated_at), total_cents, tracking_number)| {
+                Ok(Order {
+                    id,
+                    customer_id,
+                    placed_on: read_day(&placed_on).map_err(|e| format!("order {id}'s {e}"))?,
+                    status: status.parse()?,
+                    total_cents,
+                    items: Vec::new(),
+                    tracking_number,
+                    updated_at: read_time(&updated_at).map_err(|e| format!("order {id}'s {e}"))?,
                 })
-                .map_err(|e| self.db_error(e))?;
-            order.items = items.collect::<Result<Vec<_>, _>>().map_err(|e| self.db_error(e))?;
-        }
-        Ok(orders)
+            },
+        )?;
+        self.db.read(|conn| {
+            for order in &mut orders {
+                order.items = rows(
+                    conn,
+                    "SELECT sku, name, quantity, unit_cents FROM order_items WHERE order_id = ?1 ORDER BY line",
+                    [order.id],
+                    |r| {
+                        Ok(OrderItem {
+                            sku: r.get(0)?,
+                            name: r.get(1)?,
+                            quantity: r.get(2)?,
+                            unit_cents: r.get(3)?,
+                        })
+                    },
+                )?;
+            }
+            Ok(orders)
+        })
     }
 
     /// One order by number.
     pub fn order(&self, id: i64) -> Result<Option<Order>, StoreError> {
-        let conn = self.connect()?;
-        Ok(self.read_orders(&conn, "WHERE o.id = ?1", &[&id])?.into_iter().next())
+        Ok(self.read_orders("WHERE o.id = ?1", &[&id])?.into_iter().next())
     }
 
     /// A customer's orders, newest first, placed between `since` and `until`
@@ -452,12 +351,10 @@ impl OrderStore {
         until: Option<NaiveDate>,
         status: Option<OrderStatus>,
     ) -> Result<Vec<Order>, StoreError> {
-        let conn = self.connect()?;
-        let since = since.map(|d| d.format(DATE_FORMAT).to_string());
-        let until = until.map(|d| d.format(DATE_FORMAT).to_string());
+        let since = since.map(stored_day);
+        let until = until.map(stored_day);
         let status = status.map(OrderStatus::as_str);
         self.read_orders(
-            &conn,
             "WHERE o.customer_id = ?1 AND (?2 IS NULL OR o.placed_on >= ?2) AND (?3 IS NULL OR o.placed_on <= ?3) \
              AND (?4 IS NULL OR o.status = ?4)",
             &[&customer_id, &since, &until, &status],
@@ -466,120 +363,87 @@ impl OrderStore {
 
     /// A shipment by tracking number (any case).
     pub fn shipment(&self, tracking_number: &str) -> Result<Option<Shipment>, StoreError> {
-        let conn = self.connect()?;
-        self.read_shipment(&conn, "tracking_number = upper(?1)", &tracking_number.trim())
+        self.read_shipment("tracking_number = upper(?1)", &tracking_number.trim())
     }
 
     /// The shipment of an order, if it shipped.
     pub fn shipment_of(&self, order_id: i64) -> Result<Option<Shipment>, StoreError> {
-        let conn = self.connect()?;
-        self.read_shipment(&conn, "order_id = ?1", &order_id)
+        self.read_shipment("order_id = ?1", &order_id)
     }
 
-    fn read_shipment(
-        &self,
-        conn: &Connection,
-        filter: &str,
-        arg: &dyn rusqlite::ToSql,
-    ) -> Result<Option<Shipment>, StoreError> {
-        let row = conn
-            .query_row(
-                &format!(
-                    "SELECT tracking_number, order_id, carrier, shipped_on, estimated_delivery, delivered_on \
-                     FROM shipments WHERE {filter}"
-                ),
-                [arg],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, Option<String>>(5)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(|e| self.db_error(e))?;
-        let Some((tracking_number, order_id, carrier, shipped_on, estimated, delivered)) = row else {
+    /// The shipment `filter` (a `WHERE` clause, with `arg`) selects, with its scans.
+    fn read_shipment(&self, filter: &str, arg: &dyn ToSql) -> Result<Option<Shipment>, StoreError> {
+        let found = self.db.select(
+            &format!(
+                "SELECT tracking_number, order_id, carrier, shipped_on, estimated_delivery, delivered_on \
+                 FROM shipments WHERE {filter}"
+            ),
+            [arg],
+            |r| {
+                let days: (String, String, Option<String>) = (r.get(3)?, r.get(4)?, r.get(5)?);
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, days))
+            },
+            |(tracking_number, order_id, carrier, (shipped_on, estimated, delivered)): (String, _, _, _)| {
+                let date = |s: &str| read_day(s).map_err(|e| format!("shipment {tracking_number}'s {e}"));
+                Ok(Shipment {
+                    order_id,
+                    carrier,
+                    shipped_on: date(&shipped_on)?,
+                    estimated_delivery: date(&estimated)?,
+                    delivered_on: delivered.as_deref().map(date).transpose()?,
+                    events: Vec::new(),
+                    tracking_number,
+                })
+            },
+        )?;
+        let Some(mut shipment) = found.into_iter().next() else {
             return Ok(None);
         };
-        let date = |s: &str| {
-            NaiveDate::parse_from_str(s, DATE_FORMAT)
-                .map_err(|e| self.corrupt(format!("shipment {tracking_number}'s date {s:?}: {e}")))
-        };
-        let mut stmt = conn
-            .prepare("SELECT at, location, description FROM tracking_events WHERE tracking_number = ?1 ORDER BY at, id")
-            .map_err(|e| self.db_error(e))?;
-        let rows = stmt
-            .query_map([&tracking_number], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
-            })
-            .map_err(|e| self.db_error(e))?;
-        let mut events = Vec::new();
-        for row in rows {
-            let (at, location, description) = row.map_err(|e| self.db_error(e))?;
-            events.push(TrackingEvent {
-                at: NaiveDateTime::parse_from_str(&at, TIME_FORMAT)
-                    .map_err(|e| self.corrupt(format!("tracking time {at:?}: {e}")))?,
-                location,
-                description,
-            });
-        }
-        Ok(Some(Shipment {
-            order_id,
-            carrier,
-            shipped_on: date(&shipped_on)?,
-            estimated_delivery: date(&estimated)?,
-            delivered_on: delivered.as_deref().map(date).transpose()?,
-            events,
-            tracking_number,
-        }))
+        shipment.events = self.db.select(
+            "SELECT at, location, description FROM tracking_events WHERE tracking_number = ?1 ORDER BY at, id",
+            [&shipment.tracking_number],
+            |r| Ok((r.get::<_, String>(0)?, r.get(1)?, r.get(2)?)),
+            |(at, location, description)| {
+                Ok(TrackingEvent {
+                    at: read_time(&at).map_err(|e| format!("tracking {e}"))?,
+                    location,
+                    description,
+                })
+            },
+        )?;
+        Ok(Some(shipment))
     }
 
     /// Every status change of an order, oldest first.
     pub fn status_changes(&self, order_id: i64) -> Result<Vec<StatusChange>, StoreError> {
-        let conn = self.connect()?;
-        let mut stmt = conn
-            .prepare("SELECT from_status, to_status, note, at FROM status_changes WHERE order_id = ?1 ORDER BY id")
-            .map_err(|e| self.db_error(e))?;
-        let rows = stmt
-            .query_map([order_id], |r| {
+        self.db.select(
+            "SELECT from_status, to_status, note, at FROM status_changes WHERE order_id = ?1 ORDER BY id",
+            [order_id],
+            |r| {
                 Ok((
                     r.get::<_, String>(0)?,
                     r.get::<_, String>(1)?,
-                    r.get::<_, Option<String>>(2)?,
+                    r.get(2)?,
                     r.get::<_, String>(3)?,
                 ))
-            })
-            .map_err(|e| self.db_error(e))?;
-        let mut changes = Vec::new();
-        for row in rows {
-            let (from, to, note, at) = row.map_err(|e| self.db_error(e))?;
-            changes.push(StatusChange {
-                order_id,
-                from: from.parse().map_err(|e: String| self.corrupt(e))?,
-                to: to.parse().map_err(|e: String| self.corrupt(e))?,
-                note,
-                at: NaiveDateTime::parse_from_str(&at, TIME_FORMAT)
-                    .map_err(|e| self.corrupt(format!("change time {at:?}: {e}")))?,
-            });
-        }
-        Ok(changes)
-    }
-
-    /// How many calls changed something (rows in the idempotency table).
-    pub fn applied_count(&self) -> Result<i64, StoreError> {
-        let conn = self.connect()?;
-        conn.query_row("SELECT COUNT(*) FROM applied_calls", [], |r| r.get(0))
-            .map_err(|e| self.db_error(e))
+            },
+            |(from, to, note, at)| {
+                Ok(StatusChange {
+                    order_id,
+                    from: from.parse()?,
+                    to: to.parse()?,
+                    note,
+                    at: read_time(&at).map_err(|e| format!("change {e}"))?,
+                })
+            },
+        )
     }
 
     /// Moves order `order_id` to `status`, in one transaction: the order's
     /// status, a row in its history, and (shipping) a new shipment or
     /// (delivering) the shipment's arrival. With `key`, a call whose key was
-    /// applied before returns that call's result and changes nothing.
+    /// applied before returns that call's result and changes nothing (see
+    /// [`DomainDb::apply`]).
     pub fn update_status(
         &self,
         order_id: i64,
@@ -587,112 +451,107 @@ impl OrderStore {
         note: Option<&str>,
         key: Option<&str>,
     ) -> Result<Applied, StoreError> {
-        let mut conn = self.connect()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db_error(e))?;
-        if let Some(key) = key {
-            let earlier: Option<String> = tx
-                .query_row("SELECT result FROM applied_calls WHERE key = ?1", [key], |r| r.get(0))
+        self.db.apply(key, "UpdateOrderStatus", |tx, now| {
+            let error = |e: rusqlite::Error| self.db.error(e);
+            let current: Option<String> = tx
+                .query_row("SELECT status FROM orders WHERE id = ?1", [order_id], |r| r.get(0))
                 .optional()
-                .map_err(|e| self.db_error(e))?;
-            if let Some(result) = earlier {
-                let value = serde_json::from_str(&result).map_err(|e| self.corrupt(e.to_string()))?;
-                return Ok(Applied::Changed(value));
-            }
-        }
-        let now = self.now();
-        let current: Option<String> = tx
-            .query_row("SELECT status FROM orders WHERE id = ?1", [order_id], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.db_error(e))?;
-        let Some(current) = current else {
-            return Ok(Applied::Unchanged(format!("There is no order {order_id}.")));
-        };
-        let current: OrderStatus = current.parse().map_err(|e: String| self.corrupt(e))?;
-        if current == status {
-            return Ok(Applied::Unchanged(format!(
-                "Order {order_id} is already {status}; nothing changed."
-            )));
-        }
-        if !current.next().contains(&status) {
-            let next: Vec<&str> = current.next().iter().map(|s| s.as_str()).collect();
-            let options = if next.is_empty() {
-                "it cannot change any more".to_string()
-            } else {
-                format!("it can only become {}", next.join(" or "))
+                .map_err(error)?;
+            let Some(current) = current else {
+                return Ok(Applied::Unchanged(format!("There is no order {order_id}.")));
             };
-            return Ok(Applied::Unchanged(format!(
-                "Order {order_id} is {current}, so it cannot become {status}; {options}."
-            )));
-        }
-        let stamp = now.format(TIME_FORMAT).to_string();
-        let today = now.date();
-        tx.execute(
-            "UPDATE orders SET status = ?1, updated_at = ?2 WHERE id = ?3",
-            params![status.as_str(), stamp, order_id],
-        )
-        .map_err(|e| self.db_error(e))?;
-        tx.execute(
-            "INSERT INTO status_changes (order_id, from_status, to_status, note, at, idempotency_key) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![order_id, current.as_str(), status.as_str(), note, stamp, key],
-        )
-        .map_err(|e| self.db_error(e))?;
-        let mut tracking = None;
-        match status {
-            OrderStatus::Shipped => {
-                let number = tracking_number(order_id);
-                tx.execute(
-                    "INSERT OR REPLACE INTO shipments (tracking_number, order_id, carrier, shipped_on, estimated_delivery, delivered_on) \
-                     VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
-                    params![number, order_id, CARRIER, date(today), date(add_days(today, 4))],
-                )
-                .map_err(|e| self.db_error(e))?;
-                tx.execute(
-                    "INSERT INTO tracking_events (tracking_number, at, location, description) VALUES (?1, ?2, ?3, ?4)",
-                    params![number, stamp, WAREHOUSE, "Label created, waiting for pickup"],
-                )
-                .map_err(|e| self.db_error(e))?;
-                tracking = Some(number);
+            let current: OrderStatus = current.parse().map_err(|e: String| self.db.corrupt(e))?;
+            if let Some(why) = refusal(order_id, current, status) {
+                return Ok(Applied::Unchanged(why));
             }
-            OrderStatus::Delivered => {
-                tx.execute(
-                    "UPDATE shipments SET delivered_on = ?1 WHERE order_id = ?2",
-                    params![date(today), order_id],
-                )
-                .map_err(|e| self.db_error(e))?;
-                tx.execute(
-                    "INSERT INTO tracking_events (tracking_number, at, location, description) \
-                     SELECT tracking_number, ?1, 'Front door', 'Delivered' FROM shipments WHERE order_id = ?2",
-                    params![stamp, order_id],
-                )
-                .map_err(|e| self.db_error(e))?;
-            }
-            _ => {}
-        }
-        let mut message = format!("Order {order_id} is now {status} (it was {current}).");
-        if let Some(number) = &tracking {
-            message.push_str(&format!(" Its tracking number is {number}."));
-        }
-        let result = serde_json::json!({
-            "message": message,
-            "order_id": order_id,
-            "previous_status": current.as_str(),
-            "status": status.as_str(),
-            "tracking_number": tracking,
-            "changed_at": stamp,
-        });
-        if let Some(key) = key {
+            let stamp = stored_time(now);
+            let today = now.date();
             tx.execute(
-                "INSERT INTO applied_calls (key, tool, result, applied_at) VALUES (?1, 'UpdateOrderStatus', ?2, ?3)",
-                params![key, result.to_string(), stamp],
+                "UPDATE orders SET status = ?1, updated_at = ?2 WHERE id = ?3",
+                params![status.as_str(), stamp, order_id],
             )
-            .map_err(|e| self.db_error(e))?;
-        }
-        tx.commit().map_err(|e| self.db_error(e))?;
-        Ok(Applied::Changed(result))
+            .map_err(error)?;
+            tx.execute(
+                "INSERT INTO status_changes (order_id, from_status, to_status, note, at, idempotency_key) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![order_id, current.as_str(), status.as_str(), note, stamp, key],
+            )
+            .map_err(error)?;
+            let mut tracking = None;
+            match status {
+                OrderStatus::Shipped => {
+                    let number = tracking_number(order_id);
+                    tx.execute(
+                        "INSERT OR REPLACE INTO shipments (tracking_number, order_id, carrier, shipped_on, estimated_delivery, delivered_on) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, NULL)",
+                        params![number, order_id, CARRIER, stored_day(today), stored_day(add_days(today, 4))],
+                    )
+                    .map_err(error)?;
+                    tx.execute(
+                        "INSERT INTO tracking_events (tracking_number, at, location, description) VALUES (?1, ?2, ?3, ?4)",
+                        params![number, stamp, WAREHOUSE, "Label created, waiting for pickup"],
+                    )
+                    .map_err(error)?;
+                    tracking = Some(number);
+                }
+                OrderStatus::Delivered => {
+                    tx.execute(
+                        "UPDATE shipments SET delivered_on = ?1 WHERE order_id = ?2",
+                        params![stored_day(today), order_id],
+                    )
+                    .map_err(error)?;
+                    tx.execute(
+                        "INSERT INTO tracking_events (tracking_number, at, location, description) \
+                         SELECT tracking_number, ?1, 'Front door', 'Delivered' FROM shipments WHERE order_id = ?2",
+                        params![stamp, order_id],
+                    )
+                    .map_err(error)?;
+                }
+                _ => {}
+            }
+            let mut message = format!("Order {order_id} is now {status} (it was {current}).");
+            if let Some(number) = &tracking {
+                message.push_str(&format!(" Its tracking number is {number}."));
+            }
+            Ok(Applied::Changed(serde_json::json!({
+                "message": message,
+                "order_id": order_id,
+                "previous_status": current.as_str(),
+                "status": status.as_str(),
+                "tracking_number": tracking,
+                "changed_at": stamp,
+            })))
+        })
     }
+}
+
+/// Why an order in `current` cannot become `status`, if it cannot.
+fn refusal(order_id: i64, current: OrderStatus, status: OrderStatus) -> Option<String> {
+    if current == status {
+        return Some(format!("Order {order_id} is already {status}; nothing changed."));
+    }
+    if current.next().contains(&status) {
+        return None;
+    }
+    let next: Vec<&str> = current.next().iter().map(|s| s.as_str()).collect();
+    let options = if next.is_empty() {
+        "it cannot change any more".to_string()
+    } else {
+        format!("it can only become {}", next.join(" or "))
+    };
+    Some(format!(
+        "Order {order_id} is {current}, so it cannot become {status}; {options}."
+    ))
+}
+
+/// A customer row: id, name, email, city.
+fn customer(r: &Row<'_>) -> rusqlite::Result<Customer> {
+    Ok(Customer {
+        id: r.get(0)?,
+        name: r.get(1)?,
+        email: r.get(2)?,
+        city: r.get(3)?,
+    })
 }
 
 /// Cents for people: `$107.50`.
@@ -707,20 +566,10 @@ pub fn tracking_number(order_id: i64) -> String {
     format!("PX{}US", 40_000 + order_id)
 }
 
-const CARRIER: &str = "Parcel Express";
-const WAREHOUSE: &str = "Portland, OR warehouse";
-
-fn date(day: NaiveDate) -> String {
-    day.format(DATE_FORMAT).to_string()
-}
-
-fn add_days(day: NaiveDate, days: i64) -> NaiveDate {
-    if days >= 0 {
-        day.checked_add_days(Days::new(days.unsigned_abs())).unwrap_or(day)
-    } else {
-        day.checked_sub_days(Days::new(days.unsigned_abs())).unwrap_or(day)
-    }
-}
+/// The carrier every package goes with.
+pub(crate) const CARRIER: &str = "Parcel Express";
+/// Where every package leaves from.
+pub(crate) const WAREHOUSE: &str = "Portland, OR warehouse";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS customers (
@@ -770,177 +619,7 @@ CREATE TABLE IF NOT EXISTS status_changes (
     at TEXT NOT NULL,
     idempotency_key TEXT
 );
-CREATE TABLE IF NOT EXISTS applied_calls (
-    key TEXT PRIMARY KEY,
-    tool TEXT NOT NULL,
-    result TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
-
-/// A seed customer: id, name, email, city.
-const CUSTOMERS: &[(&str, &str, &str, &str)] = &[
-    ("C100", "Maya Chen", "maya.chen@example.com", "Denver, CO"),
-    ("C101", "Tom Okafor", "tom.okafor@example.com", "Austin, TX"),
-    ("C102", "Lena Fischer", "lena.fischer@example.com", "Chicago, IL"),
-];
-
-/// A seed order: number, customer, placed (days before the seeding day),
-/// status, items (sku, name, quantity, unit cents), and its shipment as
-/// (shipped, expected, delivered) in days relative to the seeding day.
-type SeedOrder = (
-    i64,
-    &'static str,
-    i64,
-    OrderStatus,
-    &'static [(&'static str, &'static str, i64, i64)],
-    Option<(i64, i64, Option<i64>)>,
-);
-
-const ORDERS: &[SeedOrder] = &[
-    (
-        1001,
-        "C100",
-        5,
-        OrderStatus::Shipped,
-        &[
-            ("SHOE-TR-42", "Trail running shoes", 1, 8900),
-            ("SOCK-WL-3", "Wool socks (3 pack)", 1, 1850),
-        ],
-        Some((-3, 2, None)),
-    ),
-    (
-        1002,
-        "C100",
-        1,
-        OrderStatus::Processing,
-        &[("BOTL-INS-1", "Insulated water bottle", 2, 2400)],
-        None,
-    ),
-    (
-        1003,
-        "C100",
-        30,
-        OrderStatus::Delivered,
-        &[("LAMP-HD-2", "Headlamp", 1, 3500)],
-        Some((-28, -25, Some(-25))),
-    ),
-    (
-        1004,
-        "C101",
-        2,
-        OrderStatus::Pending,
-        &[("GRND-ESP-1", "Espresso grinder", 1, 14900)],
-        None,
-    ),
-    (
-        1005,
-        "C101",
-        12,
-        OrderStatus::Delivered,
-        &[
-            ("PAN-CI-10", "Cast iron skillet", 1, 4200),
-            ("MITT-OV-2", "Oven mitts", 2, 950),
-        ],
-        Some((-11, -8, Some(-8))),
-    ),
-    (
-        1006,
-        "C102",
-        4,
-        OrderStatus::Shipped,
-        &[("HEAD-NC-7", "Noise-cancelling headphones", 1, 19900)],
-        Some((-2, 1, None)),
-    ),
-    (
-        1007,
-        "C102",
-        20,
-        OrderStatus::Cancelled,
-        &[("LAMP-DK-5", "Desk lamp", 1, 5500)],
-        None,
-    ),
-];
-
-/// Scans of a package in transit: (day offset from shipping, time, location, description).
-const IN_TRANSIT: &[(i64, &str, &str, &str)] = &[
-    (0, "09:10:00", WAREHOUSE, "Label created, waiting for pickup"),
-    (0, "17:40:00", "Portland, OR", "Picked up by Parcel Express"),
-    (
-        1,
-        "06:15:00",
-        "Salt Lake City, UT sorting hub",
-        "Arrived at sorting hub",
-    ),
-    (1, "22:05:00", "Salt Lake City, UT sorting hub", "Departed sorting hub"),
-];
-
-fn seed(tx: &Transaction<'_>, today: NaiveDate) -> rusqlite::Result<()> {
-    for (id, name, email, city) in CUSTOMERS {
-        tx.execute(
-            "INSERT OR IGNORE INTO customers (id, name, email, city) VALUES (?1, ?2, ?3, ?4)",
-            params![id, name, email, city],
-        )?;
-    }
-    for (id, customer, placed_ago, status, items, shipment) in ORDERS {
-        let placed = add_days(today, -placed_ago);
-        let total: i64 = items.iter().map(|(_, _, quantity, cents)| quantity * cents).sum();
-        let updated = shipment
-            .map(|(shipped, _, delivered)| add_days(today, delivered.unwrap_or(shipped)))
-            .unwrap_or(placed);
-        tx.execute(
-            "INSERT INTO orders (id, customer_id, placed_on, status, total_cents, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![id, customer, date(placed), status.as_str(), total, format!("{} 08:00:00", date(updated))],
-        )?;
-        for (line, (sku, name, quantity, cents)) in items.iter().enumerate() {
-            tx.execute(
-                "INSERT INTO order_items (order_id, line, sku, name, quantity, unit_cents) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![id, line as i64 + 1, sku, name, quantity, cents],
-            )?;
-        }
-        let Some((shipped, expected, delivered)) = shipment else {
-            continue;
-        };
-        let number = tracking_number(*id);
-        let shipped_on = add_days(today, *shipped);
-        tx.execute(
-            "INSERT INTO shipments (tracking_number, order_id, carrier, shipped_on, estimated_delivery, delivered_on) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![
-                number,
-                id,
-                CARRIER,
-                date(shipped_on),
-                date(add_days(today, *expected)),
-                delivered.map(|d| date(add_days(today, d)))
-            ],
-        )?;
-        for (offset, time, location, description) in IN_TRANSIT {
-            let day = add_days(shipped_on, *offset);
-            if day > today {
-                break;
-            }
-            tx.execute(
-                "INSERT INTO tracking_events (tracking_number, at, location, description) VALUES (?1, ?2, ?3, ?4)",
-                params![number, format!("{} {time}", date(day)), location, description],
-            )?;
-        }
-        if let Some(delivered) = delivered {
-            let (_, city, _, _) = CUSTOMERS
-                .iter()
-                .find(|c| c.0 == *customer)
-                .copied()
-                .unwrap_or(CUSTOMERS[0]);
-            tx.execute(
-                "INSERT INTO tracking_events (tracking_number, at, location, description) VALUES (?1, ?2, ?3, 'Delivered')",
-                params![number, format!("{} 14:30:00", date(add_days(today, *delivered))), city],
-            )?;
-        }
-    }
-    tx.execute("INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)", [date(today)])?;
-    Ok(())
-}
 
 #[cfg(test)]
 mod tests {
@@ -994,7 +673,7 @@ mod tests {
                 "Order 1007 is cancelled, so it cannot become shipped; it cannot change any more.".into()
             )
         );
-        assert_eq!(store.applied_count().unwrap(), 1);
+        assert_eq!(store.db().applied_count().unwrap(), 1);
         assert!("Canceled".parse::<OrderStatus>().is_ok());
         assert!("lost".parse::<OrderStatus>().unwrap_err().contains("pending"));
     }

@@ -1,4 +1,4 @@
-//! The orders goal of seed 000's assistant (`examples/assistant/agents/orders.toml`)
+//! The orders goal of the assistant (`examples/assistant/agents/orders.toml`)
 //! with the real `concierge-orders` server behind it: the assistant's runtime
 //! as `concierge` builds it in `examples/assistant/` (every goal file, the
 //! demo toolsets), conversations through the hub from a first message that
@@ -190,7 +190,7 @@ async fn hub_rules_where_is_my_order() {
         out.reply.as_deref(),
         Some("I could not do that: There is no order 42; order numbers look like 1001.")
     );
-    assert_eq!(fx.store.applied_count().unwrap(), 0, "lookups change nothing");
+    assert_eq!(fx.store.db().applied_count().unwrap(), 0, "lookups change nothing");
     fx.rt.shutdown().await;
 }
 
@@ -226,7 +226,7 @@ async fn hub_rules_cancel_an_order_after_yes() {
         (OrderStatus::Pending, OrderStatus::Cancelled)
     );
     assert_eq!(
-        fx.store.applied_count().unwrap(),
+        fx.store.db().applied_count().unwrap(),
         1,
         "recorded under concierge's idempotency key"
     );
@@ -495,5 +495,5 @@ fn killed_inside_update_order_status_the_order_changes_once() {
     );
     let changes = store.status_changes(1004).unwrap();
     assert_eq!(changes.len(), 1, "changed once: {changes:?}");
-    assert_eq!(store.applied_count().unwrap(), 1);
+    assert_eq!(store.db().applied_count().unwrap(), 1);
 }

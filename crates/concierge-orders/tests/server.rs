@@ -210,7 +210,7 @@ async fn exercise(client: &RunningService<RoleClient, ()>, db: &Path) {
     );
     assert_eq!(store.shipment_of(1002).unwrap().unwrap().carrier, "Parcel Express");
     assert_eq!(
-        store.applied_count().unwrap(),
+        store.db().applied_count().unwrap(),
         2,
         "k-1 and k-3; the refusal is not recorded"
     );

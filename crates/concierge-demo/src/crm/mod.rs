@@ -1,4 +1,4 @@
-//! Seed 002's CRM: contacts, companies, interactions, notes, reminders and
+//! The CRM of the `examples/crm/` demo: contacts, companies, interactions, notes, reminders and
 //! the team in a SQLite file, and the tools its router and its Interaction,
 //! Reminder, Update and Query specialists use. The agents themselves are
 //! files in `examples/crm/agents/`.
@@ -9,6 +9,7 @@
 //! fictional people on first use. "My" means the run's user (`--user maya`).
 
 pub mod find;
+mod seed;
 pub mod store;
 pub mod tools;
 

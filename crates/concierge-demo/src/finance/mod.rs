@@ -1,4 +1,4 @@
-//! Seed 000's finance goal: a bank's customers, accounts and balances in a
+//! The assistant's finance goal (`examples/assistant/`): a bank's customers, accounts and balances in a
 //! SQLite file, tools to check an account, show balances, move money and
 //! apply for a loan. The agent is `examples/assistant/agents/finance.toml`.
 //!

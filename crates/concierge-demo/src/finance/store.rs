@@ -2,13 +2,11 @@
 //! transfers and loan applications, in a SQLite file created and seeded
 //! with fictional customers on first use.
 
-use std::path::PathBuf;
-
 use chrono::NaiveDateTime;
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
-use crate::seeded_db::{Applied, SeededDb, StoreError};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, rows};
 
 /// The environment variable naming the finance database.
 pub const DB_ENV: &str = "CONCIERGE_FINANCE_DB";
@@ -91,46 +89,26 @@ pub struct LoanApplication {
     pub submitted_at: String,
 }
 
-/// The finance database.
-#[derive(Clone, Debug)]
-pub struct FinanceStore {
-    db: SeededDb,
+/// The bank, as a [`Store`] knows it: its database.
+#[derive(Clone, Copy, Debug)]
+pub enum Finance {}
+
+impl Domain for Finance {
+    const DB: DbSpec = DbSpec::new("finance", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
+/// The finance database.
+pub type FinanceStore = Store<Finance>;
+
 impl FinanceStore {
-    /// The database at `path` (created and seeded on first use).
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        Self {
-            db: SeededDb::new("finance", DB_ENV, SCHEMA, seed, path.into()),
-        }
-    }
-
-    /// The database named by `CONCIERGE_FINANCE_DB`, else `finance.db` in the working directory.
-    pub fn from_env() -> Self {
-        Self::open(SeededDb::path_from_env(DB_ENV, DEFAULT_DB))
-    }
-
-    /// Dates everything at `now` instead of the clock (tests, demos).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.db = self.db.at(now);
-        self
-    }
-
-    /// The file, its clock and its idempotency table.
-    pub fn db(&self) -> &SeededDb {
-        &self.db
-    }
-
     /// Every customer, by number.
     pub fn customers(&self) -> Result<Vec<Customer>, StoreError> {
-        let conn = self.db.connect()?;
-        customers(&conn).map_err(|e| self.db.error(e))
+        self.db().read(customers)
     }
 
     /// Every account, by number.
     pub fn accounts(&self) -> Result<Vec<Account>, StoreError> {
-        let conn = self.db.connect()?;
-        accounts(&conn).map_err(|e| self.db.error(e))
+        self.db().read(accounts)
     }
 
     /// One account by number.
@@ -140,86 +118,76 @@ impl FinanceStore {
 
     /// Every transfer, oldest first.
     pub fn transfers(&self) -> Result<Vec<Transfer>, StoreError> {
-        let conn = self.db.connect()?;
-        let mut stmt = conn
-            .prepare("SELECT id, from_account, to_account, amount_cents, made_at FROM transfers ORDER BY id")
-            .map_err(|e| self.db.error(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(Transfer {
-                    id: r.get(0)?,
-                    from_account: r.get(1)?,
-                    to_account: r.get(2)?,
-                    amount_cents: r.get(3)?,
-                    made_at: r.get(4)?,
-                })
-            })
-            .map_err(|e| self.db.error(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.db.error(e))
+        self.db().read(|conn| {
+            rows(
+                conn,
+                "SELECT id, from_account, to_account, amount_cents, made_at FROM transfers ORDER BY id",
+                [],
+                |r| {
+                    Ok(Transfer {
+                        id: r.get(0)?,
+                        from_account: r.get(1)?,
+                        to_account: r.get(2)?,
+                        amount_cents: r.get(3)?,
+                        made_at: r.get(4)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Every loan application, oldest first.
     pub fn loan_applications(&self) -> Result<Vec<LoanApplication>, StoreError> {
-        let conn = self.db.connect()?;
-        let mut stmt = conn
-            .prepare(
+        self.db().read(|conn| {
+            rows(
+                conn,
                 "SELECT id, customer_id, amount_cents, purpose, term_months, status, submitted_at \
                  FROM loan_applications ORDER BY id",
+                [],
+                |r| {
+                    Ok(LoanApplication {
+                        id: r.get(0)?,
+                        customer_id: r.get(1)?,
+                        amount_cents: r.get(2)?,
+                        purpose: r.get(3)?,
+                        term_months: r.get(4)?,
+                        status: r.get(5)?,
+                        submitted_at: r.get(6)?,
+                    })
+                },
             )
-            .map_err(|e| self.db.error(e))?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(LoanApplication {
-                    id: r.get(0)?,
-                    customer_id: r.get(1)?,
-                    amount_cents: r.get(2)?,
-                    purpose: r.get(3)?,
-                    term_months: r.get(4)?,
-                    status: r.get(5)?,
-                    submitted_at: r.get(6)?,
-                })
-            })
-            .map_err(|e| self.db.error(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.db.error(e))
-    }
-
-    /// Runs a change in one transaction, once per idempotency key (see [`SeededDb::apply`]).
-    pub fn apply<F>(&self, key: &str, tool: &str, change: F) -> Result<Applied, StoreError>
-    where
-        F: FnOnce(&Transaction<'_>, NaiveDateTime) -> Result<Applied, StoreError>,
-    {
-        self.db.apply(key, tool, change)
+        })
     }
 }
 
 /// Every customer in `conn`.
 pub(crate) fn customers(conn: &Connection) -> rusqlite::Result<Vec<Customer>> {
-    let mut stmt = conn.prepare("SELECT id, name, email FROM customers ORDER BY id")?;
-    let rows = stmt.query_map([], |r| {
+    rows(conn, "SELECT id, name, email FROM customers ORDER BY id", [], |r| {
         Ok(Customer {
             id: r.get(0)?,
             name: r.get(1)?,
             email: r.get(2)?,
         })
-    })?;
-    rows.collect()
+    })
 }
 
 /// Every account in `conn` (inside a transaction too).
 pub(crate) fn accounts(conn: &Connection) -> rusqlite::Result<Vec<Account>> {
-    let mut stmt =
-        conn.prepare("SELECT id, customer_id, kind, name, balance_cents, status FROM accounts ORDER BY id")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Account {
-            id: r.get(0)?,
-            customer_id: r.get(1)?,
-            kind: r.get(2)?,
-            name: r.get(3)?,
-            balance_cents: r.get(4)?,
-            status: r.get(5)?,
-        })
-    })?;
-    rows.collect()
+    rows(
+        conn,
+        "SELECT id, customer_id, kind, name, balance_cents, status FROM accounts ORDER BY id",
+        [],
+        |r| {
+            Ok(Account {
+                id: r.get(0)?,
+                customer_id: r.get(1)?,
+                kind: r.get(2)?,
+                name: r.get(3)?,
+                balance_cents: r.get(4)?,
+                status: r.get(5)?,
+            })
+        },
+    )
 }
 
 const SCHEMA: &str = "

@@ -1,5 +1,5 @@
-//! The bank's tools (seed 000's `FinCheckAccountIsValid`,
-//! `FinGetAccountBalances`, `FinMoveMoney`, `FinSubmitLoanApplication`).
+//! The bank's tools: check an account, show the balances, move money, apply
+//! for a loan.
 //! Every result is a JSON object with a `message` (a sentence for people,
 //! which the rules' answers show) and the data behind it.
 //!
@@ -13,9 +13,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{Account, Customer, DEFAULT_CUSTOMER, FinanceStore, accounts, customers};
-use crate::seeded_db::{Applied, answer, cents, db_tool, dollars, failed, names_person, stored_time, writes};
+use crate::domain_db::{Applied, stored_time};
+use crate::money::{cents, dollars};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The customer the run acts for: its user, else [`DEFAULT_CUSTOMER`].
@@ -235,25 +237,25 @@ db_tool!(
         let conn = store.db().connect().map_err(failed)?;
         let customer = customer(&conn, store, &cx)?;
         drop(conn);
-        let applied = store.apply(cx.idempotency_key.as_str(), MoveMoney::NAME, |tx, now| {
+        let applied = store.db().apply(cx.idempotency_key.as_str(), MoveMoney::NAME, |tx, now| {
             let all = accounts(tx).map_err(|e| store.db().error(e))?;
             let from = match find_account(&all, &customer, &args.from, false) {
                 Ok(a) => a,
-                Err(why) => return Ok(Applied::Refused(why)),
+                Err(why) => return Ok(Applied::Unchanged(why)),
             };
             let to = match find_account(&all, &customer, &args.to, true) {
                 Ok(a) => a,
-                Err(why) => return Ok(Applied::Refused(why)),
+                Err(why) => return Ok(Applied::Unchanged(why)),
             };
             if from.id == to.id {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "{} is both the source and the destination: name two different accounts.",
                     from.label()
                 )));
             }
             for account in [from, to] {
                 if !account.is_open() {
-                    return Ok(Applied::Refused(format!(
+                    return Ok(Applied::Unchanged(format!(
                         "{} is {}, so no money can move in or out of it.",
                         account.label(),
                         account.status
@@ -261,7 +263,7 @@ db_tool!(
                 }
             }
             if from.balance_cents < amount {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "{} has {}, less than {}: I did not move anything. Try a smaller amount.",
                     from.label(),
                     dollars(from.balance_cents),
@@ -275,7 +277,7 @@ db_tool!(
                 )
                 .map_err(|e| store.db().error(e))?;
             if debit != 1 {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "{} does not have {}: I did not move anything.",
                     from.label(),
                     dollars(amount)
@@ -353,7 +355,7 @@ db_tool!(
         let conn = store.db().connect().map_err(failed)?;
         let customer = customer(&conn, store, &cx)?;
         drop(conn);
-        let applied = store.apply(cx.idempotency_key.as_str(), SubmitLoanApplication::NAME, |tx, now| {
+        let applied = store.db().apply(cx.idempotency_key.as_str(), SubmitLoanApplication::NAME, |tx, now| {
             tx.execute(
                 "INSERT INTO loan_applications (customer_id, amount_cents, purpose, term_months, status, submitted_at) \
                  VALUES (?1, ?2, ?3, ?4, 'under_review', ?5)",

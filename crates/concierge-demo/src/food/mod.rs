@@ -1,4 +1,4 @@
-//! Seed 000's food ordering goal: a restaurant's menu, carts and orders in a
+//! The assistant's food ordering goal (`examples/assistant/`): a restaurant's menu, carts and orders in a
 //! SQLite file, tools to browse the menu, add to the cart, show it and check
 //! out. The agent is `examples/assistant/agents/food.toml`.
 //!

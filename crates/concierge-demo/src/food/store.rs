@@ -2,13 +2,11 @@
 //! run's user, else its session) and the orders placed, in a SQLite file
 //! created and seeded with a fictional menu on first use.
 
-use std::path::PathBuf;
-
 use chrono::NaiveDateTime;
-use rusqlite::{Connection, Transaction, params};
+use rusqlite::{Connection, Row, Transaction, params};
 use serde::Serialize;
 
-use crate::seeded_db::{Applied, SeededDb, StoreError};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, rows};
 
 /// The environment variable naming the food database.
 pub const DB_ENV: &str = "CONCIERGE_FOOD_DB";
@@ -71,101 +69,80 @@ pub struct Order {
     pub lines: Vec<CartLine>,
 }
 
-/// The food database.
-#[derive(Clone, Debug)]
-pub struct FoodStore {
-    db: SeededDb,
+/// The restaurant's menu, carts and orders, as a [`Store`] knows it: its database.
+#[derive(Clone, Copy, Debug)]
+pub enum Food {}
+
+impl Domain for Food {
+    const DB: DbSpec = DbSpec::new("food", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
+/// The food database.
+pub type FoodStore = Store<Food>;
+
 impl FoodStore {
-    /// The database at `path` (created and seeded on first use).
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        Self {
-            db: SeededDb::new("food", DB_ENV, SCHEMA, seed, path.into()),
-        }
-    }
-
-    /// The database named by `CONCIERGE_FOOD_DB`, else `food.db` in the working directory.
-    pub fn from_env() -> Self {
-        Self::open(SeededDb::path_from_env(DB_ENV, DEFAULT_DB))
-    }
-
-    /// Dates everything at `now` instead of the clock (tests, demos).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.db = self.db.at(now);
-        self
-    }
-
-    /// The file, its clock and its idempotency table.
-    pub fn db(&self) -> &SeededDb {
-        &self.db
-    }
-
     /// The whole menu, by number.
     pub fn menu(&self) -> Result<Vec<MenuItem>, StoreError> {
-        let conn = self.db.connect()?;
-        menu(&conn).map_err(|e| self.db.error(e))
+        self.db().read(menu)
     }
 
     /// What `owner`'s cart holds, in the order it was added.
     pub fn cart(&self, owner: &str) -> Result<Vec<CartLine>, StoreError> {
-        let conn = self.db.connect()?;
-        cart(&conn, owner).map_err(|e| self.db.error(e))
+        self.db().read(|conn| cart(conn, owner))
     }
 
     /// Every order, oldest first, with its lines.
     pub fn orders(&self) -> Result<Vec<Order>, StoreError> {
-        let conn = self.db.connect()?;
-        orders(&conn).map_err(|e| self.db.error(e))
-    }
-
-    /// Runs a change in one transaction, once per idempotency key (see [`SeededDb::apply`]).
-    pub fn apply<F>(&self, key: &str, tool: &str, change: F) -> Result<Applied, StoreError>
-    where
-        F: FnOnce(&Transaction<'_>, NaiveDateTime) -> Result<Applied, StoreError>,
-    {
-        self.db.apply(key, tool, change)
+        self.db().read(orders)
     }
 }
 
 /// The menu in `conn`.
 pub(crate) fn menu(conn: &Connection) -> rusqlite::Result<Vec<MenuItem>> {
-    let mut stmt =
-        conn.prepare("SELECT id, name, category, description, price_cents, available FROM menu_items ORDER BY id")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(MenuItem {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            category: r.get(2)?,
-            description: r.get(3)?,
-            price_cents: r.get(4)?,
-            available: r.get(5)?,
-        })
-    })?;
-    rows.collect()
+    rows(
+        conn,
+        "SELECT id, name, category, description, price_cents, available FROM menu_items ORDER BY id",
+        [],
+        |r| {
+            Ok(MenuItem {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                category: r.get(2)?,
+                description: r.get(3)?,
+                price_cents: r.get(4)?,
+                available: r.get(5)?,
+            })
+        },
+    )
 }
 
 /// `owner`'s cart in `conn` (inside a transaction too).
 pub(crate) fn cart(conn: &Connection, owner: &str) -> rusqlite::Result<Vec<CartLine>> {
-    let mut stmt = conn.prepare(
+    rows(
+        conn,
         "SELECT c.item_id, m.name, c.quantity, m.price_cents FROM cart_items c \
          JOIN menu_items m ON m.id = c.item_id WHERE c.owner = ?1 ORDER BY c.added, c.item_id",
-    )?;
-    let rows = stmt.query_map([owner], |r| {
-        Ok(CartLine {
-            item_id: r.get(0)?,
-            name: r.get(1)?,
-            quantity: r.get(2)?,
-            price_cents: r.get(3)?,
-        })
-    })?;
-    rows.collect()
+        [owner],
+        cart_line,
+    )
+}
+
+/// A cart or order line of `item_id, name, quantity, price_cents`.
+fn cart_line(r: &Row<'_>) -> rusqlite::Result<CartLine> {
+    Ok(CartLine {
+        item_id: r.get(0)?,
+        name: r.get(1)?,
+        quantity: r.get(2)?,
+        price_cents: r.get(3)?,
+    })
 }
 
 fn orders(conn: &Connection) -> rusqlite::Result<Vec<Order>> {
-    let mut stmt = conn.prepare("SELECT id, owner, total_cents, status, placed_at FROM orders ORDER BY id")?;
-    let heads = stmt
-        .query_map([], |r| {
+    let mut orders = rows(
+        conn,
+        "SELECT id, owner, total_cents, status, placed_at FROM orders ORDER BY id",
+        [],
+        |r| {
             Ok(Order {
                 id: r.get(0)?,
                 owner: r.get(1)?,
@@ -174,26 +151,17 @@ fn orders(conn: &Connection) -> rusqlite::Result<Vec<Order>> {
                 placed_at: r.get(4)?,
                 lines: Vec::new(),
             })
-        })?
-        .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut lines = conn
-        .prepare("SELECT item_id, name, quantity, price_cents FROM order_items WHERE order_id = ?1 ORDER BY rowid")?;
-    heads
-        .into_iter()
-        .map(|mut order| {
-            order.lines = lines
-                .query_map([order.id], |r| {
-                    Ok(CartLine {
-                        item_id: r.get(0)?,
-                        name: r.get(1)?,
-                        quantity: r.get(2)?,
-                        price_cents: r.get(3)?,
-                    })
-                })?
-                .collect::<rusqlite::Result<Vec<_>>>()?;
-            Ok(order)
-        })
-        .collect()
+        },
+    )?;
+    for order in &mut orders {
+        order.lines = rows(
+            conn,
+            "SELECT item_id, name, quantity, price_cents FROM order_items WHERE order_id = ?1 ORDER BY rowid",
+            [order.id],
+            cart_line,
+        )?;
+    }
+    Ok(orders)
 }
 
 const SCHEMA: &str = "

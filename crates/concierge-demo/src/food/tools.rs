@@ -1,4 +1,4 @@
-//! The food ordering tools (seed 000's food goal: browse the menu, add to
+//! The food ordering tools (the assistant's food goal: browse the menu, add to
 //! the cart, show it, check out). Every result is a JSON object with a
 //! `message` (a sentence for people, which the rules' answers show) and the
 //! data behind it.
@@ -14,9 +14,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::store::{CartLine, FoodStore, MenuItem, RESTAURANT, cart, menu};
-use crate::seeded_db::{Applied, answer, cents, db_tool, dollars, failed, stored_time, writes};
+use crate::domain_db::{Applied, stored_time};
+use crate::money::{cents, dollars};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, writes};
 
 /// Whose cart the call works on: `user:<user>` when the run names a user,
 /// else `session:<session id>`.
@@ -178,7 +180,7 @@ db_tool!(
             )));
         }
         let owner = cart_owner(&cx);
-        let applied = store.apply(cx.idempotency_key.as_str(), AddToCart::NAME, |tx, _now| {
+        let applied = store.db().apply(cx.idempotency_key.as_str(), AddToCart::NAME, |tx, _now| {
             tx.execute(
                 "INSERT INTO cart_items (owner, item_id, quantity, added) \
                  VALUES (?1, ?2, ?3, (SELECT COALESCE(MAX(added), 0) + 1 FROM cart_items)) \
@@ -265,16 +267,16 @@ db_tool!(
             None => None,
         };
         let owner = cart_owner(&cx);
-        let applied = store.apply(cx.idempotency_key.as_str(), Checkout::NAME, |tx, now| {
+        let applied = store.db().apply(cx.idempotency_key.as_str(), Checkout::NAME, |tx, now| {
             let lines = cart(tx, &owner).map_err(|e| store.db().error(e))?;
             if lines.is_empty() {
-                return Ok(Applied::Refused(
+                return Ok(Applied::Unchanged(
                     "Your cart is empty, so there is nothing to order. Add something from the menu first.".into(),
                 ));
             }
             let sum = total(&lines);
             if let Some(expected) = expected.filter(|e| *e != sum) {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "Your cart now comes to {} ({}), not {}: I did not place the order. Check the cart and check out again.",
                     dollars(sum),
                     summary(&lines),

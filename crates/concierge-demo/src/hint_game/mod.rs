@@ -1,4 +1,4 @@
-//! Seed 000's hint game: the assistant thinks of a place, gives hints one
+//! The assistant's hint game (`examples/assistant/`): the assistant thinks of a place, gives hints one
 //! at a time, and the person guesses it. The place is chosen from the
 //! session's id (no randomness: the same session always plays the same
 //! game), and the game's state (hints given, guesses) is kept in SQLite, so

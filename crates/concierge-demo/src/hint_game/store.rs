@@ -2,14 +2,11 @@
 //! round), the guesses made, and the idempotency keys of the calls already
 //! applied (a retried hint is the same hint, not the next one).
 
-use std::fmt;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use chrono::{Local, NaiveDateTime};
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::domain_db::{DbSpec, Domain, Store, StoreError, rows, stored_time};
 
 /// The environment variable naming the game database.
 pub const DB_ENV: &str = "CONCIERGE_HINT_GAME_DB";
@@ -166,145 +163,72 @@ pub struct Game {
     pub solved_at: Option<String>,
 }
 
-/// Why the game database could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "The game database at {path} could not be used: {message}. Check that the file is writable, or set {DB_ENV} to another path."
-)]
-pub struct StoreError {
-    /// The path of the game database.
-    pub path: String,
-    /// What SQLite said.
-    pub message: String,
+/// The hint game, as a [`Store`] knows it: its database, which starts
+/// empty (a game starts when a session first asks).
+#[derive(Clone, Copy, Debug)]
+pub enum HintGame {}
+
+impl Domain for HintGame {
+    const DB: DbSpec = DbSpec::new("game", DB_ENV, DEFAULT_DB, SCHEMA);
 }
 
-/// The game database: a file path and, for tests, a fixed clock.
-#[derive(Clone, Debug)]
-pub struct GameStore {
-    path: PathBuf,
-    now: Option<NaiveDateTime>,
-}
+/// The game database.
+pub type GameStore = Store<HintGame>;
 
 impl GameStore {
-    /// The database at `path` (created on first use).
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        Self {
-            path: path.into(),
-            now: None,
-        }
-    }
-
-    /// The database named by `CONCIERGE_HINT_GAME_DB`, else `hint_game.db` in the working directory.
-    pub fn from_env() -> Self {
-        let path = std::env::var_os(DB_ENV)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-        Self::open(path)
-    }
-
-    /// Dates everything at `now` instead of the local clock (tests).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.now = Some(now);
-        self
-    }
-
-    /// The path of the database this store uses.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The time changes are dated with.
-    pub fn now(&self) -> String {
-        self.now
-            .unwrap_or_else(|| Local::now().naive_local())
-            .format("%Y-%m-%d %H:%M:%S")
-            .to_string()
-    }
-
-    /// A [`StoreError`] for a failure while using the database.
-    pub fn error(&self, e: impl fmt::Display) -> StoreError {
-        StoreError {
-            path: self.path.display().to_string(),
-            message: e.to_string(),
-        }
-    }
-
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let conn = Connection::open(&self.path).map_err(|e| self.error(e))?;
-        conn.busy_timeout(Duration::from_secs(5)).map_err(|e| self.error(e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| self.error(e))?;
-        Ok(conn)
-    }
-
     /// The session's latest game, if it played.
     pub fn game(&self, session: &str) -> Result<Option<Game>, StoreError> {
-        let conn = self.connect()?;
-        latest(&conn, session).map_err(|e| self.error(e))
+        self.db().read(|conn| latest(conn, session))
     }
 
     /// The guesses of the session's games, in order: (round, guess, correct).
     pub fn guesses(&self, session: &str) -> Result<Vec<(i64, String, bool)>, StoreError> {
-        let conn = self.connect()?;
-        let mut stmt = conn
-            .prepare("SELECT round, guess, correct FROM guesses WHERE session_id = ?1 ORDER BY id")
-            .map_err(|e| self.error(e))?;
-        let rows = stmt
-            .query_map([session], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? != 0)))
-            .map_err(|e| self.error(e))?;
-        rows.collect::<Result<_, _>>().map_err(|e| self.error(e))
+        self.db().read(|conn| {
+            rows(
+                conn,
+                "SELECT round, guess, correct FROM guesses WHERE session_id = ?1 ORDER BY id",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? != 0)),
+            )
+        })
     }
 
-    /// Runs `change` in one transaction with the session's game as it
-    /// stands (a new one when none is open, unless `new_game` is false and
-    /// one was played), unless a call with `key` was applied already: then
-    /// its recorded result is returned and nothing changes.
+    /// Runs `change` with the session's game as it stands (a new one when
+    /// none is open) and the time as stored, once per idempotency key (see
+    /// [`DomainDb::apply`](crate::domain_db::DomainDb::apply)).
     pub fn apply<F>(&self, key: &str, tool: &str, session: &str, change: F) -> Result<Value, StoreError>
     where
         F: FnOnce(&Transaction<'_>, &Game, &str) -> rusqlite::Result<Value>,
     {
-        let mut conn = self.connect()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.error(e))?;
-        let earlier: Option<String> = tx
-            .query_row("SELECT result FROM applied_calls WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.error(e))?;
-        if let Some(result) = earlier {
-            return serde_json::from_str(&result).map_err(|e| self.error(e));
-        }
-        let now = self.now();
-        let game = match latest(&tx, session).map_err(|e| self.error(e))? {
-            Some(game) if game.solved_at.is_none() => game,
-            previous => {
-                let round = previous.map_or(1, |g| g.round + 1);
-                let location = secret(session, round).name;
-                tx.execute(
-                    "INSERT INTO games (session_id, round, location, hints_given, guesses, started_at) \
-                     VALUES (?1, ?2, ?3, 0, 0, ?4)",
-                    params![session, round, location, now],
-                )
-                .map_err(|e| self.error(e))?;
-                Game {
-                    session_id: session.to_string(),
-                    round,
-                    location: location.to_string(),
-                    hints_given: 0,
-                    guesses: 0,
-                    solved_at: None,
-                }
-            }
-        };
-        let result = change(&tx, &game, &now).map_err(|e| self.error(e))?;
-        tx.execute(
-            "INSERT INTO applied_calls (key, tool, result, applied_at) VALUES (?1, ?2, ?3, ?4)",
-            params![key, tool, result.to_string(), now],
-        )
-        .map_err(|e| self.error(e))?;
-        tx.commit().map_err(|e| self.error(e))?;
-        Ok(result)
+        self.db().apply(key, tool, |tx, now| {
+            let now = stored_time(now);
+            let game = open_game(tx, session, &now).map_err(|e| self.db().error(e))?;
+            change(tx, &game, &now).map_err(|e| self.db().error(e))
+        })
     }
+}
+
+/// The session's open game, or a new one (the next round) when its last
+/// one was solved or it never played.
+fn open_game(tx: &Transaction<'_>, session: &str, now: &str) -> rusqlite::Result<Game> {
+    let round = match latest(tx, session)? {
+        Some(game) if game.solved_at.is_none() => return Ok(game),
+        previous => previous.map_or(1, |g| g.round + 1),
+    };
+    let location = secret(session, round).name;
+    tx.execute(
+        "INSERT INTO games (session_id, round, location, hints_given, guesses, started_at) \
+         VALUES (?1, ?2, ?3, 0, 0, ?4)",
+        params![session, round, location, now],
+    )?;
+    Ok(Game {
+        session_id: session.to_string(),
+        round,
+        location: location.to_string(),
+        hints_given: 0,
+        guesses: 0,
+        solved_at: None,
+    })
 }
 
 fn latest(conn: &Connection, session: &str) -> rusqlite::Result<Option<Game>> {
@@ -344,12 +268,6 @@ CREATE TABLE IF NOT EXISTS guesses (
     guess TEXT NOT NULL,
     correct INTEGER NOT NULL,
     at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS applied_calls (
-    key TEXT PRIMARY KEY,
-    tool TEXT NOT NULL,
-    result TEXT NOT NULL,
-    applied_at TEXT NOT NULL
 );
 ";
 

@@ -1,4 +1,4 @@
-//! Seed 000's HR goal: employees' paid time off and paychecks in a SQLite
+//! The assistant's HR goal (`examples/assistant/`): employees' paid time off and paychecks in a SQLite
 //! file, tools to show the PTO balance now and on a future date, book PTO
 //! and check whether a paycheck reached the bank. The agent is
 //! `examples/assistant/agents/hr.toml`.

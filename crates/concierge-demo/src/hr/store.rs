@@ -3,13 +3,11 @@
 //! status, in a SQLite file created and seeded with fictional employees on
 //! first use (paydays dated relative to that day).
 
-use std::path::PathBuf;
-
 use chrono::{Datelike, Days, NaiveDate, NaiveDateTime, Weekday};
 use rusqlite::{Connection, Transaction, params};
 use serde::Serialize;
 
-use crate::seeded_db::{Applied, SeededDb, StoreError};
+use crate::domain_db::{DbSpec, Domain, SeedMark, Store, StoreError, add_days, read_day, rows, stored_day};
 
 /// The environment variable naming the HR database.
 pub const DB_ENV: &str = "CONCIERGE_HR_DB";
@@ -75,40 +73,21 @@ pub struct Paycheck {
     pub note: Option<String>,
 }
 
-/// The HR database.
-#[derive(Clone, Debug)]
-pub struct HrStore {
-    db: SeededDb,
+/// HR's employees, PTO and paychecks, as a [`Store`] knows it: its database.
+#[derive(Clone, Copy, Debug)]
+pub enum Hr {}
+
+impl Domain for Hr {
+    const DB: DbSpec = DbSpec::new("HR", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Time);
 }
 
+/// The HR database.
+pub type HrStore = Store<Hr>;
+
 impl HrStore {
-    /// The database at `path` (created and seeded on first use).
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        Self {
-            db: SeededDb::new("HR", DB_ENV, SCHEMA, seed, path.into()),
-        }
-    }
-
-    /// The database named by `CONCIERGE_HR_DB`, else `hr.db` in the working directory.
-    pub fn from_env() -> Self {
-        Self::open(SeededDb::path_from_env(DB_ENV, DEFAULT_DB))
-    }
-
-    /// Dates everything at `now` instead of the clock (tests, demos).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.db = self.db.at(now);
-        self
-    }
-
-    /// The file, its clock and its idempotency table.
-    pub fn db(&self) -> &SeededDb {
-        &self.db
-    }
-
     /// Every employee, by number.
     pub fn employees(&self) -> Result<Vec<Employee>, StoreError> {
-        let conn = self.db.connect()?;
-        employees(&conn).map_err(|e| self.db.error(e))
+        self.db().read(employees)
     }
 
     /// One employee by number.
@@ -118,82 +97,76 @@ impl HrStore {
 
     /// Every PTO booking, oldest first.
     pub fn bookings(&self) -> Result<Vec<PtoBooking>, StoreError> {
-        let conn = self.db.connect()?;
-        bookings(&conn).map_err(|e| self.db.error(e))
+        self.db().read(bookings)
     }
 
     /// Every paycheck, by payday.
     pub fn paychecks(&self) -> Result<Vec<Paycheck>, StoreError> {
-        let conn = self.db.connect()?;
-        paychecks(&conn).map_err(|e| self.db.error(e))
-    }
-
-    /// Runs a change in one transaction, once per idempotency key (see [`SeededDb::apply`]).
-    pub fn apply<F>(&self, key: &str, tool: &str, change: F) -> Result<Applied, StoreError>
-    where
-        F: FnOnce(&Transaction<'_>, NaiveDateTime) -> Result<Applied, StoreError>,
-    {
-        self.db.apply(key, tool, change)
+        self.db().read(paychecks)
     }
 }
 
 fn date(text: String) -> rusqlite::Result<NaiveDate> {
-    NaiveDate::parse_from_str(&text, "%Y-%m-%d").map_err(|e| rusqlite::Error::ToSqlConversionFailure(Box::new(e)))
+    read_day(&text).map_err(|e| rusqlite::Error::ToSqlConversionFailure(e.into()))
 }
 
 /// Every employee in `conn` (inside a transaction too).
 pub(crate) fn employees(conn: &Connection) -> rusqlite::Result<Vec<Employee>> {
-    let mut stmt = conn.prepare(
+    rows(
+        conn,
         "SELECT id, name, email, pto_days, accrual_days_per_month, bank, bank_last4 FROM employees ORDER BY id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Employee {
-            id: r.get(0)?,
-            name: r.get(1)?,
-            email: r.get(2)?,
-            pto_days: r.get(3)?,
-            accrual_days_per_month: r.get(4)?,
-            bank: r.get(5)?,
-            bank_last4: r.get(6)?,
-        })
-    })?;
-    rows.collect()
+        [],
+        |r| {
+            Ok(Employee {
+                id: r.get(0)?,
+                name: r.get(1)?,
+                email: r.get(2)?,
+                pto_days: r.get(3)?,
+                accrual_days_per_month: r.get(4)?,
+                bank: r.get(5)?,
+                bank_last4: r.get(6)?,
+            })
+        },
+    )
 }
 
 /// Every PTO booking in `conn`.
 pub(crate) fn bookings(conn: &Connection) -> rusqlite::Result<Vec<PtoBooking>> {
-    let mut stmt =
-        conn.prepare("SELECT id, employee_id, start_date, end_date, days, booked_at FROM pto_bookings ORDER BY id")?;
-    let rows = stmt.query_map([], |r| {
-        Ok(PtoBooking {
-            id: r.get(0)?,
-            employee_id: r.get(1)?,
-            start: date(r.get(2)?)?,
-            end: date(r.get(3)?)?,
-            days: r.get(4)?,
-            booked_at: r.get(5)?,
-        })
-    })?;
-    rows.collect()
+    rows(
+        conn,
+        "SELECT id, employee_id, start_date, end_date, days, booked_at FROM pto_bookings ORDER BY id",
+        [],
+        |r| {
+            Ok(PtoBooking {
+                id: r.get(0)?,
+                employee_id: r.get(1)?,
+                start: date(r.get(2)?)?,
+                end: date(r.get(3)?)?,
+                days: r.get(4)?,
+                booked_at: r.get(5)?,
+            })
+        },
+    )
 }
 
 /// Every paycheck in `conn`.
 pub(crate) fn paychecks(conn: &Connection) -> rusqlite::Result<Vec<Paycheck>> {
-    let mut stmt = conn.prepare(
+    rows(
+        conn,
         "SELECT id, employee_id, pay_date, amount_cents, status, deposited_on, note FROM paychecks ORDER BY pay_date, id",
-    )?;
-    let rows = stmt.query_map([], |r| {
-        Ok(Paycheck {
-            id: r.get(0)?,
-            employee_id: r.get(1)?,
-            pay_date: date(r.get(2)?)?,
-            amount_cents: r.get(3)?,
-            status: r.get(4)?,
-            deposited_on: r.get::<_, Option<String>>(5)?.map(date).transpose()?,
-            note: r.get(6)?,
-        })
-    })?;
-    rows.collect()
+        [],
+        |r| {
+            Ok(Paycheck {
+                id: r.get(0)?,
+                employee_id: r.get(1)?,
+                pay_date: date(r.get(2)?)?,
+                amount_cents: r.get(3)?,
+                status: r.get(4)?,
+                deposited_on: r.get::<_, Option<String>>(5)?.map(date).transpose()?,
+                note: r.get(6)?,
+            })
+        },
+    )
 }
 
 const SCHEMA: &str = "
@@ -271,10 +244,6 @@ const EMPLOYEES: &[SeedEmployee] = &[
     ),
 ];
 
-fn stored(d: NaiveDate) -> String {
-    d.format("%Y-%m-%d").to_string()
-}
-
 /// Paydays are every other Friday; the last one is the Friday on or before
 /// the seeding day. Jordan's paychecks were all deposited; Priya's last one
 /// was returned by her bank; Sam's last one is still processing.
@@ -282,22 +251,14 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
     let today = now.date();
     let back = (7 + today.weekday().num_days_from_monday() - Weekday::Fri.num_days_from_monday()) % 7;
     let last_payday = today.checked_sub_days(Days::new(u64::from(back))).unwrap_or(today);
-    let shift = |d: NaiveDate, days: i64| {
-        if days < 0 {
-            d.checked_sub_days(Days::new(days.unsigned_abs()))
-        } else {
-            d.checked_add_days(Days::new(days.unsigned_abs()))
-        }
-        .unwrap_or(d)
-    };
     for (id, name, email, pto, accrual, bank, last4, pay) in EMPLOYEES {
         tx.execute(
             "INSERT INTO employees (id, name, email, pto_days, accrual_days_per_month, bank, bank_last4) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![id, name, email, pto, accrual, bank, last4],
         )?;
-        let earlier = shift(last_payday, -14);
-        let next = shift(last_payday, 14);
+        let earlier = add_days(last_payday, -14);
+        let next = add_days(last_payday, 14);
         let (last_status, last_deposited, note) = match *id {
             "E-1002" => (
                 "returned",
@@ -305,10 +266,10 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
                 Some("the bank returned the deposit because the account on file is closed"),
             ),
             "E-1003" => ("processing", None, None),
-            _ => ("deposited", Some(stored(shift(last_payday, -1))), None),
+            _ => ("deposited", Some(stored_day(add_days(last_payday, -1))), None),
         };
         let rows: [(NaiveDate, &str, Option<String>, Option<&str>); 3] = [
-            (earlier, "deposited", Some(stored(shift(earlier, -1))), None),
+            (earlier, "deposited", Some(stored_day(add_days(earlier, -1))), None),
             (last_payday, last_status, last_deposited, note),
             (next, "scheduled", None, None),
         ];
@@ -316,7 +277,7 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
             tx.execute(
                 "INSERT INTO paychecks (employee_id, pay_date, amount_cents, status, deposited_on, note) \
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![id, stored(day), pay, status, deposited, note],
+                params![id, stored_day(day), pay, status, deposited, note],
             )?;
         }
     }

@@ -1,5 +1,5 @@
-//! HR's tools (seed 000's `CurrentPTO`, `FuturePTOCalc`, `BookPTO`,
-//! `CheckPayBankStatus`). Every result is a JSON object with a `message`
+//! HR's tools: the PTO balance now and on a future date, booking PTO, and
+//! whether a paycheck reached the bank. Every result is a JSON object with a `message`
 //! (a sentence for people, which the rules' answers show) and the data.
 //!
 //! The employee is the run's user (`--user`: an employee number, an email,
@@ -16,9 +16,11 @@ use serde_json::json;
 
 use super::store::{DEFAULT_EMPLOYEE, Employee, HOURS_PER_DAY, HrStore, bookings, employees, paychecks};
 use crate::dates::parse_date;
-use crate::seeded_db::{Applied, answer, db_tool, dollars, failed, names_person, stored_time, writes};
+use crate::domain_db::{Applied, stored_time};
+use crate::money::dollars;
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
+use crate::toolkit::{answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The employee the run acts for: its user, else [`DEFAULT_EMPLOYEE`].
@@ -219,7 +221,7 @@ db_tool!(
         let who = employee(&conn, store, &cx)?;
         drop(conn);
         let span = if start == end { long_day(start) } else { format!("{} to {}", long_day(start), long_day(end)) };
-        let applied = store.apply(cx.idempotency_key.as_str(), BookPto::NAME, |tx, now| {
+        let applied = store.db().apply(cx.idempotency_key.as_str(), BookPto::NAME, |tx, now| {
             let employee = employees(tx)
                 .map_err(|e| store.db().error(e))?
                 .into_iter()
@@ -230,7 +232,7 @@ db_tool!(
                 .into_iter()
                 .find(|b| b.employee_id == employee.id && b.start <= end && start <= b.end);
             if let Some(b) = overlapping {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "{} already has time off booked from {} to {}: I did not book anything.",
                     employee.name,
                     long_day(b.start),
@@ -238,7 +240,7 @@ db_tool!(
                 )));
             }
             if employee.pto_days + 1e-9 < needed {
-                return Ok(Applied::Refused(format!(
+                return Ok(Applied::Unchanged(format!(
                     "{} has {} of PTO, and {span} takes {}: I did not book anything.",
                     employee.name,
                     days(employee.pto_days),

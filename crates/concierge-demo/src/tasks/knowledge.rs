@@ -101,11 +101,7 @@ impl Knowledge {
 
     /// The file named by `CONCIERGE_TASKS_KNOWLEDGE`, else `knowledge.md` in the working directory.
     pub fn from_env() -> Self {
-        let path = std::env::var_os(KNOWLEDGE_ENV)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_KNOWLEDGE));
-        Self::open(path)
+        Self::open(crate::domain_db::path_from_env(KNOWLEDGE_ENV, DEFAULT_KNOWLEDGE))
     }
 
     /// The path of the help file the sections came from.

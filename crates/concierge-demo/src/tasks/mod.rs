@@ -1,4 +1,4 @@
-//! Seed 004's task manager: tasks in a SQLite file, tools to create, change,
+//! The task manager of the `examples/tasks/` demo: tasks in a SQLite file, tools to create, change,
 //! complete, delete, list and rank them, and a help file for the QA agent.
 //! The agents themselves are files in `examples/tasks/agents/`.
 //!

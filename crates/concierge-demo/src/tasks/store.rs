@@ -1,24 +1,23 @@
 //! The task manager's data: a SQLite file of tasks, created and seeded with
-//! fictional tasks on first use, and a table of the idempotency keys of the
-//! changes already applied (so a retried call changes nothing twice).
+//! fictional tasks on first use (see [`crate::domain_db`] for what every
+//! domain's file shares).
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::time::Duration;
 
-use chrono::{Days, Local, NaiveDate, NaiveDateTime, NaiveTime};
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+use chrono::{Days, NaiveDate, NaiveDateTime, NaiveTime};
+use rusqlite::{Row, Transaction, params};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+
+use crate::domain_db::{
+    DbSpec, Domain, SeedMark, Store, StoreError, add_days, read_day, read_time, rows, stored_day, stored_time,
+};
 
 /// The environment variable naming the task database.
 pub const DB_ENV: &str = "CONCIERGE_TASKS_DB";
 /// The task database when [`DB_ENV`] is not set (in the working directory).
 pub const DEFAULT_DB: &str = "tasks.db";
-
-const TIME_FORMAT: &str = "%Y-%m-%d %H:%M:%S";
 
 /// Where a task stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
@@ -148,178 +147,36 @@ impl Task {
     }
 }
 
-/// Why the task database could not do what was asked.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// SQLite failed.
-    #[error(
-        "The task database at {path} could not be used: {message}. Check that the file is writable, or set {DB_ENV} to another path."
-    )]
-    Database {
-        /// The path of the task database.
-        path: String,
-        /// What SQLite said.
-        message: String,
-    },
-    /// A row held something this version does not know.
-    #[error("The task database at {path} holds a task this version cannot read ({message}).")]
-    Corrupt {
-        /// The path of the task database.
-        path: String,
-        /// What was wrong.
-        message: String,
-    },
+/// The task manager, as a [`Store`] knows it: its database.
+#[derive(Clone, Copy, Debug)]
+pub enum Tasks {}
+
+impl Domain for Tasks {
+    const DB: DbSpec = DbSpec::new("task", DB_ENV, DEFAULT_DB, SCHEMA).seeded(seed, SeedMark::Day);
 }
 
-/// What a change came to: applied (recorded under its idempotency key) or
-/// refused without changing anything (not recorded, so a retry looks again).
-#[derive(Clone, Debug, PartialEq)]
-pub enum Applied {
-    /// The change was made; this is its result.
-    Changed(Value),
-    /// Nothing was changed; this is why (a choice to make, a task not found).
-    Unchanged(Value),
-}
-
-/// The task database: a file path and the clock that dates changes.
-#[derive(Clone, Debug)]
-pub struct TaskStore {
-    path: PathBuf,
-    now: Option<NaiveDateTime>,
-}
+/// The task database.
+pub type TaskStore = Store<Tasks>;
 
 impl TaskStore {
-    /// The database at `path` (created and seeded on first use), dated by the local clock.
-    pub fn open(path: impl Into<PathBuf>) -> Self {
-        Self {
-            path: path.into(),
-            now: None,
-        }
-    }
-
-    /// The database named by `CONCIERGE_TASKS_DB`, else `tasks.db` in the working directory.
-    pub fn from_env() -> Self {
-        let path = std::env::var_os(DB_ENV)
-            .filter(|p| !p.is_empty())
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_DB));
-        Self::open(path)
-    }
-
-    /// Dates everything at `now` instead of the local clock (tests, demos).
-    pub fn at(mut self, now: NaiveDateTime) -> Self {
-        self.now = Some(now);
-        self
-    }
-
-    /// The path of the database this store uses.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The time changes are dated with.
-    pub fn now(&self) -> NaiveDateTime {
-        self.now.unwrap_or_else(|| Local::now().naive_local())
-    }
-
     /// The day relative dates are resolved against.
     pub fn today(&self) -> NaiveDate {
-        self.now().date()
-    }
-
-    fn db_error(&self, e: impl fmt::Display) -> StoreError {
-        StoreError::Database {
-            path: self.path.display().to_string(),
-            message: e.to_string(),
-        }
-    }
-
-    /// Opens the file, creating the tables and seeding the tasks on first use.
-    fn connect(&self) -> Result<Connection, StoreError> {
-        let mut conn = Connection::open(&self.path).map_err(|e| self.db_error(e))?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(|e| self.db_error(e))?;
-        conn.execute_batch(SCHEMA).map_err(|e| self.db_error(e))?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db_error(e))?;
-        let seeded: Option<String> = tx
-            .query_row("SELECT value FROM meta WHERE key = 'seeded_on'", [], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.db_error(e))?;
-        if seeded.is_none() {
-            seed(&tx, self.now()).map_err(|e| self.db_error(e))?;
-        }
-        tx.commit().map_err(|e| self.db_error(e))?;
-        Ok(conn)
+        self.db().now().date()
     }
 
     /// Every task, by number.
     pub fn tasks(&self) -> Result<Vec<Task>, StoreError> {
-        let conn = self.connect()?;
-        let mut stmt = conn
-            .prepare(&format!("SELECT {COLUMNS} FROM tasks ORDER BY id"))
-            .map_err(|e| self.db_error(e))?;
-        let rows = stmt.query_map([], read_row).map_err(|e| self.db_error(e))?;
-        let mut tasks = Vec::new();
-        for row in rows {
-            let row = row.map_err(|e| self.db_error(e))?;
-            tasks.push(row.into_task().map_err(|message| StoreError::Corrupt {
-                path: self.path.display().to_string(),
-                message,
-            })?);
-        }
-        Ok(tasks)
+        let rows = self
+            .db()
+            .read(|conn| rows(conn, &format!("SELECT {COLUMNS} FROM tasks ORDER BY id"), [], read_row))?;
+        rows.into_iter()
+            .map(|row| row.into_task().map_err(|message| self.db().corrupt(message)))
+            .collect()
     }
 
     /// One task by number.
     pub fn task(&self, id: i64) -> Result<Option<Task>, StoreError> {
         Ok(self.tasks()?.into_iter().find(|t| t.id == id))
-    }
-
-    /// Runs `change` in one transaction with the tasks as they stand, unless
-    /// a change with `key` was applied already: then its recorded result is
-    /// returned and nothing changes. A [`Applied::Changed`] result is recorded
-    /// under `key` in the same transaction.
-    pub fn apply<F>(&self, key: &str, tool: &str, change: F) -> Result<Applied, StoreError>
-    where
-        F: FnOnce(&Transaction<'_>, NaiveDateTime) -> Result<Applied, StoreError>,
-    {
-        let mut conn = self.connect()?;
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| self.db_error(e))?;
-        let earlier: Option<String> = tx
-            .query_row("SELECT result FROM applied_calls WHERE key = ?1", [key], |r| r.get(0))
-            .optional()
-            .map_err(|e| self.db_error(e))?;
-        if let Some(result) = earlier {
-            let value = serde_json::from_str(&result).map_err(|e| self.db_error(e))?;
-            return Ok(Applied::Changed(value));
-        }
-        let now = self.now();
-        let applied = change(&tx, now)?;
-        if let Applied::Changed(result) = &applied {
-            tx.execute(
-                "INSERT INTO applied_calls (key, tool, result, applied_at) VALUES (?1, ?2, ?3, ?4)",
-                params![key, tool, result.to_string(), now.format(TIME_FORMAT).to_string()],
-            )
-            .map_err(|e| self.db_error(e))?;
-        }
-        tx.commit().map_err(|e| self.db_error(e))?;
-        Ok(applied)
-    }
-
-    /// How many changes have been applied (rows in the idempotency table).
-    pub fn applied_count(&self) -> Result<i64, StoreError> {
-        let conn = self.connect()?;
-        conn.query_row("SELECT COUNT(*) FROM applied_calls", [], |r| r.get(0))
-            .map_err(|e| self.db_error(e))
-    }
-
-    /// A [`StoreError`] for a failure inside [`apply`](Self::apply)'s closure.
-    pub fn error(&self, e: impl fmt::Display) -> StoreError {
-        self.db_error(e)
     }
 }
 
@@ -335,13 +192,6 @@ CREATE TABLE IF NOT EXISTS tasks (
     created_at TEXT NOT NULL,
     updated_at TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS applied_calls (
-    key TEXT PRIMARY KEY,
-    tool TEXT NOT NULL,
-    result TEXT NOT NULL,
-    applied_at TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 ";
 
 const COLUMNS: &str = "id, title, description, status, priority, due, assignee, created_at, updated_at";
@@ -374,27 +224,18 @@ fn read_row(row: &Row<'_>) -> rusqlite::Result<RawRow> {
 
 impl RawRow {
     fn into_task(self) -> Result<Task, String> {
-        let time = |s: &str| NaiveDateTime::parse_from_str(s, TIME_FORMAT).map_err(|e| format!("time {s:?}: {e}"));
         Ok(Task {
             id: self.id,
             title: self.title,
             description: self.description,
             status: self.status.parse()?,
             priority: self.priority.parse()?,
-            due: self
-                .due
-                .map(|d| NaiveDate::parse_from_str(&d, "%Y-%m-%d").map_err(|e| format!("due date {d:?}: {e}")))
-                .transpose()?,
+            due: self.due.as_deref().map(read_day).transpose()?,
             assignee: self.assignee,
-            created_at: time(&self.created_at)?,
-            updated_at: time(&self.updated_at)?,
+            created_at: read_time(&self.created_at)?,
+            updated_at: read_time(&self.updated_at)?,
         })
     }
-}
-
-/// Formats a time as stored.
-pub fn stored_time(t: NaiveDateTime) -> String {
-    t.format(TIME_FORMAT).to_string()
 }
 
 /// A seed task: title, description, status, priority, due (days from the
@@ -500,14 +341,7 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
         let day = today.checked_sub_days(Days::new(days_ago)).unwrap_or(today);
         stored_time(day.and_time(NaiveTime::from_hms_opt(hour, 0, 0).unwrap_or_default()))
     };
-    let due = |offset: i64| {
-        let date = if offset < 0 {
-            today.checked_sub_days(Days::new(offset.unsigned_abs()))
-        } else {
-            today.checked_add_days(Days::new(offset.unsigned_abs()))
-        };
-        date.unwrap_or(today).format("%Y-%m-%d").to_string()
-    };
+    let due = |offset: i64| stored_day(add_days(today, offset));
     for (title, description, status, priority, due_in, assignee, created, updated) in SEED {
         tx.execute(
             &format!("INSERT INTO tasks ({COLUMNS}) VALUES (NULL, ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"),
@@ -523,9 +357,5 @@ fn seed(tx: &Transaction<'_>, now: NaiveDateTime) -> rusqlite::Result<()> {
             ],
         )?;
     }
-    tx.execute(
-        "INSERT INTO meta (key, value) VALUES ('seeded_on', ?1)",
-        [today.format("%Y-%m-%d").to_string()],
-    )?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! behind it (for a model, or a program).
 //!
 //! The tools hold the [`TaskStore`] they work on, so each is a small struct
-//! rather than a `#[tool]` function; [`task_tool!`] writes the boilerplate and
+//! rather than a `#[tool]` function; `db_tool!` writes the boilerplate and
 //! turns the doc comment into the description, as `#[tool]` does.
 
 use std::collections::BTreeMap;
@@ -19,72 +19,9 @@ use serde_json::{Value, json};
 
 use super::dates::parse_date;
 use super::knowledge::Knowledge;
-use super::store::{Applied, Priority, Status, StoreError, Task, TaskStore, stored_time};
-use crate::toolkit::{blocking, description, invalid, read_only};
-
-fn failed(e: StoreError) -> ToolError {
-    ToolError::failed(e.to_string())
-}
-
-/// Declares a tool struct holding the store, its spec (the doc comment is
-/// the description) and its call (the body runs on a blocking thread with
-/// `store: &TaskStore`, the arguments and the context).
-macro_rules! task_tool {
-    (
-        $(#[doc = $doc:literal])*
-        $ty:ident, $name:literal, $args:ty, $annotations:expr,
-        |$store:ident, $a:ident, $cx:ident| $body:block
-    ) => {
-        $(#[doc = $doc])*
-        #[derive(Clone, Debug)]
-        pub struct $ty {
-            store: Arc<TaskStore>,
-        }
-
-        impl $ty {
-            /// The tool's name, as planners and models call it.
-            pub const NAME: &'static str = $name;
-
-            /// The tool over `store`.
-            pub fn new(store: Arc<TaskStore>) -> Self {
-                Self { store }
-            }
-        }
-
-        impl Tool for $ty {
-            type Args = $args;
-
-            fn spec(&self) -> ToolSpec {
-                let spec = ToolSpec::new($name, description(&[$($doc),*]), concierge::tool::schema_for::<$args>())
-                    .category("tasks")
-                    .annotations($annotations);
-                match confirmation($name) {
-                    Some(template) => spec.confirm(template),
-                    None => spec,
-                }
-            }
-
-            fn call(
-                &self,
-                args: Self::Args,
-                cx: ToolContext,
-            ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
-                let store = Arc::clone(&self.store);
-                async move {
-                    blocking("the task database", move || {
-                        let $store: &TaskStore = &store;
-                        #[allow(unused_variables)]
-                        let $a = args;
-                        #[allow(unused_variables)]
-                        let $cx = cx;
-                        $body
-                    })
-                    .await
-                }
-            }
-        }
-    };
-}
+use super::store::{Priority, Status, Task, TaskStore};
+use crate::domain_db::{Applied, StoreError, stored_time};
+use crate::toolkit::{blocking, db_tool, failed, invalid, read_only, sentence_case};
 
 fn changes(destructive: bool) -> ToolAnnotations {
     ToolAnnotations {
@@ -127,16 +64,6 @@ fn lines(tasks: &[&Task], today: NaiveDate) -> String {
         .join("\n")
 }
 
-/// Capitalizes the first letter ("fix the login bug" → "Fix the login bug").
-fn sentence_case(text: &str) -> String {
-    let text = text.trim().trim_end_matches(['.', '!']).trim();
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
 // ---------------------------------------------------------------- create
 
 /// `create_task`'s arguments.
@@ -158,10 +85,10 @@ pub struct CreateTaskArgs {
     pub assignee: Option<String>,
 }
 
-task_tool!(
+db_tool!(
     /// Creates a task with a title and, optionally, a description, a priority
     /// (low, medium, high), a due date and an assignee. Asks the person first.
-    CreateTask, "create_task", CreateTaskArgs, changes(false),
+    CreateTask, "create_task", TaskStore, "tasks", CreateTaskArgs, changes(false), confirmation(Self::NAME),
     |store, args, cx| {
         let title = sentence_case(&args.title);
         if title.is_empty() {
@@ -173,14 +100,14 @@ task_tool!(
         let description = args.description.unwrap_or_default();
         let assignee = args.assignee.map(|a| a.trim().to_string()).filter(|a| !a.is_empty());
         let applied = store
-            .apply(cx.idempotency_key.as_str(), CreateTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), CreateTask::NAME, |tx, now| {
                 let at = stored_time(now);
                 tx.execute(
                     "INSERT INTO tasks (title, description, status, priority, due, assignee, created_at, updated_at) \
                      VALUES (?1, ?2, 'todo', ?3, ?4, ?5, ?6, ?6)",
                     params![title, description, priority.as_str(), due.map(|d| d.to_string()), assignee, at],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let id = tx.last_insert_rowid();
                 let mut message = format!("Created task #{id} '{title}' ({priority} priority");
                 if let Some(due) = due {
@@ -226,10 +153,10 @@ pub struct UpdateTaskArgs {
     pub status: Option<Status>,
 }
 
-task_tool!(
+db_tool!(
     /// Changes a task, by its number: its title, description, priority,
     /// due date or status (todo, in_progress, done). Asks the person first.
-    UpdateTask, "update_task", UpdateTaskArgs, changes(false),
+    UpdateTask, "update_task", TaskStore, "tasks", UpdateTaskArgs, changes(false), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let due = optional_date("due", args.due.as_deref(), today)?;
@@ -247,11 +174,11 @@ task_tool!(
             )));
         };
         let applied = store
-            .apply(cx.idempotency_key.as_str(), UpdateTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), UpdateTask::NAME, |tx, now| {
                 let mut changed = Vec::new();
                 let mut set = |column: &str, value: Option<String>, what: String| -> Result<(), StoreError> {
                     tx.execute(&format!("UPDATE tasks SET {column} = ?1 WHERE id = ?2"), params![value, args.id])
-                        .map_err(|e| store.error(e))?;
+                        .map_err(|e| store.db().error(e))?;
                     changed.push(what);
                     Ok(())
                 };
@@ -271,7 +198,7 @@ task_tool!(
                     set("status", Some(status.as_str().into()), format!("status {status}"))?;
                 }
                 tx.execute("UPDATE tasks SET updated_at = ?1 WHERE id = ?2", params![stored_time(now), args.id])
-                    .map_err(|e| store.error(e))?;
+                    .map_err(|e| store.db().error(e))?;
                 let name = title.clone().unwrap_or_else(|| before.title.clone());
                 Ok(Applied::Changed(json!({
                     "id": args.id,
@@ -376,16 +303,16 @@ fn matched(task: &Task, score: &Option<Scored>, found: Option<&str>) -> String {
     }
 }
 
-task_tool!(
+db_tool!(
     /// Marks a task done, by its number or its title (a part of the title is
     /// enough: "login bug" finds "Fix login bug"). When several tasks could be
     /// meant it changes nothing and returns the candidates to choose from;
     /// when none is close, the closest suggestions. Asks the person first.
-    CompleteTask, "complete_task", TaskRefArgs, changes(false),
+    CompleteTask, "complete_task", TaskStore, "tasks", TaskRefArgs, changes(false), confirmation(Self::NAME),
     |store, args, cx| {
         let tasks = store.tasks().map_err(failed)?;
         let applied = store
-            .apply(cx.idempotency_key.as_str(), CompleteTask::NAME, |tx, now| {
+            .db().apply(cx.idempotency_key.as_str(), CompleteTask::NAME, |tx, now| {
                 let (task, score) = match resolve(&args.task, &tasks, "complete") {
                     Ok(found) => found,
                     Err(answer) => return Ok(Applied::Unchanged(answer)),
@@ -403,7 +330,7 @@ task_tool!(
                     "UPDATE tasks SET status = 'done', updated_at = ?1 WHERE id = ?2",
                     params![stored_time(now), task.id],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 Ok(Applied::Changed(json!({
                     "outcome": "completed",
                     "id": task.id,
@@ -419,21 +346,21 @@ task_tool!(
     }
 );
 
-task_tool!(
+db_tool!(
     /// Deletes a task for good, by its number or its title (a part of the
     /// title is enough). When several tasks could be meant it deletes nothing
     /// and returns the candidates; when none is close, the closest
     /// suggestions. Asks the person first.
-    DeleteTask, "delete_task", TaskRefArgs, changes(true),
+    DeleteTask, "delete_task", TaskStore, "tasks", TaskRefArgs, changes(true), confirmation(Self::NAME),
     |store, args, cx| {
         let tasks = store.tasks().map_err(failed)?;
         let applied = store
-            .apply(cx.idempotency_key.as_str(), DeleteTask::NAME, |tx, _now| {
+            .db().apply(cx.idempotency_key.as_str(), DeleteTask::NAME, |tx, _now| {
                 let (task, score) = match resolve(&args.task, &tasks, "delete") {
                     Ok(found) => found,
                     Err(answer) => return Ok(Applied::Unchanged(answer)),
                 };
-                tx.execute("DELETE FROM tasks WHERE id = ?1", [task.id]).map_err(|e| store.error(e))?;
+                tx.execute("DELETE FROM tasks WHERE id = ?1", [task.id]).map_err(|e| store.db().error(e))?;
                 Ok(Applied::Changed(json!({
                     "outcome": "deleted",
                     "id": task.id,
@@ -464,10 +391,10 @@ pub struct ListTasksArgs {
     pub due_before: Option<String>,
 }
 
-task_tool!(
+db_tool!(
     /// Lists tasks, optionally only those with a status, a priority, or due
     /// before a date. Without a status, done tasks are left out.
-    ListTasks, "list_tasks", ListTasksArgs, read_only(),
+    ListTasks, "list_tasks", TaskStore, "tasks", ListTasksArgs, read_only(), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let before = optional_date("due_before", args.due_before.as_deref(), today)?;
@@ -508,11 +435,11 @@ pub struct SearchTasksArgs {
     pub id: Option<i64>,
 }
 
-task_tool!(
+db_tool!(
     /// Finds tasks by title with fuzzy matching and a score per task (e.g.
     /// 'Fix login bug' (95% match)): use it to show which task a person means
     /// before changing it by number.
-    SearchTasks, "search_tasks", SearchTasksArgs, read_only(),
+    SearchTasks, "search_tasks", TaskStore, "tasks", SearchTasksArgs, read_only(), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let mut tasks = store.tasks().map_err(failed)?;
@@ -590,10 +517,10 @@ pub struct StaleTasksArgs {
     pub days: Option<u32>,
 }
 
-task_tool!(
+db_tool!(
     /// Lists open tasks nobody has touched in a while (default: 7 days),
     /// oldest first.
-    StaleTasks, "stale_tasks", StaleTasksArgs, read_only(),
+    StaleTasks, "stale_tasks", TaskStore, "tasks", StaleTasksArgs, read_only(), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let days = args.days.unwrap_or(7);
@@ -626,10 +553,10 @@ task_tool!(
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
 pub struct NoArgs {}
 
-task_tool!(
+db_tool!(
     /// Counts the tasks: by status, by priority, how many are overdue and
     /// how many are done.
-    TaskStats, "task_stats", NoArgs, read_only(),
+    TaskStats, "task_stats", TaskStore, "tasks", NoArgs, read_only(), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let tasks = store.tasks().map_err(failed)?;
@@ -673,11 +600,11 @@ pub fn work_order(tasks: &[Task], today: NaiveDate) -> Vec<&Task> {
     open
 }
 
-task_tool!(
+db_tool!(
     /// Answers "what should I work on?": the open task to do next (overdue
     /// first, then the highest priority, then the earliest due date) and the
     /// two after it.
-    RecommendTask, "recommend_task", NoArgs, read_only(),
+    RecommendTask, "recommend_task", TaskStore, "tasks", NoArgs, read_only(), confirmation(Self::NAME),
     |store, args, cx| {
         let today = store.today();
         let tasks = store.tasks().map_err(failed)?;
@@ -757,7 +684,7 @@ impl Tool for SearchKnowledge {
     ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
         let knowledge = Arc::clone(&self.knowledge);
         async move {
-            blocking("the task database", move || {
+            blocking("task", move || {
                 let answer = knowledge
                     .answer(&args.question)
                     .map_err(|e| ToolError::failed(e.to_string()))?;

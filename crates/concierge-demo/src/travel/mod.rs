@@ -1,4 +1,4 @@
-//! Seed 000's travel goals: what is on in a city (events), football
+//! The assistant's travel goals (`examples/assistant/`): what is on in a city (events), football
 //! fixtures, flights and trains between cities, and invoices for a booking
 //! (the event → flight → invoice and fixture → train → invoice flows). The
 //! goals are files in `examples/assistant/agents/` (`travel_events.toml`,
@@ -9,6 +9,7 @@
 //! with fictional, deterministic events, timetables, clubs and fixtures.
 //! Invoices are real rows, created once per call (idempotency key).
 
+mod seed;
 pub mod store;
 pub mod tools;
 mod when;

@@ -6,97 +6,18 @@
 //! `offer_summary`), so "find me a flight from Sydney" and "book it" need
 //! nothing repeated.
 
-use std::sync::Arc;
-
-use chrono::{DateTime, Days, Local, NaiveDate, NaiveDateTime};
-use concierge::{Tool, ToolAnnotations, ToolContext, ToolError, ToolSpec};
+use chrono::{Days, NaiveDate};
+use concierge::{ToolAnnotations, ToolContext, ToolError};
 use rusqlite::params;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::store::{City, Event, Fixture, Mode, Service, StoreError, Team, TravelStore, day, money, stored_time};
+use super::store::{City, Event, Fixture, Mode, Service, Team, TravelStore, money};
 use super::when::{Period, parse_period};
 use crate::dates::parse_date;
-use crate::toolkit::{blocking, description, invalid, read_only};
-
-fn failed(e: StoreError) -> ToolError {
-    ToolError::failed(e.to_string())
-}
-
-/// The time the person asked, which "next Friday" or "in March" count
-/// from: the store's fixed clock when it has one (tests, demos), else when
-/// the run's message was accepted, in local time.
-pub fn asked_at(store: &TravelStore, cx: &ToolContext) -> NaiveDateTime {
-    if let Some(fixed) = store.fixed_now() {
-        return fixed;
-    }
-    i64::try_from(cx.asked_at.0)
-        .ok()
-        .filter(|ms| *ms > 0)
-        .and_then(DateTime::from_timestamp_millis)
-        .map(|t| t.with_timezone(&Local).naive_local())
-        .unwrap_or_else(|| store.now())
-}
-
-/// Declares a tool struct holding the store, its spec (the doc comment is
-/// the description) and its call (the body runs on a blocking thread with
-/// `store: &TravelStore`, the arguments and the context).
-macro_rules! travel_tool {
-    (
-        $(#[doc = $doc:literal])*
-        $ty:ident, $name:literal, $args:ty, $annotations:expr, provides [$($key:literal),*],
-        |$store:ident, $a:ident, $cx:ident| $body:block
-    ) => {
-        $(#[doc = $doc])*
-        #[derive(Clone, Debug)]
-        pub struct $ty {
-            store: Arc<TravelStore>,
-        }
-
-        impl $ty {
-            /// The tool's name, as planners and models call it.
-            pub const NAME: &'static str = $name;
-
-            /// The tool over `store`.
-            pub fn new(store: Arc<TravelStore>) -> Self {
-                Self { store }
-            }
-        }
-
-        impl Tool for $ty {
-            type Args = $args;
-
-            fn spec(&self) -> ToolSpec {
-                let spec = ToolSpec::new($name, description(&[$($doc),*]), concierge::tool::schema_for::<$args>())
-                    .category("travel")
-                    .annotations($annotations)
-                    $(.provides($key))*;
-                match confirmation($name) {
-                    Some(template) => spec.confirm(template),
-                    None => spec,
-                }
-            }
-
-            fn call(
-                &self,
-                args: Self::Args,
-                cx: ToolContext,
-            ) -> impl std::future::Future<Output = Result<Value, ToolError>> + Send {
-                let store = Arc::clone(&self.store);
-                async move {
-                    blocking("the travel database", move || {
-                        let $store: &TravelStore = &store;
-                        let $a = args;
-                        let $cx = cx;
-                        $body
-                    })
-                    .await
-                }
-            }
-        }
-    };
-}
+use crate::domain_db::{stored_day, stored_time};
+use crate::toolkit::{db_tool, failed, invalid, plural, read_only};
 
 fn lowercase_words(text: &str) -> String {
     text.trim()
@@ -186,10 +107,6 @@ fn long_day(date: NaiveDate) -> String {
     date.format("%a %-d %b %Y").to_string()
 }
 
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 // ---------------------------------------------------------------- events
 
 /// `find_events`'s arguments.
@@ -209,20 +126,20 @@ fn event_json(e: &Event) -> Value {
         "name": e.name,
         "city": e.city,
         "venue": e.venue,
-        "starts_on": day(e.starts_on),
-        "ends_on": day(e.ends_on),
+        "starts_on": stored_day(e.starts_on),
+        "ends_on": stored_day(e.ends_on),
         "description": e.description,
     })
 }
 
-travel_tool!(
+db_tool!(
     /// Finds the events (festivals, parades, shows) in a city of Australia
     /// or New Zealand in a month, or on a day. The first one found is the
     /// trip's event: a flight search can then fly there the day before.
-    FindEvents, "find_events", FindEventsArgs, read_only(),
+    FindEvents, "find_events", TravelStore, "travel", FindEventsArgs, read_only(), confirmation(Self::NAME),
     provides ["event_name", "event_city", "travel_date"],
     |store, args, cx| {
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let city = find_city(store, "city", &args.city, |c| c.airport.is_some(), "city with events")?;
         let period = period("month", args.month.as_deref(), today)?;
         let events = store.events(Some(&city.name), period.first(), period.last()).map_err(failed)?;
@@ -271,7 +188,7 @@ travel_tool!(
             "events": events.iter().map(event_json).collect::<Vec<_>>(),
             "event_name": first.name,
             "event_city": first.city,
-            "travel_date": day(arrive),
+            "travel_date": stored_day(arrive),
             "message": message,
         }))
     }
@@ -313,7 +230,7 @@ fn service_json(s: &Service, date: NaiveDate) -> Value {
         "operator": s.operator,
         "origin": s.origin,
         "destination": s.destination,
-        "date": day(date),
+        "date": stored_day(date),
         "departs": s.departs.format("%H:%M").to_string(),
         "arrives": s.arrives(date).format("%Y-%m-%d %H:%M").to_string(),
         "minutes": s.minutes,
@@ -334,7 +251,7 @@ fn search(
     max_price: Option<f64>,
     cx: &ToolContext,
 ) -> Result<Value, ToolError> {
-    let today = asked_at(store, cx).date();
+    let today = store.db().asked_at(cx).date();
     let (serves, what, noun, nouns): (fn(&City) -> bool, _, _, _) = match mode {
         Mode::Flight => (|c: &City| c.airport.is_some(), "airport city", "flight", "flights"),
         Mode::Train => (|c: &City| c.station, "station", "train", "trains"),
@@ -387,8 +304,8 @@ fn search(
             ),
         };
         return Ok(json!({
-            "origin": from.name, "destination": to.name, "date": day(date),
-            nouns: [], "offer": null, "offer_summary": null, "travel_date": day(date),
+            "origin": from.name, "destination": to.name, "date": stored_day(date),
+            nouns: [], "offer": null, "offer_summary": null, "travel_date": stored_day(date),
             "message": message,
         }));
     };
@@ -408,31 +325,31 @@ fn search(
     Ok(json!({
         "origin": from.name,
         "destination": to.name,
-        "date": day(date),
+        "date": stored_day(date),
         nouns: found.iter().map(|s| service_json(s, date)).collect::<Vec<_>>(),
         "offer": best.number,
         "offer_summary": summary,
-        "travel_date": day(date),
+        "travel_date": stored_day(date),
         "message": message,
     }))
 }
 
-travel_tool!(
+db_tool!(
     /// Searches direct flights between two cities of Australia and New
     /// Zealand on a day, optionally under a price (A$); the cheapest is the
     /// offer "book it" invoices.
-    SearchFlights, "search_flights", SearchFlightsArgs, read_only(),
+    SearchFlights, "search_flights", TravelStore, "travel", SearchFlightsArgs, read_only(), confirmation(Self::NAME),
     provides ["offer", "offer_summary", "travel_date"],
     |store, args, cx| {
         search(store, Mode::Flight, &args.origin, &args.destination, &args.date, args.max_price, &cx)
     }
 );
 
-travel_tool!(
+db_tool!(
     /// Searches direct trains between two cities of Great Britain on a
     /// day, optionally under a price (£); the cheapest is the offer "book
     /// it" invoices.
-    SearchTrains, "search_trains", SearchTrainsArgs, read_only(),
+    SearchTrains, "search_trains", TravelStore, "travel", SearchTrainsArgs, read_only(), confirmation(Self::NAME),
     provides ["offer", "offer_summary", "travel_date"],
     |store, args, cx| {
         search(store, Mode::Train, &args.origin, &args.destination, &args.date, args.max_price, &cx)
@@ -507,15 +424,15 @@ fn fixture_json(f: &Fixture) -> Value {
     })
 }
 
-travel_tool!(
+db_tool!(
     /// Lists the Albion League's football matches (Great Britain) in a
     /// month or on a day: a club's (home and away), or those played in a
     /// city. The first one found is the trip's match: a train search can
     /// then go there on match day.
-    SearchFixtures, "search_fixtures", SearchFixturesArgs, read_only(),
+    SearchFixtures, "search_fixtures", TravelStore, "travel", SearchFixturesArgs, read_only(), confirmation(Self::NAME),
     provides ["fixture_name", "fixture_city", "travel_date"],
     |store, args, cx| {
-        let today = asked_at(store, &cx).date();
+        let today = store.db().asked_at(&cx).date();
         let team = match args.team.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
             Some(t) => Some(find_team(store, t)?),
             None => None,
@@ -555,7 +472,7 @@ travel_tool!(
             "fixtures": fixtures.iter().map(fixture_json).collect::<Vec<_>>(),
             "fixture_name": format!("{} v {}", first.home, first.away),
             "fixture_city": first.city,
-            "travel_date": day(first.kickoff.date()),
+            "travel_date": stored_day(first.kickoff.date()),
             "message": message,
         }))
     }
@@ -582,19 +499,19 @@ pub struct CreateInvoiceArgs {
     pub summary: Option<String>,
 }
 
-travel_tool!(
+db_tool!(
     /// Creates an invoice for a flight or a train found by a search: the
     /// fare on that day times the passengers, due in two weeks. Asks the
     /// person first.
-    CreateInvoice, "create_invoice", CreateInvoiceArgs,
+    CreateInvoice, "create_invoice", TravelStore, "travel", CreateInvoiceArgs,
     ToolAnnotations {
         idempotent: true,
         requires_confirmation: true,
         ..ToolAnnotations::default()
     },
-    provides [],
+    confirmation(Self::NAME),
     |store, args, cx| {
-        let asked = asked_at(store, &cx);
+        let asked = store.db().asked_at(&cx);
         let today = asked.date();
         let Some(service) = store.service_by_number(&args.service).map_err(failed)? else {
             return Err(invalid(
@@ -623,12 +540,12 @@ travel_tool!(
         let due = today.checked_add_days(Days::new(14)).unwrap_or(today);
         let line = service.line(date);
         let description = format!("{} on {}", line, long_day(date));
-        let created = store.now();
         let result = store
-            .apply(cx.idempotency_key.as_str(), CreateInvoice::NAME, created, |tx| {
+            .db()
+            .apply(cx.idempotency_key.as_str(), CreateInvoice::NAME, |tx, now| {
                 let id: i64 = tx
                     .query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM invoices", [], |r| r.get(0))
-                    .map_err(|e| store.error(e))?;
+                    .map_err(|e| store.db().error(e))?;
                 let number = format!("INV-{}-{id:04}", today.format("%Y"));
                 tx.execute(
                     "INSERT INTO invoices (id, number, mode, service, travel_date, description, passengers, \
@@ -639,18 +556,18 @@ travel_tool!(
                         number,
                         service.mode.as_str(),
                         service.number,
-                        day(date),
+                        stored_day(date),
                         description,
                         passengers,
                         unit,
                         amount,
                         currency,
                         customer,
-                        stored_time(created),
-                        day(due),
+                        stored_time(now),
+                        stored_day(due),
                     ],
                 )
-                .map_err(|e| store.error(e))?;
+                .map_err(|e| store.db().error(e))?;
                 let who = customer.as_deref().map(|c| format!(", billed to {c}")).unwrap_or_default();
                 let message = format!(
                     "Created invoice {number}: {description}, {}, {}{who}. It is due on {}.",
@@ -662,11 +579,11 @@ travel_tool!(
                     "invoice": number,
                     "service": service.number,
                     "mode": service.mode.as_str(),
-                    "travel_date": day(date),
+                    "travel_date": stored_day(date),
                     "passengers": passengers,
                     "amount": amount as f64 / 100.0,
                     "currency": currency,
-                    "due_on": day(due),
+                    "due_on": stored_day(due),
                     "message": message,
                 }))
             })
@@ -691,6 +608,10 @@ pub fn confirmation(name: &str) -> Option<&'static str> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
+    use concierge::Tool;
+
     use super::*;
 
     #[test]
