@@ -14,7 +14,6 @@
 //! `CONCIERGE_ORDERS_DB`), created and seeded with fictional customers,
 //! orders and shipments on first use.
 
-mod seed;
 pub mod server;
 pub mod store;
 pub mod tools;

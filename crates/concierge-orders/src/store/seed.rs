@@ -6,7 +6,7 @@ use chrono::NaiveDateTime;
 use concierge_demo::domain_db::{add_days, stored_day};
 use rusqlite::{Transaction, params};
 
-use crate::store::{CARRIER, OrderStatus, WAREHOUSE, tracking_number};
+use super::{CARRIER, OrderStatus, WAREHOUSE, tracking_number};
 
 /// A seed customer: id, name, email, city.
 const CUSTOMERS: &[(&str, &str, &str, &str)] = &[

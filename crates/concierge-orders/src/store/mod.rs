@@ -9,6 +9,8 @@
 //! `concierge_demo::domain_db::Store<...>`: a crate cannot add methods to a
 //! type of another crate.
 
+mod seed;
+
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
@@ -226,7 +228,7 @@ pub struct StatusChange {
 
 /// What the orders database is.
 const DB: DbSpec = DbSpec::new("orders", DB_ENV, DEFAULT_DB, SCHEMA)
-    .seeded(crate::seed::seed, SeedMark::Day)
+    .seeded(seed::seed, SeedMark::Day)
     .today_from(TODAY_ENV);
 
 /// The orders database: its file, its clock and its reads and changes.
