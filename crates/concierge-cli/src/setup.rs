@@ -176,8 +176,9 @@ pub async fn discover_for_workers(rt: &Runtime, workers: &WorkerSet) {
         WorkerSet::None => return,
         WorkerSet::All | WorkerSet::NoTools => servers,
         WorkerSet::ToolsOf(names) => rt
+            .catalog()
             .agents()
-            .iter()
+            .map(|a| &a.spec)
             .filter(|a| names.iter().any(|n| n.as_str() == a.id.as_str()))
             .flat_map(|a| a.toolsets.iter().filter(|t| servers.contains(t)).cloned())
             .collect(),

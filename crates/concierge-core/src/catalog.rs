@@ -147,6 +147,18 @@ impl Catalog {
             .collect()
     }
 
+    /// The goals a person can choose from, as the hub offers them, in
+    /// declaration order: an agent called only as a tool of another is
+    /// reached through that one and is not a goal of its own. When no agent
+    /// is offered (every one is called by another), every agent, by id.
+    pub fn goals(&self) -> Vec<&AgentSpec> {
+        let offered = self.offered_agents();
+        if offered.is_empty() {
+            return self.agents().map(|a| &a.spec).collect();
+        }
+        offered
+    }
+
     /// The hub's routing tables.
     pub(crate) fn router(&self) -> &Router {
         &self.router
@@ -175,6 +187,26 @@ impl Catalog {
     /// Every tool, sorted by name.
     pub fn tools(&self) -> impl Iterator<Item = &ToolSpec> {
         self.tools.values()
+    }
+
+    /// The tools whose category is `category` (surrounding spaces ignored,
+    /// matched case-insensitively), sorted by name.
+    pub fn tools_in_category(&self, category: &str) -> Vec<&ToolSpec> {
+        let wanted = category.trim();
+        self.tools()
+            .filter(|t| t.category.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(wanted)))
+            .collect()
+    }
+
+    /// Every tool category, lowercased, with how many tools each has.
+    pub fn tool_categories(&self) -> BTreeMap<String, usize> {
+        let mut categories = BTreeMap::new();
+        for tool in self.tools() {
+            if let Some(category) = &tool.category {
+                *categories.entry(category.to_lowercase()).or_insert(0) += 1;
+            }
+        }
+        categories
     }
 
     /// Toolset names and their tools.
@@ -767,6 +799,38 @@ mod tests {
         let catalog = catalog.to_builder().set_toolset("mcp", [spec("echo")]).build().unwrap();
         let names: Vec<&str> = catalog.tools().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["echo"], "tools that left the toolset leave the catalog");
+    }
+
+    #[test]
+    fn goals_and_categories() {
+        let catalog = Catalog::builder()
+            .tool(spec("zeta").category("Travel"))
+            .tool(spec("alpha").category("travel"))
+            .tool(spec("pay").category("Banking"))
+            .tool(spec("plain"))
+            .agent(AgentSpec::new("travel"))
+            .agent(AgentSpec::new("bank").agent_tool(crate::AgentTool::new("notes")))
+            .agent(AgentSpec::new("notes"))
+            .build()
+            .unwrap();
+        let goals: Vec<&str> = catalog.goals().iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(
+            goals,
+            ["travel", "bank"],
+            "an agent called as a tool is no goal of its own"
+        );
+        let travel: Vec<&str> = catalog
+            .tools_in_category(" TRAVEL ")
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(travel, ["alpha", "zeta"]);
+        assert!(catalog.tools_in_category("none").is_empty());
+        let categories = BTreeMap::from([("banking".to_string(), 1), ("travel".to_string(), 2)]);
+        assert_eq!(catalog.tool_categories(), categories);
+        let alone = Catalog::builder().agent(AgentSpec::new("solo")).build().unwrap();
+        let goals: Vec<&str> = alone.goals().iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(goals, ["solo"]);
     }
 
     #[test]

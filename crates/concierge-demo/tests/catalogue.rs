@@ -21,7 +21,8 @@ async fn every_tool_names_a_missing_field_and_coerces_numbers_and_dates() {
         .build()
         .await
         .unwrap();
-    let tools = rt.tools();
+    let catalog = rt.catalog();
+    let tools: Vec<_> = catalog.tools().collect();
     assert!(tools.len() >= 40, "the whole catalogue: {}", tools.len());
     let (mut required_checked, mut numbers, mut dates) = (0, 0, 0);
     for tool in &tools {

@@ -438,14 +438,15 @@ async fn bad_arguments_get_clear_errors() {
 #[tokio::test]
 async fn the_tools_declare_what_they_do() {
     let fx = fixture(None).await;
+    let catalog = fx.rt.catalog();
     for name in ["create_task", "update_task", "complete_task", "delete_task"] {
-        let spec = fx.rt.tool_spec(name).unwrap();
+        let spec = catalog.tool(&name.into()).unwrap();
         assert!(
             spec.annotations.requires_confirmation && !spec.annotations.read_only,
             "{name}"
         );
     }
-    assert!(fx.rt.tool_spec("delete_task").unwrap().annotations.destructive);
+    assert!(catalog.tool(&"delete_task".into()).unwrap().annotations.destructive);
     for name in [
         "list_tasks",
         "search_tasks",
@@ -454,20 +455,20 @@ async fn the_tools_declare_what_they_do() {
         "recommend_task",
         "search_knowledge",
     ] {
-        let spec = fx.rt.tool_spec(name).unwrap();
+        let spec = catalog.tool(&name.into()).unwrap();
         assert!(
             spec.annotations.read_only && !spec.annotations.requires_confirmation,
             "{name}"
         );
         assert!(!spec.description.is_empty());
     }
-    let create = fx.rt.tool_spec("create_task").unwrap();
+    let create = catalog.tool(&"create_task".into()).unwrap();
     assert!(
         create.description.starts_with("Creates a task with a title"),
         "{}",
         create.description
     );
-    let schema = create.input_schema;
+    let schema = &create.input_schema;
     assert_eq!(schema["required"], json!(["title"]));
     assert!(
         schema["properties"]["due"]["description"]

@@ -125,8 +125,8 @@ async fn say(fx: &Fixture, session: &str, text: &str) -> RunOutput {
 
 fn tool_names(fx: &Fixture) -> Vec<String> {
     fx.rt
-        .tools_for("orders")
-        .unwrap()
+        .catalog()
+        .tools_for(&"orders".into())
         .iter()
         .map(|t| t.name.to_string())
         .filter(|name| !name.starts_with("transfer_to_") && name != "goal_complete")
@@ -167,7 +167,7 @@ async fn hub_rules_where_is_my_order() {
              2025-03-03 22:05 at Salt Lake City, UT sorting hub (departed sorting hub). It is expected on 2025-03-07."
         )
     );
-    assert!(fx.rt.tool_spec("GetOrder").unwrap().annotations.read_only);
+    assert!(fx.rt.catalog().tool(&"GetOrder".into()).unwrap().annotations.read_only);
     // A follow-up stays with the goal: tracking and a customer's orders.
     let out = say(&fx, "h1", "track package PX41006US").await;
     assert!(

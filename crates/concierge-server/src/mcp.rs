@@ -83,17 +83,20 @@ impl ConciergeMcp {
     /// `ask_<agent>` per agent.
     pub fn tools(&self) -> Vec<Tool> {
         let mcp = self.rt.mcp_servers();
-        let mut tools: Vec<Tool> = self
-            .rt
+        let catalog = self.rt.catalog();
+        let mut tools: Vec<Tool> = catalog
             .tools()
-            .iter()
             .filter(|spec| {
-                !mcp.iter()
-                    .any(|server| self.rt.toolset_tools(server).contains(&spec.name))
+                !mcp.iter().any(|server| {
+                    catalog
+                        .toolsets()
+                        .get(server.as_str())
+                        .is_some_and(|set| set.contains(&spec.name))
+                })
             })
             .map(mcp_tool)
             .collect();
-        for agent in self.rt.agents() {
+        for agent in catalog.agents().map(|a| &a.spec) {
             let description = if agent.description.is_empty() {
                 format!(
                     "Ask the {} agent; it answers in one turn, using its own tools.",
@@ -219,11 +222,11 @@ impl ServerHandler for ConciergeMcp {
         let args = request.arguments.clone().unwrap_or_default();
         let name = request.name.as_ref();
         if let Some(agent) = name.strip_prefix(AGENT_TOOL_PREFIX) {
-            if self.rt.agent(agent).is_some() {
+            if self.rt.catalog().agent(&agent.into()).is_some() {
                 return Ok(self.ask(agent, &args).await?.into());
             }
         }
-        if self.rt.tool_spec(name).is_none() {
+        if self.rt.catalog().tool(&name.into()).is_none() {
             return Err(ErrorData::invalid_params(format!("unknown tool {name}"), None));
         }
         let key = context

@@ -63,7 +63,7 @@ async fn stdio_tools_are_remembered_for_replay_after_a_restart() {
     }
     // A new process knows the server's tools before listing it again.
     let rt = build(script(vec![])).build().await.unwrap();
-    assert_eq!(rt.tools_for("helper").unwrap()[0].name, "ev_echo");
+    assert_eq!(rt.catalog().tools_for(&"helper".into())[0].name, "ev_echo");
     let events: Vec<_> = rt.subscribe("s", 1).take(15).map(|e| e.unwrap().kind).collect().await;
     assert!(
         events

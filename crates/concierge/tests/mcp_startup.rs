@@ -191,7 +191,12 @@ async fn a_process_whose_runs_do_not_use_a_remembered_server_does_not_start_it()
     std::fs::remove_file(&marker).unwrap();
     {
         let rt = builder(server.clone()).sqlite(&db).build().await.unwrap();
-        let tools: Vec<String> = rt.tools_for("a").unwrap().iter().map(|t| t.name.to_string()).collect();
+        let tools: Vec<String> = rt
+            .catalog()
+            .tools_for(&"a".into())
+            .iter()
+            .map(|t| t.name.to_string())
+            .collect();
         assert!(tools.contains(&"bump".to_string()), "remembered: {tools:?}");
         let out = rt.send("calculate 5 + 3", session("s1")).await.unwrap();
         assert_eq!(out.reply.as_deref(), Some("8"));

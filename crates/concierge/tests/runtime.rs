@@ -157,7 +157,7 @@ async fn a_runtime_without_an_engine_describes_but_does_not_run() {
         .build()
         .await
         .unwrap();
-    assert_eq!(rt.tools_for("a").unwrap().len(), 1, "introspection works");
+    assert_eq!(rt.catalog().tools_for(&"a".into()).len(), 1, "introspection works");
     let error = rt.client("a").unwrap().run("x", session("s")).await.unwrap_err();
     assert!(matches!(error, Error::EngineNotConfigured), "{error}");
     assert!(matches!(rt.session("s").await, Err(Error::EngineNotConfigured)));

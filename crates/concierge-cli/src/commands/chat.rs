@@ -158,7 +158,7 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         (None, Some(agent)) => Some(rt.client(agent.as_str())?),
         _ => None,
     };
-    let current = match (&existing, &args.agent, rt.default_agent()) {
+    let current = match (&existing, &args.agent, rt.catalog().default_agent()) {
         (Some(s), _, _) => s.agent().clone(),
         (None, Some(agent), _) => agent.as_str().into(),
         (None, None, Some(default)) => default,
@@ -167,11 +167,12 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    if let Some(spec) = rt.agent(current.clone()) {
+    if let Some(agent) = rt.catalog().agent(&current) {
+        let spec = &agent.spec;
         println!(
             "{} — {}",
             clean(&spec.name),
-            clean(&spec.starter_prompt.unwrap_or(spec.description))
+            clean(spec.starter_prompt.as_deref().unwrap_or(&spec.description))
         );
     }
     println!(

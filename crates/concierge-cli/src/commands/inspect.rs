@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use concierge::{Result, Runtime};
+use concierge::{AgentSpec, Result, Runtime, ToolSpec};
 use serde::Serialize;
 
 use crate::render;
@@ -48,14 +48,15 @@ fn print_json<T: Serialize>(value: &T) -> Result<()> {
 }
 
 pub async fn agents(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
-    let agents = rt.agents();
+    let catalog = rt.catalog();
+    let agents: Vec<&AgentSpec> = catalog.agents().map(|a| &a.spec).collect();
     if args.json {
         print_json(&agents)?;
         return Ok(ExitCode::SUCCESS);
     }
     for agent in agents {
-        let tools: Vec<String> = rt
-            .tools_for(agent.id.clone())?
+        let tools: Vec<String> = catalog
+            .tools_for(&agent.id)
             .iter()
             .map(|t| t.name.to_string())
             .collect();
@@ -91,9 +92,10 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
             eprintln!("warning: {error}");
         }
     }
+    let catalog = rt.catalog();
     if let Some(name) = &args.name {
-        let Some(spec) = rt.tool_spec(name.as_str()) else {
-            let names: Vec<String> = rt.tools().iter().map(|t| t.name.to_string()).collect();
+        let Some(spec) = catalog.tool(&name.as_str().into()) else {
+            let names: Vec<String> = catalog.tools().map(|t| t.name.to_string()).collect();
             eprintln!(
                 "error: no tool named \"{}\"; tools: {} (`concierge tools` lists them)",
                 clean(name),
@@ -110,7 +112,7 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         if let Some(category) = &spec.category {
             println!("  category: {}", clean(category));
         }
-        let flags = render::annotations(&spec);
+        let flags = render::annotations(spec);
         if !flags.is_empty() {
             println!("  annotations: {flags}");
         }
@@ -125,9 +127,9 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if let Some(category) = &args.category {
-        let tools = rt.tools_by_category(category);
+        let tools = catalog.tools_in_category(category);
         if tools.is_empty() {
-            let known: Vec<String> = rt.tool_categories().into_keys().collect();
+            let known: Vec<String> = catalog.tool_categories().into_keys().collect();
             eprintln!(
                 "error: no tool is in the category \"{}\"; categories: {}",
                 clean(category),
@@ -145,14 +147,14 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let tools = rt.tools();
     if args.json {
+        let tools: Vec<&ToolSpec> = catalog.tools().collect();
         print_json(&tools)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for set in rt.toolsets() {
+    for (set, members) in catalog.toolsets() {
         println!("[{}]", clean(set.as_ref()));
-        for spec in rt.toolset_tools(&set).into_iter().filter_map(|t| rt.tool_spec(t)) {
+        for spec in members.iter().filter_map(|t| catalog.tool(t)) {
             let first = spec.description.lines().next().unwrap_or_default();
             println!("  {:<24} {}", clean(spec.name.as_str()), clean(first));
         }
@@ -162,7 +164,8 @@ pub async fn tools(rt: &Runtime, args: &ToolsArgs) -> Result<ExitCode> {
 
 /// `concierge goals`: the catalogue as a person sees it.
 pub async fn goals(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
-    let goals = rt.goals();
+    let catalog = rt.catalog();
+    let goals = catalog.goals();
     if args.json {
         print_json(&goals)?;
         return Ok(ExitCode::SUCCESS);

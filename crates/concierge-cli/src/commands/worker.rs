@@ -48,7 +48,7 @@ pub async fn worker(rt: &Runtime, args: &WorkerArgs) -> Result<ExitCode> {
         WorkerSet::ToolsOf(agents) => format!("the tool calls of {}", agents.join(", ")),
         WorkerSet::NoTools => "the session workflows and the model calls".to_string(),
         WorkerSet::All | WorkerSet::None => {
-            let agents: Vec<String> = rt.agents().into_iter().map(|a| a.id.to_string()).collect();
+            let agents: Vec<String> = rt.catalog().agent_ids().iter().map(ToString::to_string).collect();
             format!(
                 "the session workflows, the model calls and the tool calls of {}",
                 agents.join(", ")

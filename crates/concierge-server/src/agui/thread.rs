@@ -55,10 +55,11 @@ pub async fn resolve(
 
 fn known_agent(state: &ApiState, agent: &str, field: &'static str) -> Result<AgentId, ApiError> {
     let id = AgentId::new(agent);
-    if state.runtime().agent(id.clone()).is_some() {
+    let catalog = state.runtime().catalog();
+    if catalog.agent(&id).is_some() {
         return Ok(id);
     }
-    let known: Vec<String> = state.runtime().agents().iter().map(|a| a.id.to_string()).collect();
+    let known: Vec<String> = catalog.agent_ids().iter().map(ToString::to_string).collect();
     Err(ApiError::field(
         StatusCode::UNPROCESSABLE_ENTITY,
         field,

@@ -75,7 +75,7 @@ pub async fn health() -> Json<Health> {
 /// Rust types cannot say: the agents a session may name, and that an
 /// `amend` decision needs its arguments.
 pub async fn document(State(state): State<ApiState>) -> Json<Value> {
-    let agents: Vec<String> = state.rt.agents().iter().map(|a| a.id.to_string()).collect();
+    let agents: Vec<String> = state.rt.catalog().agent_ids().iter().map(ToString::to_string).collect();
     Json(described(&agents))
 }
 

@@ -14,12 +14,11 @@ use super::types::{AgentList, AgentView, GoalList, ToolList, ToolQuery, ToolView
     responses((status = 200, description = "The agents", body = AgentList))
 )]
 pub async fn agents(State(state): State<ApiState>) -> Json<AgentList> {
-    let goals: Vec<String> = state.rt.goals().iter().map(|g| g.id.to_string()).collect();
-    let agents = state
-        .rt
+    let catalog = state.rt.catalog();
+    let goals = catalog.goals();
+    let agents = catalog
         .agents()
-        .iter()
-        .map(|a| AgentView::of(a, goals.iter().any(|g| g == a.id.as_str())))
+        .map(|a| AgentView::of(&a.spec, goals.iter().any(|g| g.id == a.spec.id)))
         .collect();
     Json(AgentList { agents })
 }
@@ -30,7 +29,13 @@ pub async fn agents(State(state): State<ApiState>) -> Json<AgentList> {
     responses((status = 200, description = "The goals catalogue", body = GoalList))
 )]
 pub async fn goals(State(state): State<ApiState>) -> Json<GoalList> {
-    let goals = state.rt.goals().iter().map(|a| AgentView::of(a, true)).collect();
+    let goals = state
+        .rt
+        .catalog()
+        .goals()
+        .into_iter()
+        .map(|a| AgentView::of(a, true))
+        .collect();
     Json(GoalList { goals })
 }
 
@@ -44,12 +49,13 @@ pub async fn goals(State(state): State<ApiState>) -> Json<GoalList> {
     )
 )]
 pub async fn tools(State(state): State<ApiState>, QueryParams(query): QueryParams<ToolQuery>) -> Json<ToolList> {
+    let catalog = state.rt.catalog();
     let mut specs = match query.category.as_deref() {
-        Some(category) => state.rt.tools_by_category(category),
-        None => state.rt.tools(),
+        Some(category) => catalog.tools_in_category(category),
+        None => catalog.tools().collect(),
     };
     specs.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
     Json(ToolList {
-        tools: specs.iter().map(ToolView::from).collect(),
+        tools: specs.into_iter().map(ToolView::from).collect(),
     })
 }

@@ -45,8 +45,9 @@ pub async fn create(
     let agent = match body.agent {
         Some(agent) => {
             let agent = AgentId::new(agent.trim());
-            if state.rt.agent(agent.clone()).is_none() {
-                let known: Vec<String> = state.rt.agents().iter().map(|a| a.id.to_string()).collect();
+            let catalog = state.rt.catalog();
+            if catalog.agent(&agent).is_none() {
+                let known: Vec<String> = catalog.agent_ids().iter().map(ToString::to_string).collect();
                 return Err(ApiError::field(
                     StatusCode::UNPROCESSABLE_ENTITY,
                     "agent",

@@ -68,9 +68,10 @@ pub enum Target {
 pub fn model_ids(rt: &Runtime) -> Vec<String> {
     let mut ids = vec![DEFAULT_MODEL.to_string()];
     ids.extend(
-        rt.agents()
-            .into_iter()
-            .map(|a| a.id.to_string())
+        rt.catalog()
+            .agent_ids()
+            .iter()
+            .map(ToString::to_string)
             .filter(|id| id != DEFAULT_MODEL),
     );
     ids
@@ -79,7 +80,7 @@ pub fn model_ids(rt: &Runtime) -> Vec<String> {
 /// What `model` names; `None` when it names nothing (an agent of that id wins over `concierge`).
 pub fn target(rt: &Runtime, model: &str) -> Option<Target> {
     let agent = AgentId::new(model);
-    if rt.agent(agent.clone()).is_some() {
+    if rt.catalog().agent(&agent).is_some() {
         Some(Target::Agent(agent))
     } else if model == DEFAULT_MODEL {
         Some(Target::Default)

@@ -182,7 +182,7 @@ fn messages(state: &ApiState, conversation: &Conversation, turn: &Turn) -> Vec<M
         let speaker = conversation
             .agent
             .clone()
-            .or_else(|| state.rt.default_agent())
+            .or_else(|| state.rt.catalog().default_agent())
             .unwrap_or_else(|| AgentId::new(super::models::DEFAULT_MODEL));
         for (role, content) in &turn.earlier {
             messages.push(match role {

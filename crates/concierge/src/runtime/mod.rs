@@ -4,9 +4,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use concierge_core::{
-    AgentId, AgentSpec, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Multitask, OpenSession,
-    PendingConfirmation, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError, ToolId,
-    ToolSpec,
+    AgentId, CallId, Catalog, Decision, Event, EventId, EventKind, Message, Multitask, OpenSession,
+    PendingConfirmation, PlannerMode, PolicyDelta, RunId, RunOutput, Session, SessionId, StartRun, StepError,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -46,7 +45,8 @@ struct Inner {
 }
 
 /// A running concierge: start runs, answer confirmations, watch events,
-/// look at agents and tools. Cheap to clone.
+/// look at agents and tools (in its [`catalog`](Runtime::catalog)). Cheap
+/// to clone.
 ///
 /// ```no_run
 /// # async fn demo() -> concierge::Result<()> {
@@ -82,7 +82,11 @@ impl Runtime {
         RuntimeBuilder::default()
     }
 
-    fn catalog(&self) -> Arc<Catalog> {
+    /// The catalog runs start with now: the agents, tools and toolsets, and
+    /// the hub's settings (its mode, intent detection, fallback). A snapshot:
+    /// when an MCP server's tool list changes, the runtime starts using a new
+    /// catalog and this one stays as it was, so ask again for the current one.
+    pub fn catalog(&self) -> Arc<Catalog> {
         self.inner.catalogs.current().catalog
     }
 
@@ -295,7 +299,7 @@ impl Runtime {
 
     /// Starts a turn in a session with its current agent; a new session
     /// starts with the default agent (the hub in multi mode, see
-    /// [`Runtime::default_agent`]).
+    /// [`Catalog::default_agent`] of [`Runtime::catalog`]).
     pub async fn start(&self, messages: impl IntoMessages, options: RunOptions) -> Result<RunHandle> {
         self.start_run(None, messages.into_messages(), options).await
     }
@@ -462,82 +466,6 @@ impl Runtime {
         &self.inner.engine
     }
 
-    /// The agent a new session that names none starts with: the built-in
-    /// hub in multi mode (two or more agents), else the single-mode agent or
-    /// the only one.
-    pub fn default_agent(&self) -> Option<AgentId> {
-        self.catalog().default_agent()
-    }
-
-    /// Every agent.
-    pub fn agents(&self) -> Vec<AgentSpec> {
-        self.catalog().agents().map(|a| a.spec.clone()).collect()
-    }
-
-    /// One agent.
-    pub fn agent(&self, id: impl Into<AgentId>) -> Option<AgentSpec> {
-        self.catalog().agent(&id.into()).map(|a| a.spec.clone())
-    }
-
-    /// Toolset names.
-    pub fn toolsets(&self) -> Vec<String> {
-        self.catalog().toolsets().keys().cloned().collect()
-    }
-
-    /// The tools of a toolset.
-    pub fn toolset_tools(&self, name: &str) -> Vec<ToolId> {
-        self.catalog().toolsets().get(name).cloned().unwrap_or_default()
-    }
-
-    /// Every tool.
-    pub fn tools(&self) -> Vec<ToolSpec> {
-        self.catalog().tools().cloned().collect()
-    }
-
-    /// The tools of a category (seed 000's `get_tools_by_category`),
-    /// matched case-insensitively, sorted by name.
-    pub fn tools_by_category(&self, category: &str) -> Vec<ToolSpec> {
-        let wanted = category.trim();
-        self.catalog()
-            .tools()
-            .filter(|t| t.category.as_deref().is_some_and(|c| c.eq_ignore_ascii_case(wanted)))
-            .cloned()
-            .collect()
-    }
-
-    /// Every tool category, with how many tools each has.
-    pub fn tool_categories(&self) -> std::collections::BTreeMap<String, usize> {
-        let mut categories = std::collections::BTreeMap::new();
-        for tool in self.catalog().tools() {
-            if let Some(category) = &tool.category {
-                *categories.entry(category.to_lowercase()).or_insert(0) += 1;
-            }
-        }
-        categories
-    }
-
-    /// The goals a person can choose from, as the hub offers them (agents
-    /// called only as tools of another are reached through it, and are not
-    /// goals of their own), in declaration order.
-    pub fn goals(&self) -> Vec<AgentSpec> {
-        let catalog = self.catalog();
-        let offered = catalog.offered_agents();
-        if offered.is_empty() {
-            return catalog.agents().map(|a| a.spec.clone()).collect();
-        }
-        offered.into_iter().cloned().collect()
-    }
-
-    /// One tool's spec.
-    pub fn tool_spec(&self, id: impl Into<ToolId>) -> Option<ToolSpec> {
-        self.catalog().tool(&id.into()).cloned()
-    }
-
-    /// One tool's input schema.
-    pub fn tool_schema(&self, id: impl Into<ToolId>) -> Option<Value> {
-        self.tool_spec(id).map(|s| s.input_schema)
-    }
-
     /// Calls a tool directly, outside any run (arguments are validated and
     /// coerced as in a run). `n` numbers the call; `key` is its idempotency
     /// key (one is derived from `n` otherwise).
@@ -570,12 +498,6 @@ impl Runtime {
             asked_at: crate::engine::now(),
         };
         self.inner.executor.tools().execute(&call, cx).await.0
-    }
-
-    /// The tools an agent may call.
-    pub fn tools_for(&self, agent: impl Into<AgentId>) -> Result<Vec<ToolSpec>> {
-        let (agent, catalog) = self.known_agent(agent.into())?;
-        Ok(catalog.tools_for(&agent).into_iter().cloned().collect())
     }
 
     /// Overrides an agent's policy for runs started from now on (in this process).

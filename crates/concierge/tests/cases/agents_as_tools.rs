@@ -49,7 +49,10 @@ fn opts(session: &str) -> RunOptions {
 pub async fn a_router_answers_a_compound_statement_once_with_each_specialists_part_in_order(engine: &EngineUnderTest) {
     let log = Log::default();
     let rt = runtime(engine, &log).await;
-    assert_eq!(rt.default_agent().map(|a| a.to_string()).as_deref(), Some("router"));
+    assert_eq!(
+        rt.catalog().default_agent().map(|a| a.to_string()).as_deref(),
+        Some("router")
+    );
     let events = rt.subscribe("s1", 1);
     let out = rt
         .send(
@@ -244,12 +247,13 @@ pub async fn what_a_tool_writes_is_declared_in_rust_or_by_configuration(engine: 
         .build()
         .await
         .unwrap();
-    let tools = rt.tools_for("clerk").unwrap();
+    let catalog = rt.catalog();
+    let tools = catalog.tools_for(&"clerk".into());
     let writes = |name: &str| tools.iter().find(|t| t.name == name).unwrap().writes.clone();
     assert_eq!(writes("book"), ["ledger"]);
     assert_eq!(writes("log_note"), ["notes", "ledger"]);
     assert!(
-        tools[0].conflicts_with(&tools[1]),
+        tools[0].conflicts_with(tools[1]),
         "both write the ledger: their calls run in turn"
     );
 }

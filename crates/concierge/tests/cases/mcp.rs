@@ -94,9 +94,9 @@ pub async fn stdio_discovery_filtering_coercion_rejection_and_content(engine: &E
     // (The server starts in the background when the runtime opens; the run
     // waits for its tools if they are not listed yet.)
     let out = rt.client("helper").unwrap().run("go", session("s")).await.unwrap();
-    let names: Vec<String> = rt
-        .tools_for("helper")
-        .unwrap()
+    let catalog = rt.catalog();
+    let names: Vec<String> = catalog
+        .tools_for(&"helper".into())
         .iter()
         .map(|t| t.name.to_string())
         .collect();
@@ -105,10 +105,10 @@ pub async fn stdio_discovery_filtering_coercion_rejection_and_content(engine: &E
         ["echo", "get-sum", "get-tiny-image"],
         "included_tools keeps three"
     );
-    let schema = rt.tool_schema("get-sum").unwrap();
+    let schema = &catalog.tool(&"get-sum".into()).unwrap().input_schema;
     assert_eq!(schema["properties"]["a"]["type"], "number");
     assert!(
-        rt.tool_spec("echo").unwrap().annotations.read_only,
+        catalog.tool(&"echo".into()).unwrap().annotations.read_only,
         "readOnlyHint maps onto read_only"
     );
 
@@ -273,7 +273,8 @@ pub async fn stdio_destructive_tools_ask_first_unless_read_only_or_the_server_is
     );
     let graph = results[1].clone().unwrap();
     assert!(graph.to_string().contains("Ada"), "{graph}");
-    let spec = rt.tool_spec("delete_entities").unwrap();
+    let catalog = rt.catalog();
+    let spec = catalog.tool(&"delete_entities".into()).unwrap();
     assert!(spec.annotations.destructive && spec.annotations.requires_confirmation);
     rt.shutdown().await;
 
@@ -520,7 +521,7 @@ pub async fn http_calls_errors_idempotency_keys_and_list_changed(engine: &Engine
     // at the latest).
     let _ = rt.client("helper").unwrap().run("again", session("t")).await;
     assert!(
-        rt.tool_spec("extra").is_some(),
+        rt.catalog().tool(&"extra".into()).is_some(),
         "tools/list_changed refreshed the catalog"
     );
     rt.shutdown().await;
@@ -644,7 +645,8 @@ pub async fn http_a_tool_without_annotations_asks_first_and_a_read_only_one_does
     assert_eq!(outcomes(&out), [Ok(json!("3"))], "add (readOnlyHint) ran unasked");
     assert_eq!(out.status, RunStatus::AwaitingConfirmation, "{out:?}");
     assert_eq!(out.pending_confirmation.as_ref().unwrap().tool, "forget");
-    let spec = rt.tool_spec("forget").unwrap();
+    let catalog = rt.catalog();
+    let spec = catalog.tool(&"forget".into()).unwrap();
     assert!(spec.annotations.destructive && !spec.annotations.read_only && !spec.annotations.idempotent);
     rt.shutdown().await;
 }

@@ -84,7 +84,7 @@ pub async fn a_session_replays_against_the_tools_its_run_saw(engine: &EngineUnde
     let rt = runtime(engine, dir.path(), ScriptedModel::new()).await;
     let listed = rt.discover("srv").await.unwrap();
     assert_eq!(listed.len(), 1);
-    assert_eq!(rt.tools_for("helper").unwrap()[0].name.as_str(), "shout");
+    assert_eq!(rt.catalog().tools_for(&"helper".into())[0].name.as_str(), "shout");
     assert_eq!(
         rt.history("s").await.unwrap(),
         recorded,
@@ -100,7 +100,7 @@ pub async fn a_session_replays_against_the_tools_its_run_saw(engine: &EngineUnde
         // this one learns the new tools by listing the server.
         rt.discover("srv").await.unwrap();
     }
-    assert_eq!(rt.tools_for("helper").unwrap()[0].name.as_str(), "shout");
+    assert_eq!(rt.catalog().tools_for(&"helper".into())[0].name.as_str(), "shout");
     assert_eq!(rt.history("s").await.unwrap(), recorded);
     let events: Vec<_> = {
         use futures::StreamExt;

@@ -492,21 +492,22 @@ pub async fn policy_overrides_apply_to_new_runs(engine: &EngineUnderTest) {
 
 pub async fn introspection_lists_agents_toolsets_and_schemas(engine: &EngineUnderTest) {
     let rt = runtime(engine, ScriptedModel::new()).await;
-    assert_eq!(rt.agents().len(), 1);
-    assert_eq!(rt.toolsets(), ["tools"]);
-    let spec = rt.tool_spec("pay").unwrap();
+    let catalog = rt.catalog();
+    assert_eq!(catalog.agents().count(), 1);
+    assert_eq!(catalog.toolsets().keys().collect::<Vec<_>>(), ["tools"]);
+    let spec = catalog.tool(&"pay".into()).unwrap();
     assert!(spec.annotations.requires_confirmation);
     assert_eq!(spec.description, "Pays an amount (needs the person's approval).");
-    let schema = rt.tool_schema("add").unwrap();
+    let schema = &catalog.tool(&"add".into()).unwrap().input_schema;
     assert_eq!(schema["required"], json!(["a", "b"]));
-    let names: Vec<String> = rt
-        .tools_for("helper")
-        .unwrap()
+    let names: Vec<String> = catalog
+        .tools_for(&"helper".into())
         .iter()
         .map(|t| t.name.to_string())
         .collect();
     assert_eq!(names, ["add", "explode", "pay", "wait_for_gate"]);
-    assert!(rt.tools_for("ghost").is_err());
+    assert!(catalog.agent(&"ghost".into()).is_none());
+    assert!(catalog.tools_for(&"ghost".into()).is_empty());
 }
 
 pub async fn ending_a_session_cancels_its_run(engine: &EngineUnderTest) {
@@ -684,7 +685,8 @@ pub async fn a_templated_confirmation_is_answered_by_a_plain_yes_through_send(en
         pending.message,
         "I'll create a task 'Fix login bug' due Monday, priority low. Proceed?"
     );
-    let spec = rt.tool_spec("create_task").unwrap();
+    let catalog = rt.catalog();
+    let spec = catalog.tool(&"create_task".into()).unwrap();
     assert!(spec.annotations.requires_confirmation, "a template implies asking");
 
     // "Yes, but ..." shows the changed call back instead of running it.
@@ -797,7 +799,7 @@ async fn hub_runtime(engine: &EngineUnderTest, model: Option<ScriptedModel>) -> 
 
 pub async fn a_new_session_naming_no_agent_starts_at_the_hub_which_routes_by_rules(engine: &EngineUnderTest) {
     let rt = hub_runtime(engine, None).await;
-    assert_eq!(rt.default_agent(), Some("hub".into()));
+    assert_eq!(rt.catalog().default_agent(), Some("hub".into()));
     let out = rt.send("book a flight to London", session("h1")).await.unwrap();
     assert_eq!(out.agent, "travel");
     assert_eq!(out.reply.as_deref(), Some("2 flights to London"));
@@ -859,7 +861,7 @@ pub async fn single_mode_has_no_hub_and_offers_no_hub_tools(engine: &EngineUnder
         .build()
         .await
         .unwrap();
-    assert_eq!(rt.default_agent(), Some("travel".into()));
+    assert_eq!(rt.catalog().default_agent(), Some("travel".into()));
     let out = rt.send("hello", session("s1")).await.unwrap();
     assert_eq!(out.agent, "travel");
     let names: Vec<String> = model.requests()[0].tools.iter().map(|t| t.name.to_string()).collect();
