@@ -309,6 +309,21 @@ impl McpClient {
     }
 
     /// The live connection, starting the server if needed (not during backoff).
+    /// A call that finds the server between restart attempts waits for the
+    /// next one when it comes within `limit` (the call's timeout): the
+    /// server may be back, and failing at once would refuse a call it could
+    /// answer. Background restarts keep their backoff; a call makes no more
+    /// attempts than they would.
+    async fn wait_for_restart(&self, limit: Duration) {
+        let retry_at = self.state.lock().await.retry_at;
+        if let Some(at) = retry_at {
+            let now = Instant::now();
+            if at > now && at - now <= limit {
+                tokio::time::sleep_until(at.into()).await;
+            }
+        }
+    }
+
     async fn connection(&self) -> Result<Arc<Connection>, McpError> {
         let mut state = self.state.lock().await;
         if let Some(connection) = &state.connection {
@@ -562,6 +577,7 @@ impl McpClient {
     /// runs out, or when the returned future is dropped, the server is sent
     /// `notifications/cancelled`.
     pub async fn call(&self, tool: &str, arguments: JsonObject, key: &IdempotencyKey) -> Result<Value, ToolError> {
+        self.wait_for_restart(self.config.call_timeout()).await;
         let connection = self
             .connection()
             .await
