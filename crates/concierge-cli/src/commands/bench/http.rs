@@ -24,7 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::measure::{percentile, proc_usage, round};
+use super::measure::{gather, percentile, proc_usage, round};
 use super::{BenchArgs, Report};
 
 /// Runs the load against the server at `url` (its root, e.g. `http://127.0.0.1:8080`).
@@ -75,17 +75,7 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::with_capacity(total as usize);
-    let mut errors = 0;
-    for task in tasks {
-        match task.await {
-            Ok((l, e)) => {
-                latencies.extend(l);
-                errors += e;
-            }
-            Err(_) => errors += args.turns as u64,
-        }
-    }
+    let (mut latencies, errors) = gather(tasks, total, args.turns).await;
     let wall = started.elapsed();
     let after = proc_usage();
     bar.finish_and_clear();

@@ -47,3 +47,24 @@ pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let f = 10f64.powi(digits);
     (x * f).round() / f
 }
+
+/// The turn latencies and errors of a benchmark's session tasks, as they
+/// finish (a task that panicked counts all its `turns` as errors).
+pub(crate) async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<f64>, u64)>>,
+    total: u64,
+    turns: usize,
+) -> (Vec<f64>, u64) {
+    let mut latencies = Vec::with_capacity(total as usize);
+    let mut errors = 0;
+    for task in tasks {
+        match task.await {
+            Ok((l, e)) => {
+                latencies.extend(l);
+                errors += e;
+            }
+            Err(_) => errors += turns as u64,
+        }
+    }
+    (latencies, errors)
+}

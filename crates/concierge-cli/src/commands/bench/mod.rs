@@ -30,7 +30,7 @@ pub(crate) mod measure;
 mod temporal;
 
 use crate::{Cli, fake_server};
-use measure::{percentile, proc_usage, round};
+use measure::{gather, percentile, proc_usage, round};
 use temporal::TemporalFigures;
 
 /// `concierge bench`.
@@ -337,17 +337,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             (latencies, errors)
         }));
     }
-    let mut latencies = Vec::with_capacity(total as usize);
-    let mut errors = 0;
-    for task in tasks {
-        match task.await {
-            Ok((l, e)) => {
-                latencies.extend(l);
-                errors += e;
-            }
-            Err(_) => errors += args.turns as u64,
-        }
-    }
+    let (mut latencies, errors) = gather(tasks, total, args.turns).await;
     let wall = started.elapsed();
     let after = proc_usage();
     let threads_after = temporal::thread_cpu();
