@@ -113,11 +113,14 @@ async fn a_compacted_journal_shows_the_same_history_session_and_events_in_a_new_
     }
     assert_eq!(before.runs_started(), turns as u64);
     // Each turn journals four inputs (start, model, tool, model): all kept
-    // in one database, a few since the latest snapshot in the other.
+    // in one database, only those since the latest snapshot in the other. A
+    // snapshot is written once the inputs since the last one outweigh it
+    // (compressed, so how many turns that takes varies with the random ids
+    // in them): a few turns' entries at most.
     let inputs = 4 * turns as i64;
     assert_eq!(rows(&kept, "log"), inputs);
     let left = rows(&compacted, "log");
-    assert!(left < 10, "{left} of {inputs} entries left after compaction");
+    assert!(left < inputs / 3, "{left} of {inputs} entries left after compaction");
     assert!(rows(&compacted, "archive") > 0);
     assert_eq!(rows(&kept, "archive"), 0);
 
@@ -144,7 +147,7 @@ async fn a_compacted_journal_shows_the_same_history_session_and_events_in_a_new_
     assert_eq!(out.reply.as_deref(), Some(&*format!("{}", turns + 2)));
     let history = rt.history("s").await.unwrap();
     rt.shutdown().await;
-    assert!(rows(&compacted, "log") < 10);
+    assert!(rows(&compacted, "log") < inputs / 3);
     let rt = runtime(&compacted, false).await;
     assert_eq!(rt.history("s").await.unwrap(), history);
     let all = replayed(&rt, 1, live.len() + 1).await;
