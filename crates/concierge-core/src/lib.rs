@@ -77,6 +77,7 @@ mod phase;
 mod planner;
 mod planner_mode;
 mod policy;
+mod reading;
 mod run;
 mod session;
 mod text;

@@ -55,6 +55,23 @@ pub(crate) enum Waiting {
         /// The batch and its parked slot.
         parked: Parked,
     },
+    /// The model's reading of the person's answer to the parked call (when
+    /// the rules could not read it fully; see `reading`). The call stays
+    /// parked: a structured answer still settles it.
+    Reading {
+        /// The model call number.
+        call: u32,
+        /// The batch and its parked slot.
+        parked: Parked,
+        /// Whether the rules read a plain yes, which stands if the model's
+        /// reading settles nothing (else the person is reminded).
+        #[serde(default)]
+        rules_approve: bool,
+        /// The person's message (to ask again after a restart).
+        text: String,
+        /// When the person answered.
+        at: Timestamp,
+    },
 }
 
 /// Why a run asked the model.
@@ -77,19 +94,20 @@ impl Waiting {
             Waiting::Model { call, .. } => format!("model call {call}"),
             Waiting::Tools { .. } => "its running tool calls".into(),
             Waiting::Confirmation { .. } => "a confirmation".into(),
+            Waiting::Reading { call, .. } => format!("model call {call} (reading the answer to a confirmation)"),
         }
     }
 
     /// Whether the wait counts against the run's time budget (a wait for
     /// the person does not).
     pub(crate) fn counts_time(&self) -> bool {
-        !matches!(self, Waiting::Confirmation { .. })
+        !matches!(self, Waiting::Confirmation { .. } | Waiting::Reading { .. })
     }
 
     /// The call the person is asked to approve, when the run waits for that.
     pub(crate) fn pending(&self, run_id: &RunId) -> Option<PendingConfirmation> {
         match self {
-            Waiting::Confirmation { parked } => parked.pending(run_id),
+            Waiting::Confirmation { parked } | Waiting::Reading { parked, .. } => parked.pending(run_id),
             Waiting::Model { .. } | Waiting::Tools { .. } => None,
         }
     }
@@ -98,16 +116,16 @@ impl Waiting {
     pub(crate) fn pending_choice(&self, run_id: &RunId) -> Option<PendingChoice> {
         match self {
             Waiting::Confirmation { parked } => parked.pending_choice(run_id),
-            Waiting::Model { .. } | Waiting::Tools { .. } => None,
+            Waiting::Model { .. } | Waiting::Tools { .. } | Waiting::Reading { .. } => None,
         }
     }
 }
 
 impl RunState {
     /// Which model call a reply or failure may answer: the one in flight.
-    pub(crate) fn expect_model(&self, call: u32, input: &'static str) -> Result<ModelPurpose, StepError> {
+    pub(crate) fn expect_model(&self, call: u32, input: &'static str) -> Result<(), StepError> {
         match &self.waiting {
-            Waiting::Model { call: c, purpose } if *c == call => Ok(*purpose),
+            Waiting::Model { call: c, .. } | Waiting::Reading { call: c, .. } if *c == call => Ok(()),
             other => Err(StepError::Unexpected {
                 input: input.into(),
                 expected: other.describe(),
@@ -119,7 +137,7 @@ impl RunState {
     pub(crate) fn expect_tool(&self, call_id: &CallId) -> Result<usize, StepError> {
         let slot = match &self.waiting {
             Waiting::Tools { batch } => batch.batch().running_slot(call_id),
-            Waiting::Model { .. } | Waiting::Confirmation { .. } => None,
+            Waiting::Model { .. } | Waiting::Confirmation { .. } | Waiting::Reading { .. } => None,
         };
         slot.ok_or_else(|| StepError::Unexpected {
             input: "tool_finished".into(),
@@ -544,7 +562,7 @@ mod tests {
             call: 2,
             purpose: ModelPurpose::Synthesize,
         });
-        assert_eq!(s.expect_model(2, "model_replied"), Ok(ModelPurpose::Synthesize));
+        assert_eq!(s.expect_model(2, "model_replied"), Ok(()));
         let Err(StepError::Unexpected { input, expected }) = s.expect_model(1, "model_failed") else {
             panic!("a stale call number is refused")
         };

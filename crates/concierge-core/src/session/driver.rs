@@ -69,7 +69,7 @@ impl Fault {
         let batch = match waiting {
             Waiting::Model { .. } => None,
             Waiting::Tools { batch } => Some(batch.into_batch()),
-            Waiting::Confirmation { parked } => Some(parked.into_batch()),
+            Waiting::Confirmation { parked } | Waiting::Reading { parked, .. } => Some(parked.into_batch()),
         };
         Self {
             message: format!("the input did not fit the run, which was waiting for {expected}"),
@@ -448,6 +448,12 @@ impl<'a> Driver<'a> {
     }
 
     fn ask_model(&mut self, request: ModelRequest, purpose: ModelPurpose) -> Flow {
+        let call = self.call_model(request);
+        Ok(Next::Wait(Waiting::Model { call, purpose }))
+    }
+
+    /// Asks the model (the run's next model call): its number.
+    pub(super) fn call_model(&mut self, request: ModelRequest) -> u32 {
         let call = self.run.next_model_call();
         self.emit(EventKind::ModelRequested { call });
         self.out.effects.push(Effect::CallModel {
@@ -455,7 +461,7 @@ impl<'a> Driver<'a> {
             call,
             request,
         });
-        Ok(Next::Wait(Waiting::Model { call, purpose }))
+        call
     }
 
     /// The final step after a cap: the planner answers with what is known
@@ -507,12 +513,17 @@ impl<'a> Driver<'a> {
 
     // ----- the model -----
 
-    pub(super) fn model_replied(&mut self, purpose: ModelPurpose, reply: ModelReply) -> Flow {
+    /// Counts a model reply's tokens in the run's and the session's totals.
+    pub(super) fn count_usage(&mut self, reply: &ModelReply) {
         if let Some(usage) = reply.usage {
             let run_total = self.run.add_usage(usage);
             self.conv.usage.add(usage);
             self.emit(EventKind::Usage { usage, run_total });
         }
+    }
+
+    pub(super) fn model_replied(&mut self, purpose: ModelPurpose, reply: ModelReply) -> Flow {
+        self.count_usage(&reply);
         match purpose {
             ModelPurpose::Synthesize => self.answer(reply.text),
             ModelPurpose::Summarize => self.summarized(Some(reply.text)),
@@ -565,7 +576,7 @@ impl<'a> Driver<'a> {
                 self.advance(batch)
             }
             // The person's time is not the run's: nothing to do.
-            parked @ Waiting::Confirmation { .. } => Ok(Next::Wait(parked)),
+            parked @ (Waiting::Confirmation { .. } | Waiting::Reading { .. }) => Ok(Next::Wait(parked)),
         }
     }
 
@@ -574,7 +585,7 @@ impl<'a> Driver<'a> {
         let batch = match waiting {
             Waiting::Model { .. } => None,
             Waiting::Tools { batch } => Some(batch.into_batch()),
-            Waiting::Confirmation { parked } => Some(parked.into_batch()),
+            Waiting::Confirmation { parked } | Waiting::Reading { parked, .. } => Some(parked.into_batch()),
         };
         if let Some(batch) = batch {
             self.abandon(batch, "the session was ended before the call finished");

@@ -8,6 +8,7 @@
 //! that finishes the run says so in what it returns ([`Next`]).
 
 mod driver;
+mod reading;
 mod routing;
 mod tools;
 
@@ -38,6 +39,7 @@ use crate::phase::Phase;
 use crate::planner::{LlmPlanner, Plan};
 use crate::planner_mode::PlannerMode;
 use crate::policy::Cap;
+use crate::reading::{asks_the_model, request as reading_request};
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
 use crate::time::Timestamp;
 use crate::tool::ToolSpec;
@@ -402,14 +404,32 @@ impl Session {
             Input::ModelReplied {
                 run_id, call, reply, ..
             } => {
-                let purpose = self.active(&run_id)?.expect_model(call, "model_replied")?;
-                self.drive(&mut out, catalog, |d, _| d.model_replied(purpose, reply));
+                self.active(&run_id)?.expect_model(call, "model_replied")?;
+                self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Model { purpose, .. } => d.model_replied(purpose, reply),
+                    Waiting::Reading {
+                        parked,
+                        rules_approve,
+                        at,
+                        ..
+                    } => d.answer_read(parked, rules_approve, Ok(reply), at),
+                    other => Err(Fault::mismatch(other)),
+                });
             }
             Input::ModelFailed {
                 run_id, call, error, ..
             } => {
-                let purpose = self.active(&run_id)?.expect_model(call, "model_failed")?;
-                self.drive(&mut out, catalog, |d, _| d.model_failed(purpose, error));
+                self.active(&run_id)?.expect_model(call, "model_failed")?;
+                self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Model { purpose, .. } => d.model_failed(purpose, error),
+                    Waiting::Reading {
+                        parked,
+                        rules_approve,
+                        at,
+                        ..
+                    } => d.answer_read(parked, rules_approve, Err(error), at),
+                    other => Err(Fault::mismatch(other)),
+                });
             }
             Input::ToolFinished {
                 run_id,
@@ -449,8 +469,12 @@ impl Session {
                 if let Decision::Amend { arguments } = &confirmation.decision {
                     self.check_amendment(arguments, catalog)?;
                 }
+                // A structured answer settles the call even while the model
+                // reads a message about it (its reading is then refused).
                 self.drive(&mut out, catalog, |d, waiting| match waiting {
-                    Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
+                    Waiting::Confirmation { parked } | Waiting::Reading { parked, .. } => {
+                        d.confirmed(parked, confirmation)
+                    }
                     other => Err(Fault::mismatch(other)),
                 });
             }
@@ -553,6 +577,19 @@ impl Session {
             Waiting::Confirmation { parked } => {
                 effects.push(Effect::AwaitUser(driver::park_output(conversation, run, parked, None)));
             }
+            Waiting::Reading { call, parked, text, .. } => {
+                let call_name = &parked.call().name;
+                let owner = catalog.agent(&conversation.agent);
+                if let (Some(pending), Some(owner), Some(spec)) =
+                    (parked.pending(run.id()), owner, catalog.tool(call_name))
+                {
+                    effects.push(Effect::CallModel {
+                        run_id: run.id().clone(),
+                        call: *call,
+                        request: reading_request(&owner.spec, spec, &pending, text),
+                    });
+                }
+            }
         }
         if let Some(at) = run.deadline() {
             effects.push(Effect::WakeAt {
@@ -629,7 +666,22 @@ impl Session {
                 &fallback
             }
         };
-        let decision = match interpret_answer(text, spec, &call.arguments, start.at) {
+        let rules = interpret_answer(text, spec, &call.arguments, start.at);
+        // What the rules cannot read fully, the agent's model reads (as one
+        // of the run's model calls), when the agent plans with one.
+        let known = catalog.tool(&call.name).is_some();
+        if known && start.planner == PlannerMode::Model && asks_the_model(&rules, text) {
+            if let (Some(pending), Some(owner)) = (parked.pending(run.id()), catalog.agent(&self.conversation.agent)) {
+                let request = reading_request(&owner.spec, spec, &pending, text);
+                let rules_approve = matches!(rules, Answer::Approve);
+                let (text, at) = (text.to_string(), start.at);
+                return self.drive(out, catalog, |d, waiting| match waiting {
+                    Waiting::Confirmation { parked } => d.read_answer(parked, request, rules_approve, text, at),
+                    other => Err(Fault::mismatch(other)),
+                });
+            }
+        }
+        let decision = match rules {
             Answer::Approve => Decision::Approve,
             Answer::Decline { reason } => Decision::Deny { reason },
             Answer::Amend { arguments } => match check_arguments(spec, &arguments) {
@@ -643,9 +695,7 @@ impl Session {
                 }
             },
             Answer::Unclear => {
-                let reply = "Before anything else, please answer the question below with yes or no \
-                             (or say what to change)."
-                    .to_string();
+                let reply = reading::ANSWER_PLEASE.to_string();
                 return self.drive(out, catalog, |d, waiting| match waiting {
                     Waiting::Confirmation { parked } => d.remind(parked, reply),
                     other => Err(Fault::mismatch(other)),

@@ -1249,7 +1249,13 @@ fn a_message_that_does_not_answer_leaves_the_call_parked_with_a_reminder() {
     let mut h = Harness::tasks();
     let pending = park_create(&mut h);
     let before = h.session.history().to_vec();
-    let step = h.say("what is 2 plus 3");
+    // Without a model (the agent plans by its rules), the rules remind at once.
+    let at = h.at();
+    let step = h.send(Input::StartRun(StartRun::new(
+        "what is 2 plus 3",
+        PlannerMode::Rules,
+        at,
+    )));
     assert!(tool_calls(&step).is_empty());
     assert!(step.run_started().is_none());
     let out = parked(&step);
@@ -1269,6 +1275,81 @@ fn a_message_that_does_not_answer_leaves_the_call_parked_with_a_reminder() {
     assert!(matches!(other, Err(StepError::RunInProgress { .. })));
     // Still answerable.
     assert_eq!(tool_calls(&h.say("ok")).len(), 1);
+}
+
+#[test]
+fn the_agents_model_reads_an_answer_the_rules_cannot_as_one_of_the_runs_calls() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    let usage_before = h.session.usage();
+    // The rules cannot read it: the model is asked, the call stays parked.
+    let step = h.say("what is 2 plus 3");
+    let (_, call, request) = model_call(&step);
+    assert_eq!(call, 2, "the run's next model call");
+    assert_eq!(request.tool_choice, ToolChoice::Tool("answer_confirmation".into()));
+    assert!(request.system.contains("create_task"), "{}", request.system);
+    assert!(step.run_started().is_none() && tool_calls(&step).is_empty());
+    assert_eq!(
+        h.session.pending_confirmation().unwrap().fingerprint,
+        pending.fingerprint
+    );
+    // A second message while it reads is a message during a run.
+    let at = h.at();
+    let during = h.try_send(Input::StartRun(StartRun::new("hello?", PlannerMode::Model, at)));
+    assert!(matches!(during, Err(StepError::RunInProgress { .. })), "{during:?}");
+    // After a restart, the reading is asked again.
+    assert!(h.session.pending_effects(&h.catalog).iter().any(|e| matches!(
+        e,
+        Effect::CallModel { call: 2, request, .. } if request.tool_choice == ToolChoice::Tool("answer_confirmation".into())
+    )));
+    // No decision in its answer: the person is reminded; its tokens count.
+    let unclear = ModelReply::tool_call("answer_confirmation", r#"{"decision": "unclear"}"#).with_usage(30, 4);
+    let step = h.reply(&step, unclear);
+    assert!(parked(&step).reply.unwrap().contains("yes or no"));
+    assert_eq!(h.session.usage().input_tokens, usage_before.input_tokens + 30);
+    // A change the rules miss: the model's reading amends the call, shown back for a final yes.
+    let step = h.say("yes, but bump it up a notch");
+    let amend = ModelReply::tool_call(
+        "answer_confirmation",
+        r#"{"decision": "amend", "arguments": {"priority": "high"}}"#,
+    );
+    let step = h.reply(&step, amend);
+    let shown = parked(&step).pending_confirmation.unwrap();
+    assert_eq!(shown.arguments["priority"], "high");
+    assert_ne!(shown.fingerprint, pending.fingerprint);
+    // A failed reading of a plain yes with more words: the yes stands.
+    let step = h.say("yes and thanks");
+    let (run_id, call, _) = model_call(&step);
+    let at = h.at();
+    let step = h.send(Input::ModelFailed {
+        run_id,
+        call,
+        error: "timeout".into(),
+        at,
+    });
+    assert_eq!(tool_calls(&step).len(), 1, "the call runs");
+    assert_eq!(h.replayed(), h.session);
+}
+
+#[test]
+fn a_structured_answer_settles_the_call_while_the_model_reads_a_message() {
+    let mut h = Harness::tasks();
+    let pending = park_create(&mut h);
+    let reading = h.say("hmm, what do you think");
+    let step = h
+        .confirm(&pending.call_id, &pending.fingerprint, UserDecision::Approve)
+        .unwrap();
+    assert_eq!(tool_calls(&step).len(), 1);
+    // The reading arrives too late: refused, nothing changes.
+    let (run_id, call, _) = model_call(&reading);
+    let at = h.at();
+    let late = h.try_send(Input::ModelReplied {
+        run_id,
+        call,
+        reply: ModelReply::tool_call("answer_confirmation", r#"{"decision": "decline"}"#),
+        at,
+    });
+    assert!(late.is_err());
 }
 
 #[test]

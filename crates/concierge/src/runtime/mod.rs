@@ -11,7 +11,6 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-mod answer;
 mod builder;
 mod children;
 mod client;
@@ -169,24 +168,20 @@ impl Runtime {
             Multitask::Reject
         };
         let mut turns = MultitaskTurns::new(options.multitask, default);
-        match self.prepare_run(agent, messages, options).await? {
-            Prepared::Answered(handle) => Ok(handle),
-            Prepared::Run(run) => {
-                let started = turns
-                    .attempt(self, &run, || {
-                        run.engine
-                            .start(run.session.clone(), run.start.clone(), run.setup.clone())
-                    })
-                    .await?;
-                Ok(RunHandle::new(
-                    self.clone(),
-                    run.session,
-                    started.run_id,
-                    started.stop,
-                    started.first_seq,
-                ))
-            }
-        }
+        let run = self.prepare_run(agent, messages, options).await?;
+        let started = turns
+            .attempt(self, &run, || {
+                run.engine
+                    .start(run.session.clone(), run.start.clone(), run.setup.clone())
+            })
+            .await?;
+        Ok(RunHandle::new(
+            self.clone(),
+            run.session,
+            started.run_id,
+            started.stop,
+            started.first_seq,
+        ))
     }
 
     /// Runs a turn as [`Runtime::start_run`] starts it and waits for its stop
@@ -199,27 +194,22 @@ impl Runtime {
     ) -> Result<RunOutput> {
         // A caller that waits for the answer is queued by default.
         let mut turns = MultitaskTurns::new(options.multitask, Multitask::Enqueue);
-        match self.prepare_run(agent, messages, options).await? {
-            Prepared::Answered(handle) => handle.wait().await,
-            Prepared::Run(run) => {
-                turns
-                    .attempt(self, &run, || {
-                        run.engine
-                            .run(run.session.clone(), run.start.clone(), run.setup.clone())
-                    })
-                    .await
-            }
-        }
+        let run = self.prepare_run(agent, messages, options).await?;
+        turns
+            .attempt(self, &run, || {
+                run.engine
+                    .run(run.session.clone(), run.start.clone(), run.setup.clone())
+            })
+            .await
     }
 
-    /// What a run's start comes to: the checks, the answer to a parked call
-    /// read by the model, or the engine's start with its setup.
+    /// What a run's start comes to: the checks, then the engine's start with its setup.
     async fn prepare_run(
         &self,
         agent: Option<AgentId>,
         messages: Vec<Message>,
         options: RunOptions,
-    ) -> Result<Prepared> {
+    ) -> Result<PreparedRun> {
         let session = options.session_id.ok_or(Error::MissingSessionId)?;
         if session.as_str().trim().is_empty() {
             return Err(Error::MissingSessionId);
@@ -249,21 +239,17 @@ impl Runtime {
             at: crate::engine::now(),
         };
         let catalog = self.catalog();
-        // An answer to a parked call that the rules cannot read goes to the model first.
-        if let Some(handle) = self.answer_with_model(&engine, &session, &start, &catalog).await {
-            return Ok(Prepared::Answered(handle));
-        }
         // A new session that names no agent starts with the default one (the hub in multi mode).
         let setup = self
             .setup(&catalog, options.policy.as_ref(), start.agent.as_ref())
             .first_agent(catalog.default_agent())
             .engine_options(options.engine);
-        Ok(Prepared::Run(Box::new(PreparedRun {
+        Ok(PreparedRun {
             engine,
             session,
             start,
             setup,
-        })))
+        })
     }
 
     /// Opens a session before its first message: it exists, is listed and
@@ -636,16 +622,6 @@ impl Runtime {
         })
         .boxed()
     }
-}
-
-/// How a run of `resolved` plans: a custom planner wins; then a model if one
-/// is configured for the agent; else the agent's rules.
-/// A run's start, ready for the engine (or already answered).
-enum Prepared {
-    /// An answer to a parked call, read by the model, already under way.
-    Answered(RunHandle),
-    /// The engine's start.
-    Run(Box<PreparedRun>),
 }
 
 /// What the engine's start is given.

@@ -77,7 +77,7 @@ pub async fn a_change_the_rules_miss_is_read_by_the_model_and_shown_back_before_
         .reply(ModelReply::tool_call(
             "answer_confirmation",
             r#"{"decision": "amend", "arguments": {"title": "Fix login bug", "priority": "high", "due": "Monday"}, "reason": "urgent means high priority"}"#,
-        ))
+        ).with_usage(40, 6))
         .reply(ModelReply::text("Created."));
     let rt = runtime(engine, tasks(), Some(model.clone())).await;
     let parked = rt
@@ -114,6 +114,10 @@ pub async fn a_change_the_rules_miss_is_read_by_the_model_and_shown_back_before_
         asked.system
     );
     assert_eq!(asked.messages.last().unwrap().text(), "yes but make it urgent");
+    // The reading is one of the run's model calls: its tokens count in the
+    // run's and the session's totals.
+    assert_eq!(changed.usage.input_tokens, 40, "{:?}", changed.usage);
+    assert_eq!(rt.session("t").await.unwrap().usage().input_tokens, 40);
 
     let out = rt.send("yes", session("t")).await.unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");

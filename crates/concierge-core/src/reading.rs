@@ -1,43 +1,37 @@
-//! The person's answer to a parked call, understood by the model when the
-//! rules cannot read it ("yes, but make it urgent").
+//! Reading the person's answer to a parked call with the model, when the
+//! rules cannot read it fully ("yes, but make it urgent").
 //!
 //! A message sent to a session whose run waits for the person's approval
-//! answers that approval. The core reads it by rules only
-//! ([`interpret_answer`]): yes, no, a change it finds against the tool's
-//! schema, or not an answer (the person is reminded of the question). When a
-//! model is configured for the session's agent, the runtime first reads the
-//! message itself, with the same rules, and asks the model once when:
+//! answers that approval. The rules ([`interpret_answer`]) read a yes, a no,
+//! or a change they find against the tool's schema. When the run's agent
+//! plans with a model, the session asks that model once, as one of the
+//! run's model calls (so its usage counts in the run's and the session's
+//! totals, and every engine runs it where it runs model calls), when:
 //!
-//! - the rules do not understand it (not an answer), or
+//! - the rules do not understand the message (not an answer), or
 //! - the rules read a plain yes, but the message also has a word that asks
 //!   for more than a yes ([`CHANGE_WORDS`]: "yes, and put it on the 5th
 //!   instead"; the rules may have read that as a yes that changes nothing).
 //!
 //! A "no" the rules understand never reaches the model, nor does a change
-//! they understand: the core handles those as before. The model answers with
-//! a decision (approve, decline, amend with the complete new arguments, or
-//! unclear), which becomes a [`Decision`] for the engine (a change is checked
-//! against the schema and shown back for a final yes, as the rules' are).
-//! When the model says it is unclear, or its call or its answer fails, the
-//! message goes to the core as before (which reminds the person). What the
-//! model decided is a tracing event, not a message to the person.
+//! they understand. The model answers with a decision (approve, decline,
+//! amend with the new arguments, or unclear), which becomes the
+//! [`Decision`] on the parked call (a change is checked against the schema
+//! and shown back for a final yes, as the rules' are). When the model says
+//! it is unclear, or its call or its answer fails, the rules' reading
+//! stands (a plain yes approves; anything else reminds the person).
 
 use std::sync::Arc;
 
-use concierge_core::{
-    Answer, Catalog, Decision, Input, Message, ModelRequest, PendingConfirmation, SessionId, StartRun, ToolChoice,
-    ToolDef, ToolSpec, check_arguments, interpret_answer,
-};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{RunHandle, Runtime};
-use crate::engine::Engine;
-use crate::model::ModelContext;
-
-/// The number the reading's model call has for hooks and traces (a run's
-/// own calls count from 1).
-const READING_CALL: u32 = 0;
+use crate::agent::AgentSpec;
+use crate::confirmation::{Answer, check_arguments};
+use crate::message::Message;
+use crate::model::{ModelReply, ModelRequest, ToolChoice};
+use crate::pending::{Decision, PendingConfirmation};
+use crate::tool::{ToolDef, ToolSpec};
 
 /// The function the model answers through.
 const ANSWER_TOOL: &str = "answer_confirmation";
@@ -59,129 +53,19 @@ struct Reading {
     reason: Option<String>,
 }
 
-/// What the runtime makes of the model's reading.
+/// What the model's reading comes to.
 #[derive(Debug, PartialEq)]
-enum Verdict {
+pub(crate) enum Verdict {
     /// Answer the parked call so.
     Decide(Decision),
-    /// Leave the message to the core's rules.
+    /// The rules' reading stands; why, in words.
     Unclear(String),
-}
-
-impl Runtime {
-    /// Answers the call parked in `session` with the person's message when
-    /// the rules cannot read it and the agent's model can: the handle of the
-    /// parked run going on, or `None` to send the message as usual.
-    pub(super) async fn answer_with_model(
-        &self,
-        engine: &Arc<dyn Engine>,
-        session: &SessionId,
-        start: &StartRun,
-        catalog: &Catalog,
-    ) -> Option<RunHandle> {
-        let (agent, tenant, messages, at) = (start.agent.as_ref(), start.tenant.as_deref(), &start.messages, start.at);
-        let models = self.inner.executor.models();
-        // Cheap checks first: most messages answer nothing, and without a
-        // model there is nothing to ask.
-        let could_ask = match agent.and_then(|a| catalog.agent(a)) {
-            Some(resolved) => models.available_for(&resolved.spec),
-            None => catalog.agents().any(|resolved| models.available_for(&resolved.spec)),
-        };
-        let text = messages.iter().rev().find_map(|m| match m {
-            Message::User { content } => Some(content.as_str()),
-            _ => None,
-        })?;
-        if !could_ask {
-            return None;
-        }
-        let state = engine.session(session.clone()).await.ok().flatten()?;
-        if state.is_ended() || agent.is_some_and(|a| a != state.agent()) || state.tenant() != tenant {
-            return None;
-        }
-        let pending = state.pending_confirmation()?;
-        let spec = catalog.tool(&pending.tool)?;
-        let owner = catalog.agent(state.agent())?;
-        if catalog.custom_planner(state.agent()).is_some() || !models.available_for(&owner.spec) {
-            return None;
-        }
-        let rules = interpret_answer(text, spec, &pending.arguments, at);
-        if !asks_the_model(&rules, text) {
-            return None;
-        }
-        let request = request(&owner.spec, spec, &pending, text);
-        models.for_request(&request)?;
-        // Through the executor, as a run's calls go: its retry policy, hooks
-        // (traces, metrics) and prices. Numbered 0: not one of the run's calls.
-        let (answered, _) = self
-            .inner
-            .executor
-            .call_model(
-                session,
-                pending.run_id.clone(),
-                READING_CALL,
-                &request,
-                &ModelContext::default(),
-            )
-            .await;
-        let verdict = match answered {
-            Input::ModelReplied { reply, .. } => match reading(&reply) {
-                Some(reading) => verdict(reading, spec, &pending),
-                None => Verdict::Unclear("its answer was not a decision".into()),
-            },
-            Input::ModelFailed { error, .. } => Verdict::Unclear(format!("the model call failed: {error}")),
-            _ => Verdict::Unclear("the model call gave no answer".into()),
-        };
-        let decision = match verdict {
-            Verdict::Decide(decision) => decision,
-            Verdict::Unclear(why) => {
-                tracing::info!(
-                    session = %session,
-                    tool = %pending.tool,
-                    why,
-                    "the model did not understand the answer to a confirmation; the rules answer it"
-                );
-                return None;
-            }
-        };
-        tracing::info!(
-            session = %session,
-            tool = %pending.tool,
-            decision = decision_name(&decision),
-            "the model interpreted the answer to a confirmation"
-        );
-        let first_seq = state.last_seq() + 1;
-        match engine
-            .confirm(
-                session.clone(),
-                pending.call_id.clone(),
-                pending.fingerprint.clone(),
-                decision,
-            )
-            .await
-        {
-            Ok(stop) => Some(RunHandle::new(
-                self.clone(),
-                session.clone(),
-                pending.run_id,
-                stop,
-                first_seq,
-            )),
-            Err(error) => {
-                tracing::info!(
-                    session = %session,
-                    %error,
-                    "the model's reading of a confirmation answer was refused; the rules answer it"
-                );
-                None
-            }
-        }
-    }
 }
 
 /// Whether the rules' reading `rules` of `text` leaves a question for the
 /// model: never for a no or a change the rules found; always when they
 /// found no answer; for a yes, when the message asks for more.
-fn asks_the_model(rules: &Answer, text: &str) -> bool {
+pub(crate) fn asks_the_model(rules: &Answer, text: &str) -> bool {
     match rules {
         Answer::Decline { .. } | Answer::Amend { .. } => false,
         Answer::Unclear => true,
@@ -192,12 +76,7 @@ fn asks_the_model(rules: &Answer, text: &str) -> bool {
 }
 
 /// The request that asks the model what `text` says about the parked call.
-fn request(
-    agent: &concierge_core::AgentSpec,
-    spec: &ToolSpec,
-    pending: &PendingConfirmation,
-    text: &str,
-) -> ModelRequest {
+pub(crate) fn request(agent: &AgentSpec, spec: &ToolSpec, pending: &PendingConfirmation, text: &str) -> ModelRequest {
     let system = format!(
         "A person was asked to approve an action before it runs, and answered. Decide what the answer means.\n\n\
          The action: the tool `{tool}`: {description}\n\
@@ -244,7 +123,7 @@ fn request(
 
 /// The model's reading, from its call of [`ANSWER_TOOL`] or from a JSON
 /// object in its text (in a code fence or not).
-fn reading(reply: &concierge_core::ModelReply) -> Option<Reading> {
+fn reading(reply: &ModelReply) -> Option<Reading> {
     let raw = match reply.tool_calls.iter().find(|c| c.name == ANSWER_TOOL) {
         Some(call) => call.arguments.as_str(),
         None => reply.text.as_str(),
@@ -283,12 +162,11 @@ fn verdict(reading: Reading, spec: &ToolSpec, pending: &PendingConfirmation) -> 
     }
 }
 
-fn decision_name(decision: &Decision) -> &'static str {
-    match decision {
-        Decision::Approve => "approve",
-        Decision::Deny { .. } => "decline",
-        Decision::Amend { .. } => "amend",
-        Decision::Invalid { .. } => "invalid",
+/// What the model's `reply` says about the call parked with `pending`.
+pub(crate) fn read(reply: &ModelReply, spec: &ToolSpec, pending: &PendingConfirmation) -> Verdict {
+    match reading(reply) {
+        Some(reading) => verdict(reading, spec, pending),
+        None => Verdict::Unclear("its answer was not a decision".into()),
     }
 }
 
@@ -296,9 +174,9 @@ fn decision_name(decision: &Decision) -> &'static str {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use concierge_core::{ModelReply, Timestamp};
-
     use super::*;
+    use crate::confirmation::interpret_answer;
+    use crate::time::Timestamp;
 
     fn spec() -> ToolSpec {
         ToolSpec::new(
