@@ -211,3 +211,39 @@ async fn a_process_whose_runs_do_not_use_a_remembered_server_does_not_start_it()
     assert!(marker.exists(), "a run that calls it starts it");
     rt.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_run_whose_agent_the_hubs_model_picks_waits_for_the_servers_it_may_need() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    python_server(dir.path(), &marker);
+    // The server takes a moment to start: the run must not begin before its tools are known.
+    let script = dir.path().join("server.py");
+    let slow = McpServerConfig::stdio(
+        "sh",
+        ["-c".to_string(), format!("sleep 1; exec python3 {}", script.display())],
+    );
+    // The hub plans with a model, which picks `a` for a message no rule routes.
+    let hub_model = ScriptedModel::new().reply(ModelReply::tool_call("change_goal", json!({"agent": "a"}).to_string()));
+    let rt = builder(slow).model(hub_model).in_memory().build().await.unwrap();
+    let mut events = rt.subscribe("s1", 1);
+    let out = rt.send("I would like something nice", session("s1")).await.unwrap();
+    assert_eq!(
+        (out.agent.as_str(), out.reply.as_deref()),
+        ("a", Some("done")),
+        "{out:?}"
+    );
+    assert!(
+        out.tool_executions
+            .iter()
+            .any(|t| t.tool.as_str() == "bump" && t.success()),
+        "the agent the model picked found the server's tool: {:?}",
+        out.tool_executions
+    );
+    let first = events.next().await.unwrap().unwrap();
+    assert!(
+        matches!(&first.kind, EventKind::ToolsStatus { server, state: ToolsState::Starting, .. } if server == "srv"),
+        "the person is told the tools are starting: {first:?}"
+    );
+    rt.shutdown().await;
+}

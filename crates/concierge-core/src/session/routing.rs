@@ -35,6 +35,28 @@ impl Catalog {
     /// It changes nothing; a runtime uses it to prepare what those agents
     /// need (an MCP server's tools) before the run starts.
     pub fn likely_agents(&self, session: Option<&Session>, text: &str) -> Vec<AgentId> {
+        let (mut agents, routing) = self.foresee(session, text);
+        let routed = match routing {
+            Some(Routing::Route { agent, .. }) => Some(agent),
+            Some(Routing::Unsure) => self.fallback().cloned(),
+            Some(Routing::Choice { .. } | Routing::Catalogue) | None => None,
+        };
+        if let Some(agent) = routed.filter(|a| !agents.contains(a)) {
+            agents.push(agent);
+        }
+        agents
+    }
+
+    /// Whether the hub's model, not its rules, picks the agent for `text` in
+    /// `session`: the hub takes the message, no rule is confident and there
+    /// is no fallback agent. Any agent the hub offers may then take the run.
+    pub fn hub_model_decides(&self, session: Option<&Session>, text: &str) -> bool {
+        matches!(self.foresee(session, text).1, Some(Routing::Unsure)) && self.fallback().is_none()
+    }
+
+    /// The session's own agent (unless it is the hub), and the hub's rules'
+    /// routing of `text` when the hub takes it (`None` when it does not).
+    fn foresee(&self, session: Option<&Session>, text: &str) -> (Vec<AgentId>, Option<Routing>) {
         let (current, pinned, history, offer) = match session {
             Some(s) => {
                 let c = &s.conversation;
@@ -50,17 +72,10 @@ impl Catalog {
         // question: the session's agent takes it, the hub routes nothing.
         let answers = session.is_some_and(Session::waits_for_person);
         if pinned || answers || self.hub().is_none() {
-            return agents;
+            return (agents, None);
         }
-        let routed = match self.router().decide(text, history, offer, None) {
-            Routing::Route { agent, .. } => Some(agent),
-            Routing::Unsure => self.fallback().cloned(),
-            Routing::Choice { .. } | Routing::Catalogue => None,
-        };
-        if let Some(agent) = routed.filter(|a| !agents.contains(a)) {
-            agents.push(agent);
-        }
-        agents
+        let routing = self.router().decide(text, history, offer, None);
+        (agents, Some(routing))
     }
 }
 
@@ -531,6 +546,19 @@ mod likely_agents {
         assert!(
             catalog.likely_agents(None, "what can you do?").is_empty(),
             "the catalogue"
+        );
+    }
+
+    #[test]
+    fn the_hubs_model_decides_only_what_its_rules_cannot() {
+        let catalog = catalog();
+        assert!(catalog.hub_model_decides(None, "I would like something nice"));
+        assert!(!catalog.hub_model_decides(None, "where is my order 1001?"), "routed");
+        assert!(!catalog.hub_model_decides(None, "what can you do?"), "the catalogue");
+        let session = Session::new("s", "calc");
+        assert!(
+            catalog.hub_model_decides(Some(&session), "I would like something nice"),
+            "the hub may move the session"
         );
     }
 

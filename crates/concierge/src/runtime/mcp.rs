@@ -378,7 +378,22 @@ impl Runtime {
         let state: Option<Session> = engine.session(session.clone()).await.ok().flatten();
         let agents = match agent {
             Some(agent) => vec![agent.clone()],
-            None => self.catalog().likely_agents(state.as_ref(), text),
+            None => {
+                let catalog = self.catalog();
+                let mut agents = catalog.likely_agents(state.as_ref(), text);
+                // When the hub's model picks the agent, any agent it offers may
+                // take the run: their servers are waited for too (a run's tools
+                // are fixed when it starts).
+                let models = self.inner.executor.models();
+                let hub_plans_with_model = catalog
+                    .hub()
+                    .and_then(|hub| catalog.agent(hub))
+                    .is_some_and(|hub| models.available_for(&hub.spec));
+                if hub_plans_with_model && catalog.hub_model_decides(state.as_ref(), text) {
+                    agents.extend(catalog.agent_ids());
+                }
+                agents
+            }
         };
         let seq = state.as_ref().map_or(0, Session::last_seq);
         for server in self.servers_used(agents) {
