@@ -68,7 +68,10 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
     match ask {
         Some(Ask::Confirmation(pending)) => {
             let fingerprint = text_of("fingerprint").ok_or_else(|| {
-                A2aError::field(at("fingerprint"), "quote the call's fingerprint (the task's status message has it)")
+                A2aError::field(
+                    at("fingerprint"),
+                    "quote the call's fingerprint (the task's status message has it)",
+                )
             })?;
             if fingerprint != pending.fingerprint {
                 return Err(A2aError::field(
@@ -95,7 +98,9 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
                 Some(k) if (1..=n).contains(&k) => Ok(Reading::Words(k.to_string())),
                 _ => Err(A2aError::field(
                     at("option"),
-                    format!("the answer names no option of the choice; send \"option\": n with n from 1 to {n}, or an option's \"optionId\""),
+                    format!(
+                        "the answer names no option of the choice; send \"option\": n with n from 1 to {n}, or an option's \"optionId\""
+                    ),
                 )),
             }
         }
@@ -106,7 +111,10 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
 /// A confirmation's decision from a data part: `decision` (or `approved`).
 fn decision(data: &Value, at: &dyn Fn(&str) -> String) -> Result<Decision, A2aError> {
     let reason = data.get("reason").and_then(Value::as_str).map(str::to_string);
-    let kind = match (data.get("decision").and_then(Value::as_str), data.get("approved").and_then(Value::as_bool)) {
+    let kind = match (
+        data.get("decision").and_then(Value::as_str),
+        data.get("approved").and_then(Value::as_bool),
+    ) {
         (Some(kind), _) => kind.to_ascii_lowercase(),
         (None, Some(true)) => "approve".to_string(),
         (None, Some(false)) => "deny".to_string(),

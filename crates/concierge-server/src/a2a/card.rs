@@ -69,7 +69,11 @@ pub fn card(catalog: &Catalog, door: &Door, base: &str, secured: bool) -> Option
         Door::Agent(id) => {
             let agent = catalog.agent(&id.as_str().into())?;
             let spec = &agent.spec;
-            let name = if spec.name.is_empty() { spec.id.to_string() } else { spec.name.clone() };
+            let name = if spec.name.is_empty() {
+                spec.id.to_string()
+            } else {
+                spec.name.clone()
+            };
             (name, describe(spec), vec![skill(spec)])
         }
     };
@@ -80,7 +84,10 @@ pub fn card(catalog: &Catalog, door: &Door, base: &str, secured: bool) -> Option
             bearer_format: None,
         });
         let requirement = HashMap::from([(BEARER.to_string(), Vec::new())]);
-        (Some(HashMap::from([(BEARER.to_string(), scheme)])), Some(vec![requirement]))
+        (
+            Some(HashMap::from([(BEARER.to_string(), scheme)])),
+            Some(vec![requirement]),
+        )
     } else {
         (None, None)
     };
@@ -118,7 +125,11 @@ fn skill(spec: &AgentSpec) -> AgentSkill {
     }
     AgentSkill {
         id: spec.id.to_string(),
-        name: if spec.name.is_empty() { spec.id.to_string() } else { spec.name.clone() },
+        name: if spec.name.is_empty() {
+            spec.id.to_string()
+        } else {
+            spec.name.clone()
+        },
         description: describe(spec),
         tags,
         examples: spec.starter_prompt.clone().map(|p| vec![p]),

@@ -23,7 +23,9 @@ pub enum A2aError {
     #[error("{0}")]
     InvalidRequest(String),
     /// No such method (-32601).
-    #[error("there is no method {0:?}; the methods are SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and GetExtendedAgentCard")]
+    #[error(
+        "there is no method {0:?}; the methods are SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and GetExtendedAgentCard"
+    )]
     MethodNotFound(String),
     /// A parameter is missing or malformed (-32602, REST 400), naming it.
     #[error("{field}: {message}")]

@@ -63,10 +63,13 @@ fn error(id: &Value, error: &A2aError) -> Response {
 fn result(id: &Value, result: impl serde::Serialize) -> Response {
     match serde_json::to_value(result) {
         Ok(value) => Json(json!({"jsonrpc": "2.0", "id": id, "result": value})).into_response(),
-        Err(why) => error(id, &A2aError::Server(crate::ground::ApiError::new(
-            axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the answer could not be written: {why}"),
-        ))),
+        Err(why) => error(
+            id,
+            &A2aError::Server(crate::ground::ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                format!("the answer could not be written: {why}"),
+            )),
+        ),
     }
 }
 
@@ -98,10 +101,16 @@ pub async fn handle(ctx: Ctx<'_>, headers: &HeaderMap, body: Bytes) -> Response 
         }
     };
     if request.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return error(&id, &A2aError::InvalidRequest("jsonrpc: send \"jsonrpc\": \"2.0\"".to_string()));
+        return error(
+            &id,
+            &A2aError::InvalidRequest("jsonrpc: send \"jsonrpc\": \"2.0\"".to_string()),
+        );
     }
     let Some(name) = request.get("method").and_then(Value::as_str).map(str::to_string) else {
-        return error(&id, &A2aError::InvalidRequest("method: a request names its method".to_string()));
+        return error(
+            &id,
+            &A2aError::InvalidRequest("method: a request names its method".to_string()),
+        );
     };
     let Some(method) = Method::named(&name) else {
         return error(&id, &A2aError::MethodNotFound(name));
@@ -120,7 +129,13 @@ pub async fn handle(ctx: Ctx<'_>, headers: &HeaderMap, body: Bytes) -> Response 
     }
 }
 
-async fn call(ctx: Ctx<'_>, headers: &HeaderMap, id: &Value, method: Method, params: Value) -> Result<Response, A2aError> {
+async fn call(
+    ctx: Ctx<'_>,
+    headers: &HeaderMap,
+    id: &Value,
+    method: Method,
+    params: Value,
+) -> Result<Response, A2aError> {
     Ok(match method {
         Method::SendMessage => result(id, service::send(ctx, read(params, "")?).await?),
         Method::SendStreamingMessage => {
@@ -133,7 +148,8 @@ async fn call(ctx: Ctx<'_>, headers: &HeaderMap, id: &Value, method: Method, par
         Method::SubscribeToTask => {
             let request: a2a::SubscribeToTaskRequest = read(params, "")?;
             let after = super::last_event_id(headers)?;
-            let items = service::subscribe(ctx, &request.id, after.as_ref().map(|c| (c.clone(), "Last-Event-ID"))).await?;
+            let items =
+                service::subscribe(ctx, &request.id, after.as_ref().map(|c| (c.clone(), "Last-Event-ID"))).await?;
             sse::respond(items, Some(id.clone()))
         }
         Method::GetExtendedAgentCard => return Err(A2aError::NoExtendedCard),

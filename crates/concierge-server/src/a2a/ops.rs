@@ -91,9 +91,12 @@ pub async fn list(ctx: Ctx<'_>, request: ListTasksRequest) -> Result<ListTasksRe
     };
     let offset = match request.page_token.as_deref().filter(|t| !t.is_empty()) {
         None => 0,
-        Some(token) => token
-            .parse::<usize>()
-            .map_err(|_| A2aError::field("pageToken", "the page token is not one a ListTasks answer gave; leave it out for the first page"))?,
+        Some(token) => token.parse::<usize>().map_err(|_| {
+            A2aError::field(
+                "pageToken",
+                "the page token is not one a ListTasks answer gave; leave it out for the first page",
+            )
+        })?,
     };
     let contexts: Vec<(String, Session)> = match &request.context_id {
         Some(context) if !context.is_empty() => match ctx.state.maybe_session_of(ctx.caller, context).await {

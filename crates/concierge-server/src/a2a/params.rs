@@ -58,7 +58,10 @@ pub struct Said {
 /// one part, each text or data.
 pub fn check_message(message: &Message) -> Result<Said, A2aError> {
     if message.message_id.trim().is_empty() {
-        return Err(A2aError::field("message.messageId", "a message needs an id; send a unique one"));
+        return Err(A2aError::field(
+            "message.messageId",
+            "a message needs an id; send a unique one",
+        ));
     }
     if message.role != Role::User {
         return Err(A2aError::field(

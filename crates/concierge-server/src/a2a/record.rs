@@ -103,8 +103,15 @@ impl SessionLog {
         record.updated = event.at.0;
         match &event.kind {
             EventKind::Message { message } => record.messages.push((event.seq, message.clone())),
-            EventKind::AwaitingConfirmation { pending } => record.ask = Some(Ask::Confirmation(pending.clone())),
-            EventKind::ChoiceRequested { pending } => record.ask = Some(Ask::Choice(pending.clone())),
+            // A run parks on a question without a `run_finished` event.
+            EventKind::AwaitingConfirmation { pending } => {
+                record.ask = Some(Ask::Confirmation(pending.clone()));
+                record.status = Some(RunStatus::AwaitingConfirmation);
+            }
+            EventKind::ChoiceRequested { pending } => {
+                record.ask = Some(Ask::Choice(pending.clone()));
+                record.status = Some(RunStatus::AwaitingChoice);
+            }
             EventKind::ConfirmationResolved { .. } | EventKind::ChoiceResolved { .. } => {
                 record.ask = None;
                 record.status = None;

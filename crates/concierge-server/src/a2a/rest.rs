@@ -22,8 +22,7 @@ fn body_json(body: &Bytes) -> Result<Value, A2aError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Object(Map::new()));
     }
-    serde_json::from_slice(body)
-        .map_err(|why| A2aError::field("body", format!("the body is not JSON ({why})")))
+    serde_json::from_slice(body).map_err(|why| A2aError::field("body", format!("the body is not JSON ({why})")))
 }
 
 /// Query parameters as the JSON of a request: numbers and booleans where

@@ -72,7 +72,12 @@ async fn run(follow: Follow, mut tx: mpsc::Sender<Item>) {
     let task_id = begun.task.id();
     let context = begun.task.context.clone();
     let done = first.status.state.is_terminal() || first.status.state == a2a::TaskState::InputRequired;
-    if tx.send(Item::Update(Box::new(StreamResponse::Task(first)), None)).await.is_err() || done {
+    if tx
+        .send(Item::Update(Box::new(StreamResponse::Task(first)), None))
+        .await
+        .is_err()
+        || done
+    {
         return;
     }
     let mut runs = begun.runs.clone();
@@ -145,7 +150,11 @@ async fn run(follow: Follow, mut tx: mpsc::Sender<Item>) {
             EventKind::ToolRequested { tool, .. } => {
                 updates.push(status_update(working(Some(format!("Calling {tool}.")))));
             }
-            EventKind::RunFinished { .. } => {
+            // A run stops: it finished, or parked on a question (no
+            // `run_finished` for a park).
+            EventKind::RunFinished { .. }
+            | EventKind::AwaitingConfirmation { .. }
+            | EventKind::ChoiceRequested { .. } => {
                 let found = match ops::find(ctx, &task_id).await {
                     Ok(found) => found,
                     Err(error) => {

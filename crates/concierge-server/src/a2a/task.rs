@@ -165,7 +165,9 @@ impl<'a> TaskView<'a> {
                 })));
             }
             Some(Ask::Question) | None => {
-                parts.push(Part::text(reply.unwrap_or_else(|| "the agent waits for your answer".to_string())));
+                parts.push(Part::text(
+                    reply.unwrap_or_else(|| "the agent waits for your answer".to_string()),
+                ));
             }
         }
         self.agent_message(parts)
