@@ -99,17 +99,22 @@ impl A2aError {
         }
     }
 
-    /// The A2A error type's reason (`TASK_NOT_FOUND`), for A2A's own errors.
-    fn reason(&self) -> Option<&'static str> {
-        Some(match self {
+    /// The error's reason (`TASK_NOT_FOUND`), as A2A's `ErrorInfo` names
+    /// its error types (and the SDKs map them back).
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::Parse(_) | Self::InvalidRequest(_) => "INVALID_REQUEST",
+            Self::MethodNotFound(_) => "METHOD_NOT_FOUND",
+            Self::InvalidParams { .. } => "INVALID_PARAMS",
             Self::TaskNotFound(_) => "TASK_NOT_FOUND",
             Self::TaskNotCancelable(_) => "TASK_NOT_CANCELABLE",
             Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::Unsupported(_) | Self::NoExtendedCard => "UNSUPPORTED_OPERATION",
             Self::ContentTypeNotSupported(_) => "CONTENT_TYPE_NOT_SUPPORTED",
             Self::VersionNotSupported(_) => "VERSION_NOT_SUPPORTED",
-            _ => return None,
-        })
+            Self::Server(error) if error.status.is_client_error() => "INVALID_PARAMS",
+            Self::Server(_) => "INTERNAL_ERROR",
+        }
     }
 
     /// The field at fault, if one is.
@@ -140,19 +145,17 @@ impl A2aError {
     /// `BadRequest` naming the field for a malformed one.
     fn details(&self) -> Vec<Value> {
         let mut details = Vec::new();
-        if let Some(reason) = self.reason() {
-            details.push(json!({
-                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
-                "reason": reason,
-                "domain": DOMAIN,
-            }));
-        }
         if let Some(field) = self.field_name() {
             details.push(json!({
                 "@type": "type.googleapis.com/google.rpc.BadRequest",
                 "fieldViolations": [{"field": field, "description": self.to_string()}],
             }));
         }
+        details.push(json!({
+            "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+            "reason": self.reason(),
+            "domain": DOMAIN,
+        }));
         details
     }
 
@@ -166,29 +169,38 @@ impl A2aError {
         error
     }
 
+    /// The gRPC status the error stands for in `google.rpc.Status`.
+    fn grpc_status(&self) -> &'static str {
+        match self {
+            Self::Parse(_) | Self::InvalidRequest(_) | Self::InvalidParams { .. } => "INVALID_ARGUMENT",
+            Self::ContentTypeNotSupported(_) => "INVALID_ARGUMENT",
+            Self::MethodNotFound(_) | Self::TaskNotFound(_) => "NOT_FOUND",
+            Self::TaskNotCancelable(_)
+            | Self::PushNotificationNotSupported
+            | Self::Unsupported(_)
+            | Self::NoExtendedCard
+            | Self::VersionNotSupported(_) => "FAILED_PRECONDITION",
+            Self::Server(error) => match error.status.as_u16() {
+                401 => "UNAUTHENTICATED",
+                404 => "NOT_FOUND",
+                409 => "FAILED_PRECONDITION",
+                429 => "RESOURCE_EXHAUSTED",
+                503 => "UNAVAILABLE",
+                400..=499 => "INVALID_ARGUMENT",
+                _ => "INTERNAL",
+            },
+        }
+    }
+
     /// The REST error body (`google.rpc.Status` in JSON).
     pub fn to_rest(&self) -> Value {
         let status = self.status();
         json!({"error": {
             "code": status.as_u16(),
-            "status": grpc_status(status),
+            "status": self.grpc_status(),
             "message": self.to_string(),
             "details": self.details(),
         }})
-    }
-}
-
-/// The gRPC status name an HTTP status stands for in `google.rpc.Status`.
-fn grpc_status(status: StatusCode) -> &'static str {
-    match status.as_u16() {
-        400 | 413 | 415 | 422 => "INVALID_ARGUMENT",
-        401 => "UNAUTHENTICATED",
-        403 => "PERMISSION_DENIED",
-        404 => "NOT_FOUND",
-        409 => "FAILED_PRECONDITION",
-        429 => "RESOURCE_EXHAUSTED",
-        503 => "UNAVAILABLE",
-        _ => "INTERNAL",
     }
 }
 

@@ -27,7 +27,8 @@ async function client(token, binding) {
   const fetchImpl = withToken(token);
   const transports = binding === "JSONRPC" ? [new JsonRpcTransportFactory({ fetchImpl })] : [new RestTransportFactory({ fetchImpl })];
   const factory = new ClientFactory({ transports, preferredTransports: [binding] });
-  return factory.createFromUrl(taskAgent);
+  // The card is resolved relative to the base URL: the agent's path ends with a slash.
+  return factory.createFromUrl(`${taskAgent}/`);
 }
 
 function message({ text, data, taskId, contextId }) {
