@@ -92,7 +92,10 @@ impl Serve {
         let mut url = String::new();
         stdout.read_line(&mut url).unwrap();
         let url = url.trim().trim_end_matches('/').to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "the first line is the URL: {url:?}");
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "the first line is the URL: {url:?}"
+        );
         let globex = tokens.pop().unwrap();
         let acme = tokens.pop().unwrap();
         Self {
@@ -156,7 +159,10 @@ fn the_official_a2a_js_client_talks_to_concierge_serve() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     println!("{stdout}");
-    assert!(out.status.success(), "the A2A JS client's tests failed:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the A2A JS client's tests failed:\n{stdout}\n{stderr}"
+    );
     assert!(stdout.contains("# pass 2"), "{stdout}");
     assert!(stdout.contains("# fail 0"), "{stdout}");
 }
