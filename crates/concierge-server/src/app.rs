@@ -86,6 +86,8 @@ pub struct HttpApi {
     allowed_hosts: Vec<String>,
     cors_origins: Vec<String>,
     limits: Limits,
+    /// Where the server is reached from outside, for the A2A agent cards.
+    public_url: Option<String>,
 }
 
 impl std::fmt::Debug for HttpApi {
@@ -116,7 +118,16 @@ impl HttpApi {
             allowed_hosts: Vec::new(),
             cors_origins: Vec::new(),
             limits: Limits::default(),
+            public_url: None,
         }
+    }
+
+    /// The URL the server is reached at from outside
+    /// (`https://agents.example.com`): the A2A agent cards name their
+    /// endpoints under it. Without it they use the request's `Host`.
+    pub fn public_url(mut self, url: impl Into<String>) -> Self {
+        self.public_url = Some(url.into());
+        self
     }
 
     /// Requires one of `tokens` on every API request; each request then
@@ -217,6 +228,8 @@ impl HttpApi {
 
     /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` (AG-UI at
     /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`]),
+    /// A2A's agent cards and endpoints (`/.well-known/agent-card.json`,
+    /// `/a2a/...`, [`crate::a2a`]),
     /// the web chat at `/` and, with metrics, `/metrics`; behind the doors
     /// ([`doors`]: Host, Origin, JSON bodies).
     pub fn router(&self) -> Router {
@@ -233,6 +246,17 @@ impl HttpApi {
                 doors::json_bodies(req, next, doors::Shape::Api)
             }))
             .route_layer(auth());
+        let a2a_settings = crate::a2a::A2aSettings {
+            public_url: self.public_url.clone(),
+            secured: !self.tokens.is_empty(),
+        };
+        let a2a = crate::a2a::endpoints()
+            .route_layer(middleware::from_fn(|req: Request, next: Next| {
+                doors::json_bodies(req, next, doors::Shape::Api)
+            }))
+            .route_layer(auth())
+            .merge(crate::a2a::cards())
+            .layer(axum::Extension(a2a_settings));
         let router = Router::new()
             .route("/healthz", get(openapi::health))
             .route("/openapi.json", get(openapi::document))
@@ -245,6 +269,7 @@ impl HttpApi {
                     }))
                     .route_layer(auth()),
             )
+            .merge(a2a)
             .merge(metrics)
             .fallback(unknown_route)
             .with_state(self.state.clone())

@@ -42,6 +42,10 @@ pub struct ServerConfig {
     /// a token; off by default (then `/metrics` is on the API's address,
     /// behind the API's tokens when there are any).
     pub metrics_addr: Option<String>,
+    /// The URL the server is reached at from outside
+    /// (`"https://agents.example.com"`), for the endpoints the A2A agent
+    /// cards name; without it they name the request's `Host`.
+    pub public_url: Option<String>,
 }
 
 /// One API token (`[[server.tokens]]`): its hash, and whom it speaks for.

@@ -9,10 +9,15 @@
 //! server ([`mcp::ConciergeMcp`]: each Rust tool, and each agent as an
 //! `ask_<agent>` tool, over stdio or streamable HTTP).
 //!
+//! The A2A endpoint ([`a2a`]: Agent2Agent 1.0, JSON-RPC and HTTP+JSON,
+//! agent cards, tasks as runs and contexts as sessions) lets other agents
+//! call concierge's as A2A peers.
+//!
 //! The front doors stand on [`ground`] (the state, errors, callers and
 //! checks they share) and never import each other; [`app`] mounts them all
 //! on one router, with the OpenAPI document, and serves it ([`HttpApi`]).
 
+pub mod a2a;
 pub mod agui;
 pub mod app;
 pub mod config;

@@ -89,6 +89,9 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     if let Some(metrics) = metrics {
         api = api.metrics(metrics);
     }
+    if let Some(url) = &server.public_url {
+        api = api.public_url(url.clone());
+    }
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .map_err(|e| Error::InvalidConfig(format!("cannot listen on {}: {e}", args.addr)))?;
