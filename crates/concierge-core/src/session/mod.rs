@@ -8,6 +8,7 @@
 //! that finishes the run says so in what it returns ([`Next`]).
 
 mod driver;
+mod elicit;
 mod routing;
 mod tools;
 
@@ -28,7 +29,8 @@ use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::history::RunningSummary;
 use crate::hub::Offer;
-use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
+use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
+use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Input, StartRun};
 use crate::message::Message;
 use crate::model::Usage;
@@ -319,6 +321,23 @@ impl Session {
         )
     }
 
+    /// The question a running call asks the person (MCP elicitation), if
+    /// the run waits for one.
+    pub fn pending_elicitation(&self) -> Option<PendingElicitation> {
+        let state = self.run.as_ref()?;
+        state.waiting.pending_elicitation(state.run.id())
+    }
+
+    /// The questions the running call `call_id` asked so far, in order,
+    /// with the answers given (an engine gives a call issued again the
+    /// answer to the same question instead of asking again).
+    pub fn asked(&self, call_id: &CallId) -> &[Asked] {
+        match &self.run {
+            Some(state) => state.waiting.asked(call_id),
+            None => &[],
+        }
+    }
+
     /// The choice the person is asked to make, if any.
     pub fn pending_choice(&self) -> Option<PendingChoice> {
         let state = self.run.as_ref()?;
@@ -395,6 +414,9 @@ impl Session {
             Input::StartRun(start) if self.answers_confirmation(&start) => {
                 self.answer_confirmation(&mut out, catalog, &start);
             }
+            Input::StartRun(start) if self.answers_question(&start) => {
+                self.answer_question(&mut out, catalog, &start)?;
+            }
             Input::StartRun(start) => {
                 self.check_start(&start, catalog)?;
                 self.start_run(&mut out, catalog, start);
@@ -436,12 +458,38 @@ impl Session {
                 ..
             } => {
                 let slot = self.active(&run_id)?.expect_tool(&call_id)?;
-                self.drive(&mut out, catalog, |d, waiting| match waiting {
-                    Waiting::Tools { batch } => {
+                self.drive(&mut out, catalog, |d, waiting| match (waiting, question) {
+                    (Waiting::Tools { batch }, Question::Elicitation { elicitation }) => {
+                        d.add_child_usage(usage);
+                        d.elicit(batch.into_batch(), slot, elicitation)
+                    }
+                    (Waiting::Tools { batch }, question) => {
                         d.add_child_usage(usage);
                         d.tool_asked(batch.into_batch(), slot, question)
                     }
-                    other => Err(Fault::mismatch(other)),
+                    (other, _) => Err(Fault::mismatch(other)),
+                });
+            }
+            Input::ElicitationAnswered {
+                run_id,
+                call_id,
+                question,
+                answer,
+                ..
+            } => {
+                let slot = self.active(&run_id)?.expect_answer(&call_id, question, &answer)?;
+                self.drive(&mut out, catalog, |d, waiting| {
+                    d.answered(waiting, slot, call_id, question, answer)
+                });
+            }
+            Input::Sampled {
+                run_id, call_id, usage, ..
+            } => {
+                let state = self.active(&run_id)?;
+                state.expect_tool(&call_id)?;
+                self.drive(&mut out, catalog, |d, waiting| {
+                    d.add_child_usage(Some(usage));
+                    Ok(driver::Next::Wait(waiting))
                 });
             }
             Input::Confirm(confirmation) => {
@@ -599,7 +647,7 @@ impl Session {
         let child_call = match parked.question() {
             Some(Question::ChildConfirmation { pending, .. }) => Some(pending.call_id.clone()),
             Some(Question::ChildChoice { pending, .. }) => Some(pending.call_id.clone()),
-            Some(Question::Choice { .. }) | None => None,
+            Some(Question::Choice { .. } | Question::Elicitation { .. }) | None => None,
         };
         if let Some(call_id) = child_call {
             let forward = Forward {
@@ -663,6 +711,57 @@ impl Session {
             Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
             other => Err(Fault::mismatch(other)),
         });
+    }
+
+    /// Whether `start` is a message for the question a running call asks.
+    fn answers_question(&self, start: &StartRun) -> bool {
+        !self.conversation.ended
+            && self.pending_elicitation().is_some()
+            && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
+            && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
+    }
+
+    /// Answers the open question with the person's words; words that do
+    /// not answer it (or do not fit the form) show the question again with
+    /// what was wrong. The message starts no run and does not enter the
+    /// history.
+    fn answer_question(&mut self, out: &mut Outbox, catalog: &Catalog, start: &StartRun) -> Result<(), StepError> {
+        let Some(pending) = self.pending_elicitation() else {
+            return Ok(());
+        };
+        let text = start
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let read = ElicitationAnswer::from_words(text, &pending.elicitation).and_then(|answer| {
+            if answer.action == ElicitationAction::Accept {
+                pending.elicitation.check(answer.content.as_ref())?;
+            }
+            Ok(answer)
+        });
+        let state = self.active(&pending.run_id)?;
+        match read {
+            Ok(answer) => {
+                let slot = state.expect_answer(&pending.call_id, pending.question, &answer)?;
+                let (call_id, question) = (pending.call_id, pending.question);
+                self.drive(out, catalog, |d, waiting| {
+                    d.answered(waiting, slot, call_id, question, answer)
+                });
+            }
+            Err(problem) => {
+                let reply = format!("I could not take that as the answer: {problem}.");
+                self.drive(out, catalog, |d, waiting| {
+                    d.ask_again(pending, Some(reply));
+                    Ok(driver::Next::Wait(waiting))
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Changed arguments for the parked call must fit its tool's schema.
@@ -780,3 +879,6 @@ mod delegate_tests;
 
 #[cfg(test)]
 mod tenant_tests;
+
+#[cfg(test)]
+mod elicit_tests;
