@@ -162,7 +162,11 @@ impl Batch {
 
     /// Records the answer to question `question` of the call at `index`.
     pub(crate) fn answer(&mut self, index: usize, question: u32, answer: ElicitationAnswer) -> bool {
-        match self.slots.get_mut(index).and_then(|s| s.asked.get_mut(question as usize)) {
+        match self
+            .slots
+            .get_mut(index)
+            .and_then(|s| s.asked.get_mut(question as usize))
+        {
             Some(asked) if asked.answer.is_none() => {
                 asked.answer = Some(answer);
                 true

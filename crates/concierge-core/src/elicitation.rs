@@ -97,12 +97,9 @@ impl Elicitation {
                     .and_then(Value::as_array)
                     .map(|o| o.iter().map(plain).collect())
                     .or_else(|| {
-                        prop.get("oneOf").and_then(Value::as_array).map(|o| {
-                            o.iter()
-                                .filter_map(|v| v.get("const"))
-                                .map(plain)
-                                .collect()
-                        })
+                        prop.get("oneOf")
+                            .and_then(Value::as_array)
+                            .map(|o| o.iter().filter_map(|v| v.get("const")).map(plain).collect())
                     })
                     .unwrap_or_default();
                 ElicitationField {
@@ -136,7 +133,10 @@ impl Elicitation {
                         text.push_str("\nReply with one line per field (`field: value`):");
                         for field in many {
                             text.push_str(&format!("\n- {}: {}", field.name, field_hint(field)));
-                            if !field.title.eq_ignore_ascii_case(&crate::confirmation::humanize(&field.name)) {
+                            if !field
+                                .title
+                                .eq_ignore_ascii_case(&crate::confirmation::humanize(&field.name))
+                            {
                                 text.push_str(&format!(" ({})", field.title));
                             }
                         }
@@ -339,7 +339,10 @@ impl ElicitationAnswer {
             }
             (ElicitationMode::Form { .. }, [only]) => {
                 let value = read_value(only, trimmed)?;
-                Ok(Self::accept(Value::Object(Map::from_iter([(only.name.clone(), value)]))))
+                Ok(Self::accept(Value::Object(Map::from_iter([(
+                    only.name.clone(),
+                    value,
+                )]))))
             }
             (ElicitationMode::Form { .. }, many) => {
                 let mut content = Map::new();
@@ -454,7 +457,11 @@ mod tests {
             ElicitationAnswer::from_words(" 42 ", &one).unwrap(),
             ElicitationAnswer::accept(json!({"n": 42}))
         );
-        assert!(ElicitationAnswer::from_words("many", &one).unwrap_err().contains("whole number"));
+        assert!(
+            ElicitationAnswer::from_words("many", &one)
+                .unwrap_err()
+                .contains("whole number")
+        );
         assert_eq!(
             ElicitationAnswer::from_words("Decline.", &one).unwrap().action,
             ElicitationAction::Decline

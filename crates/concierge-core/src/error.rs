@@ -135,7 +135,10 @@ impl fmt::Display for StepError {
                  finished); read the session's state for the open question"
             ),
             StepError::AnswerRefused { problem } => {
-                write!(f, "the answer was not accepted: {problem}; answer again with a value that fits")
+                write!(
+                    f,
+                    "the answer was not accepted: {problem}; answer again with a value that fits"
+                )
             }
         }
     }

@@ -192,7 +192,11 @@ fn words_answer_the_question_and_words_that_do_not_fit_ask_again() {
     let step = case.say("floor: two");
     let out = awaited(&step).unwrap();
     assert_eq!(out.status, RunStatus::AwaitingInput);
-    assert!(out.reply.as_deref().unwrap().contains("Floor must be a whole number"), "{:?}", out.reply);
+    assert!(
+        out.reply.as_deref().unwrap().contains("Floor must be a whole number"),
+        "{:?}",
+        out.reply
+    );
     assert!(case.session.pending_elicitation().is_some());
 
     let step = case.say("decline");
@@ -208,7 +212,8 @@ fn a_call_issued_again_that_asks_another_question_replaces_the_unanswered_one() 
     let mut case = Case::new();
     case.say("ship the lamp");
     case.ask(address());
-    case.answer(0, ElicitationAnswer::accept(json!({"city": "Oslo"}))).unwrap();
+    case.answer(0, ElicitationAnswer::accept(json!({"city": "Oslo"})))
+        .unwrap();
     let mut second = address();
     second.message = "Gift wrap?".into();
     case.ask(second.clone());

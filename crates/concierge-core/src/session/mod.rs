@@ -25,11 +25,11 @@ use crate::delegate::{
     AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session, default_prompt, render_prompt,
 };
 use crate::effect::{Effect, Step};
+use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::history::RunningSummary;
 use crate::hub::Offer;
-use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Input, StartRun};
 use crate::message::Message;

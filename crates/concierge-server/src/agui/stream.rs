@@ -319,7 +319,7 @@ impl RunStream {
                     .unwrap_or_else(|| "the run failed".to_string()),
             ),
             // A park reported as a finish: the session says on what.
-            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => {
+            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice | RunStatus::AwaitingInput => {
                 match self
                     .rt
                     .session(self.thread.clone())

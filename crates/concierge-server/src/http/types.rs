@@ -378,6 +378,8 @@ pub enum RunStatusView {
     AwaitingConfirmation,
     /// The run waits for the person to pick an option (`choose`).
     AwaitingChoice,
+    /// A running call asks the person a question (MCP elicitation).
+    AwaitingInput,
     /// The run failed.
     Failed,
     /// The session was ended during the run.
@@ -391,6 +393,7 @@ impl From<RunStatus> for RunStatusView {
             RunStatus::NeedsInput => Self::NeedsInput,
             RunStatus::AwaitingConfirmation => Self::AwaitingConfirmation,
             RunStatus::AwaitingChoice => Self::AwaitingChoice,
+            RunStatus::AwaitingInput => Self::AwaitingInput,
             RunStatus::Failed => Self::Failed,
             RunStatus::Cancelled => Self::Cancelled,
         }

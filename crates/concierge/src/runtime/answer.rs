@@ -239,6 +239,7 @@ fn request(
         }]),
         tool_choice: ToolChoice::Tool(ANSWER_TOOL.into()),
         temperature: Some(0.0),
+        max_tokens: None,
     }
 }
 
