@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
-use concierge::{ElicitationAnswer, EventKind, Result, RunOptions, RunOutput, RunStatus, Runtime, SessionId, ToolOutcome};
+use concierge::{
+    ElicitationAnswer, EventKind, Result, RunOptions, RunOutput, RunStatus, Runtime, SessionId, ToolOutcome,
+};
 use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;

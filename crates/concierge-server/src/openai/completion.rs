@@ -122,9 +122,7 @@ pub fn answer_text(output: &RunOutput) -> String {
         | RunStatus::NeedsInput
         | RunStatus::AwaitingConfirmation
         | RunStatus::AwaitingChoice
-        | RunStatus::AwaitingInput => {
-            "(no answer)".to_string()
-        }
+        | RunStatus::AwaitingInput => "(no answer)".to_string(),
     }
 }
 

@@ -115,6 +115,9 @@ pub(crate) struct Actor {
     /// The run this process resumed after its owner was gone: an unreachable
     /// model leaves it pending instead of failing it.
     resumed_run: Option<RunId>,
+    /// Whether the loaded run's effects were issued again since the claim
+    /// (once: a call in flight is not issued twice).
+    resumed_since_claim: bool,
     /// Per running call: how many questions its live attempt asked so far.
     asks: HashMap<CallId, usize>,
     /// Live requests waiting for the person's answer, by call and question.
@@ -145,6 +148,7 @@ impl Actor {
             waiters: HashMap::new(),
             broken: false,
             resumed_run: None,
+            resumed_since_claim: false,
             asks: HashMap::new(),
             open: HashMap::new(),
         }
@@ -249,6 +253,7 @@ impl Actor {
     fn took(&mut self, session_no: i64) {
         self.owned = true;
         self.first_since_claim = true;
+        self.resumed_since_claim = false;
         self.cursor = Cursor { session_no, head: 0 };
     }
 
@@ -430,6 +435,7 @@ impl Actor {
             return;
         };
         let effects = session.pending_effects(&self.catalog());
+        self.resumed_since_claim = true;
         if let Some(missing) = effects.iter().find_map(|e| self.shared.parts.executor.check(e).err()) {
             tracing::info!(session = %self.id, reason = %missing, "an unfinished run waits for a process that can run it");
             self.stalled = Some(missing);
@@ -584,7 +590,7 @@ impl Actor {
     fn resume_if_loaded_idle(&mut self) {
         let loaded_run = self.session.as_ref().is_some_and(|s| s.active_run().is_some());
         let nothing_waits = self.waiters.is_empty();
-        if loaded_run && nothing_waits && self.first_since_claim {
+        if loaded_run && nothing_waits && self.first_since_claim && !self.resumed_since_claim {
             self.resume();
         }
     }
