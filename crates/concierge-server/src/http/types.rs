@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use concierge::core::{AgentSpec, Message, PendingChoice, PendingConfirmation, ToolSpec, Usage};
-use concierge::{RunOutput, RunStatus, Session, SessionSummary};
+use concierge::{ElicitationAction, PendingElicitation, RunOutput, RunStatus, Session, SessionSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -87,6 +87,25 @@ pub struct ConfirmRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
+}
+
+/// `POST /api/v1/sessions/{id}/answer`: the person's answer to the
+/// question a running call asks (MCP elicitation).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The call that asks, as the pending question gives it.
+    pub call_id: String,
+    /// Which of its questions, as the pending question gives it.
+    #[serde(default)]
+    pub question: u32,
+    /// `accept`, `decline` or `cancel`.
+    #[schema(value_type = String)]
+    pub action: ElicitationAction,
+    /// The form's values, for `accept` (an object of the requested fields).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub content: Option<Value>,
 }
 
 /// `POST /api/v1/sessions/{id}/choose`.
@@ -317,6 +336,11 @@ pub struct SessionView {
     pub pending_confirmation: Option<ConfirmationView>,
     /// The choice waiting for an answer.
     pub pending_choice: Option<ChoiceView>,
+    /// The question a running call asks the person (MCP elicitation): its
+    /// call and number, the server, the message, the mode with the
+    /// requested schema or URL, and the question in words.
+    #[schema(value_type = Option<Object>)]
+    pub pending_elicitation: Option<PendingElicitation>,
     /// Tokens and cost of the whole session.
     pub usage: UsageView,
     /// The id of its last durable event (resume its event stream after it).
@@ -336,6 +360,7 @@ impl SessionView {
             blackboard: session.blackboard().available.clone(),
             pending_confirmation: session.pending_confirmation().map(ConfirmationView::from),
             pending_choice: session.pending_choice().map(ChoiceView::from),
+            pending_elicitation: session.pending_elicitation(),
             usage: session.usage().into(),
             last_event_id: session.last_seq().to_string(),
         }
@@ -353,6 +378,7 @@ impl SessionView {
             blackboard: BTreeMap::new(),
             pending_confirmation: None,
             pending_choice: None,
+            pending_elicitation: None,
             usage: Usage::default().into(),
             last_event_id: "0".into(),
         }
@@ -437,6 +463,9 @@ pub struct RunOutputView {
     pub pending_confirmation: Option<ConfirmationView>,
     /// The choice waiting for an answer, when the run parked for one.
     pub pending_choice: Option<ChoiceView>,
+    /// The question a running call asks the person, when the run waits for an answer.
+    #[schema(value_type = Option<Object>)]
+    pub pending_elicitation: Option<PendingElicitation>,
     /// Tokens and cost of this run.
     pub usage: UsageView,
 }
@@ -473,6 +502,7 @@ impl From<RunOutput> for RunOutputView {
                 .collect(),
             pending_confirmation: o.pending_confirmation.map(Into::into),
             pending_choice: o.pending_choice.map(Into::into),
+            pending_elicitation: o.pending_elicitation,
             usage: o.usage.into(),
         }
     }
