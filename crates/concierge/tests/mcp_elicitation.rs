@@ -14,7 +14,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use concierge::mcp::McpServerConfig;
+use concierge::mcp::{McpServerConfig, SamplingPolicy};
 use concierge::model::{Model, ModelContext};
 use concierge::{
     AgentSpec, ElicitationAction, ElicitationAnswer, Error, Message, ModelError, ModelReply, ModelRequest, RunOptions,
@@ -59,11 +59,10 @@ impl ServerHandler for Shipping {
                 .cloned()
                 .unwrap(),
         );
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "ship",
-            "Ships an item.",
-            schema,
-        )]))
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new("ship", "Ships an item.", schema.clone()),
+            Tool::new("summarize", "Summarizes with the client's model.", schema),
+        ]))
     }
 
     async fn call_tool(
@@ -71,6 +70,25 @@ impl ServerHandler for Shipping {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "summarize" {
+            #[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but servers still send it")]
+            let asked = context
+                .peer
+                .create_message(rmcp::model::CreateMessageRequestParams::new(
+                    vec![rmcp::model::SamplingMessage::user_text("the order history")],
+                    5000,
+                ))
+                .await;
+            let text = match asked {
+                #[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but servers still send it")]
+                Ok(result) => match result.message.content.into_vec().pop() {
+                    Some(rmcp::model::SamplingMessageContentBlock::Text(text)) => format!("model said {}", text.text),
+                    _ => "model said nothing".to_string(),
+                },
+                Err(error) => format!("no model: {error}"),
+            };
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+        }
         let item = request
             .arguments
             .as_ref()
@@ -152,20 +170,39 @@ impl Model for Shipper {
             Message::Tool { .. } => Some(m.text()),
             _ => None,
         });
-        let reply = match result {
-            Some(text) => ModelReply::text(format!("done: {text}")),
-            None => ModelReply::tool_call("ship", r#"{"item": "lamp"}"#),
+        let wants = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        });
+        let reply = match (result, request.tools.is_empty()) {
+            // A server's sampling request: no tools; capped as configured.
+            (_, true) => ModelReply::text(format!(
+                "a summary of {} in {:?} tokens",
+                wants.unwrap_or_default(),
+                request.max_tokens
+            ))
+            .with_usage(7, 3),
+            (Some(text), false) => ModelReply::text(format!("done: {text}")),
+            (None, false) if wants.as_deref().is_some_and(|w| w.contains("summar")) => {
+                ModelReply::tool_call("summarize", "{}")
+            }
+            (None, false) => ModelReply::tool_call("ship", r#"{"item": "lamp"}"#),
         };
         Box::pin(async move { Ok(reply) })
     }
 }
 
 async fn runtime(addr: SocketAddr, db: &Path) -> Runtime {
+    runtime_with(addr, db, SamplingPolicy::Deny).await
+}
+
+async fn runtime_with(addr: SocketAddr, db: &Path, sampling: SamplingPolicy) -> Runtime {
+    let mut config = McpServerConfig::http(format!("http://{addr}/mcp"))
+        .trusted()
+        .sampling(sampling);
+    config.sampling_max_tokens = Some(200);
     Runtime::builder()
-        .mcp_server(
-            "shipping",
-            McpServerConfig::http(format!("http://{addr}/mcp")).trusted(),
-        )
+        .mcp_server("shipping", config)
         .agent(AgentSpec::new("shop").toolset("shipping"))
         .model(Shipper)
         .sqlite(db)
@@ -296,6 +333,71 @@ async fn accept_decline_and_cancel_reach_the_server_and_content_that_does_not_fi
         server.effects.load(Ordering::SeqCst),
         2,
         "declined and cancelled calls shipped nothing"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_its_tokens_count() {
+    let addr = serve(Shipping::default(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+
+    let rt = runtime_with(addr, &dir.path().join("deny"), SamplingPolicy::Deny).await;
+    let out = rt
+        .client("shop")
+        .unwrap()
+        .run("summarize", RunOptions::new().session_id("s"))
+        .await
+        .unwrap();
+    assert!(out.reply.as_deref().unwrap().contains("no model"), "{:?}", out.reply);
+    rt.shutdown().await;
+
+    let rt = runtime_with(addr, &dir.path().join("allow"), SamplingPolicy::Allow).await;
+    let out = rt
+        .client("shop")
+        .unwrap()
+        .run("summarize", RunOptions::new().session_id("s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("done: model said a summary of the order history in Some(200) tokens"),
+        "the server's 5000 tokens are capped at 200"
+    );
+    let state = rt.session("s").await.unwrap();
+    assert!(state.usage().input_tokens >= 7 && state.usage().output_tokens >= 3);
+    assert_eq!(
+        out.usage.input_tokens, 7,
+        "the sampled tokens count in the run (the scripted model reports none)"
+    );
+    rt.shutdown().await;
+
+    let rt = runtime_with(addr, &dir.path().join("ask"), SamplingPolicy::Ask).await;
+    let shop = rt.client("shop").unwrap();
+    let out = shop.run("summarize", RunOptions::new().session_id("s")).await.unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput);
+    let reply = out.reply.unwrap();
+    assert!(
+        reply.contains("The shipping server wants to ask the model: the order history"),
+        "{reply}"
+    );
+    let done = shop.run("no", RunOptions::new().session_id("s")).await.unwrap();
+    assert!(done.reply.as_deref().unwrap().contains("no model"), "{:?}", done.reply);
+    let out = shop.run("summarize", RunOptions::new().session_id("s2")).await.unwrap();
+    let pending = out.pending_elicitation.unwrap();
+    let done = rt
+        .answer_question(
+            "s2",
+            pending.call_id,
+            pending.question,
+            ElicitationAnswer::new(ElicitationAction::Accept),
+        )
+        .await
+        .unwrap();
+    assert!(
+        done.reply.as_deref().unwrap().contains("model said a summary"),
+        "{:?}",
+        done.reply
     );
     rt.shutdown().await;
 }
