@@ -180,4 +180,45 @@ async fn a_calls_question_is_shown_and_answered_over_http_and_in_words() {
     );
     let declined = chat("decline").await;
     assert_eq!(declined["choices"][0]["message"]["content"], "Not shipped (decline).");
+
+    // AG-UI: the question is an interrupt whose response schema is the form;
+    // a resume with the form's values answers it.
+    let agui = |input: Value| {
+        let request = http
+            .post(format!("{base}/api/v1/agui"))
+            .bearer_auth(ACME)
+            .header("accept", "text/event-stream")
+            .json(&input);
+        async move {
+            use eventsource_stream::Eventsource;
+            use futures::StreamExt;
+            let response = request.send().await.unwrap();
+            assert_eq!(response.status().as_u16(), 200);
+            let mut stream = response.bytes_stream().eventsource();
+            let mut events = Vec::new();
+            while let Some(event) = stream.next().await {
+                events.push(serde_json::from_str::<Value>(&event.unwrap().data).unwrap());
+            }
+            events
+        }
+    };
+    let events = agui(json!({
+        "threadId": "g1", "runId": "run-1",
+        "messages": [{"id": "m1", "role": "user", "content": "ship it"}],
+        "tools": [], "context": [], "state": {}, "forwardedProps": {"agent": "desk"},
+    }))
+    .await;
+    let finished = events.last().unwrap().clone();
+    assert_eq!(finished["outcome"]["type"], "interrupt", "{events:#?}");
+    let interrupt = finished["outcome"]["interrupts"][0].clone();
+    assert_eq!(interrupt["metadata"]["kind"], "elicitation");
+    assert_eq!(interrupt["responseSchema"]["anyOf"][0]["required"], json!(["city"]));
+    let events = agui(json!({
+        "threadId": "g1", "runId": "run-2", "messages": [],
+        "resume": [{"interruptId": interrupt["id"], "status": "resolved", "payload": {"city": "Bergen"}}],
+    }))
+    .await;
+    let finished = events.last().unwrap().clone();
+    assert_eq!(finished["type"], "RUN_FINISHED", "{events:#?}");
+    assert_eq!(finished["result"], "Shipped to Bergen.", "{finished}");
 }

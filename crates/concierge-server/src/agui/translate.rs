@@ -423,6 +423,7 @@ impl Translator {
                 EventKind::RunFinished { .. }
                     | EventKind::AwaitingConfirmation { .. }
                     | EventKind::ChoiceRequested { .. }
+                    | EventKind::ElicitationRequested { .. }
             )
     }
 }
