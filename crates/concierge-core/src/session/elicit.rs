@@ -4,11 +4,16 @@
 //! it without asking again) and handed to the engine to give to the call.
 
 use super::driver::{Driver, Fault, Flow, Next, output};
+use super::{Outbox, Session};
 use crate::batch::Batch;
+use crate::catalog::Catalog;
 use crate::effect::Effect;
-use crate::elicitation::{Elicitation, ElicitationAnswer, PendingElicitation};
+use crate::elicitation::{Elicitation, ElicitationAction, ElicitationAnswer, PendingElicitation};
+use crate::error::StepError;
 use crate::event::EventKind;
 use crate::id::CallId;
+use crate::input::StartRun;
+use crate::message::Message;
 use crate::output::RunStatus;
 use crate::run::Waiting;
 
@@ -84,5 +89,63 @@ impl Driver<'_> {
             }
         }
         Ok(next)
+    }
+}
+
+impl Session {
+    /// Whether `start` is a message for the question a running call asks.
+    pub(super) fn answers_question(&self, start: &StartRun) -> bool {
+        !self.conversation.ended
+            && self.pending_elicitation().is_some()
+            && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
+            && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
+    }
+
+    /// Answers the open question with the person's words; words that do
+    /// not answer it (or do not fit the form) show the question again with
+    /// what was wrong. The message starts no run and does not enter the
+    /// history.
+    pub(super) fn answer_question(
+        &mut self,
+        out: &mut Outbox,
+        catalog: &Catalog,
+        start: &StartRun,
+    ) -> Result<(), StepError> {
+        let Some(pending) = self.pending_elicitation() else {
+            return Ok(());
+        };
+        let text = start
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let read = ElicitationAnswer::from_words(text, &pending.elicitation).and_then(|answer| {
+            if answer.action == ElicitationAction::Accept {
+                pending.elicitation.check(answer.content.as_ref())?;
+            }
+            Ok(answer)
+        });
+        let state = self.active(&pending.run_id)?;
+        match read {
+            Ok(answer) => {
+                let slot = state.expect_answer(&pending.call_id, pending.question, &answer)?;
+                let (call_id, question) = (pending.call_id, pending.question);
+                self.drive(out, catalog, |d, waiting| {
+                    d.answered(waiting, slot, call_id, question, answer)
+                });
+            }
+            Err(problem) => {
+                let reply = format!("I could not take that as the answer: {problem}.");
+                self.drive(out, catalog, |d, waiting| {
+                    d.ask_again(pending, Some(reply));
+                    Ok(Next::Wait(waiting))
+                });
+            }
+        }
+        Ok(())
     }
 }

@@ -25,7 +25,7 @@ use crate::delegate::{
     AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session, default_prompt, render_prompt,
 };
 use crate::effect::{Effect, Step};
-use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
+use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::history::RunningSummary;
@@ -711,57 +711,6 @@ impl Session {
             Waiting::Confirmation { parked } => d.confirmed(parked, confirmation),
             other => Err(Fault::mismatch(other)),
         });
-    }
-
-    /// Whether `start` is a message for the question a running call asks.
-    fn answers_question(&self, start: &StartRun) -> bool {
-        !self.conversation.ended
-            && self.pending_elicitation().is_some()
-            && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
-            && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
-    }
-
-    /// Answers the open question with the person's words; words that do
-    /// not answer it (or do not fit the form) show the question again with
-    /// what was wrong. The message starts no run and does not enter the
-    /// history.
-    fn answer_question(&mut self, out: &mut Outbox, catalog: &Catalog, start: &StartRun) -> Result<(), StepError> {
-        let Some(pending) = self.pending_elicitation() else {
-            return Ok(());
-        };
-        let text = start
-            .messages
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::User { content } => Some(content.as_str()),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let read = ElicitationAnswer::from_words(text, &pending.elicitation).and_then(|answer| {
-            if answer.action == ElicitationAction::Accept {
-                pending.elicitation.check(answer.content.as_ref())?;
-            }
-            Ok(answer)
-        });
-        let state = self.active(&pending.run_id)?;
-        match read {
-            Ok(answer) => {
-                let slot = state.expect_answer(&pending.call_id, pending.question, &answer)?;
-                let (call_id, question) = (pending.call_id, pending.question);
-                self.drive(out, catalog, |d, waiting| {
-                    d.answered(waiting, slot, call_id, question, answer)
-                });
-            }
-            Err(problem) => {
-                let reply = format!("I could not take that as the answer: {problem}.");
-                self.drive(out, catalog, |d, waiting| {
-                    d.ask_again(pending, Some(reply));
-                    Ok(driver::Next::Wait(waiting))
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Changed arguments for the parked call must fit its tool's schema.
