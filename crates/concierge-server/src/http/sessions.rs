@@ -337,7 +337,7 @@ pub async fn answer(
         ));
     }
     let answer = concierge::ElicitationAnswer {
-        action: body.action,
+        action: body.action.into(),
         content: body.content,
     };
     let output = state

@@ -70,6 +70,28 @@ pub enum DecisionKind {
     Amend,
 }
 
+/// What the person does with a running call's question.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerAction {
+    /// Answer it (with the form's values in `content`).
+    Accept,
+    /// Say no; the call goes on without the information.
+    Decline,
+    /// Dismiss it; the server stops what it asked for.
+    Cancel,
+}
+
+impl From<AnswerAction> for ElicitationAction {
+    fn from(action: AnswerAction) -> Self {
+        match action {
+            AnswerAction::Accept => ElicitationAction::Accept,
+            AnswerAction::Decline => ElicitationAction::Decline,
+            AnswerAction::Cancel => ElicitationAction::Cancel,
+        }
+    }
+}
+
 /// `POST /api/v1/sessions/{id}/confirm`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -100,8 +122,7 @@ pub struct AnswerRequest {
     #[serde(default)]
     pub question: u32,
     /// `accept`, `decline` or `cancel`.
-    #[schema(value_type = String)]
-    pub action: ElicitationAction,
+    pub action: AnswerAction,
     /// The form's values, for `accept` (an object of the requested fields).
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
