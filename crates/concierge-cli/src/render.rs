@@ -86,6 +86,7 @@ pub fn one_line(output: &RunOutput) -> String {
         RunStatus::Completed | RunStatus::NeedsInput => clean(output.reply.as_deref().unwrap_or_default()),
         RunStatus::AwaitingConfirmation => "waiting for a confirmation".into(),
         RunStatus::AwaitingChoice => "waiting for a choice".into(),
+        RunStatus::AwaitingInput => "waiting for an answer to a tool's question".into(),
         RunStatus::Failed => format!("failed: {}", clean(output.error.as_deref().unwrap_or_default())),
         RunStatus::Cancelled => "cancelled".into(),
     }
@@ -136,6 +137,14 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
         }
         RunStatus::AwaitingConfirmation => {
             println!("{}", confirmation_help(output));
+            true
+        }
+        RunStatus::AwaitingInput => {
+            println!(
+                "{}\n  answer: concierge run --session {} \"decline\"   (or the value; `field: value` lines for a form)",
+                clean(output.reply.as_deref().unwrap_or_default()),
+                clean(output.session_id.as_str())
+            );
             true
         }
         RunStatus::AwaitingChoice => {

@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::delegate::{Forward, Question};
+use crate::elicitation::{Asked, Elicitation, ElicitationAnswer};
 use crate::id::{AgentId, CallId, RunId};
 use crate::message::ToolCall;
 use crate::pending::{PendingChoice, PendingConfirmation};
@@ -44,6 +45,11 @@ pub(crate) struct Slot {
     /// the call is issued again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) answer: Option<Forward>,
+    /// The questions the running call asked the person (MCP elicitation)
+    /// and their answers, in order: a call issued again after a crash that
+    /// asks the same question gets the same answer without asking again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) asked: Vec<Asked>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -127,7 +133,46 @@ impl Batch {
             state,
             attempt: 0,
             answer: None,
+            asked: Vec::new(),
         });
+    }
+
+    /// The running call at `index` asks the person `elicitation`: recorded
+    /// after its earlier questions, or in place of one still unanswered (the
+    /// server, asked again after a crash, put another question). Returns the
+    /// question's number; `None` if the call is not running.
+    pub(crate) fn elicit(&mut self, index: usize, elicitation: Elicitation) -> Option<u32> {
+        let slot = self.slots.get_mut(index).filter(|s| s.state == SlotState::Running)?;
+        if slot.asked.last().is_some_and(|a| a.answer.is_none()) {
+            slot.asked.pop();
+        }
+        slot.asked.push(Asked {
+            elicitation,
+            answer: None,
+        });
+        u32::try_from(slot.asked.len() - 1).ok()
+    }
+
+    /// The open question `question` of the running call `call_id`, if it waits for an answer.
+    pub(crate) fn open_question(&self, call_id: &CallId, question: u32) -> Option<(usize, &Elicitation)> {
+        let index = self.running_slot(call_id)?;
+        let asked = self.slots[index].asked.get(question as usize)?;
+        asked.answer.is_none().then_some((index, &asked.elicitation))
+    }
+
+    /// Records the answer to question `question` of the call at `index`.
+    pub(crate) fn answer(&mut self, index: usize, question: u32, answer: ElicitationAnswer) -> bool {
+        match self
+            .slots
+            .get_mut(index)
+            .and_then(|s| s.asked.get_mut(question as usize))
+        {
+            Some(asked) if asked.answer.is_none() => {
+                asked.answer = Some(answer);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Records the batch's handoff; the core allows one per batch.
@@ -419,6 +464,7 @@ impl Parked {
         slot.attempt += 1;
         slot.state = SlotState::Running;
         slot.answer = None;
+        slot.asked.clear();
         (InFlight { batch: self.batch }, self.slot)
     }
 

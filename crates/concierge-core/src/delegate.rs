@@ -124,6 +124,13 @@ pub enum Question {
         /// The child session.
         session: SessionId,
     },
+    /// The call's MCP server asks the person something while the call
+    /// runs (elicitation, or leave to use the model): the call stays in
+    /// flight and the answer goes back to it.
+    Elicitation {
+        /// What is asked.
+        elicitation: crate::elicitation::Elicitation,
+    },
 }
 
 impl Question {
@@ -133,6 +140,7 @@ impl Question {
             Question::Choice { choice } => choice.text(),
             Question::ChildConfirmation { pending, .. } => pending.message.clone(),
             Question::ChildChoice { pending, .. } => pending.choice.text(),
+            Question::Elicitation { elicitation } => elicitation.text(),
         }
     }
 }

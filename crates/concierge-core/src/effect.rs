@@ -53,8 +53,22 @@ pub enum Effect {
     /// reply) or [`Input::ToolAsked`](crate::Input::ToolAsked) (the child
     /// waits for the person).
     CallAgent(Box<AgentCall>),
-    /// The run is parked until the person answers the pending confirmation.
+    /// The run is parked until the person answers the pending confirmation,
+    /// choice or question.
     AwaitUser(RunOutput),
+    /// Give the person's answer to the running call that asked (its live
+    /// request, if this process has it; a call issued again after a crash
+    /// finds the answer in the session instead).
+    AnswerElicitation {
+        /// The run whose call asked.
+        run_id: RunId,
+        /// The call.
+        call_id: crate::id::CallId,
+        /// Which of its questions (from 0).
+        question: u32,
+        /// The answer.
+        answer: crate::elicitation::ElicitationAnswer,
+    },
     /// The run is over.
     Finish(RunOutput),
     /// Send an [`Input::Tick`](crate::Input::Tick) at this time (a time budget ends then).

@@ -76,6 +76,17 @@ pub enum StepError {
         /// The id asked for.
         run_id: RunId,
     },
+    /// No running call waits for an answer to that question (it was
+    /// answered already, or the call finished).
+    NoSuchQuestion {
+        /// The call the answer named.
+        call_id: CallId,
+    },
+    /// An answer to a call's question does not fit what was asked.
+    AnswerRefused {
+        /// What is wrong with it, naming the field.
+        problem: String,
+    },
 }
 
 impl fmt::Display for StepError {
@@ -118,6 +129,17 @@ impl fmt::Display for StepError {
             ),
             StepError::InvalidTransition(t) => t.fmt(f),
             StepError::Idle => write!(f, "nothing to do"),
+            StepError::NoSuchQuestion { call_id } => write!(
+                f,
+                "no question of call {call_id} is waiting for an answer (it was answered already, or the call \
+                 finished); read the session's state for the open question"
+            ),
+            StepError::AnswerRefused { problem } => {
+                write!(
+                    f,
+                    "the answer was not accepted: {problem}; answer again with a value that fits"
+                )
+            }
         }
     }
 }

@@ -163,6 +163,21 @@ pub enum EventKind {
         /// The call that asks (it runs again with the chosen option).
         pending: PendingChoice,
     },
+    /// A running call asks the person something (MCP elicitation); the run
+    /// waits for the answer while the call stays in flight.
+    ElicitationRequested {
+        /// The question, where it comes from, and in words.
+        pending: crate::elicitation::PendingElicitation,
+    },
+    /// The person answered a running call's question.
+    ElicitationAnswered {
+        /// The call that asked.
+        call_id: CallId,
+        /// Which of its questions (from 0).
+        question: u32,
+        /// The answer.
+        answer: crate::elicitation::ElicitationAnswer,
+    },
     /// The person answered a choice.
     ChoiceResolved {
         /// The call that asked.
@@ -354,6 +369,8 @@ impl EventKind {
             EventKind::ChildStarted { .. } => "child_started",
             EventKind::ChoiceRequested { .. } => "choice_requested",
             EventKind::ChoiceResolved { .. } => "choice_resolved",
+            EventKind::ElicitationRequested { .. } => "elicitation_requested",
+            EventKind::ElicitationAnswered { .. } => "elicitation_answered",
             EventKind::Message { .. } => "message",
             EventKind::Usage { .. } => "usage",
             EventKind::CapReached { .. } => "cap_reached",

@@ -260,6 +260,7 @@ impl HistoryPolicy {
             tools: Arc::from(Vec::new()),
             tool_choice: ToolChoice::None,
             temperature: base.temperature,
+            max_tokens: None,
         }
     }
 }

@@ -79,6 +79,32 @@ pub enum Input {
         /// When the question came.
         at: Timestamp,
     },
+    /// The person answered a question a running call asked (an
+    /// [`Elicitation`](crate::Elicitation)); the answer goes back to the call.
+    ElicitationAnswered {
+        /// The run whose call asked.
+        run_id: RunId,
+        /// The call that asked (still running).
+        call_id: CallId,
+        /// Which of the call's questions is answered (from 0).
+        question: u32,
+        /// Accept (with the form's content), decline or cancel.
+        answer: crate::elicitation::ElicitationAnswer,
+        /// When the person answered.
+        at: Timestamp,
+    },
+    /// A running call used the model on its server's behalf (MCP
+    /// sampling): its tokens and cost count in the run's totals.
+    Sampled {
+        /// The run whose call it was.
+        run_id: RunId,
+        /// The call the server was answering.
+        call_id: CallId,
+        /// The model's usage and cost.
+        usage: Usage,
+        /// When the model answered.
+        at: Timestamp,
+    },
     /// The person answered a confirmation.
     Confirm(Confirmation),
     /// End the session (cancels a run in progress).
@@ -114,6 +140,8 @@ impl Input {
             | Input::ModelFailed { at, .. }
             | Input::ToolFinished { at, .. }
             | Input::ToolAsked { at, .. }
+            | Input::ElicitationAnswered { at, .. }
+            | Input::Sampled { at, .. }
             | Input::End { at, .. }
             | Input::CancelRun { at, .. }
             | Input::Tick { at } => *at,
@@ -129,6 +157,8 @@ impl Input {
             Input::ModelFailed { .. } => "model_failed",
             Input::ToolFinished { .. } => "tool_finished",
             Input::ToolAsked { .. } => "tool_asked",
+            Input::ElicitationAnswered { .. } => "elicitation_answered",
+            Input::Sampled { .. } => "sampled",
             Input::Confirm(_) => "confirm",
             Input::End { .. } => "end",
             Input::CancelRun { .. } => "cancel_run",

@@ -60,6 +60,7 @@ mod choice;
 mod confirmation;
 mod delegate;
 mod effect;
+mod elicitation;
 mod error;
 mod event;
 mod gate;
@@ -92,6 +93,9 @@ pub use choice::{CHOICE_KEY, Choice, ChoiceOption};
 pub use confirmation::{Answer, check_arguments, confirmation_message, fill_template, interpret_answer};
 pub use delegate::{AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session};
 pub use effect::{Effect, Step};
+pub use elicitation::{
+    Asked, Elicitation, ElicitationAction, ElicitationAnswer, ElicitationField, ElicitationMode, PendingElicitation,
+};
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};

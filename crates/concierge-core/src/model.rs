@@ -27,6 +27,9 @@ pub struct ModelRequest {
     /// Sampling temperature; `None` leaves the provider's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    /// The most tokens the reply may have; `None` leaves the model's setting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 /// Tool choice, as providers understand it.

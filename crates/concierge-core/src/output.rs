@@ -45,6 +45,10 @@ pub struct RunOutput {
     /// The choice the person is asked to make, when the run waits for one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_choice: Option<PendingChoice>,
+    /// The question a running call asks the person, when the run waits for
+    /// an answer (MCP elicitation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_elicitation: Option<crate::elicitation::PendingElicitation>,
 }
 
 impl RunOutput {
@@ -62,7 +66,10 @@ impl RunOutput {
 pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: Option<Cap>) -> f32 {
     let base: f32 = match status {
         RunStatus::Completed => 0.9,
-        RunStatus::NeedsInput | RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => 0.5,
+        RunStatus::NeedsInput
+        | RunStatus::AwaitingConfirmation
+        | RunStatus::AwaitingChoice
+        | RunStatus::AwaitingInput => 0.5,
         RunStatus::Failed | RunStatus::Cancelled => return 0.0,
     };
     let ratio = if executions.is_empty() {
@@ -89,6 +96,9 @@ pub enum RunStatus {
     AwaitingConfirmation,
     /// The run is parked until the person picks one of a choice's options.
     AwaitingChoice,
+    /// A running call asks the person a question (MCP elicitation); the
+    /// run goes on when they answer.
+    AwaitingInput,
     /// The run failed (the model could not be reached, say).
     Failed,
     /// The session was ended during the run.

@@ -118,6 +118,7 @@ pub(crate) fn request(agent: &AgentSpec, spec: &ToolSpec, pending: &PendingConfi
         }]),
         tool_choice: ToolChoice::Tool(ANSWER_TOOL.into()),
         temperature: Some(0.0),
+        max_tokens: None,
     }
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
 use crate::blackboard::ToolExecution;
+use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::error::StepError;
 use crate::event::EventKind;
 use crate::id::{AgentId, CallId, RunId, SessionId};
@@ -119,6 +120,35 @@ impl Waiting {
             Waiting::Model { .. } | Waiting::Tools { .. } | Waiting::Reading { .. } => None,
         }
     }
+
+    /// The first question a running call asked that waits for the person.
+    pub(crate) fn pending_elicitation(&self, run_id: &RunId) -> Option<PendingElicitation> {
+        let Waiting::Tools { batch } = self else {
+            return None;
+        };
+        batch.batch().running_slots().find_map(|slot| {
+            let (question, asked) = slot.asked.iter().enumerate().find(|(_, a)| a.answer.is_none())?;
+            Some(PendingElicitation {
+                run_id: run_id.clone(),
+                call_id: slot.call.id.clone(),
+                question: u32::try_from(question).ok()?,
+                text: asked.elicitation.text(),
+                elicitation: asked.elicitation.clone(),
+            })
+        })
+    }
+
+    /// The questions the running call `call_id` asked, and their answers.
+    pub(crate) fn asked(&self, call_id: &CallId) -> &[Asked] {
+        match self {
+            Waiting::Tools { batch } => batch
+                .batch()
+                .running_slots()
+                .find(|s| &s.call.id == call_id)
+                .map_or(&[], |s| s.asked.as_slice()),
+            Waiting::Model { .. } | Waiting::Confirmation { .. } | Waiting::Reading { .. } => &[],
+        }
+    }
 }
 
 impl RunState {
@@ -143,6 +173,32 @@ impl RunState {
             input: "tool_finished".into(),
             expected: self.waiting.describe(),
         })
+    }
+
+    /// The slot of the running call whose open question `question` an
+    /// answer fills, after checking the answer against what was asked.
+    pub(crate) fn expect_answer(
+        &self,
+        call_id: &CallId,
+        question: u32,
+        answer: &ElicitationAnswer,
+    ) -> Result<usize, StepError> {
+        let Waiting::Tools { batch } = &self.waiting else {
+            return Err(StepError::NoSuchQuestion {
+                call_id: call_id.clone(),
+            });
+        };
+        let Some((slot, elicitation)) = batch.batch().open_question(call_id, question) else {
+            return Err(StepError::NoSuchQuestion {
+                call_id: call_id.clone(),
+            });
+        };
+        if answer.action == ElicitationAction::Accept {
+            elicitation
+                .check(answer.content.as_ref())
+                .map_err(|problem| StepError::AnswerRefused { problem })?;
+        }
+        Ok(slot)
     }
 
     /// Checks that a confirmation answers the parked call, with the
@@ -468,6 +524,7 @@ impl RunOutput {
             error: run.error().map(str::to_string),
             pending_confirmation: outcome.pending_confirmation,
             pending_choice: outcome.pending_choice,
+            pending_elicitation: None,
         }
     }
 }

@@ -51,6 +51,7 @@ fn cx(key: &str, user: Option<&str>) -> ToolContext {
         user: user.map(str::to_string),
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(0),
+        channel: None,
     }
 }
 

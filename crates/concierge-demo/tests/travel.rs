@@ -474,6 +474,7 @@ async fn dates_resolve_against_the_time_asked() {
         user: None,
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(asked as u64),
+        channel: None,
     };
     let events = FindEvents::new(Arc::clone(&store))
         .call(

@@ -157,6 +157,10 @@ impl ConciergeMcp {
                 None => "The agent is waiting for a person to approve a call.".into(),
             },
             RunStatus::AwaitingChoice => out.reply.clone().unwrap_or_default(),
+            RunStatus::AwaitingInput => format!(
+                "The agent is waiting for a person to answer: {}",
+                out.reply.clone().unwrap_or_default()
+            ),
             RunStatus::Failed | RunStatus::Cancelled => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
                     out.error.unwrap_or_else(|| "the run did not finish".into()),

@@ -330,6 +330,7 @@ fn status_label(status: RunStatus) -> &'static str {
         RunStatus::NeedsInput => "needs_input",
         RunStatus::AwaitingConfirmation => "awaiting_confirmation",
         RunStatus::AwaitingChoice => "awaiting_choice",
+        RunStatus::AwaitingInput => "awaiting_input",
         RunStatus::Failed => "failed",
         RunStatus::Cancelled => "cancelled",
     }

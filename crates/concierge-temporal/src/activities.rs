@@ -223,6 +223,9 @@ impl ToolActivities {
             idempotency_key: input.key,
             user: input.user,
             blackboard: Arc::new(input.blackboard),
+            // An activity cannot wait for the person mid-call: a server's
+            // question is declined (logged), its model request refused.
+            channel: None,
         };
         let answer = heartbeating(&ctx, self.executor.call_tool(cx, &input.call)).await;
         Ok(payload::bounded_call(

@@ -64,9 +64,10 @@ pub mod tool;
 
 pub use concierge_core as core;
 pub use concierge_core::{
-    AgentId, AgentSpec, AgentTool, CallId, Cap, Catalog, Choice, ChoiceOption, ConfirmationPolicy, Decision, Event,
-    EventId, EventKind, HUB_AGENT, HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest,
-    Multitask, PendingChoice, PendingConfirmation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId,
+    AgentId, AgentSpec, AgentTool, CallId, Cap, Catalog, Choice, ChoiceOption, ConfirmationPolicy, Decision,
+    Elicitation, ElicitationAction, ElicitationAnswer, ElicitationMode, Event, EventId, EventKind, HUB_AGENT,
+    HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, Multitask, PendingChoice,
+    PendingConfirmation, PendingElicitation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId,
     RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, SummaryMode, Timestamp, ToolAnnotations, ToolCall,
     ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, ToolsState, Usage,
 };
@@ -76,7 +77,7 @@ pub use error::{Error, Result};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;
 pub use runtime::{AgentClient, IntoMessages, RunHandle};
-pub use runtime::{InvalidCursor, Runtime, RuntimeBuilder, StreamCursor};
+pub use runtime::{InvalidCursor, Runtime, RuntimeBuilder, StreamCursor, check_answer};
 pub use tool::{DynTool, Reply, Tool, ToolContext, Toolset};
 
 #[doc(hidden)]

@@ -35,6 +35,7 @@ fn request() -> ModelRequest {
         ]),
         tool_choice: ToolChoice::Auto,
         temperature: Some(0.0),
+        max_tokens: None,
     }
 }
 

@@ -76,6 +76,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         user: user.clone(),
         blackboard: std::sync::Arc::new(blackboard.clone()),
         asked_at: *asked_at,
+        channel: None,
     };
     let outcome = match Calculator.call(args, cx).await {
         Ok(value) => ToolOutcome::Ok(value),

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::Args;
-use concierge::{EventKind, Result, RunOptions, RunStatus, Runtime, SessionId, ToolOutcome};
+use concierge::{
+    ElicitationAnswer, EventKind, Result, RunOptions, RunOutput, RunStatus, Runtime, SessionId, ToolOutcome,
+};
 use futures::StreamExt;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use tokio::sync::watch;
@@ -206,7 +208,7 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
             Some(client) => client.start(line, options).await,
             None => rt.start(line, options).await,
         };
-        let output = match handle {
+        let mut output = match handle {
             Ok(handle) => handle.wait().await?,
             Err(error) => {
                 eprintln!("error: {}", render::explain(&error));
@@ -215,7 +217,15 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         };
         let target = rt.session(session.clone()).await?.last_seq();
         let _ = printed.wait_for(|seq| *seq >= target).await;
+        while output.status == RunStatus::AwaitingInput {
+            // A tool's question: asked field by field, answered at once.
+            match answer_question(rt, &session, &output, &mut lines).await {
+                Some(next) => output = next,
+                None => break,
+            }
+        }
         match output.status {
+            RunStatus::AwaitingInput => {}
             // The next line answers it: yes, no, or what to change.
             RunStatus::AwaitingConfirmation => {
                 println!(
@@ -250,4 +260,63 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks the person the question a running call asks, a prompt per field of
+/// its form ("decline" or "cancel" at any prompt answers so), and gives the
+/// answer; `None` when input ends.
+async fn answer_question(
+    rt: &Runtime,
+    session: &SessionId,
+    output: &RunOutput,
+    lines: &mut Lines<BufReader<Stdin>>,
+) -> Option<RunOutput> {
+    let pending = output.pending_elicitation.as_ref()?;
+    let question = &pending.elicitation;
+    println!("{}: {}", clean(output.agent.as_str()), clean(&question.text()));
+    let fields = question.fields();
+    let mut text = String::new();
+    if fields.is_empty() {
+        prompt("  (accept, decline or cancel)> ");
+        text = read_line(lines).await?;
+    }
+    for field in &fields {
+        let optional = if field.required { "" } else { ", optional" };
+        let options = if field.options.is_empty() {
+            field.kind.clone()
+        } else {
+            field.options.join("/")
+        };
+        prompt(&format!("  {} ({options}{optional})> ", clean(&field.title)));
+        let value = read_line(lines).await?;
+        if matches!(value.trim().to_lowercase().as_str(), "decline" | "cancel") {
+            text = value;
+            break;
+        }
+        if value.trim().is_empty() {
+            continue;
+        }
+        if fields.len() == 1 {
+            text = value;
+        } else {
+            text.push_str(&format!("{}: {}\n", field.name, value.trim()));
+        }
+    }
+    let answer = match ElicitationAnswer::from_words(&text, question) {
+        Ok(answer) => answer,
+        Err(problem) => {
+            eprintln!("error: {}", clean(&problem));
+            return Some(output.clone());
+        }
+    };
+    match rt
+        .answer_question(session.clone(), pending.call_id.clone(), pending.question, answer)
+        .await
+    {
+        Ok(next) => Some(next),
+        Err(error) => {
+            eprintln!("error: {}", render::explain(&error));
+            Some(output.clone())
+        }
+    }
 }

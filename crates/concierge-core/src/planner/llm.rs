@@ -81,6 +81,7 @@ impl LlmPlanner {
             tools: view.tools.clone(),
             tool_choice,
             temperature: view.agent.temperature,
+            max_tokens: None,
         }
     }
 

@@ -8,6 +8,7 @@
 //! that finishes the run says so in what it returns ([`Next`]).
 
 mod driver;
+mod elicit;
 mod reading;
 mod routing;
 mod tools;
@@ -25,11 +26,12 @@ use crate::delegate::{
     AgentCall, Forward, ForwardedAnswer, Parent, Question, child_session, default_prompt, render_prompt,
 };
 use crate::effect::{Effect, Step};
+use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::history::RunningSummary;
 use crate::hub::Offer;
-use crate::id::{AgentId, IdempotencyKey, RunId, SessionId};
+use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Confirmation, Input, StartRun};
 use crate::message::Message;
 use crate::model::Usage;
@@ -321,6 +323,23 @@ impl Session {
         )
     }
 
+    /// The question a running call asks the person (MCP elicitation), if
+    /// the run waits for one.
+    pub fn pending_elicitation(&self) -> Option<PendingElicitation> {
+        let state = self.run.as_ref()?;
+        state.waiting.pending_elicitation(state.run.id())
+    }
+
+    /// The questions the running call `call_id` asked so far, in order,
+    /// with the answers given (an engine gives a call issued again the
+    /// answer to the same question instead of asking again).
+    pub fn asked(&self, call_id: &CallId) -> &[Asked] {
+        match &self.run {
+            Some(state) => state.waiting.asked(call_id),
+            None => &[],
+        }
+    }
+
     /// The choice the person is asked to make, if any.
     pub fn pending_choice(&self) -> Option<PendingChoice> {
         let state = self.run.as_ref()?;
@@ -397,6 +416,9 @@ impl Session {
             Input::StartRun(start) if self.answers_confirmation(&start) => {
                 self.answer_confirmation(&mut out, catalog, &start);
             }
+            Input::StartRun(start) if self.answers_question(&start) => {
+                self.answer_question(&mut out, catalog, &start)?;
+            }
             Input::StartRun(start) => {
                 self.check_start(&start, catalog)?;
                 self.start_run(&mut out, catalog, start);
@@ -456,12 +478,38 @@ impl Session {
                 ..
             } => {
                 let slot = self.active(&run_id)?.expect_tool(&call_id)?;
-                self.drive(&mut out, catalog, |d, waiting| match waiting {
-                    Waiting::Tools { batch } => {
+                self.drive(&mut out, catalog, |d, waiting| match (waiting, question) {
+                    (Waiting::Tools { batch }, Question::Elicitation { elicitation }) => {
+                        d.add_child_usage(usage);
+                        d.elicit(batch.into_batch(), slot, elicitation)
+                    }
+                    (Waiting::Tools { batch }, question) => {
                         d.add_child_usage(usage);
                         d.tool_asked(batch.into_batch(), slot, question)
                     }
-                    other => Err(Fault::mismatch(other)),
+                    (other, _) => Err(Fault::mismatch(other)),
+                });
+            }
+            Input::ElicitationAnswered {
+                run_id,
+                call_id,
+                question,
+                answer,
+                ..
+            } => {
+                let slot = self.active(&run_id)?.expect_answer(&call_id, question, &answer)?;
+                self.drive(&mut out, catalog, |d, waiting| {
+                    d.answered(waiting, slot, call_id, question, answer)
+                });
+            }
+            Input::Sampled {
+                run_id, call_id, usage, ..
+            } => {
+                let state = self.active(&run_id)?;
+                state.expect_tool(&call_id)?;
+                self.drive(&mut out, catalog, |d, waiting| {
+                    d.add_child_usage(Some(usage));
+                    Ok(driver::Next::Wait(waiting))
                 });
             }
             Input::Confirm(confirmation) => {
@@ -636,7 +684,7 @@ impl Session {
         let child_call = match parked.question() {
             Some(Question::ChildConfirmation { pending, .. }) => Some(pending.call_id.clone()),
             Some(Question::ChildChoice { pending, .. }) => Some(pending.call_id.clone()),
-            Some(Question::Choice { .. }) | None => None,
+            Some(Question::Choice { .. } | Question::Elicitation { .. }) | None => None,
         };
         if let Some(call_id) = child_call {
             let forward = Forward {
@@ -830,3 +878,6 @@ mod delegate_tests;
 
 #[cfg(test)]
 mod tenant_tests;
+
+#[cfg(test)]
+mod elicit_tests;

@@ -52,10 +52,10 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
     let pending_call = match ask {
         Some(Ask::Confirmation(pending)) => pending.call_id.to_string(),
         Some(Ask::Choice(pending)) => pending.call_id.to_string(),
-        Some(Ask::Question) | None => {
+        Some(Ask::Question | Ask::Elicitation(_)) | None => {
             return Err(A2aError::field(
                 format!("message.parts[{index}]"),
-                "the task asks a question in words, with no call to quote; answer with a text part",
+                "the task asks a question in words; answer with a text part (for a form: \"decline\", \"cancel\", or one \"field: value\" line per field)",
             ));
         }
     };
@@ -104,7 +104,9 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
                 )),
             }
         }
-        Some(Ask::Question) | None => Err(A2aError::field(at("callId"), "the task waits on no call")),
+        Some(Ask::Question | Ask::Elicitation(_)) | None => {
+            Err(A2aError::field(at("callId"), "the task waits on no call"))
+        }
     }
 }
 

@@ -155,7 +155,8 @@ pub async fn cancel(ctx: Ctx<'_>, request: CancelTaskRequest) -> Result<Task, A2
     let found = find(ctx, &request.id).await?;
     let view = found.view()?;
     let state = view.state();
-    let running = view.last().status.is_none() || matches!(view.ask(), Some(Ask::Confirmation(_)));
+    let running =
+        view.last().status.is_none() || matches!(view.ask(), Some(Ask::Confirmation(_) | Ask::Elicitation(_)));
     if state.is_terminal() {
         return Err(A2aError::TaskNotCancelable(format!(
             "task {:?} has ended already ({}); there is nothing to cancel",
@@ -384,8 +385,11 @@ async fn read_answer(
         })
     };
     match reading {
-        // Words for a parked call: the runtime reads them (yes, no, a change).
-        Reading::Words(text) if matches!(view.ask(), Some(Ask::Confirmation(_))) => start(text, None),
+        // Words for a parked call or a running call's question: the session
+        // reads them (yes, no, a change; a form's values), and the same run goes on.
+        Reading::Words(text) if matches!(view.ask(), Some(Ask::Confirmation(_) | Ask::Elicitation(_))) => {
+            start(text, None)
+        }
         Reading::Words(text) => start(text, Some(ctx.state.new_run_id()?)),
         Reading::Decide {
             call_id,

@@ -4,7 +4,7 @@
 //! and the runs that answered its questions, which carry the task's id in
 //! the label [`TASK_LABEL`].
 
-use concierge::core::{EventKind, Message, RunStatus};
+use concierge::core::{EventKind, Message, PendingElicitation, RunStatus};
 use concierge::{Event, PendingChoice, PendingConfirmation, Runtime, Session};
 use futures::StreamExt;
 
@@ -22,6 +22,9 @@ pub enum Ask {
     Choice(PendingChoice),
     /// A question in words (the answer starts the next run).
     Question,
+    /// A running call's question (an MCP server's elicitation): the answer,
+    /// in words, goes to the call (the same run goes on).
+    Elicitation(PendingElicitation),
 }
 
 /// One run of a session.
@@ -112,7 +115,13 @@ impl SessionLog {
                 record.ask = Some(Ask::Choice(pending.clone()));
                 record.status = Some(RunStatus::AwaitingChoice);
             }
-            EventKind::ConfirmationResolved { .. } | EventKind::ChoiceResolved { .. } => {
+            EventKind::ElicitationRequested { pending } => {
+                record.ask = Some(Ask::Elicitation(pending.clone()));
+                record.status = Some(RunStatus::AwaitingInput);
+            }
+            EventKind::ConfirmationResolved { .. }
+            | EventKind::ChoiceResolved { .. }
+            | EventKind::ElicitationAnswered { .. } => {
                 record.ask = None;
                 record.status = None;
             }

@@ -154,7 +154,8 @@ async fn run(follow: Follow, mut tx: mpsc::Sender<Item>) {
             // `run_finished` for a park).
             EventKind::RunFinished { .. }
             | EventKind::AwaitingConfirmation { .. }
-            | EventKind::ChoiceRequested { .. } => {
+            | EventKind::ChoiceRequested { .. }
+            | EventKind::ElicitationRequested { .. } => {
                 let found = match ops::find(ctx, &task_id).await {
                     Ok(found) => found,
                     Err(error) => {

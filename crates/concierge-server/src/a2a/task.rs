@@ -63,7 +63,7 @@ impl<'a> TaskView<'a> {
             Some(RunStatus::Completed) => TaskState::Completed,
             Some(RunStatus::Failed) => TaskState::Failed,
             Some(RunStatus::Cancelled) => TaskState::Canceled,
-            Some(RunStatus::AwaitingConfirmation) => TaskState::InputRequired,
+            Some(RunStatus::AwaitingConfirmation | RunStatus::AwaitingInput) => TaskState::InputRequired,
             // The run ended with a question: left when the conversation moved on.
             Some(RunStatus::AwaitingChoice | RunStatus::NeedsInput) if self.moved_on => TaskState::Completed,
             Some(RunStatus::AwaitingChoice | RunStatus::NeedsInput) => TaskState::InputRequired,
@@ -162,6 +162,15 @@ impl<'a> TaskView<'a> {
                     "callId": pending.call_id.to_string(),
                     "question": pending.choice.question,
                     "options": options,
+                })));
+            }
+            Some(Ask::Elicitation(pending)) => {
+                parts.push(Part::text(pending.text.clone()));
+                parts.push(Part::data(json!({
+                    "kind": "elicitation",
+                    "callId": pending.call_id.to_string(),
+                    "question": pending.question,
+                    "elicitation": pending.elicitation,
                 })));
             }
             Some(Ask::Question) | None => {

@@ -13,7 +13,9 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
-use concierge::{CallId, ChoiceOption, PendingChoice, PendingConfirmation, SessionId};
+use concierge::{
+    CallId, ChoiceOption, ElicitationMode, PendingChoice, PendingConfirmation, PendingElicitation, SessionId,
+};
 use serde_json::{Value, json};
 
 use super::events::{ErrorCode, Interrupt};
@@ -31,6 +33,8 @@ pub enum Parked {
     Confirmation(PendingConfirmation),
     /// A call waits for the person to pick an option.
     Choice(PendingChoice),
+    /// A running call's server asks the person something (MCP elicitation).
+    Question(PendingElicitation),
 }
 
 impl Parked {
@@ -39,6 +43,7 @@ impl Parked {
         match self {
             Parked::Confirmation(p) => &p.call_id,
             Parked::Choice(p) => &p.call_id,
+            Parked::Question(p) => &p.call_id,
         }
     }
 
@@ -47,6 +52,7 @@ impl Parked {
         match self {
             Parked::Confirmation(p) => p.session.as_ref(),
             Parked::Choice(p) => p.session.as_ref(),
+            Parked::Question(_) => None,
         }
     }
 
@@ -58,6 +64,7 @@ impl Parked {
                 a.call_id == b.call_id && a.fingerprint == b.fingerprint
             }
             (Parked::Choice(a), Parked::Choice(b)) => a.call_id == b.call_id && a.choice == b.choice,
+            (Parked::Question(a), Parked::Question(b)) => a == b,
             _ => false,
         }
     }
@@ -67,7 +74,10 @@ impl Parked {
         if let Some(pending) = session.pending_confirmation() {
             return Some(Parked::Confirmation(pending));
         }
-        session.pending_choice().map(Parked::Choice)
+        if let Some(pending) = session.pending_choice() {
+            return Some(Parked::Choice(pending));
+        }
+        session.pending_elicitation().map(Parked::Question)
     }
 }
 
@@ -360,6 +370,7 @@ fn describe(
             }),
             subagent_run_id: subagent,
         },
+        Parked::Question(p) => question(id, p, tool_call_id, expires_at),
         Parked::Choice(p) => {
             let n = p.choice.options.len();
             let ids: Vec<&Value> = p.choice.options.iter().map(|o| &o.id).collect();
@@ -386,6 +397,50 @@ fn describe(
                 subagent_run_id: subagent,
             }
         }
+    }
+}
+
+/// A running call's question: the resume's payload is the form's content
+/// (accept), or `{"action": "decline" | "cancel"}`; a cancelled resume cancels.
+fn question(id: &str, p: &PendingElicitation, tool_call_id: String, expires_at: String) -> Interrupt {
+    let (mode, content) = match &p.elicitation.mode {
+        ElicitationMode::Form { schema } => ("form", schema.clone()),
+        ElicitationMode::Url { .. } => ("url", json!({"type": "object"})),
+        ElicitationMode::Sampling { .. } => ("sampling", json!({"type": "object"})),
+    };
+    let mut metadata = json!({
+        "kind": "elicitation",
+        "callId": p.call_id,
+        "question": p.question,
+        "server": p.elicitation.server,
+        "mode": mode,
+    });
+    match &p.elicitation.mode {
+        ElicitationMode::Url { url } => metadata["url"] = json!(url),
+        ElicitationMode::Sampling { request } => metadata["request"] = json!(request),
+        ElicitationMode::Form { .. } => {}
+    }
+    Interrupt {
+        id: id.to_string(),
+        reason: "input_required",
+        message: p.text.clone(),
+        tool_call_id,
+        response_schema: json!({
+            "anyOf": [
+                content,
+                {
+                    "type": "object",
+                    "properties": {
+                        "action": {"enum": ["accept", "decline", "cancel"], "description": "What the person does with the question"},
+                        "content": {"type": "object", "description": "The form's values, for accept"}
+                    },
+                    "required": ["action"]
+                }
+            ]
+        }),
+        expires_at,
+        metadata,
+        subagent_run_id: None,
     }
 }
 

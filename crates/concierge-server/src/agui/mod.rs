@@ -210,6 +210,32 @@ async fn answer(
             )
             .await
         }
+        (Answer::Elicit(answer), Parked::Question(pending)) => {
+            let permit = state.run_permit(caller)?;
+            let run = RunStream {
+                permit: Some(permit),
+                rt: state.runtime().clone(),
+                interrupts: interrupts.clone(),
+                thread: session.id().clone(),
+                thread_id: input.thread_id.clone(),
+                run_id: input.run_id.clone(),
+                state: blackboard(Some(&session)),
+                messages: session.history().len(),
+                client_messages: input.user_messages(),
+                stopping: state.stopping(),
+            };
+            let follow = Follow::Answer {
+                after: state.runtime().place(session.id().clone()).await?,
+                call_id: pending.call_id,
+                question: pending.question,
+                answer,
+            };
+            Ok(respond(run.into_sse(follow)))
+        }
+        (Answer::Elicit(_), _) | (Answer::Confirm(_), Parked::Question(_)) => Ok(respond(stream::refused(Refusal {
+            code: ErrorCode::ResumeIncomplete,
+            message: "the resume does not answer what the thread waits for".to_string(),
+        }))),
         (Answer::NoChoice, _) | (Answer::Confirm(_), Parked::Choice(_)) => {
             start(
                 state,

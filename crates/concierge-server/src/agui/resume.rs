@@ -3,6 +3,7 @@
 //! confirmation declines it: nothing runs that the person did not clearly approve.
 
 use concierge::core::Decision;
+use concierge::{ElicitationAction, ElicitationAnswer};
 use serde_json::Value;
 
 use super::events::ErrorCode;
@@ -18,6 +19,8 @@ pub enum Answer {
     Choose(usize),
     /// No option was chosen: said as the next message, the run goes on without one.
     NoChoice,
+    /// The answer to a running call's question.
+    Elicit(ElicitationAnswer),
 }
 
 /// The sentence a cancelled or unclear choice is answered with.
@@ -28,6 +31,7 @@ pub const NO_CHOICE: &str = "none of these";
 pub fn read(entry: &ResumeEntry, parked: &Parked) -> Result<Answer, Refusal> {
     match parked {
         Parked::Confirmation(_) => Ok(Answer::Confirm(decision(entry))),
+        Parked::Question(_) => elicitation(entry).map(Answer::Elicit),
         Parked::Choice(pending) => {
             if entry.status == ResumeStatus::Cancelled {
                 return Ok(Answer::NoChoice);
@@ -53,6 +57,34 @@ pub fn read(entry: &ResumeEntry, parked: &Parked) -> Result<Answer, Refusal> {
                 }),
             }
         }
+    }
+}
+
+/// A question's answer: a cancelled resume cancels; `{"action": ...}` says
+/// what the person does (with `content` for accept); any other object is
+/// the form's content, accepted.
+fn elicitation(entry: &ResumeEntry) -> Result<ElicitationAnswer, Refusal> {
+    if entry.status == ResumeStatus::Cancelled {
+        return Ok(ElicitationAnswer::new(ElicitationAction::Cancel));
+    }
+    let refuse = || Refusal {
+        code: ErrorCode::ResumeIncomplete,
+        message: "the answer to the question must be the form's values as an object, or {\"action\": \"decline\"} \
+                  or {\"action\": \"cancel\"}"
+            .to_string(),
+    };
+    let Some(Value::Object(map)) = &entry.payload else {
+        return Err(refuse());
+    };
+    match map.get("action").and_then(Value::as_str) {
+        Some("accept") => Ok(ElicitationAnswer {
+            action: ElicitationAction::Accept,
+            content: map.get("content").cloned(),
+        }),
+        Some("decline") => Ok(ElicitationAnswer::new(ElicitationAction::Decline)),
+        Some("cancel") => Ok(ElicitationAnswer::new(ElicitationAction::Cancel)),
+        Some(_) => Err(refuse()),
+        None => Ok(ElicitationAnswer::accept(Value::Object(map.clone()))),
     }
 }
 
@@ -184,5 +216,43 @@ mod tests {
         }
         let none = read(&entry(ResumeStatus::Cancelled, None), &parked).unwrap();
         assert_eq!(none, Answer::NoChoice);
+    }
+
+    #[test]
+    fn a_question_is_answered_with_the_forms_values_or_an_action() {
+        let parked = Parked::Question(concierge::PendingElicitation {
+            run_id: RunId::new("r"),
+            call_id: CallId::new("call_1"),
+            question: 0,
+            elicitation: concierge::Elicitation {
+                server: "orders".into(),
+                message: "Where to?".into(),
+                mode: concierge::ElicitationMode::Form {
+                    schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                },
+            },
+            text: "Where to?".into(),
+        });
+        let accept = read(&entry(ResumeStatus::Resolved, Some(json!({"city": "Oslo"}))), &parked).unwrap();
+        assert_eq!(
+            accept,
+            Answer::Elicit(ElicitationAnswer::accept(json!({"city": "Oslo"})))
+        );
+        let decline = read(
+            &entry(ResumeStatus::Resolved, Some(json!({"action": "decline"}))),
+            &parked,
+        )
+        .unwrap();
+        assert_eq!(
+            decline,
+            Answer::Elicit(ElicitationAnswer::new(ElicitationAction::Decline))
+        );
+        let cancel = read(&entry(ResumeStatus::Cancelled, None), &parked).unwrap();
+        assert_eq!(
+            cancel,
+            Answer::Elicit(ElicitationAnswer::new(ElicitationAction::Cancel))
+        );
+        let refused = read(&entry(ResumeStatus::Resolved, Some(json!("Oslo"))), &parked).unwrap_err();
+        assert_eq!(refused.code, ErrorCode::ResumeIncomplete);
     }
 }

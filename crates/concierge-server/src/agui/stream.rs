@@ -34,6 +34,17 @@ pub enum Follow {
         /// The run's first event.
         first_seq: u64,
     },
+    /// A running call's question answered: the call goes on with it.
+    Answer {
+        /// The stream's place before the answer.
+        after: StreamCursor,
+        /// The call that asks.
+        call_id: CallId,
+        /// Which of its questions.
+        question: u32,
+        /// The answer.
+        answer: concierge::ElicitationAnswer,
+    },
     /// A parked call answered: the run resumes when the answer is given.
     Confirm {
         /// The stream's place before the answer (children asking included).
@@ -138,6 +149,23 @@ impl RunStream {
                 let rt = self.rt.clone();
                 let thread = self.thread.clone();
                 let task = tokio::spawn(async move { rt.confirm(thread, call_id, fingerprint, decision).await });
+                (events, first_seq, Some(task))
+            }
+            Follow::Answer {
+                after,
+                call_id,
+                question,
+                answer,
+            } => {
+                let first_seq = after.root.seq + 1;
+                let events = self
+                    .rt
+                    .follow(self.thread.clone(), after)
+                    .map(|item| item.map(|(event, _)| event))
+                    .boxed();
+                let rt = self.rt.clone();
+                let thread = self.thread.clone();
+                let task = tokio::spawn(async move { rt.answer_question(thread, call_id, question, answer).await });
                 (events, first_seq, Some(task))
             }
         };
@@ -292,6 +320,7 @@ impl RunStream {
         let parked = match &event.kind {
             EventKind::AwaitingConfirmation { pending } => Some(Parked::Confirmation(pending.clone())),
             EventKind::ChoiceRequested { pending } => Some(Parked::Choice(pending.clone())),
+            EventKind::ElicitationRequested { pending } => Some(Parked::Question(pending.clone())),
             _ => None,
         };
         if let Some(parked) = parked {
@@ -319,7 +348,7 @@ impl RunStream {
                     .unwrap_or_else(|| "the run failed".to_string()),
             ),
             // A park reported as a finish: the session says on what.
-            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => {
+            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice | RunStatus::AwaitingInput => {
                 match self
                     .rt
                     .session(self.thread.clone())

@@ -348,13 +348,15 @@ impl Translator {
                 result: reply.map(|r| json!(r)),
                 outcome: SubagentOutcome::Success,
             }),
-            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => out.push(AguiEvent::SubagentFinished {
-                subagent_run_id,
-                result: None,
-                outcome: SubagentOutcome::Suspended {
-                    interrupt_ids: state.interrupts,
-                },
-            }),
+            RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice | RunStatus::AwaitingInput => {
+                out.push(AguiEvent::SubagentFinished {
+                    subagent_run_id,
+                    result: None,
+                    outcome: SubagentOutcome::Suspended {
+                        interrupt_ids: state.interrupts,
+                    },
+                })
+            }
             RunStatus::Failed => out.push(AguiEvent::SubagentError {
                 subagent_run_id,
                 message: state
@@ -421,6 +423,7 @@ impl Translator {
                 EventKind::RunFinished { .. }
                     | EventKind::AwaitingConfirmation { .. }
                     | EventKind::ChoiceRequested { .. }
+                    | EventKind::ElicitationRequested { .. }
             )
     }
 }

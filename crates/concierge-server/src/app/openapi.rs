@@ -26,6 +26,7 @@ use crate::http::{catalog, events, sessions};
         sessions::post_message,
         sessions::confirm,
         sessions::choose,
+        sessions::answer,
         sessions::end,
         events::events,
         catalog::agents,

@@ -33,6 +33,7 @@ where
         .route("/sessions/{id}/messages", post(sessions::post_message))
         .route("/sessions/{id}/confirm", post(sessions::confirm))
         .route("/sessions/{id}/choose", post(sessions::choose))
+        .route("/sessions/{id}/answer", post(sessions::answer))
         .route("/sessions/{id}/end", post(sessions::end))
         .route("/sessions/{id}/events", get(events::events))
         .route("/agents", get(catalog::agents))

@@ -12,8 +12,8 @@ use crate::ground::ids::{ID_RULE, valid_id};
 use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
 use super::types::{
-    ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted, RunOutputView,
-    SessionList, SessionListItem, SessionView, WaitQuery,
+    AnswerRequest, ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted,
+    RunOutputView, SessionList, SessionListItem, SessionView, WaitQuery,
 };
 
 /// Creates a session, optionally with its id and the agent that takes its
@@ -293,6 +293,66 @@ pub async fn confirm(
         .await;
     drop(permit);
     Ok(Json(RunOutputView::of(output?, &id)))
+}
+
+/// Answers the question a running call of the session asks the person
+/// (MCP elicitation): accept with the form's values, decline or cancel.
+#[utoipa::path(
+    post, path = "/api/v1/sessions/{id}/answer", tag = "sessions",
+    params(("id" = String, Path, description = "The session's id")),
+    request_body = AnswerRequest,
+    responses(
+        (status = 200, description = "The run's output once it stops again", body = RunOutputView),
+        (status = 400, description = "The body is missing or not JSON", body = ErrorBody),
+        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 409, description = "No question of that call waits for an answer", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "The content does not fit the requested form (the message names the field)", body = ErrorBody),
+    )
+)]
+pub async fn answer(
+    State(state): State<ApiState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<AnswerRequest>,
+) -> Result<Json<RunOutputView>, ApiError> {
+    let session = SessionView::of(&state.session_of(&caller, &id).await?, &id);
+    let Some(pending) = session.pending_elicitation else {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("session {id:?} is not waiting for an answer to a question"),
+        ));
+    };
+    if pending.call_id.as_str() != body.call_id || pending.question != body.question {
+        return Err(ApiError::field(
+            StatusCode::CONFLICT,
+            "call_id",
+            format!(
+                "call {:?} (question {}) is not the open question; the open one is call {:?}, question {}",
+                body.call_id,
+                body.question,
+                pending.call_id.as_str(),
+                pending.question
+            ),
+        ));
+    }
+    let answer = concierge::ElicitationAnswer {
+        action: body.action.into(),
+        content: body.content,
+    };
+    let output = state
+        .rt
+        .answer_question(caller.session_id(&id), pending.call_id, pending.question, answer)
+        .await;
+    match output {
+        Ok(output) => Ok(Json(RunOutputView::of(output, &id))),
+        Err(concierge::Error::Rejected(StepError::AnswerRefused { problem })) => Err(ApiError::field(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "content",
+            format!("the answer does not fit the form: {problem}"),
+        )),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Answers the choice the session waits on with an option's number: the

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use concierge::core::{AgentSpec, Message, PendingChoice, PendingConfirmation, ToolSpec, Usage};
-use concierge::{RunOutput, RunStatus, Session, SessionSummary};
+use concierge::{ElicitationAction, PendingElicitation, RunOutput, RunStatus, Session, SessionSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
@@ -70,6 +70,28 @@ pub enum DecisionKind {
     Amend,
 }
 
+/// What the person does with a running call's question.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, ToSchema, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AnswerAction {
+    /// Answer it (with the form's values in `content`).
+    Accept,
+    /// Say no; the call goes on without the information.
+    Decline,
+    /// Dismiss it; the server stops what it asked for.
+    Cancel,
+}
+
+impl From<AnswerAction> for ElicitationAction {
+    fn from(action: AnswerAction) -> Self {
+        match action {
+            AnswerAction::Accept => ElicitationAction::Accept,
+            AnswerAction::Decline => ElicitationAction::Decline,
+            AnswerAction::Cancel => ElicitationAction::Cancel,
+        }
+    }
+}
+
 /// `POST /api/v1/sessions/{id}/confirm`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -87,6 +109,24 @@ pub struct ConfirmRequest {
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
     pub arguments: Option<Value>,
+}
+
+/// `POST /api/v1/sessions/{id}/answer`: the person's answer to the
+/// question a running call asks (MCP elicitation).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    /// The call that asks, as the pending question gives it.
+    pub call_id: String,
+    /// Which of its questions, as the pending question gives it.
+    #[serde(default)]
+    pub question: u32,
+    /// `accept`, `decline` or `cancel`.
+    pub action: AnswerAction,
+    /// The form's values, for `accept` (an object of the requested fields).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub content: Option<Value>,
 }
 
 /// `POST /api/v1/sessions/{id}/choose`.
@@ -317,6 +357,11 @@ pub struct SessionView {
     pub pending_confirmation: Option<ConfirmationView>,
     /// The choice waiting for an answer.
     pub pending_choice: Option<ChoiceView>,
+    /// The question a running call asks the person (MCP elicitation): its
+    /// call and number, the server, the message, the mode with the
+    /// requested schema or URL, and the question in words.
+    #[schema(value_type = Option<Object>)]
+    pub pending_elicitation: Option<PendingElicitation>,
     /// Tokens and cost of the whole session.
     pub usage: UsageView,
     /// The id of its last durable event (resume its event stream after it).
@@ -336,6 +381,7 @@ impl SessionView {
             blackboard: session.blackboard().available.clone(),
             pending_confirmation: session.pending_confirmation().map(ConfirmationView::from),
             pending_choice: session.pending_choice().map(ChoiceView::from),
+            pending_elicitation: session.pending_elicitation(),
             usage: session.usage().into(),
             last_event_id: session.last_seq().to_string(),
         }
@@ -353,6 +399,7 @@ impl SessionView {
             blackboard: BTreeMap::new(),
             pending_confirmation: None,
             pending_choice: None,
+            pending_elicitation: None,
             usage: Usage::default().into(),
             last_event_id: "0".into(),
         }
@@ -378,6 +425,8 @@ pub enum RunStatusView {
     AwaitingConfirmation,
     /// The run waits for the person to pick an option (`choose`).
     AwaitingChoice,
+    /// A running call asks the person a question (MCP elicitation).
+    AwaitingInput,
     /// The run failed.
     Failed,
     /// The session was ended during the run.
@@ -391,6 +440,7 @@ impl From<RunStatus> for RunStatusView {
             RunStatus::NeedsInput => Self::NeedsInput,
             RunStatus::AwaitingConfirmation => Self::AwaitingConfirmation,
             RunStatus::AwaitingChoice => Self::AwaitingChoice,
+            RunStatus::AwaitingInput => Self::AwaitingInput,
             RunStatus::Failed => Self::Failed,
             RunStatus::Cancelled => Self::Cancelled,
         }
@@ -434,6 +484,9 @@ pub struct RunOutputView {
     pub pending_confirmation: Option<ConfirmationView>,
     /// The choice waiting for an answer, when the run parked for one.
     pub pending_choice: Option<ChoiceView>,
+    /// The question a running call asks the person, when the run waits for an answer.
+    #[schema(value_type = Option<Object>)]
+    pub pending_elicitation: Option<PendingElicitation>,
     /// Tokens and cost of this run.
     pub usage: UsageView,
 }
@@ -470,6 +523,7 @@ impl From<RunOutput> for RunOutputView {
                 .collect(),
             pending_confirmation: o.pending_confirmation.map(Into::into),
             pending_choice: o.pending_choice.map(Into::into),
+            pending_elicitation: o.pending_elicitation,
             usage: o.usage.into(),
         }
     }

@@ -108,15 +108,21 @@ pub fn answer_text(output: &RunOutput) -> String {
     if let Some(choice) = &output.pending_choice {
         return choice.choice.text();
     }
+    if let Some(question) = &output.pending_elicitation {
+        // The question in words; the next user message answers it.
+        return output.reply.clone().unwrap_or_else(|| question.text.clone());
+    }
     if let Some(error) = &output.error {
         return format!("Something went wrong: {error}");
     }
     match output.status {
         RunStatus::Cancelled => "The session was ended before the answer came.".to_string(),
         RunStatus::Failed => "The run failed without saying why.".to_string(),
-        RunStatus::Completed | RunStatus::NeedsInput | RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice => {
-            "(no answer)".to_string()
-        }
+        RunStatus::Completed
+        | RunStatus::NeedsInput
+        | RunStatus::AwaitingConfirmation
+        | RunStatus::AwaitingChoice
+        | RunStatus::AwaitingInput => "(no answer)".to_string(),
     }
 }
 

@@ -156,7 +156,8 @@ async fn pump(handle: RunHandle, setup: StreamSetup, tx: mpsc::Sender<SseEvent>)
             // The run stops: it finished, or parked on the person's answer.
             EventKind::RunFinished { .. }
             | EventKind::AwaitingConfirmation { .. }
-            | EventKind::ChoiceRequested { .. } => break,
+            | EventKind::ChoiceRequested { .. }
+            | EventKind::ElicitationRequested { .. } => break,
             _ => {}
         }
     }

@@ -73,6 +73,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/dom.js", JS),
     asset!("assets/stream.js", JS),
     asset!("assets/conversation.js", JS),
+    asset!("assets/elicitation.js", JS),
     asset!("assets/panel.js", JS),
     asset!("assets/sidebar.js", JS),
     asset!("assets/icon.svg", SVG),

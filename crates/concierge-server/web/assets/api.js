@@ -81,6 +81,8 @@ export const api = {
       call_id: pending.call_id, fingerprint: pending.fingerprint, decision, ...(args ? { arguments: args } : {}),
     }),
   choose: (id, option) => call('POST', `${session(id)}/choose`, { option }),
+  answer: (id, pending, action, content) =>
+    call('POST', `${session(id)}/answer`, { call_id: pending.call_id, question: pending.question, action, content }),
   end: (id) => call('POST', `${session(id)}/end`, {}),
   /**
    * The URL of a session's event stream, resuming after `after` (the last

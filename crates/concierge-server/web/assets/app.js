@@ -179,7 +179,7 @@ function onEvent(session, event, { replayed }) {
   showWorking();
   panel.apply(event);
   // A child's answer resumes the parent's run too.
-  if (event.type === 'choice_resolved' || event.type === 'confirmation_resolved') setBusy(true);
+  if (['choice_resolved', 'confirmation_resolved', 'elicitation_answered'].includes(event.type)) setBusy(true);
   if (event.session !== session.id) return;
   switch (event.type) {
     case 'run_started':
@@ -189,6 +189,10 @@ function onEvent(session, event, { replayed }) {
     case 'agent_changed':
       setBadge(event.to);
       setBusy(session.busy);
+      break;
+    case 'elicitation_requested':
+      setBusy(false);
+      ui.input.placeholder = 'Answer the question above, or type your answer…';
       break;
     case 'awaiting_confirmation':
     case 'choice_requested':
@@ -313,6 +317,15 @@ const actions = {
   confirm: async (pending, decision, args) => {
     try {
       await api.confirm(current.id, pending, decision, args);
+      return true;
+    } catch (error) {
+      toast(error.message);
+      return false;
+    }
+  },
+  answer: async (pending, action, content) => {
+    try {
+      await api.answer(current.id, pending, action, content);
       return true;
     } catch (error) {
       toast(error.message);

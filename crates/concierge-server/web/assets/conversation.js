@@ -4,6 +4,7 @@
 // inside their call's card.
 
 import { h, append, clear, show, humanize, duration } from './dom.js';
+import { elicitationBlock, elicitationAnswered } from './elicitation.js';
 
 /** Names of agents for the page: set once the catalogue is loaded. */
 export const agentNames = new Map();
@@ -44,6 +45,7 @@ export class Conversation {
     this.runs = new Map(); // `${session}/${run}` → { bubble, spoke }
     this.confirms = new Map(); // call id → confirmation block parts
     this.choices = new Map(); // call id → choice block parts
+    this.questions = new Map(); // `${session}/${call}/${n}` → a tool's question block parts
     this.statuses = new Map(); // `${session}/${server}` → the tool server's status line
     // The person's messages shown before the session's stream has them:
     // { text, li, bubble, foot, state: 'sending' | 'sent' | 'failed', answer }.
@@ -69,7 +71,7 @@ export class Conversation {
 
   /** Whether a question (an approval or a choice) waits in this conversation. */
   asking() {
-    return [...this.confirms.values(), ...this.choices.values()].some((parts) => !parts.resolved);
+    return [...this.confirms.values(), ...this.choices.values(), ...this.questions.values()].some((parts) => !parts.resolved);
   }
 
   /** Messages sent or being sent that the stream has not shown yet. */
@@ -221,6 +223,14 @@ export class Conversation {
         break;
       case 'choice_resolved':
         this.choiceResolved(event);
+        this.answered();
+        break;
+      case 'elicitation_requested':
+        this.waiting(event.pending, 'Waiting for your answer');
+        if (root) this.elicitation(event);
+        break;
+      case 'elicitation_answered':
+        elicitationAnswered(this.questions.get(`${event.session}/${event.call_id}/${event.question}`), event.answer);
         this.answered();
         break;
       case 'tools_status':
@@ -448,6 +458,16 @@ export class Conversation {
     this.add(block);
   }
 
+  /** A tool's server asks the person something while its call runs. */
+  elicitation(event) {
+    const pending = event.pending;
+    const key = `${event.session}/${pending.call_id}/${pending.question}`;
+    if (this.questions.has(key)) return;
+    const parts = elicitationBlock(pending, (action, content) => this.actions.answer(pending, action, content));
+    this.questions.set(key, parts);
+    this.add(parts.block);
+  }
+
   choiceResolved(event) {
     const parts = this.choices.get(`${event.session}/${event.call_id}`);
     if (!parts || parts.resolved) return;
@@ -509,7 +529,7 @@ export class Conversation {
       run.bubble = null;
       run.spoke = true;
     }
-    const waiting = event.status === 'awaiting_confirmation' || event.status === 'awaiting_choice';
+    const waiting = ['awaiting_confirmation', 'awaiting_choice', 'awaiting_input'].includes(event.status);
     if (!root || waiting) return;
     // A message that started this run and that the stream did not show: a plain message now.
     for (const entry of this.outbox.filter((e) => e.state === 'sent' && e.run === event.run)) this.settle(entry);

@@ -252,6 +252,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 }
             }))
         }
-        Effect::AwaitUser(_) | Effect::Finish(_) => None,
+        // This engine's calls never ask mid-call (docs/mcp.md, "Elicitation"): nothing waits for an answer.
+        Effect::AwaitUser(_) | Effect::Finish(_) | Effect::AnswerElicitation { .. } => None,
     }
 }

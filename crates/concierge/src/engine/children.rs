@@ -96,6 +96,16 @@ fn answer(call: &AgentCall, output: &RunOutput) -> Answer {
                 call.agent
             )))),
         },
+        // A question a child's MCP server asks mid-call is not passed up
+        // through the parent (docs/mcp.md, "Elicitation"): the call fails
+        // saying where the question waits.
+        RunStatus::AwaitingInput => Answer::Done(ToolOutcome::Error(ToolError::failed(format!(
+            "the {} agent waits for the person to answer a question its tool asked ({}); it can be answered in \
+             session {}",
+            call.agent,
+            output.reply.clone().unwrap_or_default(),
+            call.session
+        )))),
         RunStatus::Completed | RunStatus::NeedsInput => Answer::Done(ToolOutcome::Ok(serde_json::Value::String(
             output.reply.clone().unwrap_or_default(),
         ))),

@@ -135,6 +135,21 @@ pub trait Engine: Send + Sync + 'static {
         decision: Decision,
     ) -> BoxFuture<'_, Result<RunStop>>;
 
+    /// Answers question `question` that the running call `call_id` of
+    /// `session` asks the person (MCP elicitation): the answer is journaled,
+    /// then given to the call. Resolves once the answer is durable. An
+    /// engine whose calls never ask refuses it.
+    fn answer_question(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        question: u32,
+        answer: concierge_core::ElicitationAnswer,
+    ) -> BoxFuture<'_, Result<RunStop>> {
+        let _ = (session, question, answer);
+        Box::pin(async move { Err(Error::Rejected(concierge_core::StepError::NoSuchQuestion { call_id })) })
+    }
+
     /// Opens `session` before its first message (it must not exist): it is
     /// stored, listed and followed from now on, with its agent and tenant.
     /// `options` are the caller's options for this engine (as a run's

@@ -1,6 +1,9 @@
 //! One pooled client per MCP server: started lazily, restarted with backoff
 //! after a crash or a hang, shut down cleanly.
 
+// MCP sampling is deprecated by SEP-2577, but it is still what servers send.
+#![expect(deprecated)]
+
 use std::collections::{HashMap, VecDeque};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,20 +13,23 @@ use std::time::{Duration, Instant};
 use concierge_core::{IdempotencyKey, ToolError, ToolErrorKind};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, Implementation, JsonObject, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
+    ClientConfig, ClientNotification, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, Implementation, JsonObject, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, RequestId, RequestMetaObject, SamplingCapability, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
-use super::McpServerConfig;
+use super::elicitation::{self, LiveCalls};
 use super::framing;
 use super::http::GuardedHttp;
 use super::result::outcome;
+use super::sampling::{self, Sampling};
+use super::{McpServerConfig, SamplingPolicy};
 use crate::error::McpError;
 
 /// Lines of a server's stderr kept for error messages.
@@ -72,6 +78,9 @@ struct Handler {
     stale: Arc<AtomicBool>,
     progress: tokio::sync::broadcast::Sender<McpProgress>,
     calls: Calls,
+    /// The calls in flight, whose questions and model requests the server sends.
+    live: LiveCalls,
+    sampling: Sampling,
 }
 
 impl ClientHandler for Handler {
@@ -80,6 +89,7 @@ impl ClientHandler for Handler {
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
+        self.live.progressed(&params.progress_token);
         let tool = self
             .calls
             .lock()
@@ -104,9 +114,30 @@ impl ClientHandler for Handler {
         let _ = self.progress.send(report);
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        Ok(elicitation::elicit(&self.server, &self.live, request).await)
+    }
+
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        sampling::sample(&self.server, &self.sampling, &self.live, params).await
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        capabilities.elicitation = Some(elicitation::capability());
+        if self.sampling.policy != SamplingPolicy::Deny {
+            capabilities.sampling = Some(SamplingCapability::default());
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("concierge", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -204,6 +235,7 @@ pub struct McpClient {
     stderr: Arc<Mutex<VecDeque<String>>>,
     progress: tokio::sync::broadcast::Sender<McpProgress>,
     calls: Calls,
+    live: LiveCalls,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -226,6 +258,7 @@ impl McpClient {
             stderr: Arc::default(),
             progress: tokio::sync::broadcast::channel(64).0,
             calls: Calls::default(),
+            live: LiveCalls::default(),
         }
     }
 
@@ -372,6 +405,12 @@ impl McpClient {
             stale: self.stale.clone(),
             progress: self.progress.clone(),
             calls: self.calls.clone(),
+            live: self.live.clone(),
+            sampling: Sampling {
+                policy: self.config.sampling,
+                model: self.config.sampling_model.clone(),
+                max_tokens: self.config.sampling_max_tokens,
+            },
         };
         let timeout = self.config.call_timeout().max(Duration::from_secs(10));
         let connection = match (&self.config.command, &self.config.url) {
@@ -577,6 +616,20 @@ impl McpClient {
     /// runs out, or when the returned future is dropped, the server is sent
     /// `notifications/cancelled`.
     pub async fn call(&self, tool: &str, arguments: JsonObject, key: &IdempotencyKey) -> Result<Value, ToolError> {
+        self.call_in(tool, arguments, key, None).await
+    }
+
+    /// Calls a tool for the call `cx` (see [`McpClient::call`]): the
+    /// server's questions to the person and requests to use the model
+    /// during the call go to `cx`'s session, and the call's timeouts pause
+    /// while they wait.
+    pub async fn call_in(
+        &self,
+        tool: &str,
+        arguments: JsonObject,
+        key: &IdempotencyKey,
+        cx: Option<&crate::tool::ToolContext>,
+    ) -> Result<Value, ToolError> {
         self.wait_for_restart(self.config.call_timeout()).await;
         let connection = self
             .connection()
@@ -588,9 +641,8 @@ impl McpClient {
         params.meta = Some(meta);
         let idle = self.config.call_timeout();
         let cap = idle.saturating_mul(MAX_CALL_TIMEOUTS);
-        let options = PeerRequestOptions::with_timeout(idle)
-            .reset_timeout_on_progress()
-            .with_max_total_timeout(cap);
+        // The timeouts are ours (elicitation::await_response), paused while the server waits on us.
+        let options = PeerRequestOptions::no_options();
         let peer = connection.service.peer();
         let sent = peer
             .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options)
@@ -606,7 +658,8 @@ impl McpClient {
                     token: handle.progress_token.clone(),
                     calls: self.calls.clone(),
                 };
-                let answer = handle.await_response().await;
+                let (live, _leave) = self.live.enter(handle.progress_token.clone(), tool, cx);
+                let answer = elicitation::await_response(handle, &live, idle, cap).await;
                 // Answered, or timed out (rmcp sent the cancellation then).
                 guard.disarm();
                 answer

@@ -70,6 +70,23 @@ pub struct McpServerConfig {
     /// once as too large.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_message_bytes: Option<usize>,
+    /// Whether the server may use the model during its tool calls (MCP
+    /// sampling): `deny` (the default), `allow`, or `ask` the person each
+    /// time. See `docs/mcp.md`, "Sampling".
+    #[serde(default, skip_serializing_if = "is_deny")]
+    pub sampling: super::SamplingPolicy,
+    /// The model a sampling request uses (a configured model's name); the
+    /// calling agent's model by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_model: Option<String>,
+    /// The most tokens a sampled reply may have (default 1024); a request
+    /// for more gets this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_max_tokens: Option<u32>,
+}
+
+fn is_deny(policy: &super::SamplingPolicy) -> bool {
+    *policy == super::SamplingPolicy::Deny
 }
 
 impl McpServerConfig {
@@ -117,6 +134,12 @@ impl McpServerConfig {
     /// Trusts the server: its tools run without asking for confirmation.
     pub fn trusted(mut self) -> Self {
         self.trust = true;
+        self
+    }
+
+    /// Sets what the server may do with the model (MCP sampling).
+    pub fn sampling(mut self, policy: super::SamplingPolicy) -> Self {
+        self.sampling = policy;
         self
     }
 

@@ -13,9 +13,11 @@
 
 mod client;
 mod config;
+mod elicitation;
 mod framing;
 mod http;
 mod result;
+mod sampling;
 mod tool;
 
 pub use crate::error::McpError;
@@ -24,4 +26,5 @@ pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_v
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;
 pub use result::MAX_RESULT_BYTES;
+pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, SamplingPolicy};
 pub use tool::{McpTool, RemoteTool, remote_tools};

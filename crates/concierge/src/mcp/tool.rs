@@ -137,7 +137,7 @@ impl DynTool for McpTool {
                 ));
             };
             self.client
-                .call(&self.tool.remote, arguments, &cx.idempotency_key)
+                .call_in(&self.tool.remote, arguments, &cx.idempotency_key, Some(&cx))
                 .await
         })
     }

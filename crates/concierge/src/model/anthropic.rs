@@ -111,7 +111,7 @@ impl Anthropic {
             .collect();
         let mut body = json!({
             "model": self.model,
-            "max_tokens": self.max_tokens,
+            "max_tokens": request.max_tokens.map_or(self.max_tokens, |m| m.min(self.max_tokens)),
             "messages": messages,
         });
         if !system.is_empty() {
@@ -409,6 +409,7 @@ mod tests {
             }]),
             tool_choice: ToolChoice::Required,
             temperature: None,
+            max_tokens: None,
         };
         let body = Anthropic::new("claude").max_tokens(256).request_body(&request);
         assert_eq!(body["system"], "Be brief.\n\nExtra rule.");

@@ -95,6 +95,7 @@ impl OpenAiCompatible {
             tools,
             tool_choice,
             temperature: request.temperature,
+            max_tokens: request.max_tokens,
             stream: stream.then_some(true),
             stream_options: stream.then_some(wire::StreamOptions { include_usage: true }),
         }
@@ -316,6 +317,8 @@ mod wire {
         #[serde(skip_serializing_if = "Option::is_none")]
         pub temperature: Option<f32>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        pub max_tokens: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
         pub stream: Option<bool>,
         #[serde(skip_serializing_if = "Option::is_none")]
         pub stream_options: Option<StreamOptions>,
@@ -471,6 +474,7 @@ mod tests {
             }]),
             tool_choice: ToolChoice::Auto,
             temperature: Some(0.0),
+            max_tokens: None,
         }
     }
 

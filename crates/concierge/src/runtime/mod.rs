@@ -17,10 +17,12 @@ mod client;
 mod cursor;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod questions;
 
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use cursor::{InvalidCursor, StreamCursor};
+pub use questions::check_answer;
 
 use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionSummary};
 use crate::error::{Error, Result};
@@ -482,6 +484,7 @@ impl Runtime {
             user: None,
             blackboard: Default::default(),
             asked_at: crate::engine::now(),
+            channel: None,
         };
         self.inner.executor.tools().execute(&call, cx).await.0
     }

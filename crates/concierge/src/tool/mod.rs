@@ -6,6 +6,7 @@
 //! against the schema ([`ArgumentValidator`]); a failure, a handler error or a
 //! handler panic becomes a structured [`ToolError`] for the model.
 
+mod channel;
 mod registry;
 mod validate;
 
@@ -20,6 +21,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use channel::{CallChannel, ChannelError};
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolRegistry};
 pub use validate::ArgumentValidator;
 
@@ -48,6 +50,19 @@ pub struct ToolContext {
     /// milliseconds since the Unix epoch: what "yesterday" or "next Tuesday"
     /// in it mean is relative to this, not to when the tool runs.
     pub asked_at: Timestamp,
+    /// The way back to the session while the call runs (to ask the person
+    /// or the model), when the engine offers one.
+    pub channel: Option<Channel>,
+}
+
+/// A [`CallChannel`] shared by a call's context.
+#[derive(Clone)]
+pub struct Channel(pub Arc<dyn CallChannel>);
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Channel")
+    }
 }
 
 impl ToolContext {

@@ -25,6 +25,8 @@ use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::ToolContext;
 
+mod questions;
+
 /// Commands an actor's mailbox holds (bounded: senders wait when it is full).
 pub(crate) const MAILBOX: usize = 64;
 
@@ -67,6 +69,20 @@ pub(crate) enum Command {
         reply: oneshot::Sender<()>,
     },
     Input(Box<Input>),
+    /// A live call asks the person (MCP elicitation).
+    Ask {
+        run_id: RunId,
+        call_id: CallId,
+        question: Box<concierge_core::Elicitation>,
+        reply: questions::AnswerTx,
+    },
+    /// The person answers a running call's question.
+    Answer {
+        call_id: CallId,
+        question: u32,
+        answer: concierge_core::ElicitationAnswer,
+        reply: oneshot::Sender<Result<RunStop>>,
+    },
     /// A resumed run's model could not be reached: leave the run for another process.
     Stall(Unavailable),
 }
@@ -99,6 +115,13 @@ pub(crate) struct Actor {
     /// The run this process resumed after its owner was gone: an unreachable
     /// model leaves it pending instead of failing it.
     resumed_run: Option<RunId>,
+    /// Whether the loaded run's effects were issued again since the claim
+    /// (once: a call in flight is not issued twice).
+    resumed_since_claim: bool,
+    /// Per running call: how many questions its live attempt asked so far.
+    asks: HashMap<CallId, usize>,
+    /// Live requests waiting for the person's answer, by call and question.
+    open: HashMap<(CallId, u32), Vec<questions::AnswerTx>>,
 }
 
 fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
@@ -125,6 +148,9 @@ impl Actor {
             waiters: HashMap::new(),
             broken: false,
             resumed_run: None,
+            resumed_since_claim: false,
+            asks: HashMap::new(),
+            open: HashMap::new(),
         }
     }
 
@@ -227,6 +253,7 @@ impl Actor {
     fn took(&mut self, session_no: i64) {
         self.owned = true;
         self.first_since_claim = true;
+        self.resumed_since_claim = false;
         self.cursor = Cursor { session_no, head: 0 };
     }
 
@@ -288,6 +315,21 @@ impl Actor {
             Command::Recover { reply } => {
                 let stop = self.recover().await;
                 let _ = reply.send(stop);
+            }
+            Command::Ask {
+                run_id,
+                call_id,
+                question,
+                reply,
+            } => self.ask(run_id, call_id, *question, reply).await,
+            Command::Answer {
+                call_id,
+                question,
+                answer,
+                reply,
+            } => {
+                let result = self.answer(call_id, question, answer).await;
+                let _ = reply.send(result);
             }
             Command::Release | Command::Shutdown { .. } => {}
             Command::Stall(reason) => {
@@ -393,6 +435,7 @@ impl Actor {
             return;
         };
         let effects = session.pending_effects(&self.catalog());
+        self.resumed_since_claim = true;
         if let Some(missing) = effects.iter().find_map(|e| self.shared.parts.executor.check(e).err()) {
             tracing::info!(session = %self.id, reason = %missing, "an unfinished run waits for a process that can run it");
             self.stalled = Some(missing);
@@ -452,7 +495,7 @@ impl Actor {
     fn stop_of_active(&mut self) -> Option<RunStop> {
         let session = self.session.as_ref()?;
         let run = session.active_run()?.clone();
-        if session.waits_for_person() {
+        if session.waits_for_person() || session.pending_elicitation().is_some() {
             return session.last_output().cloned().map(RunStop::ready);
         }
         let (tx, rx) = oneshot::channel();
@@ -547,7 +590,7 @@ impl Actor {
     fn resume_if_loaded_idle(&mut self) {
         let loaded_run = self.session.as_ref().is_some_and(|s| s.active_run().is_some());
         let nothing_waits = self.waiters.is_empty();
-        if loaded_run && nothing_waits && self.first_since_claim {
+        if loaded_run && nothing_waits && self.first_since_claim && !self.resumed_since_claim {
             self.resume();
         }
     }
@@ -754,6 +797,7 @@ impl Actor {
                 } => {
                     let executor = self.shared.parts.executor.clone();
                     let tx = self.tx.clone();
+                    let channel = self.channel_for(&run_id, &call.id);
                     let cx = ToolContext {
                         asked_at,
                         session_id: self.id.clone(),
@@ -767,6 +811,7 @@ impl Actor {
                         idempotency_key: key,
                         user,
                         blackboard: Arc::new(blackboard),
+                        channel: Some(channel),
                     };
                     tokio::spawn(async move {
                         let input = executor.call_tool(cx, &call).await;
@@ -790,7 +835,17 @@ impl Actor {
                         let _ = tx.send(Command::Input(Box::new(input))).await;
                     });
                 }
+                Effect::AnswerElicitation {
+                    call_id,
+                    question,
+                    answer,
+                    ..
+                } => self.deliver(call_id, question, &answer),
                 Effect::AwaitUser(output) | Effect::Finish(output) => {
+                    if self.session.as_ref().is_none_or(|s| s.active_run().is_none()) {
+                        // The run is over: requests still waiting are told so.
+                        self.forget_questions();
+                    }
                     self.shared.parts.executor.exec_hooks().run_stopped(&output);
                     if let Some(waiters) = self.waiters.remove(&output.run_id) {
                         for waiter in waiters {

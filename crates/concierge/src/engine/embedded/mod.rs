@@ -527,6 +527,25 @@ impl Engine for EmbeddedEngine {
         })
     }
 
+    fn answer_question(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        question: u32,
+        answer: concierge_core::ElicitationAnswer,
+    ) -> BoxFuture<'_, Result<RunStop>> {
+        Box::pin(async move {
+            self.shared
+                .send(&session, |reply| Command::Answer {
+                    call_id,
+                    question,
+                    answer,
+                    reply,
+                })
+                .await?
+        })
+    }
+
     fn end(&self, session: SessionId, reason: String) -> BoxFuture<'_, Result<Option<RunOutput>>> {
         Box::pin(async move {
             self.shared

@@ -1,0 +1,585 @@
+//! MCP elicitation on the embedded engine (SQLite), against an rmcp server
+//! written here whose side-effecting tool asks the person in the middle of
+//! the call and counts its effects: accept, decline and cancel reach the
+//! server; content that does not fit the form is refused naming the field;
+//! and a process killed while the question is open (and again after the
+//! answer) asks the person once and performs the effect once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+
+use std::io::BufRead;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use concierge::mcp::{McpServerConfig, SamplingPolicy};
+use concierge::model::{Model, ModelContext};
+use concierge::{
+    AgentSpec, ElicitationAction, ElicitationAnswer, Error, Message, ModelError, ModelReply, ModelRequest, RunOptions,
+    RunStatus, Runtime, StepError,
+};
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitRequestParams,
+    ElicitationAction as Wire, ElicitationSchema, Implementation, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::json;
+
+/// A shipping server: `ship` asks where to, then ships (one effect per
+/// accepted answer, counted). With `hang_after_accept`, the first accepted
+/// call waits forever before its effect (a process can die meanwhile).
+#[derive(Clone, Default)]
+struct Shipping {
+    effects: Arc<AtomicUsize>,
+    asked: Arc<AtomicUsize>,
+    hang_after_accept: Arc<AtomicUsize>,
+}
+
+impl ServerHandler for Shipping {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("shipping", "0.1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _r: Option<PaginatedRequestParams>,
+        _c: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let schema = Arc::new(
+            json!({"type": "object", "properties": {"item": {"type": "string"}}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        );
+        Ok(ListToolsResult::with_all_items(vec![
+            Tool::new("ship", "Ships an item.", schema.clone()),
+            Tool::new("summarize", "Summarizes with the client's model.", schema),
+        ]))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "summarize" {
+            #[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but servers still send it")]
+            let asked = context
+                .peer
+                .create_message(rmcp::model::CreateMessageRequestParams::new(
+                    vec![rmcp::model::SamplingMessage::user_text("the order history")],
+                    5000,
+                ))
+                .await;
+            let text = match asked {
+                #[expect(deprecated, reason = "sampling is deprecated by SEP-2577 but servers still send it")]
+                Ok(result) => match result.message.content.into_vec().pop() {
+                    Some(rmcp::model::SamplingMessageContentBlock::Text(text)) => format!("model said {}", text.text),
+                    _ => "model said nothing".to_string(),
+                },
+                Err(error) => format!("no model: {error}"),
+            };
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+        }
+        let item = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("item"))
+            .and_then(|v| v.as_str())
+            .unwrap_or("something")
+            .to_string();
+        let schema: ElicitationSchema = serde_json::from_value(json!({
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "title": "City"},
+                "floor": {"type": "integer", "minimum": 0}
+            },
+            "required": ["city"]
+        }))
+        .unwrap();
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let params = ElicitRequestParams::FormElicitationParams {
+            meta: None,
+            message: format!("Where should the {item} go?"),
+            requested_schema: schema,
+        };
+        let answer = context
+            .peer
+            .create_elicitation(params)
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let text = match answer.action {
+            Wire::Accept => {
+                if self.hang_after_accept.fetch_sub(1, Ordering::SeqCst) == 1 {
+                    futures::future::pending::<()>().await;
+                }
+                self.effects.fetch_add(1, Ordering::SeqCst);
+                let city = answer
+                    .content
+                    .as_ref()
+                    .and_then(|c| c.get("city"))
+                    .cloned()
+                    .unwrap_or_default();
+                format!("shipped the {item} to {}", city.as_str().unwrap_or("?"))
+            }
+            Wire::Decline => format!("the {item} was not shipped: the person declined"),
+            _ => format!("the {item} was not shipped: the person cancelled"),
+        };
+        Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into())
+    }
+}
+
+async fn serve(server: Shipping, port: u16) -> SocketAddr {
+    let service = StreamableHttpService::new(
+        move || Ok(server.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let app = axum::Router::new().nest_service("/mcp", service);
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+/// Calls `ship` once, then answers with the tool's result (decided from
+/// the request, so a process that resumes the run answers the same).
+struct Shipper;
+
+impl Model for Shipper {
+    fn name(&self) -> String {
+        "shipper".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        _: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        let result = request.messages.iter().find_map(|m| match m {
+            Message::Tool { .. } => Some(m.text()),
+            _ => None,
+        });
+        let wants = request.messages.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        });
+        let reply = match (result, request.tools.is_empty()) {
+            // A server's sampling request: no tools; capped as configured.
+            (_, true) => ModelReply::text(format!(
+                "a summary of {} in {:?} tokens",
+                wants.unwrap_or_default(),
+                request.max_tokens
+            ))
+            .with_usage(7, 3),
+            (Some(text), false) => ModelReply::text(format!("done: {text}")),
+            (None, false) if wants.as_deref().is_some_and(|w| w.contains("summar")) => {
+                ModelReply::tool_call("summarize", "{}")
+            }
+            (None, false) => ModelReply::tool_call("ship", r#"{"item": "lamp"}"#),
+        };
+        Box::pin(async move { Ok(reply) })
+    }
+}
+
+async fn runtime(addr: SocketAddr, db: &Path) -> Runtime {
+    runtime_with(addr, db, SamplingPolicy::Deny).await
+}
+
+async fn runtime_with(addr: SocketAddr, db: &Path, sampling: SamplingPolicy) -> Runtime {
+    let mut config = McpServerConfig::http(format!("http://{addr}/mcp"))
+        .trusted()
+        .sampling(sampling);
+    config.sampling_max_tokens = Some(200);
+    Runtime::builder()
+        .mcp_server("shipping", config)
+        .agent(AgentSpec::new("shop").toolset("shipping"))
+        .model(Shipper)
+        .sqlite(db)
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn accept_decline_and_cancel_reach_the_server_and_content_that_does_not_fit_is_refused() {
+    let server = Shipping::default();
+    let addr = serve(server.clone(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(addr, &dir.path().join("db")).await;
+    let shop = rt.client("shop").unwrap();
+
+    let out = shop
+        .run("ship the lamp", RunOptions::new().session_id("a"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput);
+    let pending = out.pending_elicitation.clone().unwrap();
+    assert_eq!(pending.elicitation.server, "shipping");
+    assert!(
+        out.reply.as_deref().unwrap().contains("Where should the lamp go?"),
+        "{:?}",
+        out.reply
+    );
+    let state = rt.session("a").await.unwrap();
+    assert_eq!(state.pending_elicitation(), Some(pending.clone()));
+
+    // Content that does not fit: refused naming the field; nothing is sent.
+    let refused = rt
+        .answer_question(
+            "a",
+            pending.call_id.clone(),
+            pending.question,
+            ElicitationAnswer::accept(json!({"city": "Oslo", "floor": -2})),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, Error::Rejected(StepError::AnswerRefused { problem }) if problem.contains("Floor")),
+        "{refused}"
+    );
+    let missing = rt
+        .answer_question(
+            "a",
+            pending.call_id.clone(),
+            pending.question,
+            ElicitationAnswer::accept(json!({"floor": 2})),
+        )
+        .await
+        .unwrap_err();
+    assert!(missing.to_string().contains("City is required"), "{missing}");
+    assert_eq!(server.effects.load(Ordering::SeqCst), 0);
+
+    let done = rt
+        .answer_question(
+            "a",
+            pending.call_id.clone(),
+            pending.question,
+            ElicitationAnswer::accept(json!({"city": "Oslo", "floor": 2})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(done.reply.as_deref(), Some("done: shipped the lamp to Oslo"));
+    assert_eq!(server.effects.load(Ordering::SeqCst), 1);
+    // Answered once: the same answer again names no open question.
+    let again = rt
+        .answer_question(
+            "a",
+            pending.call_id,
+            pending.question,
+            ElicitationAnswer::new(ElicitationAction::Decline),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(again, Error::Rejected(StepError::NoSuchQuestion { .. })),
+        "{again}"
+    );
+
+    for (session, action, said) in [
+        ("b", ElicitationAction::Decline, "declined"),
+        ("c", ElicitationAction::Cancel, "cancelled"),
+    ] {
+        let out = shop
+            .run("ship the lamp", RunOptions::new().session_id(session))
+            .await
+            .unwrap();
+        let pending = out.pending_elicitation.unwrap();
+        let done = rt
+            .answer_question(
+                session,
+                pending.call_id,
+                pending.question,
+                ElicitationAnswer::new(action),
+            )
+            .await
+            .unwrap();
+        assert!(done.reply.as_deref().unwrap().contains(said), "{:?}", done.reply);
+    }
+
+    // In words, as a chat's next message: a form's `field: value` lines.
+    let out = shop
+        .run("ship the lamp", RunOptions::new().session_id("d"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput);
+    let again = shop
+        .run("floor: high", RunOptions::new().session_id("d"))
+        .await
+        .unwrap();
+    assert_eq!(again.status, RunStatus::AwaitingInput);
+    assert!(
+        again.reply.as_deref().unwrap().contains("Floor must be a whole number"),
+        "{:?}",
+        again.reply
+    );
+    let done = shop
+        .run("city: Bergen\nfloor: 3", RunOptions::new().session_id("d"))
+        .await
+        .unwrap();
+    assert_eq!(done.reply.as_deref(), Some("done: shipped the lamp to Bergen"));
+    assert_eq!(
+        server.effects.load(Ordering::SeqCst),
+        2,
+        "declined and cancelled calls shipped nothing"
+    );
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_its_tokens_count() {
+    let addr = serve(Shipping::default(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+
+    let rt = runtime_with(addr, &dir.path().join("deny"), SamplingPolicy::Deny).await;
+    let out = rt
+        .client("shop")
+        .unwrap()
+        .run("summarize", RunOptions::new().session_id("s"))
+        .await
+        .unwrap();
+    assert!(out.reply.as_deref().unwrap().contains("no model"), "{:?}", out.reply);
+    rt.shutdown().await;
+
+    let rt = runtime_with(addr, &dir.path().join("allow"), SamplingPolicy::Allow).await;
+    let out = rt
+        .client("shop")
+        .unwrap()
+        .run("summarize", RunOptions::new().session_id("s"))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.reply.as_deref(),
+        Some("done: model said a summary of the order history in Some(200) tokens"),
+        "the server's 5000 tokens are capped at 200"
+    );
+    let state = rt.session("s").await.unwrap();
+    assert!(state.usage().input_tokens >= 7 && state.usage().output_tokens >= 3);
+    assert_eq!(
+        out.usage.input_tokens, 7,
+        "the sampled tokens count in the run (the scripted model reports none)"
+    );
+    rt.shutdown().await;
+
+    let rt = runtime_with(addr, &dir.path().join("ask"), SamplingPolicy::Ask).await;
+    let shop = rt.client("shop").unwrap();
+    let out = shop.run("summarize", RunOptions::new().session_id("s")).await.unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput);
+    let reply = out.reply.unwrap();
+    assert!(
+        reply.contains("The shipping server wants to ask the model: the order history"),
+        "{reply}"
+    );
+    let done = shop.run("no", RunOptions::new().session_id("s")).await.unwrap();
+    assert!(done.reply.as_deref().unwrap().contains("no model"), "{:?}", done.reply);
+    let out = shop.run("summarize", RunOptions::new().session_id("s2")).await.unwrap();
+    let pending = out.pending_elicitation.unwrap();
+    let done = rt
+        .answer_question(
+            "s2",
+            pending.call_id,
+            pending.question,
+            ElicitationAnswer::new(ElicitationAction::Accept),
+        )
+        .await
+        .unwrap();
+    assert!(
+        done.reply.as_deref().unwrap().contains("model said a summary"),
+        "{:?}",
+        done.reply
+    );
+    rt.shutdown().await;
+}
+
+// ----- a process killed while the person thinks, and after they answered -----
+
+const SESSION: &str = "ship-1";
+
+/// The child process: `ask` starts the run and prints the question;
+/// `answer` resumes the run, finds the same question open (not asked
+/// again) and answers it; `finish` resumes the run and waits for its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "child process entry for the elicitation restart test"]
+async fn elicitation_child() {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let db = std::env::var("ELICIT_DB").expect("ELICIT_DB");
+    let addr: SocketAddr = std::env::var("ELICIT_ADDR").unwrap().parse().unwrap();
+    let rt = runtime(addr, Path::new(&db)).await;
+    match std::env::var("ELICIT_MODE").unwrap().as_str() {
+        "ask" => {
+            let out = rt
+                .client("shop")
+                .unwrap()
+                .run("ship the lamp", RunOptions::new().session_id(SESSION))
+                .await
+                .unwrap();
+            assert_eq!(out.status, RunStatus::AwaitingInput);
+            println!("QUESTION {}", serde_json::to_string(&out.pending_elicitation).unwrap());
+        }
+        "answer" => {
+            assert!(rt.recovered().contains(&SESSION.into()), "{:?}", rt.recovered());
+            // A liveness guard, not a timing assertion.
+            let out = tokio::time::timeout(std::time::Duration::from_secs(60), rt.wait(SESSION))
+                .await
+                .expect("the resumed run did not stop")
+                .unwrap()
+                .unwrap();
+            assert_eq!(out.status, RunStatus::AwaitingInput);
+            let pending = out.pending_elicitation.unwrap();
+            println!("REASKED {}", pending.question);
+            // The person answers once the server has asked again (the parent says when).
+            let mut go = String::new();
+            std::io::stdin().read_line(&mut go).unwrap();
+            let answer = ElicitationAnswer::accept(json!({"city": "Oslo"}));
+            let handle = rt.answer_question(SESSION, pending.call_id, pending.question, answer);
+            // The server hangs after this accept: the parent kills us then.
+            tokio::select! {
+                _ = handle => panic!("the server was to hang after the first accept"),
+                () = async {
+                    loop {
+                        let state = rt.session(SESSION).await.unwrap();
+                        if state.pending_elicitation().is_none() {
+                            break;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                } => println!("ANSWERED"),
+            }
+            futures::future::pending::<()>().await;
+        }
+        "finish" => {
+            assert!(rt.recovered().contains(&SESSION.into()), "{:?}", rt.recovered());
+            let out = tokio::time::timeout(std::time::Duration::from_secs(60), rt.wait(SESSION))
+                .await
+                .expect("the resumed run did not finish")
+                .unwrap()
+                .unwrap();
+            println!("DONE {}", out.reply.unwrap_or_default());
+        }
+        other => panic!("unknown mode {other}"),
+    }
+}
+
+fn spawn(db: &Path, addr: SocketAddr, mode: &str) -> (Child, std::io::BufReader<ChildStdout>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "elicitation_child",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("ELICIT_DB", db)
+        .env("ELICIT_ADDR", addr.to_string())
+        .env("ELICIT_MODE", mode)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    (child, stdout)
+}
+
+fn read_until(stdout: &mut std::io::BufReader<ChildStdout>, prefix: &str) -> String {
+    let mut line = String::new();
+    loop {
+        line.clear();
+        let n = stdout.read_line(&mut line).unwrap();
+        assert!(n > 0, "the child exited before printing {prefix:?}");
+        if let Some(at) = line.find(prefix) {
+            return line[at + prefix.len()..].trim().to_string();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_process_killed_while_the_person_thinks_asks_once_and_ships_once() {
+    let server = Shipping::default();
+    server.hang_after_accept.store(1, Ordering::SeqCst);
+    let addr = serve(server.clone(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+
+    let (mut first, mut out) = spawn(&db, addr, "ask");
+    let question = read_until(&mut out, "QUESTION ");
+    assert!(question.contains("Where should the lamp go?"), "{question}");
+    first.kill().unwrap(); // SIGKILL, with the question open
+    first.wait().unwrap();
+
+    // The run resumes, the call is made again, the server asks again: the
+    // same open question, not a second one. The person answers it.
+    let (mut second, mut out) = spawn(&db, addr, "answer");
+    assert_eq!(read_until(&mut out, "REASKED "), "0");
+    while server.asked.load(Ordering::SeqCst) < 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    use std::io::Write;
+    writeln!(second.stdin.as_mut().unwrap(), "go").unwrap();
+    read_until(&mut out, "ANSWERED");
+    while server.hang_after_accept.load(Ordering::SeqCst) != 0 {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        server.effects.load(Ordering::SeqCst),
+        0,
+        "the server hangs before shipping"
+    );
+    second.kill().unwrap(); // SIGKILL, after the answer, before the effect
+    second.wait().unwrap();
+
+    // Again: the server asks a third time and gets the journaled answer.
+    let (mut third, mut out) = spawn(&db, addr, "finish");
+    assert_eq!(read_until(&mut out, "DONE "), "done: shipped the lamp to Oslo");
+    assert!(third.wait().unwrap().success());
+    assert_eq!(
+        server.asked.load(Ordering::SeqCst),
+        3,
+        "asked by each attempt of the call"
+    );
+    assert_eq!(server.effects.load(Ordering::SeqCst), 1, "shipped once");
+
+    // The journal holds one question and one answer.
+    let rt = Runtime::builder()
+        .mcp_server(
+            "shipping",
+            McpServerConfig::http(format!("http://{addr}/mcp")).trusted(),
+        )
+        .agent(AgentSpec::new("shop").toolset("shipping"))
+        .model(Shipper)
+        .sqlite(&db)
+        .read_only()
+        .build()
+        .await
+        .unwrap();
+    let mut questions = 0;
+    let mut answers = 0;
+    let mut events = rt.subscribe_after(SESSION, concierge::EventId::default());
+    let last = rt.session(SESSION).await.unwrap().last_seq();
+    use futures::StreamExt;
+    while let Some(Ok(event)) = events.next().await {
+        match event.kind {
+            concierge::EventKind::ElicitationRequested { .. } => questions += 1,
+            concierge::EventKind::ElicitationAnswered { .. } => answers += 1,
+            _ => {}
+        }
+        if event.seq >= last {
+            break;
+        }
+    }
+    assert_eq!((questions, answers), (1, 1));
+}
