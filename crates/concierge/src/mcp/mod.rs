@@ -11,17 +11,27 @@
 //!
 //! [`ToolSpec`]: concierge_core::ToolSpec
 
+mod changes;
 mod client;
 mod config;
 mod framing;
 mod http;
+mod prompts;
+mod request;
+mod resource_tools;
+mod resources;
 mod result;
 mod tool;
 
 pub use crate::error::McpError;
 pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
+pub use changes::McpChange;
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;
+pub use prompts::{FilledPrompt, McpPrompt, McpPromptArgument, PromptMessage, PromptRole};
+pub(crate) use resource_tools::resource_tools;
+pub use resource_tools::RESOURCE_TOOLSET;
+pub use resources::{MAX_RESOURCE_BYTES, McpResource, McpResourceTemplate, ResourceRef, ResourceText};
 pub use result::MAX_RESULT_BYTES;
 pub use tool::{McpTool, RemoteTool, remote_tools};
