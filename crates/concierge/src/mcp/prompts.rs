@@ -86,6 +86,36 @@ impl FilledPrompt {
     }
 }
 
+impl McpPrompt {
+    /// Whether `arguments` fit the prompt: every required one given (not
+    /// blank), none it does not take. The error names them.
+    pub fn check_arguments(&self, arguments: &BTreeMap<String, String>) -> Result<(), String> {
+        let name = &self.name;
+        let missing: Vec<&str> = self
+            .arguments
+            .iter()
+            .filter(|a| a.required && arguments.get(&a.name).is_none_or(|v| v.trim().is_empty()))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "the prompt {name} needs {}: give {}",
+                if missing.len() == 1 { "an argument" } else { "arguments" },
+                missing.join(", ")
+            ));
+        }
+        if let Some(unknown) = arguments.keys().find(|k| !self.arguments.iter().any(|a| &a.name == *k)) {
+            let takes: Vec<&str> = self.arguments.iter().map(|a| a.name.as_str()).collect();
+            return Err(if takes.is_empty() {
+                format!("the prompt {name} takes no arguments, so not {unknown}")
+            } else {
+                format!("the prompt {name} takes no argument {unknown}; it takes {}", takes.join(", "))
+            });
+        }
+        Ok(())
+    }
+}
+
 fn text_of(content: &ContentBlock) -> String {
     match content {
         ContentBlock::Text(text) => text.text.clone(),
@@ -147,30 +177,7 @@ impl McpClient {
                 format!("has no prompt {name}; it offers {}", known.join(", "))
             }));
         };
-        let missing: Vec<&str> = prompt
-            .arguments
-            .iter()
-            .filter(|a| a.required && arguments.get(&a.name).is_none_or(|v| v.trim().is_empty()))
-            .map(|a| a.name.as_str())
-            .collect();
-        if !missing.is_empty() {
-            return Err(self.error(format!(
-                "the prompt {name} needs {}: give {}",
-                if missing.len() == 1 { "an argument" } else { "arguments" },
-                missing.join(", ")
-            )));
-        }
-        if let Some(unknown) = arguments.keys().find(|k| !prompt.arguments.iter().any(|a| &a.name == *k)) {
-            let takes: Vec<&str> = prompt.arguments.iter().map(|a| a.name.as_str()).collect();
-            return Err(self.error(if takes.is_empty() {
-                format!("the prompt {name} takes no arguments, so not {unknown}")
-            } else {
-                format!(
-                    "the prompt {name} takes no argument {unknown}; it takes {}",
-                    takes.join(", ")
-                )
-            }));
-        }
+        prompt.check_arguments(&arguments).map_err(|e| self.error(e))?;
         let mut params = GetPromptRequestParams::new(name);
         if !arguments.is_empty() {
             let object: JsonObject = arguments.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
