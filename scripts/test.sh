@@ -32,6 +32,9 @@ scripts/setup-browser.sh
 # The official OpenAI Python client (PyPI, pinned), for the ignored test that
 # talks to `concierge serve`'s /v1/chat/completions with it.
 scripts/setup-openai-client.sh
+# The official MCP Python client (PyPI `mcp`, pinned), for the ignored test
+# that drives concierge's MCP server (elicitation, progress) with it.
+scripts/setup-mcp-python-client.sh
 
 cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read

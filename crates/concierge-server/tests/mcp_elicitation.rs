@@ -189,3 +189,56 @@ async fn a_client_without_elicitation_gets_the_waiting_text() {
     let text = result.content[0].as_text().unwrap().text.clone();
     assert!(text.contains("Charge the card for unasked-memo?"), "{text}");
 }
+
+// ----- the official MCP Python client (scripts/setup-mcp-python-client.sh) -----
+
+/// The virtual environment's Python that `scripts/setup-mcp-python-client.sh` made.
+fn python() -> std::path::PathBuf {
+    let cache = std::env::var_os("CONCIERGE_CACHE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/concierge"));
+    let python = cache.join("venv-mcp-client/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup-mcp-python-client.sh first",
+        python.display()
+    );
+    python
+}
+
+/// What `tests/mcp_python/client.py` saw, answering the elicitation with `decision`.
+async fn python_client(url: &str, decision: &str) -> Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_python/client.py");
+    let out = tokio::process::Command::new(python())
+        .arg(script)
+        .arg(url)
+        .arg(decision)
+        .output()
+        .await
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the Python client failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the MCP Python client: scripts/setup-mcp-python-client.sh"]
+async fn the_python_mcp_client_is_asked_and_told_progress() {
+    let url = serve("python-approved").await;
+    let seen = python_client(&url, "approve").await;
+    assert_eq!(seen["structured"]["status"], "completed", "{seen}");
+    assert_eq!(charged("python-approved"), 1, "approved: the call ran once");
+    assert_eq!(seen["asked"][0]["message"], "Charge the card for python-approved?");
+    assert_eq!(seen["asked"][0]["schema"]["properties"]["approve"]["type"], "boolean");
+    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    assert!(progress.contains(&"calling the tool charge"), "{progress:?}");
+
+    let url = serve("python-denied").await;
+    let seen = python_client(&url, "deny").await;
+    assert_eq!(seen["structured"]["status"], "completed", "{seen}");
+    assert_eq!(seen["asked"].as_array().unwrap().len(), 1);
+    assert_eq!(charged("python-denied"), 0, "denied: the call did not run");
+}
