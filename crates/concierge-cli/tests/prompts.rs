@@ -80,13 +80,24 @@ fn prompts_are_listed_and_filled_in_from_the_command_line() {
     let out = concierge(dir.path(), &["--config", &config, "prompts", "list"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let listed = text(&out.stdout);
-    assert!(listed.contains("notes:summarize  Summarize the notes on a topic"), "{listed}");
+    assert!(
+        listed.contains("notes:summarize  Summarize the notes on a topic"),
+        "{listed}"
+    );
     assert!(listed.contains("--arg topic=… (required)  What about"), "{listed}");
     assert!(listed.contains("notes:greet"), "{listed}");
 
     let out = concierge(
         dir.path(),
-        &["--config", &config, "prompts", "get", "summarize", "--arg", "topic=refunds"],
+        &[
+            "--config",
+            &config,
+            "prompts",
+            "get",
+            "summarize",
+            "--arg",
+            "topic=refunds",
+        ],
     );
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(

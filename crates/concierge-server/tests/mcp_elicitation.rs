@@ -15,7 +15,7 @@ use concierge::{AgentSpec, ModelReply, Runtime, ToolContext, tool};
 use concierge_server::ConciergeMcp;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ElicitationCapability, Implementation, ProgressNotificationParam, ProgressToken, NumberOrString,
+    ElicitationCapability, Implementation, NumberOrString, ProgressNotificationParam, ProgressToken,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -233,7 +233,12 @@ async fn the_python_mcp_client_is_asked_and_told_progress() {
     assert_eq!(charged("python-approved"), 1, "approved: the call ran once");
     assert_eq!(seen["asked"][0]["message"], "Charge the card for python-approved?");
     assert_eq!(seen["asked"][0]["schema"]["properties"]["approve"]["type"], "boolean");
-    let progress: Vec<&str> = seen["progress"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
+    let progress: Vec<&str> = seen["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
     assert!(progress.contains(&"calling the tool charge"), "{progress:?}");
 
     let url = serve("python-denied").await;

@@ -19,9 +19,8 @@ use concierge::{AgentSpec, Error, ModelReply, RunOptions, Runtime, ToolOutcome};
 use rmcp::model::{
     GetPromptRequestParams, GetPromptResponse, GetPromptResult, Implementation, ListPromptsResult,
     ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
-    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
-    ResourceTemplate, ResourceUpdatedNotificationParam, Role, ServerCapabilities, ServerConfig,
-    SubscribeRequestParams,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate,
+    ResourceUpdatedNotificationParam, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -160,7 +159,11 @@ impl ServerHandler for Notes {
             Prompt::new(
                 "summarize",
                 Some("Summarize the notes on a topic"),
-                Some(vec![PromptArgument::new("topic").with_description("What about").with_required(true)]),
+                Some(vec![
+                    PromptArgument::new("topic")
+                        .with_description("What about")
+                        .with_required(true),
+                ]),
             ),
             Prompt::new("greet", Some("Say hello"), None),
         ]))
@@ -302,7 +305,10 @@ async fn prompts_are_listed_and_filled_in_with_their_arguments() {
     assert!(missing.message.contains("give topic"), "{missing}");
     let extra = BTreeMap::from([("tone".to_string(), "dry".to_string())]);
     let unknown_argument = client.prompt("greet", extra).await.unwrap_err();
-    assert!(unknown_argument.message.contains("takes no arguments"), "{unknown_argument}");
+    assert!(
+        unknown_argument.message.contains("takes no arguments"),
+        "{unknown_argument}"
+    );
     let unknown = client.prompt("dance", BTreeMap::new()).await.unwrap_err();
     assert!(unknown.message.contains("summarize, greet"), "{unknown}");
     rt.shutdown().await;
@@ -377,7 +383,10 @@ async fn a_resource_that_cannot_be_read_refuses_the_run_and_a_bad_reference_the_
 async fn the_built_in_tools_list_and_read_resources() {
     let url = serve(Notes::new()).await;
     let model = ScriptedModel::new()
-        .reply(ModelReply::tool_call("list_resources", json!({"server": "notes"}).to_string()))
+        .reply(ModelReply::tool_call(
+            "list_resources",
+            json!({"server": "notes"}).to_string(),
+        ))
         .reply(ModelReply::tool_call(
             "read_resource",
             json!({"server": "notes", "uri": "notes://items/42"}).to_string(),
@@ -414,7 +423,11 @@ async fn the_built_in_tools_list_and_read_resources() {
     let ToolOutcome::Error(error) = outcomes[2] else {
         panic!("an unknown server is an error: {outcomes:?}")
     };
-    assert!(error.message.contains("no MCP server \"elsewhere\""), "{}", error.message);
+    assert!(
+        error.message.contains("no MCP server \"elsewhere\""),
+        "{}",
+        error.message
+    );
     rt.shutdown().await;
 }
 

@@ -81,7 +81,9 @@ fn parse_args(args: &[String]) -> Result<BTreeMap<String, String>> {
     let mut parsed = BTreeMap::new();
     for arg in args {
         let Some((key, value)) = arg.split_once('=') else {
-            return Err(invalid(format!("--arg {arg:?} is not KEY=VALUE, e.g. --arg topic=refunds")));
+            return Err(invalid(format!(
+                "--arg {arg:?} is not KEY=VALUE, e.g. --arg topic=refunds"
+            )));
         };
         if key.trim().is_empty() {
             return Err(invalid(format!("--arg {arg:?} has no key before the =")));
@@ -92,11 +94,7 @@ fn parse_args(args: &[String]) -> Result<BTreeMap<String, String>> {
 }
 
 fn print_prompt(server: &str, prompt: &McpPrompt) {
-    let about = prompt
-        .title
-        .as_deref()
-        .or(prompt.description.as_deref())
-        .unwrap_or("");
+    let about = prompt.title.as_deref().or(prompt.description.as_deref()).unwrap_or("");
     println!("{server}:{}  {about}", prompt.name);
     for argument in &prompt.arguments {
         let required = if argument.required { " (required)" } else { "" };

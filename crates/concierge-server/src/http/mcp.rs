@@ -246,7 +246,8 @@ pub async fn prompts(
         (status = 200, description = "The prompt's messages", body = PromptView),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
         (status = 404, description = "No such MCP server or prompt", body = ErrorBody),
-        (status = 422, description = "An argument is missing or not the prompt's", body = ErrorBody),
+        (status = 413, description = "The body is over the size limit", body = ErrorBody),
+        (status = 422, description = "An argument is missing or not the prompt's, or a field is malformed", body = ErrorBody),
         (status = 502, description = "The server failed or refused", body = ErrorBody),
     )
 )]

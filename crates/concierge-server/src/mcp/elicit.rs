@@ -37,7 +37,11 @@ fn schema(value: Value) -> Result<ElicitationSchema, String> {
     ElicitationSchema::from_json_schema(object).map_err(|e| format!("the form could not be made: {e}"))
 }
 
-async fn ask(peer: &Peer<RoleServer>, message: String, requested_schema: ElicitationSchema) -> Result<(ElicitationAction, Option<Value>), String> {
+async fn ask(
+    peer: &Peer<RoleServer>,
+    message: String,
+    requested_schema: ElicitationSchema,
+) -> Result<(ElicitationAction, Option<Value>), String> {
     let params = ElicitRequestParams::FormElicitationParams {
         meta: None,
         message,
@@ -53,7 +57,10 @@ async fn ask(peer: &Peer<RoleServer>, message: String, requested_schema: Elicita
 /// Asks whether to run the parked call.
 pub(super) async fn confirmation(peer: &Peer<RoleServer>, pending: &PendingConfirmation) -> Result<Answer, String> {
     let question = if pending.message.is_empty() {
-        format!("The agent wants to run {} with {}. Approve?", pending.tool, pending.arguments)
+        format!(
+            "The agent wants to run {} with {}. Approve?",
+            pending.tool, pending.arguments
+        )
     } else {
         pending.message.clone()
     };

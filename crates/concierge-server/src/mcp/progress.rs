@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use concierge::core::{Event, EventKind, SessionId};
 use concierge::Runtime;
+use concierge::core::{Event, EventKind, SessionId};
 use futures::StreamExt;
 use rmcp::RoleServer;
 use rmcp::model::{ProgressNotificationParam, ProgressToken};
@@ -26,7 +26,9 @@ pub(super) fn message(event: &Event) -> Option<String> {
         }),
         EventKind::ToolRequested { tool, .. } => Some(format!("calling the tool {tool}")),
         EventKind::ToolReused { tool, .. } => Some(format!("reusing an earlier result of {tool}")),
-        EventKind::ToolFinished { tool, ok, duration_ms, .. } => Some(if *ok {
+        EventKind::ToolFinished {
+            tool, ok, duration_ms, ..
+        } => Some(if *ok {
             format!("{tool} finished in {duration_ms} ms")
         } else {
             format!("{tool} failed after {duration_ms} ms")
@@ -44,7 +46,13 @@ pub(super) struct Reporter {
 
 impl Reporter {
     /// Follows `session` from `from_seq` on, reporting to `peer` under `token`.
-    pub(super) fn start(rt: &Runtime, peer: Peer<RoleServer>, token: ProgressToken, session: SessionId, from_seq: u64) -> Self {
+    pub(super) fn start(
+        rt: &Runtime,
+        peer: Peer<RoleServer>,
+        token: ProgressToken,
+        session: SessionId,
+        from_seq: u64,
+    ) -> Self {
         let (until, mut stop) = watch::channel(None::<u64>);
         let mut events = rt.subscribe(session.clone(), from_seq);
         let task = tokio::spawn(async move {

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use concierge_core::{IdempotencyKey, ToolError, ToolErrorKind};
 use rmcp::model::{
-    CallToolRequest, ResourceUpdatedNotificationParam, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientNotification, ClientRequest, Implementation, JsonObject, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
+    ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ResourceUpdatedNotificationParam, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;

@@ -24,14 +24,14 @@ mod result;
 mod tool;
 
 pub use crate::error::McpError;
+pub use changes::McpChange;
 pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
-pub use changes::McpChange;
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;
 pub use prompts::{FilledPrompt, McpPrompt, McpPromptArgument, PromptMessage, PromptRole};
-pub(crate) use resource_tools::resource_tools;
 pub use resource_tools::RESOURCE_TOOLSET;
+pub(crate) use resource_tools::resource_tools;
 pub use resources::{MAX_RESOURCE_BYTES, McpResource, McpResourceTemplate, ResourceRef, ResourceText};
 pub use result::MAX_RESULT_BYTES;
 pub use tool::{McpTool, RemoteTool, remote_tools};

@@ -109,7 +109,10 @@ impl McpPrompt {
             return Err(if takes.is_empty() {
                 format!("the prompt {name} takes no arguments, so not {unknown}")
             } else {
-                format!("the prompt {name} takes no argument {unknown}; it takes {}", takes.join(", "))
+                format!(
+                    "the prompt {name} takes no argument {unknown}; it takes {}",
+                    takes.join(", ")
+                )
             });
         }
         Ok(())

@@ -30,7 +30,10 @@ fn unknown_server(clients: &Clients, server: &str) -> ToolError {
     let known: Vec<&str> = clients.keys().map(String::as_str).collect();
     ToolError::new(
         ToolErrorKind::InvalidArguments,
-        format!("there is no MCP server {server:?}; the servers are {}", known.join(", ")),
+        format!(
+            "there is no MCP server {server:?}; the servers are {}",
+            known.join(", ")
+        ),
     )
 }
 
@@ -139,7 +142,10 @@ impl DynTool for ReadResource {
                     Vec::new(),
                 ));
             };
-            let client = self.clients.get(server).ok_or_else(|| unknown_server(&self.clients, server))?;
+            let client = self
+                .clients
+                .get(server)
+                .ok_or_else(|| unknown_server(&self.clients, server))?;
             let read = client.read_resource(uri).await.map_err(unavailable)?;
             serde_json::to_value(read).map_err(|e| ToolError::failed(e.to_string()))
         })

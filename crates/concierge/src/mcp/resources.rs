@@ -171,11 +171,15 @@ impl McpClient {
         let mut parts = Vec::new();
         for contents in read.contents {
             match contents {
-                ResourceContents::TextResourceContents { mime_type: mime, text, .. } => {
+                ResourceContents::TextResourceContents {
+                    mime_type: mime, text, ..
+                } => {
                     mime_type = mime_type.or(mime);
                     parts.push(text);
                 }
-                ResourceContents::BlobResourceContents { mime_type: mime, blob, .. } => {
+                ResourceContents::BlobResourceContents {
+                    mime_type: mime, blob, ..
+                } => {
                     let kind = mime.clone().unwrap_or_else(|| "unknown type".into());
                     mime_type = mime_type.or(mime);
                     parts.push(format!(
@@ -215,16 +219,22 @@ impl McpClient {
         let params = SubscribeRequestParams::new(uri);
         // Deprecated for protocol versions after those concierge speaks.
         #[allow(deprecated)]
-        self.request("resources/subscribe", |peer| async move { peer.subscribe(params).await })
-            .await
+        self.request(
+            "resources/subscribe",
+            |peer| async move { peer.subscribe(params).await },
+        )
+        .await
     }
 
     /// Ends a subscription made with [`McpClient::subscribe`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
         let params = UnsubscribeRequestParams::new(uri);
         #[allow(deprecated)]
-        self.request("resources/unsubscribe", |peer| async move { peer.unsubscribe(params).await })
-            .await
+        self.request(
+            "resources/unsubscribe",
+            |peer| async move { peer.unsubscribe(params).await },
+        )
+        .await
     }
 }
 
