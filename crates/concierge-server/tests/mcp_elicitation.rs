@@ -45,8 +45,33 @@ async fn charge(args: ChargeArgs, _cx: ToolContext) -> Result<Value, String> {
     Ok(json!({"charged": args.memo}))
 }
 
-/// A client that answers every elicitation with `approve` (or declines
-/// without the capability), and keeps what it was asked and told.
+#[derive(Deserialize, JsonSchema)]
+struct PickArgs {
+    /// The card (asked for when absent).
+    card: Option<i64>,
+}
+
+/// The cards picked, in order.
+static PICKED: Mutex<Vec<i64>> = Mutex::new(Vec::new());
+
+/// Picks a card, asking which when none is given.
+#[tool(read_only)]
+async fn pick_card(args: PickArgs, _cx: ToolContext) -> Result<Value, String> {
+    match args.card {
+        Some(card) => {
+            PICKED.lock().unwrap().push(card);
+            Ok(json!({"picked": card}))
+        }
+        None => Ok(concierge::Choice::new("Which card?", "card")
+            .option(41, "Visa")
+            .option(42, "Amex")
+            .to_value()),
+    }
+}
+
+/// A client that answers every confirmation with `approve` and every
+/// choice with option 2 (or declines without the capability), and keeps
+/// what it was asked and told.
 #[derive(Clone)]
 struct Person {
     elicits: bool,
@@ -89,8 +114,14 @@ impl ClientHandler for Person {
             return Ok(ElicitResult::new(ElicitationAction::Decline));
         };
         let schema = serde_json::to_value(&requested_schema).unwrap();
+        let choice = !schema["properties"]["choice"].is_null();
         self.asked.lock().unwrap().push((message, schema));
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": self.approve})))
+        let content = if choice {
+            json!({"choice": "2"})
+        } else {
+            json!({"approve": self.approve})
+        };
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(content))
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -123,10 +154,36 @@ async fn serve(memo: &str) -> String {
     format!("http://{addr}/mcp")
 }
 
+/// concierge serving an agent `picker` whose model picks a card (it asks which), then says "done".
+async fn serve_picker() -> String {
+    let model = ScriptedModel::new()
+        .reply(ModelReply::tool_call("pick_card", json!({}).to_string()))
+        .reply(ModelReply::text("done"));
+    let rt = Runtime::builder()
+        .tool(PickCard)
+        .agent(AgentSpec::new("picker").description("Picks.").tool("pick_card"))
+        .model(model)
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = ConciergeMcp::new(rt).router();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    format!("http://{addr}/mcp")
+}
+
 async fn ask(url: &str, person: Person, token: Option<&str>) -> rmcp::model::CallToolResult {
+    ask_agent(url, "ask_payer", person, token).await
+}
+
+async fn ask_agent(url: &str, tool: &str, person: Person, token: Option<&str>) -> rmcp::model::CallToolResult {
     let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
     let client = person.serve(transport).await.unwrap();
-    let mut params = CallToolRequestParams::new("ask_payer").with_arguments(rmcp::object!({"message": "pay it"}));
+    let mut params = CallToolRequestParams::new(tool.to_string()).with_arguments(rmcp::object!({"message": "go"}));
     if let Some(token) = token {
         let mut meta = rmcp::model::RequestMetaObject::new();
         meta.set_progress_token(ProgressToken(NumberOrString::String(token.into())));
@@ -175,6 +232,23 @@ async fn a_denied_elicitation_does_not_run_the_call() {
     assert_eq!(structured["status"], "completed", "{structured}");
     assert_eq!(person.asked.lock().unwrap().len(), 1);
     assert_eq!(charged("denied-memo"), 0, "the declined call did not run");
+}
+
+#[tokio::test]
+async fn a_choice_is_asked_as_an_enum_of_its_options_and_the_pick_resumes_the_run() {
+    let url = serve_picker().await;
+    let person = Person::new(true, true);
+    let result = ask_agent(&url, "ask_picker", person.clone(), None).await;
+    let structured = result.structured_content.unwrap();
+    assert_eq!(structured["status"], "completed", "{structured}");
+    let asked = person.asked.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0].0, "Which card?");
+    assert_eq!(
+        asked[0].1["properties"]["choice"]["oneOf"],
+        json!([{"const": "1", "title": "Visa"}, {"const": "2", "title": "Amex"}])
+    );
+    assert_eq!(*PICKED.lock().unwrap(), [42], "option 2 is the card with id 42");
 }
 
 #[tokio::test]
