@@ -406,7 +406,7 @@ async function init() {
   drawGoals(ui.goals, goals, startGoal, true);
   if (!goals.length) ui.catalogue.append(h('li', { class: 'empty' }, 'No goals are configured.'));
   const starters = h('section', { class: 'starters-section', hidden: true, 'aria-label': 'Conversation starters' });
-  ui.welcome.append(starters);
+  ui.welcome.insertBefore(starters, ui.catalogue);
   drawStarters(starters, send, toast);
   document.body.classList.add('ready');
   route();

@@ -20,7 +20,7 @@ export class Attachments {
       type: 'button', class: 'icon-btn attach', hidden: true,
       'aria-haspopup': 'listbox', 'aria-expanded': 'false', title: 'Attach a resource',
       'aria-label': 'Attach a resource', onclick: () => this.toggle(),
-    }, '📎');
+    }, 'Attach');
     this.chip = h('div', { class: 'attachment', hidden: true, role: 'status' });
     this.menu = h('div', { class: 'resource-menu', hidden: true, role: 'listbox', 'aria-label': 'Resources' });
     composer.insertBefore(this.button, before);
