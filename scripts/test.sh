@@ -38,6 +38,9 @@ scripts/setup-a2a-clients.sh
 # The Python MCP SDK (PyPI, pinned), for the ignored elicitation tests with a
 # Python MCP server (crates/concierge/tests/mcp_elicitation_external.rs).
 scripts/setup-mcp-python.sh
+# The official MCP Python client (PyPI `mcp`, pinned), for the ignored test
+# that drives concierge's MCP server (elicitation, progress) with it.
+scripts/setup-mcp-python-client.sh
 
 cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read

@@ -70,6 +70,9 @@ pub enum Command {
     Sessions(commands::inspect::ListArgs),
     /// MCP: list a configured server's tools, or serve concierge over MCP.
     Mcp(commands::mcp::McpArgs),
+    /// The MCP servers' prompts: `prompts list`, or `prompts get NAME --arg
+    /// key=value` to fill one in and print its messages.
+    Prompts(commands::prompts::PromptsArgs),
     /// Serves the HTTP API: sessions, runs, confirmations, choices, each
     /// session's events as Server-Sent Events, the catalogue, /openapi.json.
     Serve(commands::serve::ServeArgs),

@@ -101,6 +101,12 @@ pub struct AgentSpec {
     /// agent file); off by default: every message is sent.
     #[serde(default, skip_serializing_if = "HistoryPolicy::is_off")]
     pub history: HistoryPolicy,
+    /// MCP resources put into the model's context at the start of each run,
+    /// as `server:uri` (e.g. `docs:file:///handbook.md`): the runtime reads
+    /// them and the run's start records their text, so a replay sees the
+    /// same text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
 }
 
 impl AgentSpec {
@@ -131,7 +137,15 @@ impl AgentSpec {
             read_only: false,
             writes: Vec::new(),
             history: HistoryPolicy::default(),
+            resources: Vec::new(),
         }
+    }
+
+    /// Gives the agent an MCP resource, `server:uri`, as context at the
+    /// start of each run (see [`AgentSpec::resources`]).
+    pub fn resource(mut self, reference: impl Into<String>) -> Self {
+        self.resources.push(reference.into());
+        self
     }
 
     /// Adds another agent as a tool of this one.

@@ -132,6 +132,20 @@ pub enum Error {
         /// Why, with the tail of its stderr when it has one.
         reason: String,
     },
+    /// An MCP resource the agent is given as context (its `resources`)
+    /// could not be read: the run is not started.
+    #[error(
+        "the resource {resource} that agent {agent} is given as context could not be read: {reason}; \
+         check that the MCP server offers it, or take it out of the agent's resources"
+    )]
+    ResourceUnavailable {
+        /// The agent.
+        agent: String,
+        /// The resource, `server:uri`.
+        resource: String,
+        /// Why.
+        reason: String,
+    },
     /// A model provider failed.
     #[error(transparent)]
     Model(#[from] ModelError),

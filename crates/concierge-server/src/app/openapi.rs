@@ -9,7 +9,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
 use crate::http::types::Health;
-use crate::http::{catalog, events, sessions};
+use crate::http::{catalog, events, mcp, sessions};
 
 /// The API's description.
 #[derive(OpenApi)]
@@ -32,6 +32,11 @@ use crate::http::{catalog, events, sessions};
         catalog::agents,
         catalog::goals,
         catalog::tools,
+        mcp::servers,
+        mcp::resources,
+        mcp::resource,
+        mcp::prompts,
+        mcp::prompt,
         crate::agui::run,
         crate::openai::models::list,
         crate::openai::chat::completions,
@@ -40,6 +45,7 @@ use crate::http::{catalog, events, sessions};
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
+        (name = "mcp", description = "The MCP servers' resources and prompts (read-only)"),
         (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
         (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),
     ),

@@ -122,7 +122,8 @@ impl From<Error> for ApiError {
             | Error::EngineHalted(_)
             | Error::EngineUnavailable { .. }
             | Error::WorkerCatalogMismatch { .. }
-            | Error::ToolsUnavailable { .. } => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
+            | Error::ToolsUnavailable { .. }
+            | Error::ResourceUnavailable { .. } => Self::new(StatusCode::SERVICE_UNAVAILABLE, text),
             _ => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
         }
     }

@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod events;
+pub mod mcp;
 pub mod sessions;
 pub mod types;
 
@@ -39,4 +40,9 @@ where
         .route("/agents", get(catalog::agents))
         .route("/goals", get(catalog::goals))
         .route("/tools", get(catalog::tools))
+        .route("/mcp/servers", get(mcp::servers))
+        .route("/mcp/servers/{server}/resources", get(mcp::resources))
+        .route("/mcp/servers/{server}/resource", get(mcp::resource))
+        .route("/mcp/servers/{server}/prompts", get(mcp::prompts))
+        .route("/mcp/servers/{server}/prompts/{name}", post(mcp::prompt))
 }

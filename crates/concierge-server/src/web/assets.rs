@@ -76,6 +76,8 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/elicitation.js", JS),
     asset!("assets/panel.js", JS),
     asset!("assets/sidebar.js", JS),
+    asset!("assets/resources.js", JS),
+    asset!("assets/prompts.js", JS),
     asset!("assets/icon.svg", SVG),
 ];
 

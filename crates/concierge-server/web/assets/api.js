@@ -84,6 +84,13 @@ export const api = {
   answer: (id, pending, action, content) =>
     call('POST', `${session(id)}/answer`, { call_id: pending.call_id, question: pending.question, action, content }),
   end: (id) => call('POST', `${session(id)}/end`, {}),
+  mcpServers: () => call('GET', '/mcp/servers'),
+  resources: (server) => call('GET', `/mcp/servers/${encodeURIComponent(server)}/resources`),
+  resource: (server, uri) =>
+    call('GET', `/mcp/servers/${encodeURIComponent(server)}/resource?uri=${encodeURIComponent(uri)}`),
+  prompts: (server) => call('GET', `/mcp/servers/${encodeURIComponent(server)}/prompts`),
+  prompt: (server, name, args) =>
+    call('POST', `/mcp/servers/${encodeURIComponent(server)}/prompts/${encodeURIComponent(name)}`, { arguments: args }),
   /**
    * The URL of a session's event stream, resuming after `after` (the last
    * SSE id seen) when given; with the API token in the query, since an

@@ -6,6 +6,8 @@ import { api } from './api.js';
 import { h } from './dom.js';
 import { Conversation, agentName, agentNames } from './conversation.js';
 import { Panel } from './panel.js';
+import { drawStarters } from './prompts.js';
+import { Attachments } from './resources.js';
 import { SessionStream, forgetKept } from './stream.js';
 import { drawGoals, drawSessions, rememberSession, sessionMeta } from './sidebar.js';
 
@@ -343,10 +345,13 @@ const actions = {
   },
 };
 
+const attachments = new Attachments(ui.composer, ui.send, toast);
+
 ui.composer.addEventListener('submit', (event) => {
   event.preventDefault();
-  if (send(ui.input.value)) {
+  if (send(attachments.wrap(ui.input.value))) {
     ui.input.value = '';
+    attachments.clear();
     grow();
   }
   ui.input.focus();
@@ -413,6 +418,9 @@ async function init() {
   drawGoals(ui.catalogue, goals, startGoal, false);
   drawGoals(ui.goals, goals, startGoal, true);
   if (!goals.length) ui.catalogue.append(h('li', { class: 'empty' }, 'No goals are configured.'));
+  const starters = h('section', { class: 'starters-section', hidden: true, 'aria-label': 'Conversation starters' });
+  ui.welcome.insertBefore(starters, ui.catalogue);
+  drawStarters(starters, send, toast);
   document.body.classList.add('ready');
   route();
 }

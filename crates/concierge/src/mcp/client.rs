@@ -15,7 +15,8 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
     ClientConfig, ClientNotification, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, Implementation, JsonObject, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, RequestMetaObject, SamplingCapability, ServerResult, Tool,
+    ProtocolVersion, RequestId, RequestMetaObject, ResourceUpdatedNotificationParam, SamplingCapability, ServerResult,
+    Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -24,6 +25,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
+use super::changes::McpChange;
 use super::elicitation::{self, LiveCalls};
 use super::framing;
 use super::http::GuardedHttp;
@@ -81,11 +83,28 @@ struct Handler {
     /// The calls in flight, whose questions and model requests the server sends.
     live: LiveCalls,
     sampling: Sampling,
+    changes: tokio::sync::broadcast::Sender<McpChange>,
 }
 
 impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.stale.store(true, Ordering::Relaxed);
+    }
+
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(McpChange::ResourceListChanged);
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.changes.send(McpChange::ResourceUpdated { uri: params.uri });
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        let _ = self.changes.send(McpChange::PromptListChanged);
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -197,11 +216,26 @@ pub fn supported_protocol_versions() -> Vec<String> {
         .collect()
 }
 
-struct Connection {
+pub(super) struct Connection {
     service: RunningService<RoleClient, Handler>,
     /// A stdio server's process (killed when the connection is dropped).
     child: Option<tokio::process::Child>,
     pid: Option<u32>,
+}
+
+impl Connection {
+    /// The session's peer, to send requests on.
+    pub(super) fn peer(&self) -> Peer<RoleClient> {
+        self.service.peer().clone()
+    }
+
+    /// What the server declared it offers.
+    pub(super) fn capabilities(&self) -> rmcp::model::ServerCapabilities {
+        self.service
+            .peer_info()
+            .map(|info| info.capabilities.clone())
+            .unwrap_or_default()
+    }
 }
 
 #[derive(Default)]
@@ -236,6 +270,7 @@ pub struct McpClient {
     progress: tokio::sync::broadcast::Sender<McpProgress>,
     calls: Calls,
     live: LiveCalls,
+    changes: tokio::sync::broadcast::Sender<McpChange>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -259,7 +294,14 @@ impl McpClient {
             progress: tokio::sync::broadcast::channel(64).0,
             calls: Calls::default(),
             live: LiveCalls::default(),
+            changes: tokio::sync::broadcast::channel(64).0,
         }
+    }
+
+    /// What the server says changed (its resources, a subscribed resource,
+    /// its prompts), from now on.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<McpChange> {
+        self.changes.subscribe()
     }
 
     /// The progress the server reports on calls under way, from now on
@@ -321,14 +363,14 @@ impl McpClient {
         self.connection().await.map(|_| ())
     }
 
-    fn error(&self, message: impl Into<String>) -> McpError {
+    pub(super) fn error(&self, message: impl Into<String>) -> McpError {
         McpError {
             server: self.name.clone(),
             message: message.into(),
         }
     }
 
-    fn stderr_tail(&self) -> String {
+    pub(super) fn stderr_tail(&self) -> String {
         let lines = self
             .stderr
             .lock()
@@ -357,7 +399,7 @@ impl McpClient {
         }
     }
 
-    async fn connection(&self) -> Result<Arc<Connection>, McpError> {
+    pub(super) async fn connection(&self) -> Result<Arc<Connection>, McpError> {
         let mut state = self.state.lock().await;
         if let Some(connection) = &state.connection {
             if !connection.service.is_transport_closed() {
@@ -411,6 +453,7 @@ impl McpClient {
                 model: self.config.sampling_model.clone(),
                 max_tokens: self.config.sampling_max_tokens,
             },
+            changes: self.changes.clone(),
         };
         let timeout = self.config.call_timeout().max(Duration::from_secs(10));
         let connection = match (&self.config.command, &self.config.url) {
@@ -569,7 +612,7 @@ impl McpClient {
     }
 
     /// Drops a broken connection (killing a stdio server) so the next use restarts it.
-    async fn discard(&self, broken: &Arc<Connection>) {
+    pub(super) async fn discard(&self, broken: &Arc<Connection>) {
         let mut state = self.state.lock().await;
         if state.connection.as_ref().is_some_and(|c| Arc::ptr_eq(c, broken)) {
             state.connection = None;

@@ -11,20 +11,30 @@
 //!
 //! [`ToolSpec`]: concierge_core::ToolSpec
 
+mod changes;
 mod client;
 mod config;
 mod elicitation;
 mod framing;
 mod http;
+mod prompts;
+mod request;
+mod resource_tools;
+mod resources;
 mod result;
 mod sampling;
 mod tool;
 
 pub use crate::error::McpError;
+pub use changes::McpChange;
 pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
 pub use config::McpServerConfig;
 pub use framing::MAX_MESSAGE_BYTES;
+pub use prompts::{FilledPrompt, McpPrompt, McpPromptArgument, PromptMessage, PromptRole};
+pub use resource_tools::RESOURCE_TOOLSET;
+pub(crate) use resource_tools::resource_tools;
+pub use resources::{MAX_RESOURCE_BYTES, McpResource, McpResourceTemplate, ResourceRef, ResourceText};
 pub use result::MAX_RESULT_BYTES;
 pub use sampling::{DEFAULT_SAMPLING_MAX_TOKENS, SamplingPolicy};
 pub use tool::{McpTool, RemoteTool, remote_tools};

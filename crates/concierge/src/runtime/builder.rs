@@ -393,6 +393,27 @@ impl RuntimeBuilder {
         }
         #[cfg(feature = "mcp")]
         let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers)?;
+        for agent in &self.agents {
+            for text in &agent.resources {
+                #[cfg(feature = "mcp")]
+                {
+                    let reference = crate::mcp::ResourceRef::parse(text)
+                        .map_err(|e| Error::InvalidConfig(format!("agent {}: resources: {e}", agent.id)))?;
+                    if !mcp.servers().contains(&reference.server) {
+                        return Err(Error::InvalidConfig(format!(
+                            "agent {}: resources: {text} names the MCP server {}, which is not configured; \
+                             declare it under [mcp_servers]",
+                            agent.id, reference.server
+                        )));
+                    }
+                }
+                #[cfg(not(feature = "mcp"))]
+                return Err(Error::InvalidConfig(format!(
+                    "agent {}: resources ({text}) need the `mcp` feature",
+                    agent.id
+                )));
+            }
+        }
         let mut catalog = Catalog::builder();
         if let Some(mode) = self.hub.mode {
             catalog = catalog.mode(mode);

@@ -19,7 +19,9 @@ use tokio::sync::watch;
 use super::{Inner, Runtime};
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::mcp::{McpClient, McpServerConfig, McpTool, Probe, RemoteTool, remote_tools};
+use crate::mcp::{
+    McpClient, McpServerConfig, McpTool, Probe, RESOURCE_TOOLSET, RemoteTool, remote_tools, resource_tools,
+};
 use crate::tool::{DynTool, ToolRegistry};
 
 /// How often a supervisor looks at its server when nothing is under way.
@@ -118,6 +120,12 @@ impl McpState {
             let client = Arc::new(McpClient::new(name.clone(), config));
             states.insert(name.clone(), Arc::new(Server::new()));
             clients.insert(name, client);
+        }
+        // The built-in resource tools read through the servers' clients.
+        if !clients.is_empty() && !existing.contains(RESOURCE_TOOLSET) && !clients.contains_key(RESOURCE_TOOLSET) {
+            for tool in resource_tools(&Arc::new(clients.clone())) {
+                registry.add(RESOURCE_TOOLSET, tool)?;
+            }
         }
         Ok(Self {
             clients,

@@ -18,6 +18,8 @@ mod cursor;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod questions;
+#[cfg(feature = "mcp")]
+mod resources;
 
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
@@ -223,6 +225,12 @@ impl Runtime {
             let text = messages.last().map(Message::text).unwrap_or_default();
             self.ensure_mcp(&engine, &session, agent.as_ref(), &text).await?;
         }
+        #[cfg(feature = "mcp")]
+        let context = self
+            .resource_context(engine.as_ref(), &session, agent.as_ref(), options.context)
+            .await?;
+        #[cfg(not(feature = "mcp"))]
+        let context = options.context;
         let start = StartRun {
             run_id: options.run_id,
             catalog_version: None,
@@ -234,7 +242,7 @@ impl Runtime {
             tenant: options.tenant.clone(),
             asked_at: options.asked_at,
             parent: None,
-            context: options.context,
+            context,
             turn_id: options.turn_id,
             labels: options.labels,
             metadata: options.metadata,

@@ -1,5 +1,9 @@
 //! concierge as an MCP server: the catalog's Rust tools, and each agent as a
-//! tool (`ask_<agent>`) that runs a full turn.
+//! tool (`ask_<agent>`) that runs a full turn. While the turn works, a
+//! client that sent a `progressToken` gets a progress notification per
+//! model call and tool call; when it parks on a confirmation or a choice, a
+//! client that declared elicitation is asked (see `elicit`) and its answer
+//! resumes the run.
 //!
 //! ```no_run
 //! # async fn serve(rt: concierge::Runtime) -> Result<(), concierge_server::ServeError> {
@@ -7,16 +11,20 @@
 //! # }
 //! ```
 
+mod elicit;
+mod progress;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge::core::{RunStatus, ToolOutcome, ToolSpec};
+use concierge::core::{Decision, RunOutput, RunStatus, ToolOutcome, ToolSpec};
 use concierge::{RunOptions, Runtime};
+use progress::Reporter;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{Peer, RequestContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -31,6 +39,10 @@ pub enum ServeError {
     )]
     Stdio(String),
 }
+
+/// The most questions (confirmations, choices) one tool call asks the
+/// client's person before it answers with the run as it stands.
+const MAX_QUESTIONS: usize = 16;
 
 /// The prefix of the tools that run an agent.
 pub const AGENT_TOOL_PREFIX: &str = "ask_";
@@ -122,7 +134,12 @@ impl ConciergeMcp {
         tools
     }
 
-    async fn ask(&self, agent: &str, args: &JsonObject) -> std::result::Result<CallToolResult, ErrorData> {
+    async fn ask(
+        &self,
+        agent: &str,
+        args: &JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> std::result::Result<CallToolResult, ErrorData> {
         let Some(message) = args.get("message").and_then(Value::as_str) else {
             return Err(ErrorData::invalid_params("`message` (a string) is required", None));
         };
@@ -140,12 +157,31 @@ impl ConciergeMcp {
             .rt
             .client(agent)
             .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
-        let out = match client
-            .run(message, RunOptions::new().session_id(session.as_str()))
-            .await
-        {
-            Ok(out) => out,
+        let options = RunOptions::new().session_id(session.as_str()).caller_waits();
+        let handle = match client.start(message, options).await {
+            Ok(handle) => handle,
             Err(error) => return Ok(CallToolResult::error(vec![ContentBlock::text(error.to_string())])),
+        };
+        let reporter = context.meta.get_progress_token().map(|token| {
+            Reporter::start(
+                &self.rt,
+                context.peer.clone(),
+                token,
+                handle.session_id().clone(),
+                handle.first_seq(),
+            )
+        });
+        let outcome = match handle.wait().await {
+            Ok(out) => self.answer_questions(out, &context.peer).await,
+            Err(error) => Err(error.to_string()),
+        };
+        if let Some(reporter) = reporter {
+            let last = self.rt.session(session.as_str()).await.map_or(0, |s| s.last_seq());
+            reporter.finish(last).await;
+        }
+        let out = match outcome {
+            Ok(out) => out,
+            Err(error) => return Ok(CallToolResult::error(vec![ContentBlock::text(error)])),
         };
         let text = match out.status {
             RunStatus::Completed | RunStatus::NeedsInput => out.reply.clone().unwrap_or_default(),
@@ -177,6 +213,46 @@ impl ConciergeMcp {
             "tool_calls": out.tool_executions.len(),
         }));
         Ok(result)
+    }
+
+    /// While the run waits for a person (a confirmation or a choice) and the
+    /// client can ask its person (elicitation), asks and resumes the run
+    /// with the answer; a confirmation is answered with its call id and
+    /// fingerprint, as every front door answers it. Stops at the first
+    /// question the person dismisses (the run stays parked, as for a client
+    /// that cannot be asked).
+    async fn answer_questions(&self, mut out: RunOutput, peer: &Peer<RoleServer>) -> Result<RunOutput, String> {
+        if !elicit::can_elicit(peer) {
+            return Ok(out);
+        }
+        for _ in 0..MAX_QUESTIONS {
+            let session = out.session_id.clone();
+            let answered = match (&out.status, &out.pending_confirmation, &out.pending_choice) {
+                (RunStatus::AwaitingConfirmation, Some(pending), _) => {
+                    let decision = match elicit::confirmation(peer, pending).await? {
+                        elicit::Answer::Approve => Decision::Approve,
+                        elicit::Answer::Deny => Decision::Deny {
+                            reason: Some("declined by the person through the MCP client".into()),
+                        },
+                        _ => return Ok(out),
+                    };
+                    self.rt
+                        .confirm(session, pending.call_id.clone(), pending.fingerprint.clone(), decision)
+                        .await
+                }
+                (RunStatus::AwaitingChoice, _, Some(pending)) => match elicit::choice(peer, pending).await? {
+                    elicit::Answer::Option(n) => {
+                        self.rt
+                            .send(n.to_string(), RunOptions::new().session_id(session).caller_waits())
+                            .await
+                    }
+                    _ => return Ok(out),
+                },
+                _ => return Ok(out),
+            };
+            out = answered.map_err(|e| e.to_string())?;
+        }
+        Ok(out)
     }
 
     /// Serves over stdin/stdout until the client disconnects.
@@ -227,7 +303,7 @@ impl ServerHandler for ConciergeMcp {
         let name = request.name.as_ref();
         if let Some(agent) = name.strip_prefix(AGENT_TOOL_PREFIX) {
             if self.rt.catalog().agent(&agent.into()).is_some() {
-                return Ok(self.ask(agent, &args).await?.into());
+                return Ok(self.ask(agent, &args, &context).await?.into());
             }
         }
         if self.rt.catalog().tool(&name.into()).is_none() {
