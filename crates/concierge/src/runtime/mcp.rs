@@ -384,27 +384,42 @@ impl Runtime {
             return Ok(());
         }
         let state: Option<Session> = engine.session(session.clone()).await.ok().flatten();
+        let catalog = self.catalog();
         let agents = match agent {
             Some(agent) => vec![agent.clone()],
-            None => {
-                let catalog = self.catalog();
-                let mut agents = catalog.likely_agents(state.as_ref(), text);
-                // When the hub's model picks the agent, any agent it offers may
-                // take the run: their servers are waited for too (a run's tools
-                // are fixed when it starts).
-                let models = self.inner.executor.models();
-                let hub_plans_with_model = catalog
-                    .hub()
-                    .and_then(|hub| catalog.agent(hub))
-                    .is_some_and(|hub| models.available_for(&hub.spec));
-                if hub_plans_with_model && catalog.hub_model_decides(state.as_ref(), text) {
-                    agents.extend(catalog.agent_ids());
-                }
-                agents
-            }
+            None => catalog.likely_agents(state.as_ref(), text),
         };
+        // When the hub's model picks the agent, any agent it offers may take
+        // the run (whose tools are fixed when it starts): servers still
+        // starting are waited for too, but one that fails holds nothing up.
+        let models = self.inner.executor.models();
+        let hub_plans_with_model = catalog
+            .hub()
+            .and_then(|hub| catalog.agent(hub))
+            .is_some_and(|hub| models.available_for(&hub.spec));
+        let maybe = match agent {
+            None if hub_plans_with_model && catalog.hub_model_decides(state.as_ref(), text) => {
+                self.servers_used(catalog.agent_ids())
+            }
+            _ => BTreeSet::new(),
+        };
+        let needed = self.servers_used(agents);
         let seq = state.as_ref().map_or(0, Session::last_seq);
-        for server in self.servers_used(agents) {
+        if mcp.supervised.load(Ordering::Relaxed) {
+            for server in maybe.difference(&needed) {
+                let Some(status) = mcp.servers.get(server).cloned() else {
+                    continue;
+                };
+                let starting = matches!(*status.status.borrow(), Status::Idle | Status::Starting);
+                if status.known() || !starting {
+                    continue;
+                }
+                if let Err(error) = self.wait_for(engine.as_ref(), session, seq, server, &status).await {
+                    tracing::info!(%server, %error, "an MCP server the hub's model might need did not start; the run goes on without it");
+                }
+            }
+        }
+        for server in needed {
             let Some(status) = mcp.servers.get(&server).cloned() else {
                 continue;
             };
