@@ -201,7 +201,7 @@ async fn resources_are_listed_and_read_for_a_caller_with_a_token() {
     );
 
     let (status, body) = get(&base, "/mcp/servers/docs/resource?uri=docs%3A%2F%2Fnothing").await;
-    assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(
         body["error"].as_str().unwrap().contains("no document docs://nothing"),
         "{body}"

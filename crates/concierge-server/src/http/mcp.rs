@@ -49,6 +49,7 @@ pub struct ResourceList {
 #[into_params(parameter_in = Query)]
 pub struct ResourceQuery {
     /// The resource's URI (listed, or made from a template).
+    #[param(required = true, min_length = 1, pattern = r"\S")]
     pub uri: Option<String>,
 }
 
@@ -192,8 +193,7 @@ pub async fn resources(
     responses(
         (status = 200, description = "The resource's text", body = ResourceView),
         (status = 400, description = "The uri parameter is missing or blank", body = ErrorBody),
-        (status = 404, description = "No such MCP server", body = ErrorBody),
-        (status = 502, description = "The server failed or refused (no such resource, say)", body = ErrorBody),
+        (status = 404, description = "No such MCP server, or the server could not read that resource", body = ErrorBody),
     )
 )]
 pub async fn resource(
@@ -210,7 +210,12 @@ pub async fn resource(
         )
     })?;
     let client = client(&state, &server)?;
-    let read = client.read_resource(&uri).await.map_err(bad_gateway)?;
+    // The server answered that it cannot read it (no such resource, or none
+    // at all), or could not answer: either way, nothing to show at this URI.
+    let read = client
+        .read_resource(&uri)
+        .await
+        .map_err(|error| ApiError::new(StatusCode::NOT_FOUND, error.to_string()))?;
     Ok(Json(read.into()))
 }
 

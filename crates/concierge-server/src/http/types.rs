@@ -119,7 +119,7 @@ pub struct AnswerRequest {
     /// The call that asks, as the pending question gives it.
     pub call_id: String,
     /// Which of its questions, as the pending question gives it.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "whole_number")]
     pub question: u32,
     /// `accept`, `decline` or `cancel`.
     pub action: AnswerAction,
@@ -152,7 +152,7 @@ fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32
     };
     whole
         .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not an option number (a whole number from 1)")))
+        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number")))
 }
 
 /// `POST /api/v1/sessions/{id}/end` (the body is optional).
