@@ -6,22 +6,4 @@
 # on stdout; says where the venv is on stderr.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cache=${CONCIERGE_CACHE:-$HOME/.cache/concierge}
-venv="$cache/venv-mcp-python"
-requirements=crates/concierge/tests/mcp_python/requirements.txt
-if [ ! -x "$venv/bin/python" ]; then
-  if ! python3 -m venv "$venv" 2>/dev/null; then
-    echo "installing python3-venv from Debian..." >&2
-    sudo=""
-    [ "$(id -u)" -ne 0 ] && sudo="sudo"
-    $sudo apt-get update -qq
-    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-  fi
-fi
-if ! cmp -s "$requirements" "$venv/requirements.txt"; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements"
-  cp "$requirements" "$venv/requirements.txt"
-fi
-echo "Python MCP SDK ready: $venv/bin/python" >&2
+scripts/python-venv.sh mcp-python crates/concierge/tests/mcp_python/requirements.txt "Python MCP SDK"
