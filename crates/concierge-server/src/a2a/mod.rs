@@ -31,7 +31,8 @@ pub mod task;
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRef, Path, Query, State};
+use axum::extract::{FromRef, FromRequestParts, Path, Query, State};
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -178,122 +179,73 @@ fn serve_card(state: &ApiState, settings: &A2aSettings, headers: &HeaderMap, doo
     }
 }
 
-async fn rpc(
-    State(state): State<ApiState>,
+/// What every A2A request starts from: the server's state, the caller, and
+/// the door its path names (with the path's other parameters).
+struct Entry {
+    state: ApiState,
     caller: Caller,
-    params: Option<Path<HashMap<String, String>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let params = params.map(|Path(p)| p).unwrap_or_default();
-    let door = match door(&state, &params) {
-        Ok(door) => door,
-        Err(error) => return error.into_response(),
-    };
-    let ctx = Ctx {
-        state: &state,
-        caller: &caller,
-        door: &door,
-    };
-    jsonrpc::handle(ctx, &headers, body).await
+    door: Door,
+    params: HashMap<String, String>,
 }
 
-async fn rest_send(
-    State(state): State<ApiState>,
-    caller: Caller,
-    params: Option<Path<HashMap<String, String>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let params = params.map(|Path(p)| p).unwrap_or_default();
-    let door = match door(&state, &params) {
-        Ok(door) => door,
-        Err(error) => return error.into_response(),
-    };
-    rest::send(
+impl Entry {
+    fn ctx(&self) -> Ctx<'_> {
         Ctx {
-            state: &state,
-            caller: &caller,
-            door: &door,
-        },
-        &headers,
-        body,
-    )
-    .await
+            state: &self.state,
+            caller: &self.caller,
+            door: &self.door,
+        }
+    }
 }
 
-async fn rest_stream(
-    State(state): State<ApiState>,
-    caller: Caller,
-    params: Option<Path<HashMap<String, String>>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    let params = params.map(|Path(p)| p).unwrap_or_default();
-    let door = match door(&state, &params) {
-        Ok(door) => door,
-        Err(error) => return error.into_response(),
-    };
-    rest::stream(
-        Ctx {
-            state: &state,
-            caller: &caller,
-            door: &door,
-        },
-        &headers,
-        body,
-    )
-    .await
+impl<S> FromRequestParts<S> for Entry
+where
+    S: Send + Sync,
+    ApiState: FromRef<S>,
+{
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let caller = Caller::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let params = Path::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map(|Path(p)| p)
+            .unwrap_or_default();
+        let state = ApiState::from_ref(state);
+        let door = door(&state, &params).map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            state,
+            caller,
+            door,
+            params,
+        })
+    }
 }
 
-async fn rest_list(
-    State(state): State<ApiState>,
-    caller: Caller,
-    params: Option<Path<HashMap<String, String>>>,
-    Query(query): Query<HashMap<String, String>>,
-    headers: HeaderMap,
-) -> Response {
-    let params = params.map(|Path(p)| p).unwrap_or_default();
-    let door = match door(&state, &params) {
-        Ok(door) => door,
-        Err(error) => return error.into_response(),
-    };
-    rest::list(
-        Ctx {
-            state: &state,
-            caller: &caller,
-            door: &door,
-        },
-        &headers,
-        &query,
-    )
-    .await
+async fn rpc(entry: Entry, headers: HeaderMap, body: Bytes) -> Response {
+    jsonrpc::handle(entry.ctx(), &headers, body).await
+}
+
+async fn rest_send(entry: Entry, headers: HeaderMap, body: Bytes) -> Response {
+    rest::send(entry.ctx(), &headers, body).await
+}
+
+async fn rest_stream(entry: Entry, headers: HeaderMap, body: Bytes) -> Response {
+    rest::stream(entry.ctx(), &headers, body).await
+}
+
+async fn rest_list(entry: Entry, Query(query): Query<HashMap<String, String>>, headers: HeaderMap) -> Response {
+    rest::list(entry.ctx(), &headers, &query).await
 }
 
 async fn rest_task(
-    State(state): State<ApiState>,
-    caller: Caller,
+    entry: Entry,
     method: Method,
-    params: Option<Path<HashMap<String, String>>>,
     Query(query): Query<HashMap<String, String>>,
     headers: HeaderMap,
 ) -> Response {
-    let params = params.map(|Path(p)| p).unwrap_or_default();
-    let door = match door(&state, &params) {
-        Ok(door) => door,
-        Err(error) => return error.into_response(),
-    };
-    let task = params.get("task").cloned().unwrap_or_default();
-    rest::task(
-        Ctx {
-            state: &state,
-            caller: &caller,
-            door: &door,
-        },
-        &method,
-        &headers,
-        &task,
-        &query,
-    )
-    .await
+    let task = entry.params.get("task").cloned().unwrap_or_default();
+    rest::task(entry.ctx(), &method, &headers, &task, &query).await
 }
