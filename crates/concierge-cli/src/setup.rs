@@ -136,6 +136,10 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     for (name, server) in servers {
         builder = builder.mcp_server(name, server);
     }
+    #[cfg(feature = "a2a")]
+    for (name, agent) in &config.a2a_agents {
+        builder = builder.a2a_agent(name.as_str(), agent.clone());
+    }
     // The demo domains' files: the ones [paths] names (relative to the file
     // that names them), the rest next to the engine's database.
     builder = crate::demo::toolsets(builder, resolved.db.parent().unwrap_or_else(|| Path::new("")), paths)?;

@@ -50,6 +50,10 @@ pub(crate) struct Slot {
     /// asks the same question gets the same answer without asking again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) asked: Vec<Asked>,
+    /// Where the running call said it stands (a remote task's id, say): an
+    /// attempt issued after a crash starts from it instead of from scratch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) checkpoint: Option<serde_json::Value>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -134,6 +138,7 @@ impl Batch {
             attempt: 0,
             answer: None,
             asked: Vec::new(),
+            checkpoint: None,
         });
     }
 
@@ -310,6 +315,13 @@ impl InFlight {
     pub(crate) fn into_batch(self) -> Batch {
         self.batch
     }
+
+    /// Records where the running call at `index` stands.
+    pub(crate) fn checkpoint(&mut self, index: usize, checkpoint: serde_json::Value) {
+        if let Some(slot) = self.batch.slots.get_mut(index) {
+            slot.checkpoint = Some(checkpoint);
+        }
+    }
 }
 
 impl TryFrom<Batch> for InFlight {
@@ -465,6 +477,7 @@ impl Parked {
         slot.state = SlotState::Running;
         slot.answer = None;
         slot.asked.clear();
+        slot.checkpoint = None;
         (InFlight { batch: self.batch }, self.slot)
     }
 

@@ -47,6 +47,10 @@ pub enum Effect {
         /// When the person's message that started the run was accepted
         /// (what "yesterday" or "next Tuesday" in it are relative to).
         asked_at: Timestamp,
+        /// Where an earlier attempt of the call said it stood (see
+        /// [`CallReport::checkpoint`](crate::CallReport::checkpoint)).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint: Option<Value>,
     },
     /// Run an agent tool's call as a child run (see [`AgentCall`]); answer
     /// with [`Input::ToolFinished`](crate::Input::ToolFinished) (the child's

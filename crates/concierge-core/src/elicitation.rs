@@ -15,7 +15,7 @@ use crate::id::{CallId, RunId};
 /// What a running call asks the person.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Elicitation {
-    /// The MCP server that asks.
+    /// Who asks: the MCP server, or the remote (A2A) agent.
     pub server: String,
     /// The server's question, in its words.
     pub message: String,
@@ -45,6 +45,14 @@ pub enum ElicitationMode {
     Sampling {
         /// What the server wants to send the model, in words.
         request: String,
+    },
+    /// A remote agent asks in words (an A2A task's `input-required`):
+    /// whatever the person says is the reply, passed on as `{"text": …}`.
+    Reply {
+        /// The remote's id for the question (its status message's), so two
+        /// questions in the same words are told apart.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        asked: Option<String>,
     },
 }
 
@@ -155,12 +163,19 @@ impl Elicitation {
                 self.server,
                 request.trim()
             ),
+            ElicitationMode::Reply { .. } => format!("The {} agent asks: {}", self.server, self.message.trim()),
         }
     }
 
     /// Checks accepted content against the form: required fields, types,
     /// allowed values and bounds. The error names the field, for a person.
     pub fn check(&self, content: Option<&Value>) -> Result<(), String> {
+        if let ElicitationMode::Reply { .. } = &self.mode {
+            return match content.and_then(|c| c.get("text")).and_then(Value::as_str) {
+                Some(text) if !text.trim().is_empty() => Ok(()),
+                _ => Err("the reply must be some text".into()),
+            };
+        }
         let ElicitationMode::Form { .. } = &self.mode else {
             return Ok(());
         };
@@ -313,12 +328,20 @@ impl ElicitationAnswer {
         }
     }
 
-    /// Reads a person's words as an answer to `question`: "decline"/"no",
+    /// Reads a person's words as an answer to `question`: for a remote
+    /// agent's question, the words themselves; otherwise "decline"/"no",
     /// "cancel"; for a form with one field the text is its value, with
     /// several `field: value` lines; for a URL or a sampling request "yes"
     /// or "accept". The error says what was not understood.
     pub fn from_words(text: &str, question: &Elicitation) -> Result<Self, String> {
         let trimmed = text.trim();
+        if let ElicitationMode::Reply { .. } = &question.mode {
+            // Every word is for the agent that asked ("no" included).
+            if trimmed.is_empty() {
+                return Err("please write your reply".into());
+            }
+            return Ok(Self::accept(serde_json::json!({ "text": trimmed })));
+        }
         let word = trimmed.trim_end_matches(['.', '!']).to_lowercase();
         let is = |words: &[&str]| words.contains(&word.as_str());
         if is(&["cancel", "stop", "never mind", "nevermind", "abort"]) {
@@ -330,7 +353,8 @@ impl ElicitationAnswer {
         let yes = is(&["accept", "yes", "y", "ok", "okay", "sure", "allow", "go ahead", "done"]);
         let fields = question.fields();
         match (&question.mode, fields.as_slice()) {
-            (ElicitationMode::Url { .. } | ElicitationMode::Sampling { .. }, _) | (_, []) => {
+            (ElicitationMode::Url { .. } | ElicitationMode::Sampling { .. } | ElicitationMode::Reply { .. }, _)
+            | (_, []) => {
                 if yes {
                     Ok(Self::new(ElicitationAction::Accept))
                 } else {

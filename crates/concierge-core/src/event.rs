@@ -147,6 +147,15 @@ pub enum EventKind {
         /// The result or the error.
         outcome: ToolOutcome,
     },
+    /// A running call said how it is getting on (a remote agent's status).
+    ToolProgress {
+        /// The call, as in its `tool_requested` event.
+        call_id: CallId,
+        /// The tool that runs.
+        tool: ToolId,
+        /// What it is doing, in words.
+        message: String,
+    },
     /// An agent tool's call started a child run of another agent; the
     /// child's events carry its session id.
     ChildStarted {
@@ -380,6 +389,7 @@ impl EventKind {
             EventKind::SessionOpened { .. } => "session_opened",
             EventKind::SessionEnded { .. } => "session_ended",
             EventKind::ToolsStatus { .. } => "tools_status",
+            EventKind::ToolProgress { .. } => "tool_progress",
         }
     }
 }

@@ -105,6 +105,19 @@ pub enum Input {
         /// When the model answered.
         at: Timestamp,
     },
+    /// A running call reported how it is getting on: where it stands (kept
+    /// for an attempt after a crash), what it is doing in words, tokens it
+    /// spent elsewhere (a remote agent's).
+    ToolReported {
+        /// The run whose call it is.
+        run_id: RunId,
+        /// The call (still running).
+        call_id: CallId,
+        /// What it reported.
+        report: crate::report::CallReport,
+        /// When.
+        at: Timestamp,
+    },
     /// The person answered a confirmation.
     Confirm(Confirmation),
     /// End the session (cancels a run in progress).
@@ -142,6 +155,7 @@ impl Input {
             | Input::ToolAsked { at, .. }
             | Input::ElicitationAnswered { at, .. }
             | Input::Sampled { at, .. }
+            | Input::ToolReported { at, .. }
             | Input::End { at, .. }
             | Input::CancelRun { at, .. }
             | Input::Tick { at } => *at,
@@ -159,6 +173,7 @@ impl Input {
             Input::ToolAsked { .. } => "tool_asked",
             Input::ElicitationAnswered { .. } => "elicitation_answered",
             Input::Sampled { .. } => "sampled",
+            Input::ToolReported { .. } => "tool_reported",
             Input::Confirm(_) => "confirm",
             Input::End { .. } => "end",
             Input::CancelRun { .. } => "cancel_run",

@@ -79,6 +79,7 @@ mod planner;
 mod planner_mode;
 mod policy;
 mod reading;
+mod report;
 mod run;
 mod session;
 mod text;
@@ -117,6 +118,7 @@ pub use planner::{
 };
 pub use planner_mode::PlannerMode;
 pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
+pub use report::CallReport;
 pub use session::Session;
 pub use time::Timestamp;
 pub use tool::{FieldError, ToolAnnotations, ToolDef, ToolError, ToolErrorKind, ToolOutcome, ToolSpec};

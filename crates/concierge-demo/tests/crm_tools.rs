@@ -52,6 +52,7 @@ fn cx(key: &str, user: Option<&str>) -> ToolContext {
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(0),
         channel: None,
+        checkpoint: None,
     }
 }
 

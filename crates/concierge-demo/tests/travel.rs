@@ -475,6 +475,7 @@ async fn dates_resolve_against_the_time_asked() {
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(asked as u64),
         channel: None,
+        checkpoint: None,
     };
     let events = FindEvents::new(Arc::clone(&store))
         .call(

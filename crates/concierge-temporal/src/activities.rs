@@ -26,6 +26,7 @@ use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
+use crate::channel::ActivityChannel;
 use crate::deltas::Deltas;
 use crate::payload;
 
@@ -65,14 +66,33 @@ pub struct ToolCallInput {
 
 /// Runs `work`, heartbeating meanwhile.
 async fn heartbeating<T>(ctx: &ActivityContext, work: impl std::future::Future<Output = T>) -> T {
+    heartbeating_with(ctx, None, work).await
+}
+
+/// Runs `work`, heartbeating meanwhile with the checkpoint `channel` holds
+/// (at once when it changes), so a retry of the activity starts from it.
+async fn heartbeating_with<T>(
+    ctx: &ActivityContext,
+    channel: Option<&ActivityChannel>,
+    work: impl std::future::Future<Output = T>,
+) -> T {
     let every = ctx
         .info()
         .heartbeat_timeout
         .map_or(HEARTBEAT_EVERY, |timeout| (timeout / 3).max(Duration::from_millis(100)));
     let beats = async {
         loop {
-            tokio::time::sleep(every).await;
-            if ctx.record_heartbeat(()).await.is_err() {
+            match channel {
+                Some(channel) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(every) => {}
+                        () = channel.changed.notified() => {}
+                    }
+                }
+                None => tokio::time::sleep(every).await,
+            }
+            let details = channel.and_then(ActivityChannel::checkpoint);
+            if ctx.record_heartbeat(details).await.is_err() {
                 tracing::debug!("a heartbeat could not be recorded");
             }
         }
@@ -214,6 +234,21 @@ impl ToolActivities {
         }
         let (run_id, call_id) = (input.run_id.clone(), input.call.id.clone());
         let what = format!("the result of tool `{}`", input.call.name);
+        // A retry (the worker was lost) starts from the call's last checkpoint.
+        let checkpoint = ctx
+            .heartbeat_details()
+            .deserialize::<Option<Value>>()
+            .ok()
+            .flatten()
+            .flatten();
+        let channel = ActivityChannel::default();
+        if let Some(checkpoint) = &checkpoint {
+            channel
+                .reported
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .checkpoint = Some(checkpoint.clone());
+        }
         let cx = ToolContext {
             asked_at: input.asked_at,
             session_id: input.session,
@@ -223,11 +258,13 @@ impl ToolActivities {
             idempotency_key: input.key,
             user: input.user,
             blackboard: Arc::new(input.blackboard),
-            // An activity cannot wait for the person mid-call: a server's
-            // question is declined (logged), its model request refused.
-            channel: None,
+            channel: Some(concierge::tool::Channel(Arc::new(channel.clone()))),
+            checkpoint,
         };
-        let answer = heartbeating(&ctx, self.executor.call_tool(cx, &input.call)).await;
+        let mut answer = heartbeating_with(&ctx, Some(&channel), self.executor.call_tool(cx, &input.call)).await;
+        if let (Input::ToolFinished { usage, .. }, Some(spent)) = (&mut answer, channel.usage()) {
+            usage.get_or_insert_with(concierge_core::Usage::default).add(spent);
+        }
         Ok(payload::bounded_call(
             answer,
             self.max_payload_bytes,

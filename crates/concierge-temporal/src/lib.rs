@@ -118,6 +118,7 @@
 //! * Nothing is resumed by `recover`: Temporal resumes workflows itself.
 
 mod activities;
+mod channel;
 mod config;
 mod connection;
 mod deltas;

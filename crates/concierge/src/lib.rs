@@ -47,6 +47,8 @@
 
 extern crate self as concierge;
 
+#[cfg(feature = "a2a")]
+pub mod a2a;
 mod agent_files;
 mod clock;
 pub mod config;

@@ -58,6 +58,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         user,
         blackboard,
         asked_at,
+        checkpoint,
     }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
     else {
         panic!("expected a tool call, got {:?}", step.effects)
@@ -77,6 +78,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         blackboard: std::sync::Arc::new(blackboard.clone()),
         asked_at: *asked_at,
         channel: None,
+        checkpoint: checkpoint.clone(),
     };
     let outcome = match Calculator.call(args, cx).await {
         Ok(value) => ToolOutcome::Ok(value),

@@ -225,3 +225,74 @@ fn a_call_issued_again_that_asks_another_question_replaces_the_unanswered_one() 
     assert_eq!(case.session.asked(&"call_1".into()).len(), 2);
     assert_eq!(case.replayed(), case.session);
 }
+
+fn report(case: &mut Case, report: crate::CallReport) -> Result<Step, StepError> {
+    case.send(Input::ToolReported {
+        run_id: "r1".into(),
+        call_id: "call_1".into(),
+        report,
+        at: Timestamp(2),
+    })
+}
+
+#[test]
+fn a_calls_checkpoint_is_given_to_its_next_attempt_and_its_words_and_tokens_are_shown() {
+    let mut case = Case::new();
+    case.say("ship the lamp");
+    let step = report(
+        &mut case,
+        crate::CallReport {
+            checkpoint: Some(json!({"task": "t-7"})),
+            progress: Some("The courier is on it.".into()),
+            usage: Some(Usage::tokens(12, 5)),
+        },
+    )
+    .unwrap();
+    assert!(step.effects.is_empty(), "a report changes nothing the engine does");
+    assert!(step.events.iter().any(|e| matches!(
+        &e.kind,
+        crate::EventKind::ToolProgress { message, tool, .. } if message == "The courier is on it." && tool.as_str() == "ship"
+    )));
+    assert_eq!(case.session.usage().input_tokens, 12);
+    // After a crash the call is issued again, from where it said it stood.
+    let again = case.replayed();
+    let effects = again.pending_effects(&case.catalog);
+    let checkpoint = effects.iter().find_map(|e| match e {
+        Effect::CallTool { checkpoint, .. } => Some(checkpoint.clone()),
+        _ => None,
+    });
+    assert_eq!(checkpoint, Some(Some(json!({"task": "t-7"}))));
+    // A report for a call that is not running is refused.
+    case.send(Input::ToolFinished {
+        run_id: "r1".into(),
+        call_id: "call_1".into(),
+        outcome: ToolOutcome::Ok(json!("shipped")),
+        duration_ms: 1,
+        usage: None,
+        at: Timestamp(3),
+    })
+    .unwrap();
+    assert!(report(&mut case, crate::CallReport::progress("late")).is_err());
+}
+
+#[test]
+fn a_remote_agents_question_takes_every_word_as_the_reply() {
+    let question = Elicitation {
+        server: "booking".into(),
+        message: "Shall I book the 9:40?".into(),
+        mode: ElicitationMode::Reply {
+            asked: Some("m-1".into()),
+        },
+    };
+    assert_eq!(question.text(), "The booking agent asks: Shall I book the 9:40?");
+    let answer = ElicitationAnswer::from_words(" no ", &question).unwrap();
+    assert_eq!(answer, ElicitationAnswer::accept(json!({"text": "no"})));
+    assert!(ElicitationAnswer::from_words("  ", &question).is_err());
+    assert!(question.check(Some(&json!({"text": "yes"}))).is_ok());
+    assert!(question.check(Some(&json!({"city": "Oslo"}))).is_err());
+    let mut other = question.clone();
+    other.mode = ElicitationMode::Reply {
+        asked: Some("m-2".into()),
+    };
+    assert_ne!(question.fingerprint(), other.fingerprint());
+}

@@ -10,6 +10,7 @@
 mod driver;
 mod elicit;
 mod reading;
+mod report;
 mod routing;
 mod tools;
 
@@ -209,6 +210,7 @@ impl Conversation {
             user: run.user().map(str::to_string),
             blackboard: self.blackboard.available.clone(),
             asked_at: run.asked_at(),
+            checkpoint: slot.checkpoint.clone(),
         }
     }
 }
@@ -510,6 +512,17 @@ impl Session {
                 self.drive(&mut out, catalog, |d, waiting| {
                     d.add_child_usage(Some(usage));
                     Ok(driver::Next::Wait(waiting))
+                });
+            }
+            Input::ToolReported {
+                run_id,
+                call_id,
+                report,
+                ..
+            } => {
+                let slot = self.active(&run_id)?.expect_tool(&call_id)?;
+                self.drive(&mut out, catalog, |d, waiting| {
+                    d.reported(waiting, slot, call_id, report)
                 });
             }
             Input::Confirm(confirmation) => {

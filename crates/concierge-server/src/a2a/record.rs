@@ -48,6 +48,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The person's and the agents' messages, in order.
     pub messages: Vec<(u64, Message)>,
+    /// The tokens and cost the run spent so far.
+    pub usage: concierge::Usage,
 }
 
 /// A session's runs, in the order they started.
@@ -97,6 +99,7 @@ impl SessionLog {
                 reply: None,
                 error: None,
                 messages: Vec::new(),
+                usage: concierge::Usage::default(),
             });
             return;
         }
@@ -126,6 +129,7 @@ impl SessionLog {
                 record.status = None;
             }
             EventKind::Error { message } => record.error = Some(message.clone()),
+            EventKind::Usage { run_total, .. } => record.usage = *run_total,
             EventKind::RunFinished { status, reply } => {
                 record.status = Some(*status);
                 record.reply.clone_from(reply);

@@ -96,8 +96,26 @@ impl<'a> TaskView<'a> {
             status: self.status(),
             artifacts: artifacts.then(|| self.artifacts()),
             history: (!messages.is_empty()).then_some(messages),
-            metadata: None,
+            metadata: self.usage(),
         }
+    }
+
+    /// The tokens and cost the task's runs spent, as its metadata's `usage`
+    /// (`inputTokens`, `outputTokens`, `costUsd` when known); none before
+    /// any model call.
+    fn usage(&self) -> Option<std::collections::HashMap<String, serde_json::Value>> {
+        let mut total = concierge::Usage::default();
+        for run in &self.runs {
+            total.add(run.usage);
+        }
+        if total.input_tokens == 0 && total.output_tokens == 0 {
+            return None;
+        }
+        let mut usage = serde_json::json!({"inputTokens": total.input_tokens, "outputTokens": total.output_tokens});
+        if let Some(cost) = total.cost_usd {
+            usage["costUsd"] = serde_json::json!(cost);
+        }
+        Some(std::collections::HashMap::from([("usage".to_string(), usage)]))
     }
 
     /// The task's status: its state, when it changed, and for a task that

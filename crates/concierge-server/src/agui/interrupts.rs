@@ -407,6 +407,14 @@ fn question(id: &str, p: &PendingElicitation, tool_call_id: String, expires_at: 
         ElicitationMode::Form { schema } => ("form", schema.clone()),
         ElicitationMode::Url { .. } => ("url", json!({"type": "object"})),
         ElicitationMode::Sampling { .. } => ("sampling", json!({"type": "object"})),
+        ElicitationMode::Reply { .. } => (
+            "reply",
+            json!({
+                "type": "object",
+                "properties": {"text": {"type": "string", "title": "Your reply", "minLength": 1}},
+                "required": ["text"]
+            }),
+        ),
     };
     let mut metadata = json!({
         "kind": "elicitation",
@@ -418,7 +426,7 @@ fn question(id: &str, p: &PendingElicitation, tool_call_id: String, expires_at: 
     match &p.elicitation.mode {
         ElicitationMode::Url { url } => metadata["url"] = json!(url),
         ElicitationMode::Sampling { request } => metadata["request"] = json!(request),
-        ElicitationMode::Form { .. } => {}
+        ElicitationMode::Form { .. } | ElicitationMode::Reply { .. } => {}
     }
     Interrupt {
         id: id.to_string(),

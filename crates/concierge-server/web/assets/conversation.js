@@ -204,6 +204,12 @@ export class Conversation {
       case 'tool_finished':
         this.toolFinished(event);
         break;
+      case 'tool_progress': {
+        // A running call says what it does (a remote agent's status).
+        const card = this.cards.get(`${event.session}/${event.call_id}`);
+        if (card && !card.status.classList.contains('ok')) card.status.textContent = event.message;
+        break;
+      }
       case 'child_started':
         this.childStarted(event);
         break;

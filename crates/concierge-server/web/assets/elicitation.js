@@ -1,7 +1,8 @@
 // A question a tool's server asks the person in the middle of a call (MCP
 // elicitation): a form built from the requested schema (text, number,
 // whole number, yes/no and list fields) with Accept, Decline and Cancel;
-// a page to visit; or leave for the server to use the model.
+// a page to visit; leave for the server to use the model; or a remote
+// agent's question in words (A2A input-required), answered with a reply.
 
 import { h, humanize } from './dom.js';
 
@@ -51,7 +52,8 @@ function field(name, prop, required) {
 export function elicitationBlock(pending, answer) {
   const question = pending.elicitation ?? {};
   const outcome = h('div', { class: 'outcome', role: 'status' });
-  const title = h('div', { class: 'ask-title' }, `The ${question.server ?? 'tool'} server asks`);
+  const reply = question.mode === 'reply';
+  const title = h('div', { class: 'ask-title' }, `The ${question.server ?? 'tool'} ${reply ? 'agent' : 'server'} asks`);
   const buttons = [];
   const fields = [];
   let body;
@@ -60,16 +62,20 @@ export function elicitationBlock(pending, answer) {
     const required = new Set(schema.required ?? []);
     for (const [name, prop] of Object.entries(schema.properties ?? {})) fields.push(field(name, prop, required.has(name)));
     body = fields.map((f) => f.row);
+  } else if (reply) {
+    // A remote agent's question: the person's words are the reply.
+    fields.push(field('text', { type: 'string', title: 'Your reply' }, true));
+    body = fields.map((f) => f.row);
   } else if (question.mode === 'url') {
     body = [h('a', { href: question.url, target: '_blank', rel: 'noopener noreferrer' }, 'Open the page')];
   } else {
     body = [h('p', { class: 'ask-text' }, `It wants to send the model: ${question.request ?? ''}`)];
   }
-  const accept = question.mode === 'sampling' ? 'Allow' : 'Accept';
+  const accept = question.mode === 'sampling' ? 'Allow' : reply ? 'Send' : 'Accept';
   const form = h('form', { class: 'elicitation' }, body);
   const send = async (action) => {
     let content;
-    if (action === 'accept' && question.mode === 'form') {
+    if (action === 'accept' && (question.mode === 'form' || reply)) {
       if (!form.reportValidity()) return;
       content = {};
       for (const f of fields) {

@@ -143,6 +143,9 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
             user,
             blackboard,
             asked_at,
+            // On Temporal a call's checkpoint is its activity's heartbeat
+            // details (see `channel.rs`), not the session's.
+            checkpoint: _,
         } => {
             // Tools that change nothing, or change it once whatever the
             // number of calls, run again after a lost worker; others do not.

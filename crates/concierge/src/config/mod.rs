@@ -28,6 +28,11 @@
 //! input = 0.15
 //! output = 0.60
 //!
+//! [a2a_agents.booking]                    # a remote A2A agent, a toolset of one tool (docs/a2a.md)
+//! url = "https://booking.example.com/a2a"
+//! token_env = "BOOKING_A2A_TOKEN"
+//! description = "Books trains and hotels."
+//!
 //! [temporal]                              # with engine = "temporal" (docs/temporal.md)
 //! address = "temporal.example.com:7233"
 //! namespace = "concierge"
@@ -118,6 +123,11 @@ pub struct Config {
     #[cfg(feature = "mcp")]
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// Remote A2A agents, by name (agents use them as toolsets: the tool
+    /// of the same name sends the agent a message).
+    #[cfg(feature = "a2a")]
+    #[serde(default)]
+    pub a2a_agents: BTreeMap<String, crate::a2a::A2aAgentConfig>,
     /// `concierge serve`'s settings (API tokens, the cap on runs per tenant,
     /// connection limits): the `[server]` section, which the server reads
     /// (`concierge_server::ServerConfig`, through [`Config::section`]).

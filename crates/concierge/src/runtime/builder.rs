@@ -51,6 +51,8 @@ pub struct RuntimeBuilder {
     hub: HubChoice,
     #[cfg(feature = "mcp")]
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
+    #[cfg(feature = "a2a")]
+    a2a_agents: Vec<(String, crate::a2a::A2aAgentConfig)>,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -87,6 +89,8 @@ impl Default for RuntimeBuilder {
             hub: HubChoice::default(),
             #[cfg(feature = "mcp")]
             mcp_servers: Vec::new(),
+            #[cfg(feature = "a2a")]
+            a2a_agents: Vec::new(),
         }
     }
 }
@@ -354,6 +358,14 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Adds a remote A2A agent; agents that name `name` in their toolsets
+    /// may call it as the tool `name` (see [`crate::a2a`]).
+    #[cfg(feature = "a2a")]
+    pub fn a2a_agent(mut self, name: impl Into<String>, config: crate::a2a::A2aAgentConfig) -> Self {
+        self.a2a_agents.push((name.into(), config));
+        self
+    }
+
     /// Adds an MCP server; agents use its tools as the toolset `name`. It
     /// starts in the background when the runtime opens (or, when an earlier
     /// process remembered its tools, when a run first calls one); a run of
@@ -390,6 +402,11 @@ impl RuntimeBuilder {
             for tool in &set.tools {
                 registry.add(&set.name, tool.clone())?;
             }
+        }
+        #[cfg(feature = "a2a")]
+        for (name, config) in self.a2a_agents {
+            let agent = crate::a2a::RemoteAgent::new(name.as_str(), config)?;
+            registry.add(&name, Arc::new(agent))?;
         }
         #[cfg(feature = "mcp")]
         let mcp = mcp::McpState::prepare(&mut registry, self.mcp_servers)?;

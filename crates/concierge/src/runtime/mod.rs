@@ -493,6 +493,7 @@ impl Runtime {
             blackboard: Default::default(),
             asked_at: crate::engine::now(),
             channel: None,
+            checkpoint: None,
         };
         self.inner.executor.tools().execute(&call, cx).await.0
     }

@@ -1,10 +1,11 @@
 //! What a running call may ask of the session it serves while it runs: the
-//! person (a question the run waits on, MCP elicitation) and the model (on
-//! the call's behalf, MCP sampling). The engine that issued the call gives
+//! person (a question the run waits on, MCP elicitation), the model (on
+//! the call's behalf, MCP sampling), and the journal (where the call
+//! stands, what it is doing: [`CallReport`]). The engine that issued the call gives
 //! it a [`CallChannel`] in its [`ToolContext`](super::ToolContext); a call
 //! without one (an engine that cannot ask mid-call) is told so.
 
-use concierge_core::{Elicitation, ElicitationAnswer, ModelReply, ModelRequest};
+use concierge_core::{CallReport, Elicitation, ElicitationAnswer, ModelReply, ModelRequest};
 use futures::future::BoxFuture;
 
 /// Why a running call's question or model request got no answer.
@@ -34,4 +35,10 @@ pub trait CallChannel: Send + Sync + 'static {
     /// Asks the session's model `request` on the call's behalf; the usage
     /// and cost count in the session's totals.
     fn sample(&self, request: ModelRequest) -> BoxFuture<'static, Result<ModelReply, ChannelError>>;
+
+    /// Records `report`: resolves once it is durable, so a checkpoint is
+    /// given to the call's next attempt whatever happens after. Its words
+    /// are shown in the session's stream and its tokens count in the run's
+    /// totals (where the engine can show them; see the engine's docs).
+    fn report(&self, report: CallReport) -> BoxFuture<'static, Result<(), ChannelError>>;
 }

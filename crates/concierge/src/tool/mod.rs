@@ -51,8 +51,13 @@ pub struct ToolContext {
     /// in it mean is relative to this, not to when the tool runs.
     pub asked_at: Timestamp,
     /// The way back to the session while the call runs (to ask the person
-    /// or the model), when the engine offers one.
+    /// or the model, to report), when the engine offers one.
     pub channel: Option<Channel>,
+    /// Where an earlier attempt of this call said it stood (its last
+    /// [`CallReport::checkpoint`](concierge_core::CallReport::checkpoint)):
+    /// `None` on a first attempt. A tool that records checkpoints goes on
+    /// from here after a crash instead of starting again.
+    pub checkpoint: Option<Value>,
 }
 
 /// A [`CallChannel`] shared by a call's context.

@@ -76,6 +76,13 @@ pub(crate) enum Command {
         question: Box<concierge_core::Elicitation>,
         reply: questions::AnswerTx,
     },
+    /// A live call reports how it is getting on (answered once journaled).
+    Report {
+        run_id: RunId,
+        call_id: CallId,
+        report: Box<concierge_core::CallReport>,
+        reply: oneshot::Sender<std::result::Result<(), crate::tool::ChannelError>>,
+    },
     /// The person answers a running call's question.
     Answer {
         call_id: CallId,
@@ -322,6 +329,15 @@ impl Actor {
                 question,
                 reply,
             } => self.ask(run_id, call_id, *question, reply).await,
+            Command::Report {
+                run_id,
+                call_id,
+                report,
+                reply,
+            } => {
+                let done = self.report(run_id, call_id, *report).await;
+                let _ = reply.send(done);
+            }
             Command::Answer {
                 call_id,
                 question,
@@ -794,6 +810,7 @@ impl Actor {
                     user,
                     blackboard,
                     asked_at,
+                    checkpoint,
                 } => {
                     let executor = self.shared.parts.executor.clone();
                     let tx = self.tx.clone();
@@ -812,6 +829,7 @@ impl Actor {
                         user,
                         blackboard: Arc::new(blackboard),
                         channel: Some(channel),
+                        checkpoint,
                     };
                     tokio::spawn(async move {
                         let input = executor.call_tool(cx, &call).await;

@@ -1,5 +1,6 @@
-//! A running call's questions to the person and requests to the model
-//! (MCP elicitation and sampling), as the session's actor handles them.
+//! A running call's questions to the person, requests to the model (MCP
+//! elicitation and sampling) and reports, as the session's actor handles
+//! them.
 //!
 //! A call's question is journaled once ([`Input::ToolAsked`]) and the live
 //! request waits here for the answer. After a crash the call is issued
@@ -11,7 +12,8 @@
 use std::sync::Arc;
 
 use concierge_core::{
-    CallId, Elicitation, ElicitationAnswer, Input, ModelReply, ModelRequest, Question, RunId, SessionId, StepError,
+    CallId, CallReport, Elicitation, ElicitationAnswer, Input, ModelReply, ModelRequest, Question, RunId, SessionId,
+    StepError,
 };
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -84,6 +86,23 @@ impl CallChannel for SessionChannel {
             }
         })
     }
+
+    fn report(&self, report: CallReport) -> BoxFuture<'static, std::result::Result<(), ChannelError>> {
+        let tx = self.tx.clone();
+        let (run_id, call_id) = (self.run_id.clone(), self.call_id.clone());
+        Box::pin(async move {
+            let (reply, rx) = oneshot::channel();
+            tx.send(Command::Report {
+                run_id,
+                call_id,
+                report: Box::new(report),
+                reply,
+            })
+            .await
+            .map_err(|_| ChannelError::RunEnded)?;
+            rx.await.map_err(|_| ChannelError::RunEnded)?
+        })
+    }
 }
 
 impl Actor {
@@ -110,14 +129,19 @@ impl Actor {
             let _ = reply.send(Err(ChannelError::RunEnded));
             return;
         }
-        let number = self.asks.get(&call_id).copied().unwrap_or(0);
+        let next = self.asks.get(&call_id).copied().unwrap_or(0);
         let fingerprint = question.fingerprint();
+        // The question asked in this place before (a call asked again from
+        // scratch), or further on (a call that goes on from its checkpoint
+        // skips the questions answered before it).
         let earlier = session
             .asked(&call_id)
-            .get(number)
-            .filter(|a| a.elicitation.fingerprint() == fingerprint)
-            .map(|a| a.answer.clone());
-        if let Some(answer) = earlier {
+            .iter()
+            .enumerate()
+            .skip(next)
+            .find(|(_, a)| a.elicitation.fingerprint() == fingerprint)
+            .map(|(n, a)| (n, a.answer.clone()));
+        if let Some((number, answer)) = earlier {
             // Asked before (this call's earlier attempt): no new question.
             self.asks.insert(call_id.clone(), number + 1);
             match answer {
@@ -152,6 +176,28 @@ impl Actor {
         self.asks.insert(call_id.clone(), index + 1);
         let key = (call_id, u32::try_from(index).unwrap_or(u32::MAX));
         self.open.entry(key).or_default().push(reply);
+    }
+
+    /// A live call reports `report`: journaled, then acknowledged.
+    pub(super) async fn report(
+        &mut self,
+        run_id: RunId,
+        call_id: CallId,
+        report: CallReport,
+    ) -> std::result::Result<(), ChannelError> {
+        if !self.owned || self.session.as_ref().and_then(|s| s.active_run()) != Some(&run_id) {
+            return Err(ChannelError::RunEnded);
+        }
+        let input = Input::ToolReported {
+            run_id,
+            call_id,
+            report,
+            at: now(),
+        };
+        self.apply(input).await.map(|_| ()).map_err(|error| match error {
+            Error::Rejected(_) => ChannelError::RunEnded,
+            other => ChannelError::Failed(other.to_string()),
+        })
     }
 
     /// Those waiting for the run's stop learn that it waits for the person.
