@@ -121,6 +121,7 @@ fn spawn_printer(rt: &Runtime, session: SessionId, from: u64, printed: watch::Se
                 },
                 EventKind::CapReached { cap } => println!("  (stopping: {cap} was reached)"),
                 EventKind::ToolsStatus { message, .. } => println!("  {}", render::tools_status(message)),
+                EventKind::ToolProgress { message, .. } => println!("  .. {}", clean(message)),
                 EventKind::ModelDelta { text } => {
                     streamed.store(true, Ordering::Relaxed);
                     if !speaking {

@@ -175,6 +175,7 @@ pub(crate) async fn elicit(server: &str, live: &LiveCalls, params: ElicitRequest
         return ElicitResult::new(WireAction::Decline);
     };
     let _hold = call.hold();
+    let question_text = question.message.clone();
     match channel.0.ask(question).await {
         Ok(answer) => {
             let action = match answer.action {
@@ -189,6 +190,10 @@ pub(crate) async fn elicit(server: &str, live: &LiveCalls, params: ElicitRequest
                 }
             }
             result
+        }
+        Err(ChannelError::Unsupported) => {
+            tracing::warn!(server, tool = %call.tool, message = %question_text, "declined an elicitation: {}", ChannelError::Unsupported);
+            ElicitResult::new(WireAction::Decline)
         }
         Err(error) => {
             tracing::warn!(server, tool = %call.tool, %error, "cancelled an elicitation");

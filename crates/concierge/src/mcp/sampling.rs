@@ -20,6 +20,7 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 
 use super::elicitation::LiveCalls;
+use crate::tool::ChannelError;
 
 /// Tokens a sampled reply may have when the server's configuration does
 /// not say.
@@ -155,6 +156,9 @@ pub(crate) async fn sample(
             };
             let model = sampling.model.clone().unwrap_or_else(|| "concierge".to_string());
             Ok(CreateMessageResult::new(SamplingMessage::assistant_text(reply.text), model).with_stop_reason(stop))
+        }
+        Err(ChannelError::Unsupported) => {
+            refuse("this engine cannot run a server's model request during a tool call".into())
         }
         Err(error) => {
             tracing::warn!(server, %error, "a sampling request failed");
