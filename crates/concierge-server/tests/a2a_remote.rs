@@ -392,3 +392,88 @@ async fn the_remote_agents_tokens_count_in_the_callers_totals_once() {
     let usage = rt.session("w").await.unwrap().usage();
     assert_eq!((usage.input_tokens, usage.output_tokens), (120, 3), "{usage:?}");
 }
+
+/// A JSON-RPC call to an A2A endpoint.
+async fn rpc(url: &str, method: &str, params: Value) -> Value {
+    reqwest::Client::new()
+        .post(url)
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_in_a_chain_pass_the_question_up_and_a_data_part_answers_it() {
+    // person → (A2A) the caller's assistant → (A2A) the remote task agent.
+    let remote = Remote::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let middle = Remote::serve(caller(&remote.base, &dir.path().join("caller.db")).await, dir).await;
+    let at = format!("{}/a2a/jsonrpc", middle.base);
+    let asked = rpc(
+        &at,
+        "SendMessage",
+        json!({"message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "create a task to renew the passport"}]}}),
+    )
+    .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let parts = task["status"]["message"]["parts"].as_array().unwrap();
+    let words = parts[0]["text"].as_str().unwrap();
+    assert!(words.starts_with("The tasks agent asks: I'll "), "{words}");
+    let data = &parts[1]["data"];
+    assert_eq!(data["kind"], "elicitation");
+    assert_eq!(data["elicitation"]["mode"], "reply");
+    let id = task["id"].as_str().unwrap();
+    let answer = |data: Value| json!({"message": {"messageId": "m2", "role": "ROLE_USER", "taskId": id, "parts": [{"data": data}]}});
+
+    // An answer that says nothing of what to do is refused, naming the field.
+    let refused = rpc(
+        &at,
+        "SendMessage",
+        answer(json!({"callId": data["callId"], "content": {"text": "yes"}})),
+    )
+    .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"][0]["fieldViolations"][0]["field"], "message.parts[0].data.action",
+        "{refused}"
+    );
+    let wrong = rpc(
+        &at,
+        "SendMessage",
+        answer(json!({"callId": data["callId"], "question": 7, "action": "accept", "content": {"text": "yes"}})),
+    )
+    .await;
+    assert_eq!(
+        wrong["error"]["data"][0]["fieldViolations"][0]["field"], "message.parts[0].data.question",
+        "{wrong}"
+    );
+
+    // Accepted with the reply's text: it goes down the chain on the same tasks.
+    let done = rpc(
+        &at,
+        "SendMessage",
+        answer(json!({"callId": data["callId"], "question": data["question"], "action": "accept", "content": {"text": "yes"}})),
+    )
+    .await;
+    assert!(done.get("error").is_none(), "{done}");
+    let mut state = Value::Null;
+    for _ in 0..1200 {
+        let got = rpc(&at, "GetTask", json!({"id": id})).await;
+        state = got["result"].clone();
+        if state["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(state["status"]["state"], "TASK_STATE_COMPLETED", "{state}");
+    let reply = state["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(reply.contains("Renew the passport"), "{reply}");
+    let tasks = remote.tasks().await;
+    assert_eq!(tasks.len(), 1, "{tasks:?}");
+    assert_eq!(tasks[0]["status"]["state"], "TASK_STATE_COMPLETED");
+}

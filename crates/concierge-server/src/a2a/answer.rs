@@ -3,10 +3,14 @@
 //! other front doors' answers are read), or as a data part quoting the
 //! call: `{"callId", "fingerprint", "decision": "approve" | "deny" |
 //! "amend", "arguments", "reason"}` for a confirmation, `{"callId",
-//! "option": n}` (or `"optionId"`) for a choice. A quoted call or
-//! fingerprint that is not the pending one is refused, and nothing runs.
+//! "option": n}` (or `"optionId"`) for a choice, `{"callId", "question",
+//! "action": "accept" | "decline" | "cancel", "content"}` for a running
+//! call's question (the form's values as `content`). A quoted call,
+//! fingerprint or question that is not the pending one is refused, and
+//! nothing runs.
 
 use concierge::core::Decision;
+use concierge::{ElicitationAction, ElicitationAnswer};
 use serde_json::Value;
 
 use super::error::A2aError;
@@ -26,6 +30,15 @@ pub enum Reading {
         fingerprint: String,
         /// Approve, deny or amend.
         decision: Decision,
+    },
+    /// The answer to a running call's question.
+    Answer {
+        /// The call that asks (the pending one).
+        call_id: String,
+        /// Which of its questions (the pending one).
+        question: u32,
+        /// Accept (with the form's content), decline or cancel.
+        answer: ElicitationAnswer,
     },
 }
 
@@ -52,10 +65,11 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
     let pending_call = match ask {
         Some(Ask::Confirmation(pending)) => pending.call_id.to_string(),
         Some(Ask::Choice(pending)) => pending.call_id.to_string(),
-        Some(Ask::Question | Ask::Elicitation(_)) | None => {
+        Some(Ask::Elicitation(pending)) => pending.call_id.to_string(),
+        Some(Ask::Question) | None => {
             return Err(A2aError::field(
                 format!("message.parts[{index}]"),
-                "the task asks a question in words; answer with a text part (for a form: \"decline\", \"cancel\", or one \"field: value\" line per field)",
+                "the task asks a question in words; answer with a text part",
             ));
         }
     };
@@ -104,9 +118,48 @@ pub fn read(ask: Option<&Ask>, said: &Said) -> Result<Reading, A2aError> {
                 )),
             }
         }
-        Some(Ask::Question | Ask::Elicitation(_)) | None => {
-            Err(A2aError::field(at("callId"), "the task waits on no call"))
+        Some(Ask::Elicitation(pending)) => {
+            let question = match data.get("question") {
+                None => pending.question,
+                Some(n) => n
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n == pending.question)
+                    .ok_or_else(|| {
+                        A2aError::field(
+                            at("question"),
+                            format!("the call's open question is number {}", pending.question),
+                        )
+                    })?,
+            };
+            let action = match data.get("action").and_then(Value::as_str).map(str::to_ascii_lowercase) {
+                Some(a) if a == "accept" => ElicitationAction::Accept,
+                Some(a) if a == "decline" => ElicitationAction::Decline,
+                Some(a) if a == "cancel" => ElicitationAction::Cancel,
+                _ => {
+                    return Err(A2aError::field(
+                        at("action"),
+                        "say what you do with the question: \"action\": \"accept\" (with the form's \"content\"), \"decline\" or \"cancel\"",
+                    ));
+                }
+            };
+            let content = data.get("content").cloned();
+            if action == ElicitationAction::Accept {
+                pending
+                    .elicitation
+                    .check(content.as_ref())
+                    .map_err(|problem| A2aError::field(at("content"), problem))?;
+            }
+            Ok(Reading::Answer {
+                call_id,
+                question,
+                answer: ElicitationAnswer {
+                    action,
+                    content: content.filter(|_| action == ElicitationAction::Accept),
+                },
+            })
         }
+        Some(Ask::Question) | None => Err(A2aError::field(at("callId"), "the task waits on no call")),
     }
 }
 

@@ -239,20 +239,33 @@ pub enum Turn {
         /// The decision.
         decision: Decision,
     },
+    /// Answers the question a running call asks (quoted call and question).
+    Answer {
+        /// The session.
+        session: SessionId,
+        /// The task.
+        task: TaskRef,
+        /// The call.
+        call_id: String,
+        /// Which of its questions.
+        question: u32,
+        /// The answer.
+        answer: concierge::ElicitationAnswer,
+    },
 }
 
 impl Turn {
     /// The task the turn is for.
     pub fn task(&self) -> &TaskRef {
         match self {
-            Turn::Start { task, .. } | Turn::Confirm { task, .. } => task,
+            Turn::Start { task, .. } | Turn::Confirm { task, .. } | Turn::Answer { task, .. } => task,
         }
     }
 
     /// The session it happens in.
     pub fn session(&self) -> &SessionId {
         match self {
-            Turn::Start { session, .. } | Turn::Confirm { session, .. } => session,
+            Turn::Start { session, .. } | Turn::Confirm { session, .. } | Turn::Answer { session, .. } => session,
         }
     }
 }
@@ -402,6 +415,17 @@ async fn read_answer(
             fingerprint,
             decision,
         }),
+        Reading::Answer {
+            call_id,
+            question,
+            answer,
+        } => Ok(Turn::Answer {
+            session,
+            task,
+            call_id,
+            question,
+            answer,
+        }),
     }
 }
 
@@ -479,6 +503,22 @@ pub async fn begin(ctx: Ctx<'_>, turn: Turn) -> Result<Begun, A2aError> {
             let stop = rt
                 .engine()
                 .confirm(session.clone(), call_id.into(), fingerprint, decision)
+                .await
+                .map_err(|error| A2aError::from(error).with_field("message.parts"))?;
+            tokio::spawn(async move {
+                let _ = stop.output().await;
+                drop(permit);
+            });
+        }
+        Turn::Answer {
+            call_id,
+            question,
+            answer,
+            ..
+        } => {
+            let stop = rt
+                .engine()
+                .answer_question(session.clone(), call_id.into(), question, answer)
                 .await
                 .map_err(|error| A2aError::from(error).with_field("message.parts"))?;
             tokio::spawn(async move {
