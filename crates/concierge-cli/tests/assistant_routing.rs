@@ -240,3 +240,19 @@ fn the_intent_words_reach_their_goals() {
         assert_eq!(options(&reply), ["Event trip", "Football trip"], "{text}: {reply}");
     }
 }
+
+#[test]
+fn the_crms_own_examples_reach_the_crm_from_the_hub_and_run_there() {
+    let a = Assistant::new();
+    // Each phrase the CRM's starter prompt offers, said first to the hub.
+    let (agent, reply) = a.ask("c1", "remind me to follow up with Sarah next Tuesday");
+    assert_eq!(agent, "router", "{reply}");
+    assert!(reply.starts_with("Reminder set for") && reply.contains("Sarah"), "{reply}");
+    let (agent, reply) = a.ask("c2", "had a call with Mike yesterday about the proposal");
+    assert_eq!(agent, "router", "{reply}");
+    assert!(reply.contains("Logged the call with Mike"), "{reply}");
+    // "my" contacts need to know who asks: the CRM says how to tell it.
+    let (agent, reply) = a.ask("c3", "show my overdue contacts");
+    assert_eq!(agent, "router", "{reply}");
+    assert!(reply.contains("which contacts are yours"), "{reply}");
+}
