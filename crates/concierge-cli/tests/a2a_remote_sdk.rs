@@ -48,11 +48,17 @@ struct Booking {
 }
 
 impl Booking {
+    /// The agent, its card saying it streams.
     fn start() -> Self {
+        Self::start_with(true)
+    }
+
+    fn start_with(streaming: bool) -> Self {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/a2a_remote_sdk/server.py");
         let mut child = Command::new(python())
             .arg(script)
             .env("A2A_SERVER_TOKEN", TOKEN)
+            .env("A2A_SERVER_STREAMING", if streaming { "1" } else { "0" })
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -70,13 +76,18 @@ impl Booking {
 
     /// How many tasks the agent made and how many bookings.
     async fn stats(&self) -> (u64, u64) {
-        let stats: Value = reqwest::get(format!("{}/stats", self.url))
+        let stats = self.counts().await;
+        (stats["tasks"].as_u64().unwrap(), stats["bookings"].as_u64().unwrap())
+    }
+
+    /// Everything `GET /stats` counts.
+    async fn counts(&self) -> Value {
+        reqwest::get(format!("{}/stats", self.url))
             .await
             .unwrap()
             .json()
             .await
-            .unwrap();
-        (stats["tasks"].as_u64().unwrap(), stats["bookings"].as_u64().unwrap())
+            .unwrap()
     }
 }
 
@@ -173,7 +184,29 @@ async fn the_sdk_agents_question_reaches_the_person_and_yes_books_once_with_its_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the A2A Python SDK: scripts/setup-a2a-clients.sh (scripts/test.sh runs it)"]
-async fn no_to_the_sdk_agents_question_books_nothing() {
+async fn an_sdk_agent_that_does_not_stream_is_followed_by_polling_its_task() {
+    let booking = Booking::start_with(false);
+    let dir = tempfile::tempdir().unwrap();
+    let rt = caller(with_token(&booking.url, TOKEN), &dir.path().join("caller.db")).await;
+    let assistant = rt.client("assistant").unwrap();
+    let out = assistant
+        .run("book a ferry to Kiel", RunOptions::new().session_id("p"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput, "{out:?}");
+    let pending = out.pending_elicitation.clone().expect("the remote's question");
+    assert_eq!(pending.elicitation.message, "Book a ferry to Kiel for 120 EUR?");
+    let done = assistant.run("yes", RunOptions::new().session_id("p")).await.unwrap();
+    assert_eq!(done.reply.as_deref(), Some("Booked a ferry to Kiel."), "{done:?}");
+    assert_eq!(booking.stats().await, (1, 1), "one task, one booking");
+    let usage = rt.session("p").await.unwrap().usage();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (50, 7), "{usage:?}");
+    rt.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the A2A Python SDK: scripts/setup-a2a-clients.sh (scripts/test.sh runs it)"]
+async fn no_to_the_sdk_agents_question_books_nothing_and_a_declined_question_cancels_its_task() {
     let booking = Booking::start();
     let dir = tempfile::tempdir().unwrap();
     let rt = caller(with_token(&booking.url, TOKEN), &dir.path().join("caller.db")).await;
@@ -186,6 +219,30 @@ async fn no_to_the_sdk_agents_question_books_nothing() {
     let done = assistant.run("no", RunOptions::new().session_id("n")).await.unwrap();
     assert_eq!(done.reply.as_deref(), Some("Nothing booked."), "{done:?}");
     assert_eq!(booking.stats().await, (1, 0));
+
+    // Declining to answer at all cancels the remote task.
+    let out = assistant
+        .run("book a car in Bodø", RunOptions::new().session_id("d"))
+        .await
+        .unwrap();
+    let pending = out.pending_elicitation.expect("the remote's question");
+    let done = rt
+        .answer_question(
+            "d",
+            pending.call_id,
+            pending.question,
+            concierge::ElicitationAnswer::new(concierge::ElicitationAction::Decline),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    assert_eq!(done.reply.as_deref(), Some("OK, I did not do that."), "{done:?}");
+    let counts = booking.counts().await;
+    assert_eq!(
+        (&counts["tasks"], &counts["bookings"], &counts["cancelled"]),
+        (&json!(2), &json!(0), &json!(1)),
+        "{counts}"
+    );
     rt.shutdown().await;
 }
 

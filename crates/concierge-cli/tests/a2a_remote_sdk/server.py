@@ -2,15 +2,16 @@
 `a2a-sdk`, its server side), for crates/concierge-cli/tests/a2a_remote_sdk.rs:
 concierge's A2A client calls it as a tool.
 
-One agent, "booking" (streaming): "book <thing>" makes a task that goes
+One agent, "booking" (streaming, unless `A2A_SERVER_STREAMING=0`): "book <thing>" makes a task that goes
 `working` ("Looking for <thing>…"), then `input-required` with the
 question "Book <thing> for 120 EUR?". A reply on the same task of "yes"
 completes it with the artifact "Booked <thing>." and the task metadata
 `{"usage": {"inputTokens": 50, "outputTokens": 7}}`; anything else completes
 it with "Nothing booked.".
 
-`GET /stats` says how many tasks it made and how many bookings, so the test
-can tell a resent message from a followed task. When `A2A_SERVER_TOKEN` is
+`GET /stats` says how many tasks it made, how many bookings and how many
+tasks were cancelled, so the test can tell a resent message from a followed
+task. When `A2A_SERVER_TOKEN` is
 set, the A2A endpoint wants `Authorization: Bearer <it>` (401 otherwise; the
 card and the stats stay public, as an agent's card usually is).
 
@@ -51,11 +52,12 @@ RPC_PATH = "/a2a"
 
 
 class Stats:
-    """What the agent did: tasks made, bookings made."""
+    """What the agent did: tasks made, bookings made, tasks cancelled."""
 
     def __init__(self) -> None:
         self.tasks = 0
         self.bookings = 0
+        self.cancelled = 0
 
 
 class BookingAgent(AgentExecutor):
@@ -104,6 +106,7 @@ class BookingAgent(AgentExecutor):
         if task is None:
             return
         self.waiting.pop(task.id, None)
+        self.stats.cancelled += 1
         await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
@@ -121,7 +124,7 @@ class BearerToken(BaseHTTPMiddleware):
         return await call_next(request)
 
 
-def card(base: str) -> AgentCard:
+def card(base: str, streaming: bool) -> AgentCard:
     return AgentCard(
         name="booking",
         description="Books seats after asking the person.",
@@ -129,7 +132,7 @@ def card(base: str) -> AgentCard:
         supported_interfaces=[
             AgentInterface(url=base + RPC_PATH, protocol_binding="JSONRPC", protocol_version="1.0")
         ],
-        capabilities=AgentCapabilities(streaming=True),
+        capabilities=AgentCapabilities(streaming=streaming),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
         skills=[
@@ -150,7 +153,7 @@ async def main() -> None:
     listener.bind(("127.0.0.1", 0))
     base = f"http://127.0.0.1:{listener.getsockname()[1]}"
     stats = Stats()
-    agent_card = card(base)
+    agent_card = card(base, os.environ.get("A2A_SERVER_STREAMING", "1") != "0")
     handler = DefaultRequestHandler(
         agent_executor=BookingAgent(stats),
         task_store=InMemoryTaskStore(),
@@ -158,7 +161,7 @@ async def main() -> None:
     )
 
     async def stats_route(_request):
-        return JSONResponse({"tasks": stats.tasks, "bookings": stats.bookings})
+        return JSONResponse({"tasks": stats.tasks, "bookings": stats.bookings, "cancelled": stats.cancelled})
 
     routes = [
         *create_agent_card_routes(agent_card, card_url=AGENT_CARD_WELL_KNOWN_PATH),
