@@ -247,7 +247,10 @@ fn the_crms_own_examples_reach_the_crm_from_the_hub_and_run_there() {
     // Each phrase the CRM's starter prompt offers, said first to the hub.
     let (agent, reply) = a.ask("c1", "remind me to follow up with Sarah next Tuesday");
     assert_eq!(agent, "router", "{reply}");
-    assert!(reply.starts_with("Reminder set for") && reply.contains("Sarah"), "{reply}");
+    assert!(
+        reply.starts_with("Reminder set for") && reply.contains("Sarah"),
+        "{reply}"
+    );
     let (agent, reply) = a.ask("c2", "had a call with Mike yesterday about the proposal");
     assert_eq!(agent, "router", "{reply}");
     assert!(reply.contains("Logged the call with Mike"), "{reply}");

@@ -18,6 +18,7 @@
 //! ```
 
 mod config;
+mod reply;
 mod tool;
 
 pub use config::A2aAgentConfig;
