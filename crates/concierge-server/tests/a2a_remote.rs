@@ -349,6 +349,7 @@ async fn a_declined_question_cancels_the_remote_task_and_an_unreachable_agent_is
         )
         .mode(Mode::Single)
         .single_agent("assistant")
+        .in_memory()
         .build()
         .await
         .unwrap();
@@ -379,6 +380,7 @@ async fn the_remote_agents_tokens_count_in_the_callers_totals_once() {
         )
         .mode(Mode::Single)
         .single_agent("assistant")
+        .in_memory()
         .build()
         .await
         .unwrap();
