@@ -117,29 +117,31 @@ impl Remote {
     }
 }
 
-/// The caller: one agent whose rules send anything about tasks to the
-/// remote `task` agent (the toolset `tasks`) and answer with its reply.
-async fn caller(remote: &str, db: &Path) -> Runtime {
-    let config = A2aAgentConfig::new(format!("{remote}/a2a/agents/task"))
-        .description("Manages the person's tasks: create, complete, list.");
+/// A caller of the remote agent `name` (at `config`): one agent whose
+/// rules send any message with `word` in it to the tool `name` and answer
+/// with its reply.
+fn caller_of(name: &str, config: A2aAgentConfig, word: &str) -> concierge::RuntimeBuilder {
     Runtime::builder()
-        .a2a_agent("tasks", config)
+        .a2a_agent(name, config)
         .agent(
             AgentSpec::new("assistant")
                 .description("Helps with everything.")
-                .toolset("tasks")
+                .toolset(name)
                 .rules(
                     Rules::new()
-                        .route(Route::tool("tasks", json!({"message": "{message}"})).keywords(["task"]))
+                        .route(Route::tool(name, json!({"message": "{message}"})).keywords([word]))
                         .answer("{result}"),
                 ),
         )
         .mode(Mode::Single)
         .single_agent("assistant")
-        .sqlite(db)
-        .build()
-        .await
-        .unwrap()
+}
+
+/// The caller of the remote `task` agent (the tool `tasks`), on `db`.
+async fn caller(remote: &str, db: &Path) -> Runtime {
+    let config = A2aAgentConfig::new(format!("{remote}/a2a/agents/task"))
+        .description("Manages the person's tasks: create, complete, list.");
+    caller_of("tasks", config, "task").sqlite(db).build().await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -337,18 +339,7 @@ async fn a_declined_question_cancels_the_remote_task_and_an_unreachable_agent_is
     rt.shutdown().await;
 
     // An agent nobody serves: the call fails naming it, the run goes on.
-    let config = A2aAgentConfig::new("http://127.0.0.1:9/a2a");
-    let lone = Runtime::builder()
-        .a2a_agent("nobody", config)
-        .agent(
-            AgentSpec::new("assistant").toolset("nobody").rules(
-                Rules::new()
-                    .route(Route::tool("nobody", json!({"message": "{message}"})).keywords(["task"]))
-                    .answer("{result}"),
-            ),
-        )
-        .mode(Mode::Single)
-        .single_agent("assistant")
+    let lone = caller_of("nobody", A2aAgentConfig::new("http://127.0.0.1:9/a2a"), "task")
         .in_memory()
         .build()
         .await
@@ -366,20 +357,8 @@ async fn a_declined_question_cancels_the_remote_task_and_an_unreachable_agent_is
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_remote_agents_tokens_count_in_the_callers_totals_once() {
     let remote = Remote::weather().await;
-    let rt = Runtime::builder()
-        .a2a_agent(
-            "weather",
-            A2aAgentConfig::new(format!("{}/a2a/agents/weather", remote.base)).description("Says the weather."),
-        )
-        .agent(
-            AgentSpec::new("assistant").toolset("weather").rules(
-                Rules::new()
-                    .route(Route::tool("weather", json!({"message": "{message}"})).keywords(["weather"]))
-                    .answer("{result}"),
-            ),
-        )
-        .mode(Mode::Single)
-        .single_agent("assistant")
+    let config = A2aAgentConfig::new(format!("{}/a2a/agents/weather", remote.base)).description("Says the weather.");
+    let rt = caller_of("weather", config, "weather")
         .in_memory()
         .build()
         .await

@@ -217,22 +217,36 @@ impl RemoteAgent {
         // The last message sent, and how many streams in a row broke.
         let mut sent: Option<Message> = None;
         let mut drops = 0u32;
+        // The remote's time left: the person's time answering its
+        // questions does not count.
+        let timeout = self.config.task_timeout();
+        let mut left = timeout;
         loop {
-            let reached = match outgoing.take() {
-                Some(message) => {
-                    sent = Some(message.clone());
-                    self.send(&remote, message, &mut followed, &cx).await?
-                }
-                None => {
-                    let Some(at) = followed.clone() else {
-                        return Err(ToolError::failed(format!(
-                            "the agent {} lost track of its task",
-                            self.name
-                        )));
-                    };
-                    self.follow(&remote, &at, &cx).await?
+            let started = tokio::time::Instant::now();
+            let step = async {
+                match outgoing.take() {
+                    Some(message) => {
+                        sent = Some(message.clone());
+                        self.send(&remote, message, &mut followed, &cx).await
+                    }
+                    None => {
+                        let Some(at) = followed.clone() else {
+                            return Err(ToolError::failed(format!(
+                                "the agent {} lost track of its task",
+                                self.name
+                            )));
+                        };
+                        self.follow(&remote, &at, &cx).await
+                    }
                 }
             };
+            let reached = tokio::time::timeout(left, step).await.map_err(|_| {
+                ToolError::new(
+                    ToolErrorKind::Timeout,
+                    format!("the agent {} did not finish within {} s", self.name, timeout.as_secs()),
+                )
+            })??;
+            left = left.saturating_sub(started.elapsed());
             let task = match reached {
                 Reached::Message(message) => return Ok(Value::String(words(&message.parts))),
                 Reached::Dropped => {
@@ -514,10 +528,11 @@ impl RemoteAgent {
     async fn count_usage(&self, remote: &Connection, task: &Task, followed: &mut Option<Checkpoint>, cx: &ToolContext) {
         let total = match task_usage(task) {
             Some(total) => total,
-            None => match self
-                .get(remote, &self.at(task))
+            // A lookup that does not answer soon costs the count, not the call.
+            None => match tokio::time::timeout(CONNECT_TIMEOUT, self.get(remote, &self.at(task)))
                 .await
                 .ok()
+                .and_then(Result::ok)
                 .as_ref()
                 .and_then(task_usage)
             {
@@ -619,8 +634,12 @@ impl RemoteAgent {
             metadata: None,
             tenant: None,
         };
-        if let Err(error) = remote.client.cancel_task(&request).await {
-            tracing::warn!(agent = %self.name, task = %task.id, error = %error.message, "a remote task could not be cancelled");
+        match tokio::time::timeout(CONNECT_TIMEOUT, remote.client.cancel_task(&request)).await {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(agent = %self.name, task = %task.id, error = %error.message, "a remote task could not be cancelled");
+            }
+            Err(_) => tracing::warn!(agent = %self.name, task = %task.id, "a remote task's cancellation got no answer"),
         }
     }
 
@@ -658,14 +677,7 @@ impl DynTool for RemoteAgent {
                     )
                 })?
                 .to_string();
-            let timeout = self.config.task_timeout();
-            match tokio::time::timeout(timeout, self.run(message, cx)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(ToolError::new(
-                    ToolErrorKind::Timeout,
-                    format!("the agent {} did not finish within {} s", self.name, timeout.as_secs()),
-                )),
-            }
+            self.run(message, cx).await
         })
     }
 
