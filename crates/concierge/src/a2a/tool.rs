@@ -81,6 +81,17 @@ struct Checkpoint {
     counted: Option<Usage>,
 }
 
+impl Checkpoint {
+    /// Following `task`, nothing counted yet.
+    fn of(task: &Task) -> Self {
+        Self {
+            task: task.id.clone(),
+            context: task.context_id.clone(),
+            counted: None,
+        }
+    }
+}
+
 /// What following a task came to, for now.
 enum Reached {
     /// The task stopped (finished, failed, waits for input…).
@@ -361,7 +372,7 @@ impl RemoteAgent {
                 if stopped(&task.status.state) {
                     Ok(Reached::Task(Box::new(task)))
                 } else {
-                    self.poll(remote, &self.at(&task), cx).await
+                    self.poll(remote, &Checkpoint::of(&task), cx).await
                 }
             }
         }
@@ -376,12 +387,11 @@ impl RemoteAgent {
         cx: &ToolContext,
     ) -> std::result::Result<Reached, ToolError> {
         let task = self.get(remote, at).await?;
-        if stopped(&task.status.state) || !remote.streaming {
-            return if stopped(&task.status.state) {
-                Ok(Reached::Task(Box::new(task)))
-            } else {
-                self.poll(remote, at, cx).await
-            };
+        if stopped(&task.status.state) {
+            return Ok(Reached::Task(Box::new(task)));
+        }
+        if !remote.streaming {
+            return self.poll(remote, at, cx).await;
         }
         let request = SubscribeToTaskRequest {
             id: at.task.clone(),
@@ -511,11 +521,7 @@ impl RemoteAgent {
         if followed.as_ref().is_some_and(|f| f.task == task.id) {
             return;
         }
-        let at = Checkpoint {
-            task: task.id.clone(),
-            context: task.context_id.clone(),
-            counted: None,
-        };
+        let at = Checkpoint::of(task);
         if let Ok(value) = serde_json::to_value(&at) {
             report(cx, CallReport::checkpoint(value)).await;
         }
@@ -529,7 +535,7 @@ impl RemoteAgent {
         let total = match task_usage(task) {
             Some(total) => total,
             // A lookup that does not answer soon costs the count, not the call.
-            None => match tokio::time::timeout(CONNECT_TIMEOUT, self.get(remote, &self.at(task)))
+            None => match tokio::time::timeout(CONNECT_TIMEOUT, self.get(remote, &Checkpoint::of(task)))
                 .await
                 .ok()
                 .and_then(Result::ok)
@@ -562,14 +568,6 @@ impl RemoteAgent {
             usage: Some(new),
         };
         report(cx, report_).await;
-    }
-
-    fn at(&self, task: &Task) -> Checkpoint {
-        Checkpoint {
-            task: task.id.clone(),
-            context: task.context_id.clone(),
-            counted: None,
-        }
     }
 
     /// Puts the task's question to the person; their reply, or an error
