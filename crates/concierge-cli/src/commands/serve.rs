@@ -108,6 +108,7 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
         }
         None => None,
     };
+    let signalled = stop_signal();
     println!("http://{local}/");
     let who = if open {
         "on this machine only (no API tokens are configured)".to_string()
@@ -129,7 +130,7 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     let engine = rt.clone();
     let stop = async move {
         tokio::select! {
-            () = stop_signal() => {}
+            () = signalled => {}
             error = engine.halted() => {
                 let _ = halt_tx.send(error);
             }
@@ -145,24 +146,33 @@ pub async fn serve(cli: &Cli, rt: &Runtime, args: &ServeArgs, metrics: Option<Ar
     Ok(ExitCode::SUCCESS)
 }
 
-/// Ctrl-C, or SIGTERM on Unix.
-pub(crate) async fn stop_signal() {
+/// Ctrl-C, or SIGTERM on Unix: the handlers are installed when this is
+/// called (not when the future is first polled), so a signal that arrives
+/// as soon as the server answers is not the default "terminate at once".
+pub(crate) fn stop_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(term) => term,
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                return;
+        use tokio::signal::unix::{SignalKind, signal};
+        let interrupt = signal(SignalKind::interrupt());
+        let term = signal(SignalKind::terminate());
+        async move {
+            match (interrupt, term) {
+                (Ok(mut interrupt), Ok(mut term)) => {
+                    tokio::select! {
+                        _ = interrupt.recv() => {}
+                        _ = term.recv() => {}
+                    }
+                }
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
-        };
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }

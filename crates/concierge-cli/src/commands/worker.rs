@@ -55,9 +55,10 @@ pub async fn worker(rt: &Runtime, args: &WorkerArgs) -> Result<ExitCode> {
             )
         }
     };
+    let signalled = super::serve::stop_signal();
     eprintln!("running {what}; Ctrl-C stops");
     tokio::select! {
-        () = super::serve::stop_signal() => {}
+        () = signalled => {}
         // Workers that stopped by themselves end the process (with why),
         // for its supervisor to restart it.
         error = rt.halted() => return Err(error),
