@@ -19,6 +19,11 @@ bin=$target/debug/concierge
 #   about a third of a cold build, and the demo runs on the embedded engine);
 # - concierge-orders, the orders goal's MCP server: examples/assistant/agents/orders.toml
 #   names it as `concierge-orders`, the program beside the running concierge.
+# A build from scratch, as quick as it goes on a small machine: no
+# incremental state (as scripts/test.sh; the demo is run, not edited) and no
+# line tables in the demo's own crates (the dependencies have none anyway).
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=none
 if [[ ! -x $bin ]]; then
   echo "Building concierge: the first build compiles every dependency and takes a few minutes" >&2
   echo "(about 4 minutes on 2 cores); later runs start at once." >&2

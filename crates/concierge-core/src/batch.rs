@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::delegate::{Forward, Question};
-use crate::elicitation::{Asked, Elicitation, ElicitationAnswer};
+use crate::elicitation::{Asked, Elicitation, ElicitationAnswer, PendingElicitation};
 use crate::id::{AgentId, CallId, RunId};
 use crate::message::ToolCall;
 use crate::pending::{PendingChoice, PendingConfirmation};
@@ -460,6 +460,19 @@ impl Parked {
             SlotState::Asking {
                 question: Question::ChildChoice { pending, session },
             } => Some(PendingChoice {
+                session: Some(session.clone()),
+                ..pending.clone()
+            }),
+            _ => None,
+        }
+    }
+
+    /// The question a child's running call asks, when the park is on one.
+    pub(crate) fn pending_elicitation(&self) -> Option<PendingElicitation> {
+        match &self.slot().state {
+            SlotState::Asking {
+                question: Question::ChildElicitation { pending, session },
+            } => Some(PendingElicitation {
                 session: Some(session.clone()),
                 ..pending.clone()
             }),

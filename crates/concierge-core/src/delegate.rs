@@ -16,6 +16,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::elicitation::{ElicitationAnswer, PendingElicitation};
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
 use crate::message::ToolCall;
 use crate::pending::{Decision, PendingChoice, PendingConfirmation};
@@ -91,6 +92,13 @@ pub enum ForwardedAnswer {
         /// The person's words.
         text: String,
     },
+    /// A structured answer to the question the child's running call asks.
+    Elicitation {
+        /// Which of the call's questions it answers (from 0).
+        question: u32,
+        /// The answer.
+        answer: ElicitationAnswer,
+    },
     /// A structured decision on the child's parked call.
     Decision {
         /// The fingerprint of the arguments the person saw.
@@ -124,6 +132,15 @@ pub enum Question {
         /// The child session.
         session: SessionId,
     },
+    /// A child run's call asks the person something while it runs (MCP
+    /// elicitation in the child): the parent waits for the answer and
+    /// passes it on.
+    ChildElicitation {
+        /// The child's open question (with the child's run and call ids).
+        pending: PendingElicitation,
+        /// The child session.
+        session: SessionId,
+    },
     /// The call's MCP server asks the person something while the call
     /// runs (elicitation, or leave to use the model): the call stays in
     /// flight and the answer goes back to it.
@@ -140,6 +157,7 @@ impl Question {
             Question::Choice { choice } => choice.text(),
             Question::ChildConfirmation { pending, .. } => pending.message.clone(),
             Question::ChildChoice { pending, .. } => pending.choice.text(),
+            Question::ChildElicitation { pending, .. } => pending.text.clone(),
             Question::Elicitation { elicitation } => elicitation.text(),
         }
     }

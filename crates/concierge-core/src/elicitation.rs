@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::canonical::fingerprint;
-use crate::id::{CallId, RunId};
+use crate::id::{CallId, RunId, SessionId};
 
 /// What a running call asks the person.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -435,6 +435,11 @@ pub struct PendingElicitation {
     pub elicitation: Elicitation,
     /// The question in words (see [`Elicitation::text`]).
     pub text: String,
+    /// The child session the call runs in, when a child run (an agent
+    /// called as a tool) asks through this session; an answer sent to this
+    /// session with the call id and question is passed on there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<SessionId>,
 }
 
 /// A question a call asked and, once given, the person's answer.

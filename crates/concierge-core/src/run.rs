@@ -121,8 +121,18 @@ impl Waiting {
         }
     }
 
-    /// The first question a running call asked that waits for the person.
+    /// The question the person is asked to answer: one a running call
+    /// asked, or a child's that the parked call passes up.
     pub(crate) fn pending_elicitation(&self, run_id: &RunId) -> Option<PendingElicitation> {
+        match self {
+            Waiting::Confirmation { parked } => parked.pending_elicitation(),
+            _ => self.running_question(run_id),
+        }
+    }
+
+    /// The first question a running call of this run asked that waits for
+    /// the person.
+    pub(crate) fn running_question(&self, run_id: &RunId) -> Option<PendingElicitation> {
         let Waiting::Tools { batch } = self else {
             return None;
         };
@@ -134,6 +144,7 @@ impl Waiting {
                 question: u32::try_from(question).ok()?,
                 text: asked.elicitation.text(),
                 elicitation: asked.elicitation.clone(),
+                session: None,
             })
         })
     }
@@ -199,6 +210,15 @@ impl RunState {
                 .map_err(|problem| StepError::AnswerRefused { problem })?;
         }
         Ok(slot)
+    }
+
+    /// The question of a child's running call that the parked call passes
+    /// up, when the run waits for that.
+    pub(crate) fn child_question(&self) -> Option<PendingElicitation> {
+        match &self.waiting {
+            Waiting::Confirmation { parked } => parked.pending_elicitation(),
+            _ => None,
+        }
     }
 
     /// Checks that a confirmation answers the parked call, with the

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use concierge::mcp::{McpServerConfig, SamplingPolicy};
 use concierge::model::{Model, ModelContext};
 use concierge::{
-    AgentSpec, ElicitationAction, ElicitationAnswer, Error, Message, ModelError, ModelReply, ModelRequest, RunOptions,
-    RunStatus, Runtime, StepError,
+    AgentSpec, AgentTool, ElicitationAction, ElicitationAnswer, Error, Message, ModelError, ModelReply, ModelRequest,
+    RunOptions, RunStatus, Runtime, StepError,
 };
 use futures::future::BoxFuture;
 use rmcp::model::{
@@ -174,6 +174,14 @@ impl Model for Shipper {
             Message::User { content } => Some(content.clone()),
             _ => None,
         });
+        // The front desk hands the request to `shop`, an agent called as a tool.
+        if request.tools.iter().any(|t| t.name == "shop") {
+            let reply = match result {
+                Some(text) => ModelReply::text(format!("the shop says: {text}")),
+                None => ModelReply::tool_call("shop", json!({"request": wants.unwrap_or_default()}).to_string()),
+            };
+            return Box::pin(async move { Ok(reply) });
+        }
         let reply = match (result, request.tools.is_empty()) {
             // A server's sampling request: no tools; capped as configured.
             (_, true) => ModelReply::text(format!(
@@ -203,7 +211,8 @@ async fn runtime_with(addr: SocketAddr, db: &Path, sampling: SamplingPolicy) -> 
     config.sampling_max_tokens = Some(200);
     Runtime::builder()
         .mcp_server("shipping", config)
-        .agent(AgentSpec::new("shop").toolset("shipping"))
+        .agent(AgentSpec::new("shop").description("Ships items.").toolset("shipping"))
+        .agent(AgentSpec::new("desk").agent_tool(AgentTool::new("shop")))
         .model(Shipper)
         .sqlite(db)
         .build()
@@ -337,6 +346,83 @@ async fn accept_decline_and_cancel_reach_the_server_and_content_that_does_not_fi
     rt.shutdown().await;
 }
 
+/// A question the child's call asks (an agent called as a tool) is asked
+/// through the parent's session: answered there in a form or in words, it
+/// reaches the child's call, and the parent finishes with the child's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_question_is_asked_and_answered_through_the_parent() {
+    let server = Shipping::default();
+    let addr = serve(server.clone(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let rt = runtime(addr, &db).await;
+    let desk = rt.client("desk").unwrap();
+
+    let out = desk
+        .run("ship the lamp", RunOptions::new().session_id("p"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput, "{:?}", out.reply);
+    let reply = out.reply.clone().unwrap();
+    assert!(
+        reply.starts_with("The shipping server asks: Where should the lamp go?"),
+        "{reply}"
+    );
+    let pending = out.pending_elicitation.clone().unwrap();
+    let child = pending.session.clone().expect("the question names the child session");
+    assert_ne!(child.as_str(), "p");
+    assert_eq!(
+        rt.session("p").await.unwrap().pending_elicitation(),
+        Some(pending.clone())
+    );
+
+    // The form is checked in the parent, before anything reaches the child.
+    let refused = rt
+        .answer_question(
+            "p",
+            pending.call_id.clone(),
+            pending.question,
+            ElicitationAnswer::accept(json!({"floor": 2})),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("City is required"), "{refused}");
+    let done = rt
+        .answer_question(
+            "p",
+            pending.call_id.clone(),
+            pending.question,
+            ElicitationAnswer::accept(json!({"city": "Oslo"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{:?}", done.reply);
+    assert_eq!(
+        done.reply.as_deref(),
+        Some("the shop says: done: shipped the lamp to Oslo")
+    );
+    assert_eq!(server.effects.load(Ordering::SeqCst), 1);
+    assert!(rt.session(child.clone()).await.unwrap().pending_elicitation().is_none());
+
+    // In words, as the parent's next message: the child reads them.
+    let out = desk
+        .run("ship the lamp", RunOptions::new().session_id("q"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput);
+    let done = desk
+        .run("city: Bergen", RunOptions::new().session_id("q"))
+        .await
+        .unwrap();
+    assert_eq!(
+        done.reply.as_deref(),
+        Some("the shop says: done: shipped the lamp to Bergen")
+    );
+    assert_eq!(server.effects.load(Ordering::SeqCst), 2);
+
+    rt.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_its_tokens_count() {
     let addr = serve(Shipping::default(), 0).await;
@@ -406,6 +492,9 @@ async fn sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_its_t
 
 const SESSION: &str = "ship-1";
 
+/// The front desk's session, whose child asks.
+const DESK: &str = "desk-1";
+
 /// The child process: `ask` starts the run and prints the question;
 /// `answer` resumes the run, finds the same question open (not asked
 /// again) and answers it; `finish` resumes the run and waits for its end.
@@ -470,6 +559,30 @@ async fn elicitation_child() {
                 .unwrap();
             println!("DONE {}", out.reply.unwrap_or_default());
         }
+        "desk_ask" => {
+            let out = rt
+                .client("desk")
+                .unwrap()
+                .run("ship the lamp", RunOptions::new().session_id(DESK))
+                .await
+                .unwrap();
+            assert_eq!(out.status, RunStatus::AwaitingInput);
+            println!("QUESTION {}", serde_json::to_string(&out.pending_elicitation).unwrap());
+            futures::future::pending::<()>().await;
+        }
+        "desk_answer" => {
+            let pending = rt.session(DESK).await.unwrap().pending_elicitation().unwrap();
+            assert!(pending.session.is_some(), "still the child's question");
+            let answer = ElicitationAnswer::accept(json!({"city": "Lima"}));
+            let out = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                rt.answer_question(DESK, pending.call_id, pending.question, answer),
+            )
+            .await
+            .expect("the answer did not finish the run")
+            .unwrap();
+            println!("DONE {}", out.reply.unwrap_or_default());
+        }
         other => panic!("unknown mode {other}"),
     }
 }
@@ -505,6 +618,30 @@ fn read_until(stdout: &mut std::io::BufReader<ChildStdout>, prefix: &str) -> Str
             return line[at + prefix.len()..].trim().to_string();
         }
     }
+}
+
+/// A child's question stays the parent's across a kill -9: the next process
+/// takes the answer in the parent's session and the child ships once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_question_survives_a_killed_process() {
+    let server = Shipping::default();
+    let addr = serve(server.clone(), 0).await;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+
+    let (mut first, mut out) = spawn(&db, addr, "desk_ask");
+    let question = read_until(&mut out, "QUESTION ");
+    assert!(question.contains("Where should the lamp go?"), "{question}");
+    first.kill().unwrap(); // SIGKILL, with the child's question open
+    first.wait().unwrap();
+
+    let (mut second, mut out) = spawn(&db, addr, "desk_answer");
+    assert_eq!(
+        read_until(&mut out, "DONE "),
+        "the shop says: done: shipped the lamp to Lima"
+    );
+    assert!(second.wait().unwrap().success());
+    assert_eq!(server.effects.load(Ordering::SeqCst), 1, "shipped once");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -315,6 +315,123 @@ fn a_childs_confirmation_is_asked_through_the_parent_and_the_answer_passed_on() 
     );
 }
 
+#[test]
+fn a_childs_running_question_is_asked_through_the_parent_and_the_answer_passed_on() {
+    let mut case = Case::new(RunPolicy::default());
+    let step = case.say("note: the new address");
+    let call = agent_calls(&step).remove(0);
+    let child_pending = crate::PendingElicitation {
+        run_id: "r1".into(),
+        call_id: "call_1".into(),
+        question: 0,
+        elicitation: crate::Elicitation {
+            server: "crm".into(),
+            message: "Which city?".into(),
+            mode: crate::ElicitationMode::Form {
+                schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+            },
+        },
+        text: "Which city?".into(),
+        session: None,
+    };
+    let question = Question::ChildElicitation {
+        pending: child_pending.clone(),
+        session: call.session.clone(),
+    };
+    let step = case.ask(&call, question.clone());
+    let (status, text) = reply(&step);
+    assert_eq!(status, RunStatus::AwaitingInput);
+    assert_eq!(text, "Which city?");
+    let pending = case.session.pending_elicitation().unwrap();
+    assert_eq!(pending.call_id, "call_1", "the child's call");
+    assert_eq!(pending.session.as_ref(), Some(&call.session), "names the child");
+    assert!(
+        step.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::ElicitationRequested { pending: p } if p == &pending)),
+        "shown in the parent's stream"
+    );
+    assert!(case.session.pending_confirmation().is_none() && case.session.pending_choice().is_none());
+
+    // Words go to the child as they are (it reads them against its form).
+    case.now += 1;
+    let step = case.send(Input::StartRun(StartRun::new(
+        "Lisbon",
+        PlannerMode::Rules,
+        Timestamp(case.now),
+    )));
+    let forwarded = agent_calls(&step).remove(0);
+    assert_eq!(
+        forwarded.answer.clone().unwrap().answer,
+        ForwardedAnswer::Text { text: "Lisbon".into() }
+    );
+    let step = case.finish(&forwarded, "Noted: Lisbon.", None);
+    assert_eq!(reply(&step), (RunStatus::Completed, "Noted: Lisbon.".into()));
+
+    // A structured answer is checked against the child's form, then passed on.
+    let step = case.say("note: again");
+    let call = agent_calls(&step).remove(0);
+    case.ask(
+        &call,
+        Question::ChildElicitation {
+            pending: child_pending.clone(),
+            session: call.session.clone(),
+        },
+    );
+    let run_id = case.session.active_run().cloned().unwrap();
+    let answered = |call_id: &str, question: u32, content: Value| Input::ElicitationAnswered {
+        run_id: run_id.clone(),
+        call_id: call_id.into(),
+        question,
+        answer: crate::ElicitationAnswer::accept(content),
+        at: Timestamp(100),
+    };
+    let refused = case
+        .session
+        .clone()
+        .step(answered("call_1", 0, json!({"town": 3})), &case.catalog);
+    assert!(
+        matches!(refused, Err(crate::StepError::AnswerRefused { .. })),
+        "the child's form is checked here: {refused:?}"
+    );
+    let wrong = case
+        .session
+        .clone()
+        .step(answered("call_9", 0, json!({"city": "Porto"})), &case.catalog);
+    assert!(
+        matches!(wrong, Err(crate::StepError::NoSuchQuestion { .. })),
+        "{wrong:?}"
+    );
+    let wrong = case
+        .session
+        .clone()
+        .step(answered("call_1", 1, json!({"city": "Porto"})), &case.catalog);
+    assert!(
+        matches!(wrong, Err(crate::StepError::NoSuchQuestion { .. })),
+        "{wrong:?}"
+    );
+    let step = case.send(answered("call_1", 0, json!({"city": "Porto"})));
+    assert!(
+        step.events
+            .iter()
+            .any(|e| matches!(&e.kind, EventKind::ElicitationAnswered { call_id, .. } if call_id == "call_1")),
+        "the answer is shown in the parent's stream"
+    );
+    let forwarded = agent_calls(&step).remove(0);
+    assert_eq!(forwarded.session, call.session, "the same child");
+    assert_eq!(
+        forwarded.answer.unwrap(),
+        crate::Forward {
+            call_id: "call_1".into(),
+            answer: ForwardedAnswer::Elicitation {
+                question: 0,
+                answer: crate::ElicitationAnswer::accept(json!({"city": "Porto"})),
+            },
+        }
+    );
+    assert!(case.session.pending_elicitation().is_none(), "nothing asked any more");
+}
+
 fn johns() -> Choice {
     Choice::new("Which John do you mean?", "contact_id")
         .option(4, "John Smith (Acme, john@acme.com)")

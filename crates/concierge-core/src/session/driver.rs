@@ -186,6 +186,15 @@ pub(super) fn park_output(conv: &Conversation, run: &Run, parked: &Parked, reply
         output.pending_choice = Some(choice);
         return output;
     }
+    if let Some(question) = parked.pending_elicitation() {
+        let text = match reply {
+            Some(reply) => format!("{reply}\n\n{}", question.text),
+            None => question.text.clone(),
+        };
+        let mut output = output(conv, run, RunStatus::AwaitingInput, Some(text), None);
+        output.pending_elicitation = Some(question);
+        return output;
+    }
     output(
         conv,
         run,

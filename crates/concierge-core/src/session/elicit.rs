@@ -5,8 +5,9 @@
 
 use super::driver::{Driver, Fault, Flow, Next, output};
 use super::{Outbox, Session};
-use crate::batch::Batch;
+use crate::batch::{Batch, Parked};
 use crate::catalog::Catalog;
+use crate::delegate::{Forward, ForwardedAnswer};
 use crate::effect::Effect;
 use crate::elicitation::{Elicitation, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::error::StepError;
@@ -33,6 +34,7 @@ impl Driver<'_> {
             question,
             text: elicitation.text(),
             elicitation,
+            session: None,
         };
         self.ask_again(pending, None);
         self.advance(batch)
@@ -84,7 +86,7 @@ impl Driver<'_> {
         let next = self.advance(batch)?;
         if let Next::Wait(waiting) = &next {
             // Another call of the batch may still wait for the person.
-            if let Some(open) = waiting.pending_elicitation(self.run.id()) {
+            if let Some(open) = waiting.running_question(self.run.id()) {
                 self.ask_again(open, None);
             }
         }
@@ -92,11 +94,34 @@ impl Driver<'_> {
     }
 }
 
+impl Driver<'_> {
+    /// The person answered the question a child's running call asks: the
+    /// parked call is issued again, carrying the answer to the child.
+    pub(super) fn answered_for_child(
+        &mut self,
+        parked: Parked,
+        call_id: CallId,
+        question: u32,
+        answer: ElicitationAnswer,
+    ) -> Flow {
+        self.emit(EventKind::ElicitationAnswered {
+            call_id: call_id.clone(),
+            question,
+            answer: answer.clone(),
+        });
+        let forward = Forward {
+            call_id,
+            answer: ForwardedAnswer::Elicitation { question, answer },
+        };
+        self.pass_on(parked, forward)
+    }
+}
+
 impl Session {
     /// Whether `start` is a message for the question a running call asks.
     pub(super) fn answers_question(&self, start: &StartRun) -> bool {
         !self.conversation.ended
-            && self.pending_elicitation().is_some()
+            && self.pending_elicitation().is_some_and(|p| p.session.is_none())
             && start.agent.as_ref().is_none_or(|a| a == &self.conversation.agent)
             && start.messages.iter().any(|m| matches!(m, Message::User { .. }))
     }

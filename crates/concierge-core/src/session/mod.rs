@@ -499,10 +499,28 @@ impl Session {
                 answer,
                 ..
             } => {
-                let slot = self.active(&run_id)?.expect_answer(&call_id, question, &answer)?;
-                self.drive(&mut out, catalog, |d, waiting| {
-                    d.answered(waiting, slot, call_id, question, answer)
-                });
+                let state = self.active(&run_id)?;
+                if let Some(child) = state.child_question() {
+                    // A child's question: checked here, answered there.
+                    if child.call_id != call_id || child.question != question {
+                        return Err(StepError::NoSuchQuestion { call_id });
+                    }
+                    if answer.action == crate::elicitation::ElicitationAction::Accept {
+                        child
+                            .elicitation
+                            .check(answer.content.as_ref())
+                            .map_err(|problem| StepError::AnswerRefused { problem })?;
+                    }
+                    self.drive(&mut out, catalog, |d, waiting| match waiting {
+                        Waiting::Confirmation { parked } => d.answered_for_child(parked, call_id, question, answer),
+                        other => Err(Fault::mismatch(other)),
+                    });
+                } else {
+                    let slot = state.expect_answer(&call_id, question, &answer)?;
+                    self.drive(&mut out, catalog, |d, waiting| {
+                        d.answered(waiting, slot, call_id, question, answer)
+                    });
+                }
             }
             Input::Sampled {
                 run_id, call_id, usage, ..
@@ -697,6 +715,7 @@ impl Session {
         let child_call = match parked.question() {
             Some(Question::ChildConfirmation { pending, .. }) => Some(pending.call_id.clone()),
             Some(Question::ChildChoice { pending, .. }) => Some(pending.call_id.clone()),
+            Some(Question::ChildElicitation { pending, .. }) => Some(pending.call_id.clone()),
             Some(Question::Choice { .. } | Question::Elicitation { .. }) | None => None,
         };
         if let Some(call_id) = child_call {

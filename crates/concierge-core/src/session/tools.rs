@@ -361,6 +361,8 @@ impl Driver<'_> {
             self.emit(EventKind::ChoiceRequested { pending });
         } else if let Some(pending) = parked.pending(self.run.id()) {
             self.emit(EventKind::AwaitingConfirmation { pending });
+        } else if let Some(pending) = parked.pending_elicitation() {
+            self.emit(EventKind::ElicitationRequested { pending });
         }
         let output = park_output(self.conv, &self.run, &parked, reply);
         self.conv.last_output = Some(output.clone());

@@ -232,6 +232,7 @@ mod tests {
                 },
             },
             text: "Where to?".into(),
+            session: None,
         });
         let accept = read(&entry(ResumeStatus::Resolved, Some(json!({"city": "Oslo"}))), &parked).unwrap();
         assert_eq!(

@@ -197,6 +197,14 @@ impl SessionWorkflow {
                     Reply::Refused(refusal) => Some(refusal),
                 }
             }
+            // A call on Temporal never asks while it runs: there is no such
+            // question to answer.
+            ForwardedAnswer::Elicitation { .. } => Some(
+                StepError::NoSuchQuestion {
+                    call_id: forward.call_id,
+                }
+                .into(),
+            ),
             ForwardedAnswer::Decision { fingerprint, decision } => {
                 let request = ConfirmRequest {
                     call_id: forward.call_id,

@@ -96,16 +96,18 @@ fn answer(call: &AgentCall, output: &RunOutput) -> Answer {
                 call.agent
             )))),
         },
-        // A question a child's MCP server asks mid-call is not passed up
-        // through the parent (docs/mcp.md, "Elicitation"): the call fails
-        // saying where the question waits.
-        RunStatus::AwaitingInput => Answer::Done(ToolOutcome::Error(ToolError::failed(format!(
-            "the {} agent waits for the person to answer a question its tool asked ({}); it can be answered in \
-             session {}",
-            call.agent,
-            output.reply.clone().unwrap_or_default(),
-            call.session
-        )))),
+        // A question the child's running call asks (MCP elicitation, a
+        // remote agent's) is passed up: the person answers it here.
+        RunStatus::AwaitingInput => match &output.pending_elicitation {
+            Some(pending) => Answer::Asked(Question::ChildElicitation {
+                pending: pending.clone(),
+                session: call.session.clone(),
+            }),
+            None => Answer::Done(ToolOutcome::Error(ToolError::failed(format!(
+                "the {} agent stopped for a question it did not describe",
+                call.agent
+            )))),
+        },
         RunStatus::Completed | RunStatus::NeedsInput => Answer::Done(ToolOutcome::Ok(serde_json::Value::String(
             output.reply.clone().unwrap_or_default(),
         ))),
@@ -149,7 +151,8 @@ async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> crate
         let waits_on = session
             .pending_confirmation()
             .map(|p| p.call_id)
-            .or_else(|| session.pending_choice().map(|p| p.call_id));
+            .or_else(|| session.pending_choice().map(|p| p.call_id))
+            .or_else(|| session.pending_elicitation().map(|p| p.call_id));
         if waits_on.as_ref() == Some(&forward.call_id) {
             return match &forward.answer {
                 ForwardedAnswer::Text { text } => {
@@ -165,10 +168,20 @@ async fn drive(engine: &dyn Engine, setup: &RunSetup, call: &AgentCall) -> crate
                         .output()
                         .await
                 }
+                ForwardedAnswer::Elicitation { question, answer } => {
+                    engine
+                        .answer_question(child, forward.call_id.clone(), *question, answer.clone())
+                        .await?
+                        .output()
+                        .await
+                }
             };
         }
     }
-    if session.active_run().is_some() && !session.waits_for_person() {
+    // A run that waits for nobody goes on to its next stop; one that waits
+    // for the person (to approve, or to answer its running call) has
+    // stopped, and its last output says for what.
+    if session.active_run().is_some() && !session.waits_for_person() && session.pending_elicitation().is_none() {
         if let Some(stop) = engine.wait(child.clone()).await? {
             return stop.output().await;
         }

@@ -49,11 +49,19 @@ impl Runtime {
         let session = session.into();
         let call_id = call_id.into();
         let state = self.session(session.clone()).await?;
+        // A question of this session's running call, or a child's that
+        // this session passes up.
         let pending = state
             .asked(&call_id)
             .get(question as usize)
             .filter(|asked| asked.answer.is_none())
-            .map(|asked| asked.elicitation.clone());
+            .map(|asked| asked.elicitation.clone())
+            .or_else(|| {
+                state
+                    .pending_elicitation()
+                    .filter(|p| p.session.is_some() && p.call_id == call_id && p.question == question)
+                    .map(|p| p.elicitation)
+            });
         let Some(asked) = pending else {
             return Err(Error::Rejected(StepError::NoSuchQuestion { call_id }));
         };
