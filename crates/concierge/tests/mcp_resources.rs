@@ -469,6 +469,58 @@ async fn everything_resources_templates_and_subscriptions() {
     rt.shutdown().await;
 }
 
+/// A subscription outlives the server's process: after a kill -9 the
+/// restarted server is subscribed again, so its updates still arrive.
+/// server-everything's `toggle-subscriber-updates` sends one update at once
+/// for every resource the session subscribed to (and none otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs npm packages: scripts/setup-mcp.sh"]
+async fn everything_subscriptions_are_made_again_after_the_server_restarts() {
+    let rt = Runtime::builder()
+        .mcp_server("everything", everything())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    let client = rt.mcp_client("everything").unwrap();
+    let uri = client.resources().await.unwrap()[0].uri.clone();
+    client.subscribe(&uri).await.unwrap();
+    let mut changes = client.changes();
+    let toggle = |n: u32| {
+        let client = client.clone();
+        async move {
+            let key = concierge::IdempotencyKey::given(format!("toggle-{n}"));
+            // A liveness loop: the first attempt after a kill may find the
+            // server restarting.
+            for _ in 0..50 {
+                if client
+                    .call("toggle-subscriber-updates", Default::default(), &key)
+                    .await
+                    .is_ok()
+                {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            panic!("toggle-subscriber-updates never answered");
+        }
+    };
+    let updated = |change: McpChange| matches!(change, McpChange::ResourceUpdated { uri: u } if u == uri);
+    toggle(1).await;
+    while !updated(next_change(&mut changes).await) {}
+
+    let pid = client.pid().await.expect("a stdio server has a process");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    toggle(2).await;
+    assert_ne!(client.pid().await, Some(pid), "a new process");
+    while !updated(next_change(&mut changes).await) {}
+    rt.shutdown().await;
+}
+
 #[tokio::test]
 #[ignore = "needs npm packages: scripts/setup-mcp.sh"]
 async fn everything_prompts_with_and_without_arguments() {

@@ -271,6 +271,8 @@ pub struct McpClient {
     calls: Calls,
     live: LiveCalls,
     changes: tokio::sync::broadcast::Sender<McpChange>,
+    /// The resources subscribed to: made again on every new connection.
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -295,6 +297,46 @@ impl McpClient {
             calls: Calls::default(),
             live: LiveCalls::default(),
             changes: tokio::sync::broadcast::channel(64).0,
+            subscribed: Mutex::default(),
+        }
+    }
+
+    /// Remembers (or forgets) a subscription to `uri`, to make it again
+    /// after the server restarts.
+    pub(super) fn remember_subscription(&self, uri: &str, subscribed: bool) {
+        if let Ok(mut set) = self.subscribed.lock() {
+            if subscribed {
+                set.insert(uri.to_string());
+            } else {
+                set.remove(uri);
+            }
+        }
+    }
+
+    /// Subscribes the new `connection` to the resources subscribed to
+    /// before the server restarted (a subscription lasts as long as its
+    /// connection); one it refuses is logged and forgotten.
+    async fn subscribe_again(&self, connection: &Connection) {
+        let uris: Vec<String> = self
+            .subscribed
+            .lock()
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default();
+        let timeout = self.config.call_timeout();
+        for uri in uris {
+            #[allow(deprecated)]
+            let asked = connection
+                .service
+                .peer()
+                .subscribe(rmcp::model::SubscribeRequestParams::new(uri.as_str()));
+            match tokio::time::timeout(timeout, asked).await {
+                Ok(Ok(())) => tracing::debug!(server = %self.name, %uri, "subscribed again after a restart"),
+                Ok(Err(error)) => {
+                    tracing::warn!(server = %self.name, %uri, %error, "the restarted server refused the subscription");
+                    self.remember_subscription(&uri, false);
+                }
+                Err(_) => tracing::warn!(server = %self.name, %uri, "no answer to subscribing again after a restart"),
+            }
         }
     }
 
@@ -421,6 +463,7 @@ impl McpClient {
         state.started = true;
         match self.start().await {
             Ok(connection) => {
+                self.subscribe_again(&connection).await;
                 let connection = Arc::new(connection);
                 state.connection = Some(connection.clone());
                 state.failures = 0;
@@ -557,6 +600,26 @@ impl McpClient {
                 config.max_sse_event_size = limit;
                 let client = GuardedHttp::new(&self.name, limit)
                     .map_err(|e| self.error(format!("cannot make an HTTP client for {url}: {e}")))?;
+                #[cfg(feature = "mcp-oauth")]
+                let client = match &self.config.oauth {
+                    Some(oauth) => {
+                        // The token first: a refusal is said as such, not
+                        // as a failed initialize.
+                        let token = Arc::new(super::oauth::OAuthToken::new(&self.name, url, oauth.clone()));
+                        token
+                            .token()
+                            .await
+                            .map_err(|e| self.error(format!("could not get an OAuth access token for {url}: {e}")))?;
+                        client.oauth(token)
+                    }
+                    None => client,
+                };
+                #[cfg(not(feature = "mcp-oauth"))]
+                if self.config.oauth.is_some() {
+                    return Err(self.error(
+                        "uses oauth, which needs concierge built with the mcp-oauth feature (the CLI has it by default)",
+                    ));
+                }
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
                     Ok(Ok(service)) => Connection {

@@ -49,6 +49,11 @@ pub struct McpServerConfig {
     /// HTTP headers (e.g. `Authorization`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
+    /// OAuth for a `url` server that requires it: concierge gets its own
+    /// access token with the client-credentials grant and renews it when it
+    /// expires or is refused. Needs the `mcp-oauth` feature (on in the CLI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oauth: Option<McpOAuth>,
     /// Only these of the server's tools (`included_tools`; the others are not offered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub included_tools: Option<Vec<String>>,
@@ -85,6 +90,99 @@ pub struct McpServerConfig {
     pub sampling_max_tokens: Option<u32>,
 }
 
+/// `oauth` of an HTTP MCP server: the OAuth client concierge is registered
+/// as with the server's authorization server (found from the server's
+/// protected-resource metadata, RFC 9728), for the client-credentials
+/// grant (MCP's machine-to-machine authorization).
+///
+/// ```toml
+/// [mcp_servers.crm]
+/// url = "https://mcp.example.com/mcp"
+/// oauth = { client_id = "concierge", client_secret_env = "CRM_MCP_SECRET", scopes = ["crm.read"] }
+/// ```
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuth {
+    /// The client id the authorization server knows concierge by.
+    pub client_id: String,
+    /// The environment variable that holds the client secret (a file never
+    /// holds the secret itself).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret_env: Option<String>,
+    /// The client secret itself, for a program that holds it (set in code
+    /// only: never read from or written to a file).
+    #[serde(skip)]
+    pub client_secret: Option<String>,
+    /// The scopes to ask for; the server's defaults when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<String>,
+    /// The resource indicator (RFC 8707) to ask a token for; the server's
+    /// URL by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource: Option<String>,
+}
+
+impl std::fmt::Debug for McpOAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpOAuth")
+            .field("client_id", &self.client_id)
+            .field("client_secret_env", &self.client_secret_env)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
+            .field("scopes", &self.scopes)
+            .field("resource", &self.resource)
+            .finish()
+    }
+}
+
+impl McpOAuth {
+    /// The client `client_id`, its secret in the environment variable
+    /// `client_secret_env`.
+    pub fn client_credentials(client_id: impl Into<String>, client_secret_env: impl Into<String>) -> Self {
+        Self {
+            client_id: client_id.into(),
+            client_secret_env: Some(client_secret_env.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The client `client_id` with the secret `client_secret` (a program
+    /// that holds the secret itself).
+    pub fn with_secret(client_id: impl Into<String>, client_secret: impl Into<String>) -> Self {
+        Self {
+            client_id: client_id.into(),
+            client_secret: Some(client_secret.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Asks for these scopes.
+    #[must_use]
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// The client secret: given, or read from the environment; `Err` says
+    /// what to set.
+    pub fn secret(&self, server: &str) -> std::result::Result<String, String> {
+        if let Some(secret) = &self.client_secret {
+            return Ok(secret.clone());
+        }
+        match &self.client_secret_env {
+            Some(var) => std::env::var(var).map_err(|_| {
+                format!(
+                    "set {var} to the client secret of the OAuth client {:?} (MCP server {server})",
+                    self.client_id
+                )
+            }),
+            None => Err(format!(
+                "MCP server {server}: oauth needs client_secret_env, the environment variable that holds the client \
+                 secret"
+            )),
+        }
+    }
+}
+
 fn is_deny(policy: &super::SamplingPolicy) -> bool {
     *policy == super::SamplingPolicy::Deny
 }
@@ -105,6 +203,13 @@ impl McpServerConfig {
             url: Some(url.into()),
             ..Self::default()
         }
+    }
+
+    /// Authorizes with OAuth (see [`McpOAuth`]).
+    #[must_use]
+    pub fn oauth(mut self, oauth: McpOAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Keeps only these tools.
@@ -175,6 +280,25 @@ impl McpServerConfig {
                 return Err(Error::InvalidConfig(format!(
                     "MCP server {name}: max_message_bytes is {bytes}; it must be between 1 and {MAX_MESSAGE_BYTES} \
                      (16 MiB, the most the MCP client reads in one message)"
+                )));
+            }
+        }
+        if let Some(oauth) = &self.oauth {
+            if self.url.is_none() {
+                return Err(Error::InvalidConfig(format!(
+                    "MCP server {name}: oauth is for a server reached by url; a command's server is trusted as a \
+                     local process (give it credentials with env)"
+                )));
+            }
+            let no_secret = oauth.client_secret.is_none()
+                && oauth
+                    .client_secret_env
+                    .as_deref()
+                    .is_none_or(|var| var.trim().is_empty());
+            if oauth.client_id.trim().is_empty() || no_secret {
+                return Err(Error::InvalidConfig(format!(
+                    "MCP server {name}: oauth needs client_id and client_secret_env (the environment variable \
+                     that holds the client secret)"
                 )));
             }
         }

@@ -33,6 +33,9 @@ pub(crate) struct GuardedHttp {
     client: reqwest::Client,
     server: Arc<str>,
     limit: usize,
+    /// The server's OAuth token, when it is configured with `oauth`.
+    #[cfg(feature = "mcp-oauth")]
+    oauth: Option<Arc<super::oauth::OAuthToken>>,
 }
 
 impl GuardedHttp {
@@ -66,7 +69,43 @@ impl GuardedHttp {
             client,
             server: server.into(),
             limit,
+            #[cfg(feature = "mcp-oauth")]
+            oauth: None,
         })
+    }
+
+    /// Authorizes every request with `token` (renewed once when the server
+    /// refuses it).
+    #[cfg(feature = "mcp-oauth")]
+    pub(crate) fn oauth(mut self, token: Arc<super::oauth::OAuthToken>) -> Self {
+        self.oauth = Some(token);
+        self
+    }
+
+    /// `call` with the bearer token: the one rmcp gives, else the OAuth
+    /// token when the server has one; a request the server refuses (401)
+    /// is sent once more with a renewed token.
+    async fn authorized<T, F, Fut>(
+        &self,
+        given: Option<String>,
+        call: F,
+    ) -> Result<T, StreamableHttpError<reqwest::Error>>
+    where
+        F: Fn(Option<String>) -> Fut,
+        Fut: Future<Output = Result<T, StreamableHttpError<reqwest::Error>>>,
+    {
+        #[cfg(feature = "mcp-oauth")]
+        if let Some(oauth) = &self.oauth {
+            let token = match given {
+                Some(token) => token,
+                None => oauth.token().await?,
+            };
+            return match call(Some(token)).await {
+                Err(StreamableHttpError::AuthRequired(_)) => call(Some(oauth.renew().await?)).await,
+                other => other,
+            };
+        }
+        call(given).await
     }
 
     /// Passes `events` on, an event over the limit replaced by an error
@@ -148,8 +187,16 @@ impl StreamableHttpClient for GuardedHttp {
         };
         let limit = max_sse_event_size.min(self.limit);
         let response = self
-            .client
-            .post_message_with_max_sse_event_size(uri, message, session_id, auth_header, custom_headers, limit)
+            .authorized(auth_header, |token| {
+                self.client.post_message_with_max_sse_event_size(
+                    uri.clone(),
+                    message.clone(),
+                    session_id.clone(),
+                    token,
+                    custom_headers.clone(),
+                    limit,
+                )
+            })
             .await;
         // Only an answer to a request can stand in for what was too large.
         let Some(id) = id else { return response };
@@ -182,9 +229,11 @@ impl StreamableHttpClient for GuardedHttp {
         auth_header: Option<String>,
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), StreamableHttpError<Self::Error>> {
-        self.client
-            .delete_session(uri, session_id, auth_header, custom_headers)
-            .await
+        self.authorized(auth_header, |token| {
+            self.client
+                .delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+        })
+        .await
     }
 
     async fn get_stream(
@@ -211,15 +260,16 @@ impl StreamableHttpClient for GuardedHttp {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         max_sse_event_size: usize,
     ) -> Result<Events, StreamableHttpError<Self::Error>> {
-        self.client
-            .get_stream_with_max_sse_event_size(
-                uri,
-                session_id,
-                last_event_id,
-                auth_header,
-                custom_headers,
+        self.authorized(auth_header, |token| {
+            self.client.get_stream_with_max_sse_event_size(
+                uri.clone(),
+                session_id.clone(),
+                last_event_id.clone(),
+                token,
+                custom_headers.clone(),
                 max_sse_event_size.min(self.limit),
             )
-            .await
+        })
+        .await
     }
 }

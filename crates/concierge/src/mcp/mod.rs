@@ -17,6 +17,8 @@ mod config;
 mod elicitation;
 mod framing;
 mod http;
+#[cfg(feature = "mcp-oauth")]
+mod oauth;
 mod prompts;
 mod request;
 mod resource_tools;
@@ -29,7 +31,7 @@ pub use crate::error::McpError;
 pub use changes::McpChange;
 pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
-pub use config::McpServerConfig;
+pub use config::{McpOAuth, McpServerConfig};
 pub use framing::MAX_MESSAGE_BYTES;
 pub use prompts::{FilledPrompt, McpPrompt, McpPromptArgument, PromptMessage, PromptRole};
 pub use resource_tools::RESOURCE_TOOLSET;

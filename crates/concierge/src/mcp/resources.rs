@@ -203,8 +203,8 @@ impl McpClient {
 
     /// Asks the server to say when a resource changes
     /// ([`McpChange::ResourceUpdated`](super::McpChange::ResourceUpdated) on
-    /// [`McpClient::changes`]). A subscription lasts as long as the
-    /// connection: after a restart, subscribe again.
+    /// [`McpClient::changes`]). It is made again whenever the server is
+    /// started again (a subscription lasts as long as its connection).
     pub async fn subscribe(&self, uri: &str) -> Result<(), McpError> {
         let offers = self
             .server_capabilities()
@@ -223,11 +223,14 @@ impl McpClient {
             "resources/subscribe",
             |peer| async move { peer.subscribe(params).await },
         )
-        .await
+        .await?;
+        self.remember_subscription(uri, true);
+        Ok(())
     }
 
     /// Ends a subscription made with [`McpClient::subscribe`].
     pub async fn unsubscribe(&self, uri: &str) -> Result<(), McpError> {
+        self.remember_subscription(uri, false);
         let params = UnsubscribeRequestParams::new(uri);
         #[allow(deprecated)]
         self.request(
