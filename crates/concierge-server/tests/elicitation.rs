@@ -74,6 +74,82 @@ fn token(token: &str, tenant: &str) -> TokenConfig {
     }
 }
 
+/// A question of a child run (the `front` agent calls `desk` as a tool) is
+/// the parent session's question over HTTP: shown in its state, answered
+/// at its `/answer`, and the parent finishes with the child's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = Runtime::builder()
+        .sqlite(dir.path().join("db"))
+        .tool(Ship)
+        .agent(
+            AgentSpec::new("desk").description("Ships things.").tool("ship").rules(
+                Rules::new()
+                    .route(Route::tool("ship", json!({})).keywords(["ship"]))
+                    .answer("{result}"),
+            ),
+        )
+        .agent(
+            AgentSpec::new("front")
+                .agent_tool(concierge::AgentTool::new("desk"))
+                .rules(
+                    Rules::new()
+                        .route(Route::tool("desk", json!({"request": "{message}"})).keywords(["ship"]))
+                        .answer("{result}"),
+                ),
+        )
+        .build()
+        .await
+        .unwrap();
+    let tokens = Tokens::from_config(&[token(ACME, "acme"), token(GLOBEX, "globex")]).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(
+        HttpApi::new(rt.clone())
+            .tokens(tokens)
+            .serve(listener, std::future::pending()),
+    );
+    let http = reqwest::Client::new();
+    let post = |token: &'static str, path: &str, body: Value| {
+        let request = http.post(format!("{base}{path}")).bearer_auth(token).json(&body);
+        async move {
+            let response = request.send().await.unwrap();
+            (
+                response.status().as_u16(),
+                response.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (status, body) = post(ACME, "/api/v1/sessions", json!({"id": "p1", "agent": "front"})).await;
+    assert_eq!(status, 201, "{body}");
+    let (status, out) = post(
+        ACME,
+        "/api/v1/sessions/p1/messages?wait=true",
+        json!({"text": "ship it"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{out}");
+    assert_eq!(out["status"], "awaiting_input", "{out}");
+    let pending = out["pending_elicitation"].clone();
+    assert!(
+        pending["text"].as_str().unwrap().contains("Where should the lamp go?"),
+        "{pending}"
+    );
+    assert!(pending["session"].is_string(), "names the child session: {pending}");
+
+    let answer = json!({"call_id": pending["call_id"], "question": 0, "action": "accept", "content": {"city": "Oslo"}});
+    let (status, body) = post(GLOBEX, "/api/v1/sessions/p1/answer", answer.clone()).await;
+    assert_eq!(status, 404, "another tenant finds no such session: {body}");
+    let (status, done) = post(ACME, "/api/v1/sessions/p1/answer", answer.clone()).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(done["reply"], "Shipped to Oslo.");
+    let (status, _) = post(ACME, "/api/v1/sessions/p1/answer", answer).await;
+    assert_eq!(status, 409, "nothing waits any more");
+    rt.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calls_question_is_shown_and_answered_over_http_and_in_words() {
     let dir = tempfile::tempdir().unwrap();
