@@ -892,6 +892,18 @@ mod tests {
     }
 
     #[test]
+    fn a_new_database_has_small_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        drop(SqliteStore::open(&path, options("x")).unwrap());
+        let conn = Connection::open(&path).unwrap();
+        let page_size: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).unwrap();
+        assert_eq!(page_size, schema::PAGE_SIZE, "set before the first write");
+        let id: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0)).unwrap();
+        assert_eq!(id, schema::APPLICATION_ID);
+    }
+
+    #[test]
     fn another_programs_database_is_refused_untouched() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("other.db");

@@ -9,6 +9,10 @@ use rusqlite::Connection;
 
 use crate::error::{Error, Result};
 
+/// The page size of a new database: journal rows are small, and smaller
+/// pages write fewer bytes per turn.
+pub(super) const PAGE_SIZE: i64 = 1024;
+
 /// Marks a concierge database (`PRAGMA application_id`): "Conc".
 pub(super) const APPLICATION_ID: i64 = 0x436f_6e63;
 
@@ -83,8 +87,8 @@ pub(super) fn connect(path: &Path) -> Result<Connection> {
 }
 
 pub(super) fn tune(conn: &Connection) -> Result<()> {
-    // Only takes effect on a new database (before its first table).
-    conn.pragma_update(None, "page_size", 1024)?;
+    // Only takes effect on a new database (before its first write).
+    conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(())
@@ -117,6 +121,10 @@ pub(super) fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
     let empty = tables.is_empty();
     if !(empty || ours && concierge) {
         return Err(foreign(format!("it holds other tables: {}", tables.join(", "))));
+    }
+    if empty {
+        // The first write fixes the page size: set it before the mark.
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
     }
     conn.pragma_update(None, "application_id", APPLICATION_ID)?;
     Ok(())
