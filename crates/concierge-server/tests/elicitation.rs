@@ -74,45 +74,63 @@ fn token(token: &str, tenant: &str) -> TokenConfig {
     }
 }
 
-/// A question of a child run (the `front` agent calls `desk` as a tool) is
-/// the parent session's question over HTTP: shown in its state, answered
-/// at its `/answer`, and the parent finishes with the child's reply.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
-    let dir = tempfile::tempdir().unwrap();
-    let rt = Runtime::builder()
-        .sqlite(dir.path().join("db"))
-        .tool(Ship)
-        .agent(
-            AgentSpec::new("desk").description("Ships things.").tool("ship").rules(
-                Rules::new()
-                    .route(Route::tool("ship", json!({})).keywords(["ship"]))
-                    .answer("{result}"),
-            ),
-        )
-        .agent(
-            AgentSpec::new("front")
-                .agent_tool(concierge::AgentTool::new("desk"))
-                .rules(
+/// A runtime whose `desk` ships after asking where to, and whose `front`
+/// calls `desk` as a tool, served over HTTP to the tenants acme and globex.
+struct Api {
+    rt: Runtime,
+    http: reqwest::Client,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Api {
+    async fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let rt = Runtime::builder()
+            .sqlite(dir.path().join("db"))
+            .tool(Ship)
+            .agent(
+                AgentSpec::new("desk").description("Ships things.").tool("ship").rules(
                     Rules::new()
-                        .route(Route::tool("desk", json!({"request": "{message}"})).keywords(["ship"]))
+                        .route(Route::tool("ship", json!({})).keywords(["ship"]))
                         .answer("{result}"),
                 ),
-        )
-        .build()
-        .await
-        .unwrap();
-    let tokens = Tokens::from_config(&[token(ACME, "acme"), token(GLOBEX, "globex")]).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(
-        HttpApi::new(rt.clone())
-            .tokens(tokens)
-            .serve(listener, std::future::pending()),
-    );
-    let http = reqwest::Client::new();
-    let post = |token: &'static str, path: &str, body: Value| {
-        let request = http.post(format!("{base}{path}")).bearer_auth(token).json(&body);
+            )
+            .agent(
+                AgentSpec::new("front")
+                    .agent_tool(concierge::AgentTool::new("desk"))
+                    .rules(
+                        Rules::new()
+                            .route(Route::tool("desk", json!({"request": "{message}"})).keywords(["ship"]))
+                            .answer("{result}"),
+                    ),
+            )
+            .build()
+            .await
+            .unwrap();
+        let tokens = Tokens::from_config(&[token(ACME, "acme"), token(GLOBEX, "globex")]).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(
+            HttpApi::new(rt.clone())
+                .tokens(tokens)
+                .serve(listener, std::future::pending()),
+        );
+        Self {
+            rt,
+            http: reqwest::Client::new(),
+            base,
+            _dir: dir,
+        }
+    }
+
+    /// POSTs `body` to `path` as `token`'s holder: the status and the JSON answer.
+    fn post(&self, token: &str, path: &str, body: Value) -> impl std::future::Future<Output = (u16, Value)> + use<> {
+        let request = self
+            .http
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(token)
+            .json(&body);
         async move {
             let response = request.send().await.unwrap();
             (
@@ -120,7 +138,16 @@ async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
                 response.json::<Value>().await.unwrap_or(Value::Null),
             )
         }
-    };
+    }
+}
+
+/// A question of a child run (the `front` agent calls `desk` as a tool) is
+/// the parent session's question over HTTP: shown in its state, answered
+/// at its `/answer`, and the parent finishes with the child's reply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
+    let api = Api::start().await;
+    let post = |token: &'static str, path: &str, body: Value| api.post(token, path, body);
     let (status, body) = post(ACME, "/api/v1/sessions", json!({"id": "p1", "agent": "front"})).await;
     assert_eq!(status, 201, "{body}");
     let (status, out) = post(
@@ -147,45 +174,14 @@ async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
     assert_eq!(done["reply"], "Shipped to Oslo.");
     let (status, _) = post(ACME, "/api/v1/sessions/p1/answer", answer).await;
     assert_eq!(status, 409, "nothing waits any more");
-    rt.shutdown().await;
+    api.rt.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_calls_question_is_shown_and_answered_over_http_and_in_words() {
-    let dir = tempfile::tempdir().unwrap();
-    let rt = Runtime::builder()
-        .sqlite(dir.path().join("db"))
-        .tool(Ship)
-        .agent(
-            AgentSpec::new("desk").tool("ship").rules(
-                Rules::new()
-                    .route(Route::tool("ship", json!({})).keywords(["ship"]))
-                    .answer("{result}"),
-            ),
-        )
-        .build()
-        .await
-        .unwrap();
-    let tokens = Tokens::from_config(&[token(ACME, "acme"), token(GLOBEX, "globex")]).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(
-        HttpApi::new(rt.clone())
-            .tokens(tokens)
-            .serve(listener, std::future::pending()),
-    );
-    let http = reqwest::Client::new();
-    let post = |token: &'static str, path: &str, body: Value| {
-        let request = http.post(format!("{base}{path}")).bearer_auth(token).json(&body);
-        async move {
-            let response = request.send().await.unwrap();
-            (
-                response.status().as_u16(),
-                response.json::<Value>().await.unwrap_or(Value::Null),
-            )
-        }
-    };
-
+    let api = Api::start().await;
+    let (http, base) = (&api.http, &api.base);
+    let post = |token: &'static str, path: &str, body: Value| api.post(token, path, body);
     let (status, body) = post(ACME, "/api/v1/sessions", json!({"id": "s1", "agent": "desk"})).await;
     assert_eq!(status, 201, "{body}");
     let (status, out) = post(

@@ -241,27 +241,28 @@ async fn a_wrong_secret_or_a_missing_one_is_reported_naming_the_server() {
     let issuer = Arc::new(Issuer::default());
     let addr = serve(issuer.clone()).await;
 
-    let rt = runtime(addr, McpOAuth::with_secret(CLIENT, "not-it")).await;
-    let refused = rt
-        .client("desk")
-        .unwrap()
-        .run("who am I?", RunOptions::new().session_id("a"))
-        .await
-        .unwrap_err()
-        .to_string();
+    let refused = refusal(runtime(addr, McpOAuth::with_secret(CLIENT, "not-it")).await).await;
     assert!(refused.contains("crm"), "names the server: {refused}");
     assert!(
         refused.contains("could not get an OAuth access token") && refused.contains("invalid_client"),
         "says why: {refused}"
     );
     assert_eq!(issuer.issued.load(Ordering::SeqCst), 0);
-    rt.shutdown().await;
 
     let rt = runtime(
         addr,
         McpOAuth::client_credentials(CLIENT, "CONCIERGE_TEST_NO_SUCH_SECRET_VAR"),
     )
     .await;
+    let refused = refusal(rt).await;
+    assert!(
+        refused.contains("set CONCIERGE_TEST_NO_SUCH_SECRET_VAR to the client secret"),
+        "says what to set: {refused}"
+    );
+}
+
+/// Why `rt`'s run that needs the server fails (`rt` is shut down after).
+async fn refusal(rt: Runtime) -> String {
     let refused = rt
         .client("desk")
         .unwrap()
@@ -269,11 +270,8 @@ async fn a_wrong_secret_or_a_missing_one_is_reported_naming_the_server() {
         .await
         .unwrap_err()
         .to_string();
-    assert!(
-        refused.contains("set CONCIERGE_TEST_NO_SUCH_SECRET_VAR to the client secret"),
-        "says what to set: {refused}"
-    );
     rt.shutdown().await;
+    refused
 }
 
 #[test]
