@@ -240,6 +240,7 @@ mod observability {
     on_temporal!(observability_cases;
         usage_and_cost_per_call_run_and_session,
         a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them,
+        a_subscriber_that_reads_late_still_gets_every_delta,
     );
 }
 

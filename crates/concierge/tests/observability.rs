@@ -20,6 +20,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 on_the_embedded_engine!(cases, EngineUnderTest::memory();
     usage_and_cost_per_call_run_and_session,
     a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them,
+    a_subscriber_that_reads_late_still_gets_every_delta,
 );
 
 fn session(id: &str) -> RunOptions {

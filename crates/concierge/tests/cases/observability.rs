@@ -75,6 +75,60 @@ pub async fn usage_and_cost_per_call_run_and_session(engine: &EngineUnderTest) {
 /// Answers "Hello there", streamed in three pieces.
 struct Streaming;
 
+/// Answers with 300 words, streamed one word at a time.
+struct Talkative;
+
+impl Model for Talkative {
+    fn name(&self) -> String {
+        "scripted:talkative".into()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        _request: &'a ModelRequest,
+        cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            let words: Vec<String> = (0..300).map(|i| format!("w{i} ")).collect();
+            if let Some(sink) = &cx.on_delta {
+                for word in &words {
+                    sink(word);
+                }
+            }
+            Ok(ModelReply::text(words.concat()))
+        })
+    }
+}
+
+/// A subscriber that reads only once the run is over (far behind the live
+/// channel) still gets every delta, in order: it catches up from the
+/// session's kept events.
+pub async fn a_subscriber_that_reads_late_still_gets_every_delta(engine: &EngineUnderTest) {
+    let rt = Runtime::builder()
+        .agent(AgentSpec::new("talker").instructions("Talk."))
+        .model(Talkative)
+        .on_engine(engine)
+        .build()
+        .await
+        .unwrap();
+    let mut live = rt.subscribe("s", 1);
+    let out = rt.client("talker").unwrap().run("hi", session("s")).await.unwrap();
+    let mut deltas = Vec::new();
+    while let Some(event) = live.next().await {
+        match event.unwrap().kind {
+            EventKind::ModelDelta { text } => deltas.push(text),
+            EventKind::RunFinished { .. } => break,
+            _ => {}
+        }
+    }
+    if EngineUnderTest::STREAMS_MODEL_DELTAS {
+        assert_eq!(deltas.len(), 300);
+        assert_eq!(Some(deltas.concat()), out.reply, "every delta, in order");
+    } else {
+        assert!(deltas.is_empty(), "{deltas:?}");
+    }
+}
+
 impl Model for Streaming {
     fn name(&self) -> String {
         "scripted:streaming".into()

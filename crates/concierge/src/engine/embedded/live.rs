@@ -10,9 +10,10 @@ use tokio::sync::{Notify, broadcast};
 
 /// Events kept for subscribers that reconnect.
 const RECENT: usize = 1024;
-/// Events a slow subscriber may fall behind before it reads the gap back
-/// from the journal (the model's deltas in the gap are skipped; the reply
-/// they make up is in the journal). A broadcast channel reserves its slots
+/// Events a slow subscriber may fall behind before it catches up from the
+/// kept events (then from the journal, for what is older than they reach:
+/// there the model's deltas are skipped, the reply they make up is in the
+/// journal). A broadcast channel reserves its slots
 /// up front, per session with a subscriber: 32 keep an idle stream at about
 /// 12 KiB (1,024 cost about 245 KiB), measured with 5,000 sessions each
 /// followed by one stream.

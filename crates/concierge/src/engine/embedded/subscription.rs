@@ -81,6 +81,30 @@ impl Subscription {
         Ok(())
     }
 
+    /// Starts again from the session's kept events after the last one
+    /// delivered (model deltas included), with a new receiver taken
+    /// together with them: for a subscriber that fell behind the live
+    /// channel.
+    fn rejoin(&mut self) {
+        let (kept, rx) = self.live.subscribe(self.last);
+        self.rx = rx;
+        self.queue = kept.into();
+    }
+
+    /// Fills from the journal what comes before the first durable event
+    /// queued, unless it follows the last one delivered.
+    async fn fill_gap(&mut self) -> Result<()> {
+        let first_durable = self
+            .queue
+            .iter()
+            .find(|e| e.delta == 0 && e.seq > self.last.seq)
+            .map(|e| e.seq);
+        if first_durable != Some(self.last.seq + 1) {
+            self.fill(first_durable).await?;
+        }
+        Ok(())
+    }
+
     fn take(&mut self) -> Option<Event> {
         while let Some(event) = self.queue.pop_front() {
             if event.id() > self.last {
@@ -96,18 +120,15 @@ impl Subscription {
             // Live events so far keep their order (model deltas included);
             // the journal fills only what comes before the first of them.
             self.started = true;
-            while let Ok(event) = self.rx.try_recv() {
-                self.queue.push_back(event);
-            }
-            let first_durable = self
-                .queue
-                .iter()
-                .find(|e| e.delta == 0 && e.seq > self.last.seq)
-                .map(|e| e.seq);
-            if first_durable != Some(self.last.seq + 1) {
-                if let Err(error) = self.fill(first_durable).await {
-                    return Some((Err(error), self));
+            loop {
+                match self.rx.try_recv() {
+                    Ok(event) => self.queue.push_back(event),
+                    Err(broadcast::error::TryRecvError::Lagged(_)) => self.rejoin(),
+                    Err(_) => break,
                 }
+            }
+            if let Err(error) = self.fill_gap().await {
+                return Some((Err(error), self));
             }
         }
         loop {
@@ -134,8 +155,16 @@ impl Subscription {
                         self.queue.push_back(event);
                     }
                 }
-                Some(Err(broadcast::error::RecvError::Lagged(_))) | None => {
-                    // Fell behind, or another process wrote: read the journal again.
+                Some(Err(broadcast::error::RecvError::Lagged(_))) => {
+                    // Fell behind: what was missed is in the session's kept
+                    // events, or older than they reach and in the journal.
+                    self.rejoin();
+                    if let Err(error) = self.fill_gap().await {
+                        return Some((Err(error), self));
+                    }
+                }
+                None => {
+                    // Another process wrote: read the journal again.
                     if let Err(error) = self.fill(None).await {
                         return Some((Err(error), self));
                     }
