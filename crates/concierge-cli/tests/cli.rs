@@ -428,6 +428,26 @@ fn bench_runs_against_the_fixture_and_reports_every_field() {
         ],
     );
     assert!(stdout(&out).contains("turns/s"), "{}", stdout(&out));
+    // Idle streams are opened after the turns and their memory reported
+    // (a figure, not checked against any bound here).
+    let out = concierge(
+        dir.path(),
+        &[
+            "--base-url",
+            &url,
+            "bench",
+            "--sessions",
+            "3",
+            "--turns",
+            "1",
+            "--idle-streams",
+            "20",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(report["idle_streams"], 20, "{report}");
+    assert!(report["idle_stream_kib"].is_number(), "{report}");
     fixture.kill().unwrap();
     fixture.wait().unwrap();
     let out = concierge(dir.path(), &["bench"]);

@@ -102,6 +102,8 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
         bytes_written_per_turn: None,
         journal_bytes_per_turn: None,
         fsyncs_per_turn: None,
+        idle_streams: None,
+        idle_stream_kib: None,
         temporal: None,
     })
 }

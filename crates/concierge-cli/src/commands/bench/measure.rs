@@ -21,16 +21,23 @@ pub(crate) fn proc_usage() -> Usage {
             Some((utime + stime) / 100.0)
         })
         .unwrap_or_default();
-    let field = |file: &str, name: &str| -> Option<u64> {
-        let text = std::fs::read_to_string(file).ok()?;
-        let line = text.lines().find(|l| l.starts_with(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
-    };
     Usage {
         cpu_s,
         write_bytes: field("/proc/self/io", "write_bytes:").unwrap_or_default(),
         max_rss_mb: field("/proc/self/status", "VmHWM:").unwrap_or_default() as f64 / 1024.0,
     }
+}
+
+/// This process's resident memory now (`VmRSS`), in KiB.
+pub(crate) fn resident_kib() -> u64 {
+    field("/proc/self/status", "VmRSS:").unwrap_or_default()
+}
+
+/// The number after `name` on its line of the procfs `file`.
+fn field(file: &str, name: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(file).ok()?;
+    let line = text.lines().find(|l| l.starts_with(name))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The `p`th percentile (0–100) of sorted values, nearest rank; 0 when there are none.

@@ -59,6 +59,16 @@ pub struct BenchArgs {
     /// runtime asks for deltas and publishes them as events).
     #[arg(long)]
     pub stream: bool,
+    /// After the turns, open this many event streams on the sessions (as
+    /// browser tabs following conversations would), each read to its first
+    /// event and then idle, and report the memory each holds (in process
+    /// only: not with --http).
+    #[arg(long, value_name = "N", default_value_t = 0, conflicts_with = "http")]
+    pub idle_streams: usize,
+    /// With --idle-streams: every stream on the first session, instead of
+    /// one session after another.
+    #[arg(long)]
+    pub streams_on_one_session: bool,
     /// Print a table instead of a JSON line.
     #[arg(long, conflicts_with = "json")]
     pub table: bool,
@@ -157,6 +167,12 @@ pub struct Report {
     pub journal_bytes_per_turn: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsyncs_per_turn: Option<f64>,
+    /// Idle event streams opened after the turns (`--idle-streams`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_streams: Option<usize>,
+    /// Resident memory each idle stream added, in KiB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_stream_kib: Option<f64>,
     /// What the Temporal engine adds (its workers' and server's CPU, history).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub temporal: Option<TemporalFigures>,
@@ -347,6 +363,10 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     };
     bar.finish_and_clear();
     let stats = rt.journal_stats();
+    let idle_stream_kib = match args.idle_streams {
+        0 => None,
+        n => Some(idle_streams(&rt, args, n).await),
+    };
     latencies.sort_by(f64::total_cmp);
     let turns = total as f64;
     let cpu = after.cpu_s - before.cpu_s;
@@ -395,8 +415,43 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
         journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),
         fsyncs_per_turn: durable_run.then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
+        idle_streams: (args.idle_streams > 0).then_some(args.idle_streams),
+        idle_stream_kib,
         temporal,
     })
+}
+
+/// Opens `n` event streams on the benchmark's sessions (all on the first
+/// with `--streams-on-one-session`), each read to the session's last event
+/// (as a page that shows the conversation does) and then idle, and returns
+/// the resident memory each added, in KiB, while all are open.
+async fn idle_streams(rt: &Runtime, args: &BenchArgs, n: usize) -> f64 {
+    let before = measure::resident_kib();
+    let mut streams = Vec::with_capacity(n);
+    for i in 0..n {
+        let session = format!(
+            "bench-{}",
+            if args.streams_on_one_session {
+                0
+            } else {
+                i % args.sessions
+            }
+        );
+        let last = match rt.session(session.as_str()).await {
+            Ok(state) => state.last_seq(),
+            Err(_) => 0,
+        };
+        let mut events = rt.subscribe(session.as_str(), 1);
+        while let Some(Ok(event)) = events.next().await {
+            if event.seq >= last {
+                break;
+            }
+        }
+        streams.push(events);
+    }
+    let after = measure::resident_kib();
+    drop(streams);
+    round(after.saturating_sub(before) as f64 / n as f64, 1)
 }
 
 fn print_table(r: &Report) {
@@ -423,6 +478,9 @@ fn print_table(r: &Report) {
             "{:<18} {b:.0} B written, {j:.0} B journal payload, {f:.3} fsyncs",
             "per turn"
         );
+    }
+    if let (Some(n), Some(kib)) = (r.idle_streams, r.idle_stream_kib) {
+        println!("{:<18} {kib:.1} KiB each ({n} open)", "idle streams");
     }
     if let Some(t) = &r.temporal {
         println!("{:<18} {}", "temporal", t.temporal);
