@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
 use crate::blackboard::ToolExecution;
-use crate::elicitation::{Asked, ElicitationAction, ElicitationAnswer, PendingElicitation};
+use crate::elicitation::{Asked, Elicitation, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::error::StepError;
 use crate::event::EventKind;
 use crate::id::{AgentId, CallId, RunId, SessionId};
@@ -204,21 +204,32 @@ impl RunState {
                 call_id: call_id.clone(),
             });
         };
-        if answer.action == ElicitationAction::Accept {
-            elicitation
-                .check(answer.content.as_ref())
-                .map_err(|problem| StepError::AnswerRefused { problem })?;
-        }
+        fits(elicitation, answer)?;
         Ok(slot)
     }
 
-    /// The question of a child's running call that the parked call passes
-    /// up, when the run waits for that.
-    pub(crate) fn child_question(&self) -> Option<PendingElicitation> {
-        match &self.waiting {
-            Waiting::Confirmation { parked } => parked.pending_elicitation(),
-            _ => None,
+    /// Whether the run waits on a child's question that the parked call
+    /// passes up; when it does, the answer must be to that question
+    /// (`call_id`, `question`) and fit what was asked.
+    pub(crate) fn expect_child_answer(
+        &self,
+        call_id: &CallId,
+        question: u32,
+        answer: &ElicitationAnswer,
+    ) -> Result<bool, StepError> {
+        let Waiting::Confirmation { parked } = &self.waiting else {
+            return Ok(false);
+        };
+        let Some(child) = parked.pending_elicitation() else {
+            return Ok(false);
+        };
+        if &child.call_id != call_id || child.question != question {
+            return Err(StepError::NoSuchQuestion {
+                call_id: call_id.clone(),
+            });
         }
+        fits(&child.elicitation, answer)?;
+        Ok(true)
     }
 
     /// Checks that a confirmation answers the parked call, with the
@@ -563,6 +574,17 @@ pub(crate) struct Outcome {
     pub(crate) pending_confirmation: Option<PendingConfirmation>,
     /// The pending choice, for a park on a choice.
     pub(crate) pending_choice: Option<PendingChoice>,
+}
+
+/// Checks accepted content against the form asked (declining and
+/// cancelling carry none).
+fn fits(elicitation: &Elicitation, answer: &ElicitationAnswer) -> Result<(), StepError> {
+    if answer.action == ElicitationAction::Accept {
+        elicitation
+            .check(answer.content.as_ref())
+            .map_err(|problem| StepError::AnswerRefused { problem })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -500,17 +500,8 @@ impl Session {
                 ..
             } => {
                 let state = self.active(&run_id)?;
-                if let Some(child) = state.child_question() {
+                if state.expect_child_answer(&call_id, question, &answer)? {
                     // A child's question: checked here, answered there.
-                    if child.call_id != call_id || child.question != question {
-                        return Err(StepError::NoSuchQuestion { call_id });
-                    }
-                    if answer.action == crate::elicitation::ElicitationAction::Accept {
-                        child
-                            .elicitation
-                            .check(answer.content.as_ref())
-                            .map_err(|problem| StepError::AnswerRefused { problem })?;
-                    }
                     self.drive(&mut out, catalog, |d, waiting| match waiting {
                         Waiting::Confirmation { parked } => d.answered_for_child(parked, call_id, question, answer),
                         other => Err(Fault::mismatch(other)),

@@ -72,15 +72,24 @@ pub async fn usage_and_cost_per_call_run_and_session(engine: &EngineUnderTest) {
     );
 }
 
-/// Answers "Hello there", streamed in three pieces.
-struct Streaming;
+/// Answers with its pieces, streamed one at a time.
+struct Streaming(Vec<String>);
 
-/// Answers with 300 words, streamed one word at a time.
-struct Talkative;
+impl Streaming {
+    /// "Hello there", in three pieces.
+    fn hello() -> Self {
+        Self(["Hel", "lo ", "there"].map(String::from).to_vec())
+    }
 
-impl Model for Talkative {
+    /// 300 words.
+    fn talkative() -> Self {
+        Self((0..300).map(|i| format!("w{i} ")).collect())
+    }
+}
+
+impl Model for Streaming {
     fn name(&self) -> String {
-        "scripted:talkative".into()
+        "scripted:streaming".into()
     }
 
     fn complete<'a>(
@@ -89,13 +98,12 @@ impl Model for Talkative {
         cx: &'a ModelContext,
     ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
         Box::pin(async move {
-            let words: Vec<String> = (0..300).map(|i| format!("w{i} ")).collect();
             if let Some(sink) = &cx.on_delta {
-                for word in &words {
-                    sink(word);
+                for piece in &self.0 {
+                    sink(piece);
                 }
             }
-            Ok(ModelReply::text(words.concat()))
+            Ok(ModelReply::text(self.0.concat()))
         })
     }
 }
@@ -106,7 +114,7 @@ impl Model for Talkative {
 pub async fn a_subscriber_that_reads_late_still_gets_every_delta(engine: &EngineUnderTest) {
     let rt = Runtime::builder()
         .agent(AgentSpec::new("talker").instructions("Talk."))
-        .model(Talkative)
+        .model(Streaming::talkative())
         .on_engine(engine)
         .build()
         .await
@@ -129,31 +137,10 @@ pub async fn a_subscriber_that_reads_late_still_gets_every_delta(engine: &Engine
     }
 }
 
-impl Model for Streaming {
-    fn name(&self) -> String {
-        "scripted:streaming".into()
-    }
-
-    fn complete<'a>(
-        &'a self,
-        _request: &'a ModelRequest,
-        cx: &'a ModelContext,
-    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
-        Box::pin(async move {
-            if let Some(sink) = &cx.on_delta {
-                for piece in ["Hel", "lo ", "there"] {
-                    sink(piece);
-                }
-            }
-            Ok(ModelReply::text("Hello there"))
-        })
-    }
-}
-
 pub async fn a_models_deltas_reach_a_live_subscriber_where_the_engine_streams_them(engine: &EngineUnderTest) {
     let rt = Runtime::builder()
         .agent(AgentSpec::new("greeter").instructions("Greet."))
-        .model(Streaming)
+        .model(Streaming::hello())
         .on_engine(engine)
         .build()
         .await
