@@ -168,6 +168,9 @@ async fn a_childs_question_is_shown_and_answered_in_the_parent_session() {
     let answer = json!({"call_id": pending["call_id"], "question": 0, "action": "accept", "content": {"city": "Oslo"}});
     let (status, body) = post(GLOBEX, "/api/v1/sessions/p1/answer", answer.clone()).await;
     assert_eq!(status, 404, "another tenant finds no such session: {body}");
+    let child = pending["session"].as_str().unwrap();
+    let (status, body) = post(GLOBEX, &format!("/api/v1/sessions/{child}/answer"), answer.clone()).await;
+    assert_eq!(status, 404, "nor the child session, named outright: {body}");
     let (status, done) = post(ACME, "/api/v1/sessions/p1/answer", answer.clone()).await;
     assert_eq!(status, 200, "{done}");
     assert_eq!(done["status"], "completed", "{done}");
