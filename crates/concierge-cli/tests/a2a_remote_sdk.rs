@@ -17,6 +17,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
+#[cfg(feature = "temporal")]
+#[path = "../../concierge-temporal/tests/support/mod.rs"]
+mod temporal_support;
+
 use concierge::a2a::A2aAgentConfig;
 use concierge::{AgentSpec, ElicitationMode, EventKind, Mode, Route, Rules, RunOptions, RunStatus, Runtime};
 use futures::StreamExt;
@@ -101,6 +105,11 @@ impl Drop for Booking {
 /// The caller: one agent whose rules send anything about booking to the
 /// remote agent (the tool `booking`) and answer with its reply.
 async fn caller(config: A2aAgentConfig, db: &Path) -> Runtime {
+    caller_builder(config).sqlite(db).build().await.unwrap()
+}
+
+/// The caller of [`caller`], on no engine yet.
+fn caller_builder(config: A2aAgentConfig) -> concierge::RuntimeBuilder {
     Runtime::builder()
         .a2a_agent("booking", config.description("Books seats."))
         .agent(
@@ -115,10 +124,6 @@ async fn caller(config: A2aAgentConfig, db: &Path) -> Runtime {
         )
         .mode(Mode::Single)
         .single_agent("assistant")
-        .sqlite(db)
-        .build()
-        .await
-        .unwrap()
 }
 
 /// The agent at `url`, with `token` as the bearer token (in a header: the
@@ -180,6 +185,44 @@ async fn the_sdk_agents_question_reaches_the_person_and_yes_books_once_with_its_
         "{progress:?}"
     );
     rt.shutdown().await;
+}
+
+/// On Temporal the call stops at the remote agent's question (an activity
+/// cannot wait for the person) and is made again once the person answered:
+/// it finds the same remote task by its checkpoint and answers it there, so
+/// the agent still makes one task and one booking, and its tokens count once.
+#[cfg(feature = "temporal")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the A2A Python SDK and the Temporal dev server: scripts/setup-a2a-clients.sh, \
+            CONCIERGE_TEMPORAL_BIN=$(scripts/setup-temporal.sh)"]
+async fn on_temporal_the_sdk_agents_question_is_answered_on_the_same_task() {
+    use concierge_temporal::{Temporal, Workers};
+    let booking = Booking::start();
+    let server = temporal_support::DevServer::start().await;
+    let rt = caller_builder(with_token(&booking.url, TOKEN))
+        .engine(Temporal::new(server.config("a2a")).workers(Workers::all()))
+        .build()
+        .await
+        .unwrap();
+    let assistant = rt.client("assistant").unwrap();
+
+    let out = assistant
+        .run("book a train to Oslo", RunOptions::new().session_id("t1"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput, "{out:?}");
+    let pending = out.pending_elicitation.clone().expect("the remote's question");
+    assert_eq!(pending.elicitation.message, "Book a train to Oslo for 120 EUR?");
+    assert_eq!(booking.stats().await, (1, 0));
+
+    let done = assistant.run("yes", RunOptions::new().session_id("t1")).await.unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    assert_eq!(done.reply.as_deref(), Some("Booked a train to Oslo."), "{done:?}");
+    assert_eq!(booking.stats().await, (1, 1), "one task, one booking");
+    let usage = rt.session("t1").await.unwrap().usage();
+    assert_eq!((usage.input_tokens, usage.output_tokens), (50, 7), "{usage:?}");
+    rt.shutdown().await;
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

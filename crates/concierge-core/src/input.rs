@@ -76,6 +76,11 @@ pub enum Input {
         /// Tokens a child run spent so far (see `tool_finished`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// Where the call stood when it asked, for an engine that stops the
+        /// call at its question and makes it again once the person answered
+        /// (recorded as a [`CallReport`](crate::CallReport)'s checkpoint is).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        checkpoint: Option<Value>,
         /// When the question came.
         at: Timestamp,
     },

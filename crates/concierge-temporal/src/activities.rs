@@ -16,17 +16,19 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use concierge::engine::Executor;
+use concierge::engine::{Executor, now};
 use concierge::model::ModelContext;
 use concierge::tool::ToolContext;
-use concierge_core::{AgentId, IdempotencyKey, Input, ModelRequest, RunId, SessionId, Timestamp, ToolCall};
+use concierge_core::{
+    AgentId, Asked, IdempotencyKey, Input, ModelRequest, Question, RunId, SessionId, Timestamp, ToolCall,
+};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use temporalio_macros::activities;
 use temporalio_sdk::activities::{ActivityContext, ActivityError};
 
-use crate::channel::ActivityChannel;
+use crate::channel::{ActivityChannel, Sampler};
 use crate::deltas::Deltas;
 use crate::payload;
 
@@ -62,6 +64,14 @@ pub struct ToolCallInput {
     pub user: Option<String>,
     pub blackboard: BTreeMap<String, Value>,
     pub asked_at: Timestamp,
+    /// The questions the call asked the person in its earlier attempts, and
+    /// their answers: asked again, they are answered from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<Asked>,
+    /// Where the call stood when it stopped at its last question (a retry
+    /// after a lost worker starts from its heartbeat details instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<Value>,
 }
 
 /// Runs `work`, heartbeating meanwhile.
@@ -234,14 +244,22 @@ impl ToolActivities {
         }
         let (run_id, call_id) = (input.run_id.clone(), input.call.id.clone());
         let what = format!("the result of tool `{}`", input.call.name);
-        // A retry (the worker was lost) starts from the call's last checkpoint.
+        // A retry (the worker was lost) starts from the call's last
+        // checkpoint; a call made again once the person answered, from where
+        // it stopped.
         let checkpoint = ctx
             .heartbeat_details()
             .deserialize::<Option<Value>>()
             .ok()
             .flatten()
-            .flatten();
-        let channel = ActivityChannel::default();
+            .flatten()
+            .or(input.checkpoint);
+        let sampler = Sampler {
+            executor: self.executor.clone(),
+            session: input.session.clone(),
+            run_id: input.run_id.clone(),
+        };
+        let channel = ActivityChannel::new(input.asked, Some(sampler));
         if let Some(checkpoint) = &checkpoint {
             channel
                 .reported
@@ -261,7 +279,31 @@ impl ToolActivities {
             channel: Some(concierge::tool::Channel(Arc::new(channel.clone()))),
             checkpoint,
         };
-        let mut answer = heartbeating_with(&ctx, Some(&channel), self.executor.call_tool(cx, &input.call)).await;
+        // The call ends at a new question: the person is asked, and the
+        // call made again with the answer.
+        let call = self.executor.call_tool(cx, &input.call);
+        let parked = channel.parked.clone();
+        let work = async move {
+            tokio::select! {
+                biased;
+                () = parked.notified() => None,
+                answer = call => Some(answer),
+            }
+        };
+        let answer = heartbeating_with(&ctx, Some(&channel), work).await;
+        if let Some(elicitation) = channel.take_parked() {
+            return Ok(Input::ToolAsked {
+                run_id,
+                call_id,
+                question: Question::Elicitation { elicitation },
+                usage: channel.usage(),
+                checkpoint: channel.checkpoint(),
+                at: now(),
+            });
+        }
+        let Some(mut answer) = answer else {
+            return Err(retryable("the call stopped at a question it no longer asks".into()));
+        };
         if let (Input::ToolFinished { usage, .. }, Some(spent)) = (&mut answer, channel.usage()) {
             usage.get_or_insert_with(concierge_core::Usage::default).add(spent);
         }

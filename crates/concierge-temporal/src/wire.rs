@@ -3,8 +3,8 @@
 use std::collections::BTreeMap;
 
 use concierge_core::{
-    AgentId, CallId, Decision, Event, Forward, OpenSession, PlannerMode, RunId, RunOutput, RunPolicy, Session,
-    SessionId, StartRun, StepError, Timestamp,
+    AgentId, CallId, Decision, ElicitationAnswer, Event, Forward, OpenSession, PlannerMode, RunId, RunOutput,
+    RunPolicy, Session, SessionId, StartRun, StepError, Timestamp,
 };
 use serde::{Deserialize, Serialize};
 
@@ -174,6 +174,20 @@ pub struct ConfirmRequest {
     pub fingerprint: String,
     /// The person's answer.
     pub decision: Decision,
+    /// When it was given.
+    pub at: Timestamp,
+}
+
+/// The `answer` update: the person's answer to a question a running call
+/// asked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct AnswerRequest {
+    /// The call that asked.
+    pub call_id: CallId,
+    /// Which of its questions (from 0).
+    pub question: u32,
+    /// The answer.
+    pub answer: ElicitationAnswer,
     /// When it was given.
     pub at: Timestamp,
 }

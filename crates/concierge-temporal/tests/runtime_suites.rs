@@ -278,6 +278,17 @@ mod mcp {
     );
 }
 
+#[path = "../../concierge/tests/cases/elicitation.rs"]
+mod elicitation_cases;
+
+mod elicitation {
+    on_temporal!(elicitation_cases;
+        accept_decline_and_cancel_reach_the_server_and_content_that_does_not_fit_is_refused,
+        a_childs_question_is_asked_and_answered_through_the_parent,
+        sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_its_tokens_count,
+    );
+}
+
 #[path = "../../concierge/tests/cases/replay.rs"]
 mod replay_cases;
 

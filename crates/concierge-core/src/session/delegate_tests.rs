@@ -106,6 +106,7 @@ impl Case {
             call_id: call.call.id.clone(),
             question,
             usage: None,
+            checkpoint: None,
             at: Timestamp(self.now),
         })
     }
@@ -455,6 +456,7 @@ fn asked_which_john() -> (Case, Step) {
         call_id: call.id,
         question: Question::Choice { choice: johns() },
         usage: None,
+        checkpoint: None,
         at: Timestamp(case.now),
     });
     (case, step)

@@ -73,6 +73,7 @@ impl Case {
             call_id: "call_1".into(),
             question: Question::Elicitation { elicitation },
             usage: None,
+            checkpoint: None,
             at: Timestamp(2),
         })
         .unwrap()

@@ -477,12 +477,16 @@ impl Session {
                 call_id,
                 question,
                 usage,
+                checkpoint,
                 ..
             } => {
                 let slot = self.active(&run_id)?.expect_tool(&call_id)?;
                 self.drive(&mut out, catalog, |d, waiting| match (waiting, question) {
-                    (Waiting::Tools { batch }, Question::Elicitation { elicitation }) => {
+                    (Waiting::Tools { mut batch }, Question::Elicitation { elicitation }) => {
                         d.add_child_usage(usage);
+                        if let Some(checkpoint) = checkpoint {
+                            batch.checkpoint(slot, checkpoint);
+                        }
                         d.elicit(batch.into_batch(), slot, elicitation)
                     }
                     (Waiting::Tools { batch }, question) => {

@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 
 use concierge::engine::{EngineOptions, RunSetup, RunStop, Started, now};
 use concierge::{Error, Result};
-use concierge_core::{AgentId, CallId, Decision, OpenSession, PlannerMode, RunOutput, SessionId, StartRun, Timestamp};
+use concierge_core::{
+    AgentId, CallId, Decision, ElicitationAnswer, OpenSession, PlannerMode, RunOutput, SessionId, StartRun, Timestamp,
+};
 use temporalio_client::errors::WorkflowUpdateError;
 use temporalio_client::{
     RpcOptions, WorkflowExecuteUpdateOptions, WorkflowGetResultOptions, WorkflowIdConflictPolicy,
@@ -17,7 +19,9 @@ use temporalio_common::HasWorkflowDefinition;
 use super::{Handle, TemporalEngine};
 use crate::connection::server_error;
 use crate::options::WorkflowOptions;
-use crate::wire::{Begin, ConfirmRequest, EndRequest, OpenRequest, Plan, Reply, StartReply, StartRequest};
+use crate::wire::{
+    AnswerRequest, Begin, ConfirmRequest, EndRequest, OpenRequest, Plan, Reply, StartReply, StartRequest,
+};
 use crate::workflow::SessionWorkflow;
 use crate::{payload, visibility};
 
@@ -269,6 +273,31 @@ impl TemporalEngine {
         };
         let handle = self.handle(&session);
         let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
+        let reply = match self.within(&session, None, delivered).await? {
+            Ok(reply) => reply,
+            Err(error) => return Err(self.update_error(&session, error).await),
+        };
+        match reply {
+            Reply::Done(stop) => Ok(self.stop(&session, stop)),
+            Reply::Refused(refusal) => Err(refusal.into()),
+        }
+    }
+
+    pub(super) async fn do_answer(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        question: u32,
+        answer: ElicitationAnswer,
+    ) -> Result<RunStop> {
+        let request = AnswerRequest {
+            call_id,
+            question,
+            answer,
+            at: now(),
+        };
+        let handle = self.handle(&session);
+        let delivered = update(&handle, || SessionWorkflow::answer, request, update_id("answer"));
         let reply = match self.within(&session, None, delivered).await? {
             Ok(reply) => reply,
             Err(error) => return Err(self.update_error(&session, error).await),

@@ -121,6 +121,16 @@ impl Engine for TemporalEngine {
         Box::pin(self.do_confirm(session, call_id, fingerprint, decision))
     }
 
+    fn answer_question(
+        &self,
+        session: SessionId,
+        call_id: CallId,
+        question: u32,
+        answer: concierge_core::ElicitationAnswer,
+    ) -> BoxFuture<'_, Result<RunStop>> {
+        Box::pin(self.do_answer(session, call_id, question, answer))
+    }
+
     fn open(&self, session: SessionId, open: OpenSession, options: EngineOptions) -> BoxFuture<'_, Result<()>> {
         Box::pin(self.do_open(session, open, options))
     }

@@ -144,17 +144,30 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
             blackboard,
             asked_at,
             // On Temporal a call's checkpoint is its activity's heartbeat
-            // details (see `channel.rs`), not the session's.
-            checkpoint: _,
+            // details (see `channel.rs`); the session has one only where the
+            // call stopped at a question.
+            checkpoint,
         } => {
             // Tools that change nothing, or change it once whatever the
             // number of calls, run again after a lost worker; others do not.
             let safe = catalog
                 .tool(&call.name)
                 .is_some_and(|spec| spec.annotations.read_only || spec.annotations.idempotent);
+            // A call made again once the person answered its question is a
+            // new activity, carrying the questions and answers so far.
+            let asked = ctx.state(|w| {
+                w.st.session
+                    .as_ref()
+                    .map(|s| s.asked(&call.id).to_vec())
+                    .unwrap_or_default()
+            });
+            let activity_id = match asked.len() {
+                0 => key.to_string(),
+                n => format!("{key}/answered-{n}"),
+            };
             let options = ActivityOptions::with_start_to_close_timeout(Duration::from_secs(600))
                 .task_queue(config.tools_queue(&agent))
-                .activity_id(key.to_string())
+                .activity_id(activity_id)
                 .heartbeat_timeout(config.tool_heartbeat_timeout)
                 .retry_policy(retries(safe))
                 .build();
@@ -168,6 +181,8 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 user,
                 blackboard,
                 asked_at,
+                asked,
+                checkpoint,
             };
             let bytes = payload::size_of(&input);
             if bytes > config.max_payload_bytes {
@@ -255,7 +270,19 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 }
             }))
         }
-        // This engine's calls never ask mid-call (docs/mcp.md, "Elicitation"): nothing waits for an answer.
-        Effect::AwaitUser(_) | Effect::Finish(_) | Effect::AnswerElicitation { .. } => None,
+        // The call stopped at its question (see `channel.rs`): it is made
+        // again, and gets the answer when it asks the same.
+        Effect::AnswerElicitation { call_id, .. } => {
+            let again = ctx.state(|w| {
+                let session = w.st.session.as_ref()?;
+                let catalog = w.catalog(session.catalog_version());
+                session
+                    .pending_effects(&catalog)
+                    .into_iter()
+                    .find(|e| matches!(e, Effect::CallTool { call, .. } if call.id == call_id))
+            });
+            again.and_then(|effect| perform(ctx, effect))
+        }
+        Effect::AwaitUser(_) | Effect::Finish(_) => None,
     }
 }

@@ -10,9 +10,10 @@ use concierge_core::{
     Confirmation, ForwardedAnswer, Input, PlannerMode, RunOutput, Session, StartRun, StepError, Timestamp,
 };
 
-use super::SessionWorkflow;
+use super::{SessionWorkflow, parked};
 use crate::wire::{
-    ChildOutcome, ConfirmRequest, EndRequest, ForwardRequest, OpenRequest, Refusal, Reply, StartReply, StartRequest,
+    AnswerRequest, ChildOutcome, ConfirmRequest, EndRequest, ForwardRequest, OpenRequest, Refusal, Reply, StartReply,
+    StartRequest,
 };
 
 impl SessionWorkflow {
@@ -113,6 +114,34 @@ impl SessionWorkflow {
         }
     }
 
+    /// Steps the person's answer to a question a running call asked (the
+    /// call is then made again, and gets it).
+    pub(super) fn take_answer(&mut self, request: AnswerRequest) -> Reply<u64> {
+        let Some(session) = &self.st.session else {
+            return Reply::Refused(self.refusal());
+        };
+        let Some(run_id) = session.active_run().cloned() else {
+            return Reply::Refused(
+                StepError::NoSuchQuestion {
+                    call_id: request.call_id,
+                }
+                .into(),
+            );
+        };
+        let stop = self.st.stops + 1;
+        let input = Input::ElicitationAnswered {
+            run_id,
+            call_id: request.call_id,
+            question: request.question,
+            answer: request.answer,
+            at: request.at,
+        };
+        match self.apply(input) {
+            Ok(()) => Reply::Done(stop),
+            Err(error) => Reply::Refused(error.into()),
+        }
+    }
+
     /// Steps the session's end.
     pub(super) fn take_end(&mut self, request: EndRequest) -> Reply<Option<RunOutput>> {
         let Some(session) = &self.st.session else {
@@ -163,9 +192,10 @@ impl SessionWorkflow {
         let waits_on = session
             .pending_confirmation()
             .map(|p| p.call_id)
-            .or_else(|| session.pending_choice().map(|p| p.call_id));
+            .or_else(|| session.pending_choice().map(|p| p.call_id))
+            .or_else(|| session.pending_elicitation().map(|p| p.call_id));
         if waits_on.as_ref() != Some(&forward.call_id) {
-            if session.active_run().is_some() && !session.waits_for_person() {
+            if session.active_run().is_some() && !parked(session) {
                 // Reported at the run's next stop.
                 self.st.report_to = Some(report_to);
             } else {
@@ -197,14 +227,18 @@ impl SessionWorkflow {
                     Reply::Refused(refusal) => Some(refusal),
                 }
             }
-            // A call on Temporal never asks while it runs: there is no such
-            // question to answer.
-            ForwardedAnswer::Elicitation { .. } => Some(
-                StepError::NoSuchQuestion {
+            ForwardedAnswer::Elicitation { question, answer } => {
+                let request = AnswerRequest {
                     call_id: forward.call_id,
+                    question,
+                    answer,
+                    at: now,
+                };
+                match self.take_answer(request) {
+                    Reply::Done(_) => None,
+                    Reply::Refused(refusal) => Some(refusal),
                 }
-                .into(),
-            ),
+            }
             ForwardedAnswer::Decision { fingerprint, decision } => {
                 let request = ConfirmRequest {
                     call_id: forward.call_id,

@@ -49,8 +49,8 @@ use temporalio_sdk::{
 use crate::config::TemporalConfig;
 use crate::visibility::{AGENT, MEMO_AGENT, MEMO_TENANT};
 use crate::wire::{
-    Begin, ChildReport, ChildStart, ConfirmRequest, Current, EndRequest, EventsPage, ForwardRequest, OpenRequest,
-    Reply, Snapshot, StartReply, StartRequest, Summary,
+    AnswerRequest, Begin, ChildReport, ChildStart, ConfirmRequest, Current, EndRequest, EventsPage, ForwardRequest,
+    OpenRequest, Reply, Snapshot, StartReply, StartRequest, Summary,
 };
 use children::{Sending, report_stop};
 use effects::{Answer, perform};
@@ -94,6 +94,12 @@ impl SessionWorkflow {
             st: State::default(),
         }
     }
+}
+
+/// Whether the session's run waits for the person: a confirmation or a
+/// choice, or a question its call stopped at.
+pub(super) fn parked(session: &Session) -> bool {
+    session.waits_for_person() || session.pending_elicitation().is_some()
 }
 
 /// After a handoff, names the session's new agent in the workflow's search
@@ -288,6 +294,12 @@ impl SessionWorkflow {
         ctx.state_mut(|w| w.take_confirm(request))
     }
 
+    #[update(name = "answer")]
+    pub async fn answer(ctx: &mut WorkflowContext<Self>, request: AnswerRequest) -> Reply<u64> {
+        begun(ctx).await;
+        ctx.state_mut(|w| w.take_answer(request))
+    }
+
     #[update(name = "end")]
     pub async fn end(ctx: &mut WorkflowContext<Self>, request: EndRequest) -> Reply<Option<RunOutput>> {
         begun(ctx).await;
@@ -341,7 +353,7 @@ impl SessionWorkflow {
         Some(Summary {
             id: session.id().clone(),
             agent: session.agent().clone(),
-            live: session.active_run().is_some() && !session.waits_for_person(),
+            live: session.active_run().is_some() && !parked(session),
             updated_at: self.st.updated_at,
             tenant: session.tenant().map(str::to_string),
         })
@@ -355,7 +367,7 @@ impl SessionWorkflow {
         if session.active_run().is_none() {
             return Current::Idle;
         }
-        match (session.waits_for_person(), session.last_output()) {
+        match (parked(session), session.last_output()) {
             (true, Some(output)) => Current::Parked(Box::new(output.clone())),
             _ => Current::At(self.st.stops + 1),
         }

@@ -105,7 +105,7 @@ impl State {
             && self
                 .session
                 .as_ref()
-                .is_none_or(|s| s.active_run().is_none() || s.waits_for_person())
+                .is_none_or(|s| s.active_run().is_none() || super::parked(s))
     }
 
     /// The output of stop number `stop` (or the session's last output, when

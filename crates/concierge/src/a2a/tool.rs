@@ -617,7 +617,9 @@ impl RemoteAgent {
     }
 
     async fn unanswerable(&self, remote: &Connection, task: &Task, asked: &str, why: &ChannelError) -> ToolError {
-        if *why != ChannelError::RunEnded {
+        // A run that ended, or a call made again once the person answers
+        // (it finds the task by its checkpoint), leaves the task as it is.
+        if !matches!(why, ChannelError::RunEnded | ChannelError::Parked) {
             self.cancel(remote, task).await;
         }
         ToolError::failed(format!(

@@ -45,6 +45,7 @@ pub fn child_answer(call: &AgentCall, result: Result<&RunOutput, &str>, duration
                     call_id: call.call.id.clone(),
                     question,
                     usage: None,
+                    checkpoint: None,
                     at,
                 };
             }

@@ -363,6 +363,7 @@ impl Executor {
                     call_id: call.id.clone(),
                     question: Question::Choice { choice },
                     usage: None,
+                    checkpoint: None,
                     at: now(),
                 };
             }

@@ -195,6 +195,11 @@ pub(crate) async fn elicit(server: &str, live: &LiveCalls, params: ElicitRequest
             tracing::warn!(server, tool = %call.tool, message = %question_text, "declined an elicitation: {}", ChannelError::Unsupported);
             ElicitResult::new(WireAction::Decline)
         }
+        // This attempt of the call ends at its question; the next one gets the answer.
+        Err(ChannelError::Parked) => {
+            tracing::debug!(server, tool = %call.tool, "cancelled an elicitation: {}", ChannelError::Parked);
+            ElicitResult::new(WireAction::Cancel)
+        }
         Err(error) => {
             tracing::warn!(server, tool = %call.tool, %error, "cancelled an elicitation");
             ElicitResult::new(WireAction::Cancel)

@@ -23,6 +23,11 @@ pub enum ChannelError {
     /// The model could not answer the request.
     #[error("the model could not answer: {0}")]
     Model(String),
+    /// The call stops at this question: the engine asks the person, then
+    /// makes the call again, and the same question then gets the answer at
+    /// once (the Temporal engine, whose calls cannot wait mid-call).
+    #[error("the call stops here until the person answers, then it is made again")]
+    Parked,
 }
 
 /// A running call's way back to its session.

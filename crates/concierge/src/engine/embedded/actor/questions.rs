@@ -161,6 +161,7 @@ impl Actor {
             call_id: call_id.clone(),
             question: Question::Elicitation { elicitation: question },
             usage: None,
+            checkpoint: None,
             at: now(),
         };
         if let Err(error) = self.apply(input).await {
