@@ -1,9 +1,11 @@
 //! Turns flags, environment and `concierge.toml` into a runtime.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use concierge::config::{Config, EngineKind, build_model, load_agents};
+use concierge::mcp::McpServerConfig;
 use concierge::{Result, RunOutput, Runtime, SessionId};
 
 use crate::Cli;
@@ -76,21 +78,20 @@ pub enum Access {
     Read,
 }
 
-/// Builds the runtime: demo agents, file agents, the default model and the
-/// models agents name, prices, the engine. On the embedded engine a writer
-/// resumes the runs that processes now gone left unfinished and a reader
-/// takes nothing over; on Temporal the process runs the workers its role
-/// names (Temporal resumes workflows itself). With `metrics`, model calls,
-/// tool calls and runs are counted into them.
-pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
-    let Role {
-        access,
-        label,
-        metrics,
-        workers,
-    } = role;
-    let resolved = resolve(cli)?;
-    let config = &resolved.config;
+/// What the configuration declares besides concierge.toml's own settings:
+/// the demo's agents and the agent files', the MCP servers of both, and the
+/// domains' files.
+pub struct Declared {
+    /// The demo's agents, then the agent files'.
+    pub agents: Vec<concierge::AgentSpec>,
+    /// concierge.toml's MCP servers and the agent files'.
+    pub servers: BTreeMap<String, McpServerConfig>,
+    /// concierge.toml's `[paths]`, then the agent files'.
+    pub paths: BTreeMap<String, PathBuf>,
+}
+
+/// Reads the agent files `config` names, with its own agents, servers and paths.
+pub fn declared(config: &Config) -> Result<Declared> {
     let mut agents = crate::demo::agents();
     let mut servers = config.mcp_servers.clone();
     let mut paths = config.paths.clone();
@@ -109,6 +110,25 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
             }
         }
     }
+    Ok(Declared { agents, servers, paths })
+}
+
+/// Builds the runtime: demo agents, file agents, the default model and the
+/// models agents name, prices, the engine. On the embedded engine a writer
+/// resumes the runs that processes now gone left unfinished and a reader
+/// takes nothing over; on Temporal the process runs the workers its role
+/// names (Temporal resumes workflows itself). With `metrics`, model calls,
+/// tool calls and runs are counted into them.
+pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
+    let Role {
+        access,
+        label,
+        metrics,
+        workers,
+    } = role;
+    let resolved = resolve(cli)?;
+    let config = &resolved.config;
+    let Declared { agents, servers, paths } = declared(config)?;
     let mut builder = Runtime::builder().label(label).log_prompts(config.log_prompts);
     match config.engine.unwrap_or_default() {
         EngineKind::Embedded => {

@@ -71,7 +71,7 @@ pub fn load_agents(dir: &Path) -> Result<AgentFiles> {
                 if files.mcp_servers.contains_key(&name) {
                     return Err(invalid(&format!("MCP server {name} is declared twice")));
                 }
-                server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
+                server.rebase(&name, base);
                 if !agent.toolsets.contains(&name) {
                     agent.toolsets.push(name.clone());
                 }

@@ -8,7 +8,7 @@ use concierge::{Error, IdempotencyKey, Result, Runtime};
 use concierge_server::ConciergeMcp;
 
 use crate::commands::bench::measure::percentile;
-use crate::render;
+use crate::{Cli, render, setup};
 
 /// `concierge mcp`.
 #[derive(Debug, Args)]
@@ -22,6 +22,11 @@ impl McpArgs {
     /// Whether the command serves concierge over MCP (its `ask_<agent>` tools run agents).
     pub fn serves(&self) -> bool {
         matches!(self.command, McpCommand::Serve { .. })
+    }
+
+    /// Whether the command signs in to a server, or out (it needs no runtime).
+    pub fn signs_in(&self) -> bool {
+        matches!(self.command, McpCommand::Login { .. } | McpCommand::Logout { .. })
     }
 }
 
@@ -52,6 +57,20 @@ pub enum McpCommand {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
         repeat: u32,
     },
+    /// Signs in to a remote MCP server whose `oauth` has `grant =
+    /// "authorization_code"`: prints an address to open in a browser, waits
+    /// for the sign-in to come back, and keeps the tokens (in
+    /// `.concierge/oauth/SERVER.json` beside concierge.toml unless its
+    /// `credentials_file` says where) for every later run to use and renew.
+    Login {
+        /// The server's name (`[mcp_servers.NAME]`).
+        server: String,
+    },
+    /// Forgets the sign-in to a remote MCP server (removes its credentials file).
+    Logout {
+        /// The server's name (`[mcp_servers.NAME]`).
+        server: String,
+    },
     /// Serves concierge's Rust tools, and each agent as an `ask_<agent>`
     /// tool, over MCP: stdio by default, streamable HTTP at /mcp with --http.
     Serve {
@@ -61,8 +80,76 @@ pub enum McpCommand {
     },
 }
 
+/// `mcp login` and `mcp logout`: the server's configuration is read, no
+/// runtime is opened (it would start the server that needs the sign-in).
+pub async fn sign_in(cli: &Cli, args: &McpArgs) -> Result<ExitCode> {
+    let (McpCommand::Login { server } | McpCommand::Logout { server }) = &args.command else {
+        return Err(Error::InvalidConfig("only `mcp login` and `mcp logout` sign in".into()));
+    };
+    let resolved = setup::resolve(cli)?;
+    let servers = setup::declared(&resolved.config)?.servers;
+    let Some(config) = servers.get(server) else {
+        let known: Vec<&str> = servers.keys().map(String::as_str).collect();
+        return Err(Error::InvalidConfig(format!(
+            "there is no MCP server {server} in concierge.toml or an agent file (the servers: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        )));
+    };
+    sign_in_to(server, config, matches!(args.command, McpCommand::Login { .. })).await
+}
+
+#[cfg(feature = "mcp-oauth")]
+async fn sign_in_to(server: &str, config: &concierge::mcp::McpServerConfig, login: bool) -> Result<ExitCode> {
+    if login {
+        let shown = concierge::mcp::login(server, config, |address| {
+            eprintln!("Open this address in a browser to sign in to the MCP server {server}:");
+            println!("{address}");
+            eprintln!("Waiting for the sign-in to come back (Ctrl-C stops)...");
+        })
+        .await;
+        return Ok(match shown {
+            Ok(path) => {
+                eprintln!("Signed in to {server}; the sign-in is kept in {}.", path.display());
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                eprintln!("error: {error}");
+                ExitCode::FAILURE
+            }
+        });
+    }
+    Ok(match concierge::mcp::logout(server, config).await {
+        Ok(true) => {
+            eprintln!("Signed out of {server}: its sign-in is forgotten.");
+            ExitCode::SUCCESS
+        }
+        Ok(false) => {
+            eprintln!("Nobody was signed in to {server}.");
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("error: {error}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+#[cfg(not(feature = "mcp-oauth"))]
+async fn sign_in_to(server: &str, _config: &concierge::mcp::McpServerConfig, _login: bool) -> Result<ExitCode> {
+    Err(Error::InvalidConfig(format!(
+        "signing in to the MCP server {server} needs concierge built with the mcp-oauth feature (on by default)"
+    )))
+}
+
 pub async fn mcp(rt: &Runtime, args: &McpArgs) -> Result<ExitCode> {
     match &args.command {
+        McpCommand::Login { .. } | McpCommand::Logout { .. } => Err(Error::InvalidConfig(
+            "`mcp login` and `mcp logout` open no runtime; they run before one".into(),
+        )),
         McpCommand::List { server, json } => {
             let tools = rt.discover(server).await?;
             if *json {

@@ -27,6 +27,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let (access, label) = match &cli.command {
         Command::Bench(args) => return bench::bench(&cli, args).await,
         Command::Token(args) => return token::token(args),
+        Command::Mcp(args) if args.signs_in() => return mcp::sign_in(&cli, args).await,
         Command::Run(_) => (Access::Write, "concierge run"),
         Command::Confirm(_) => (Access::Write, "concierge confirm"),
         Command::Chat(_) => (Access::Write, "concierge chat"),

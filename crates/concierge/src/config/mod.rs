@@ -233,8 +233,8 @@ impl Config {
             .map(|(name, p)| (name, rebase(base, p)))
             .collect();
         #[cfg(feature = "mcp")]
-        for server in config.mcp_servers.values_mut() {
-            server.cwd = Some(rebase(base, server.cwd.take().unwrap_or_else(|| PathBuf::from("."))));
+        for (name, server) in &mut config.mcp_servers {
+            server.rebase(name, base);
         }
         Ok(config)
     }

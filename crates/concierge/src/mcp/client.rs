@@ -750,6 +750,8 @@ impl McpClient {
         // The timeouts are ours (elicitation::await_response), paused while the server waits on us.
         let options = PeerRequestOptions::no_options();
         let peer = connection.service.peer();
+        // Known before the request goes: the server may ask at once.
+        let (live, _leave) = self.live.enter(tool, cx);
         let sent = peer
             .send_cancellable_request(ClientRequest::CallToolRequest(CallToolRequest::new(params)), options)
             .await;
@@ -764,7 +766,7 @@ impl McpClient {
                     token: handle.progress_token.clone(),
                     calls: self.calls.clone(),
                 };
-                let (live, _leave) = self.live.enter(handle.progress_token.clone(), tool, cx);
+                live.sent_as(handle.progress_token.clone());
                 let answer = elicitation::await_response(handle, &live, idle, cap).await;
                 // Answered, or timed out (rmcp sent the cancellation then).
                 guard.disarm();

@@ -90,20 +90,39 @@ pub struct McpServerConfig {
     pub sampling_max_tokens: Option<u32>,
 }
 
-/// `oauth` of an HTTP MCP server: the OAuth client concierge is registered
-/// as with the server's authorization server (found from the server's
-/// protected-resource metadata, RFC 9728), for the client-credentials
-/// grant (MCP's machine-to-machine authorization).
+/// `oauth` of an HTTP MCP server: how concierge gets its access token from
+/// the server's authorization server (found from the server's
+/// protected-resource metadata, RFC 9728).
+///
+/// With the client-credentials grant (the default; MCP's machine-to-machine
+/// authorization) concierge is a registered client with a secret:
 ///
 /// ```toml
 /// [mcp_servers.crm]
 /// url = "https://mcp.example.com/mcp"
 /// oauth = { client_id = "concierge", client_secret_env = "CRM_MCP_SECRET", scopes = ["crm.read"] }
 /// ```
+///
+/// With the authorization-code grant a person signs in once in a browser
+/// (`concierge mcp login NAME`; PKCE, and dynamic client registration when
+/// no `client_id` is given); the tokens are kept in `credentials_file` and
+/// refreshed as they expire:
+///
+/// ```toml
+/// [mcp_servers.docs]
+/// url = "https://docs.example.com/mcp"
+/// oauth = { grant = "authorization_code", scopes = ["docs.read"] }
+/// ```
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpOAuth {
-    /// The client id the authorization server knows concierge by.
+    /// How the token is got: `client_credentials` (the default) or
+    /// `authorization_code`.
+    #[serde(default, skip_serializing_if = "OAuthGrant::is_client_credentials")]
+    pub grant: OAuthGrant,
+    /// The client id the authorization server knows concierge by (for the
+    /// authorization-code grant, empty: concierge registers itself).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub client_id: String,
     /// The environment variable that holds the client secret (a file never
     /// holds the secret itself).
@@ -120,6 +139,35 @@ pub struct McpOAuth {
     /// URL by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    /// Authorization code: where the sign-in's tokens are kept (written
+    /// readable by the owner only). The CLI's default is
+    /// `.concierge/oauth/NAME.json` beside `concierge.toml`; a relative path
+    /// is read from there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials_file: Option<PathBuf>,
+    /// Authorization code: the loopback port the sign-in's redirect comes
+    /// back to (`http://127.0.0.1:PORT/callback`, what a registered client
+    /// names as its redirect URI); any free port by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect_port: Option<u16>,
+}
+
+/// How concierge gets an MCP server's access token (see [`McpOAuth`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// Machine to machine: a registered client and its secret.
+    #[default]
+    ClientCredentials,
+    /// A person signs in once in a browser (`concierge mcp login NAME`);
+    /// the tokens are kept and refreshed.
+    AuthorizationCode,
+}
+
+impl OAuthGrant {
+    fn is_client_credentials(&self) -> bool {
+        *self == OAuthGrant::ClientCredentials
+    }
 }
 
 impl std::fmt::Debug for McpOAuth {
@@ -130,6 +178,9 @@ impl std::fmt::Debug for McpOAuth {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "<redacted>"))
             .field("scopes", &self.scopes)
             .field("resource", &self.resource)
+            .field("grant", &self.grant)
+            .field("credentials_file", &self.credentials_file)
+            .field("redirect_port", &self.redirect_port)
             .finish()
     }
 }
@@ -153,6 +204,31 @@ impl McpOAuth {
             client_secret: Some(client_secret.into()),
             ..Self::default()
         }
+    }
+
+    /// A person signs in once in a browser (`concierge mcp login`, or
+    /// [`login`](super::login)); the tokens are kept in `credentials_file`.
+    pub fn authorization_code(credentials_file: impl Into<PathBuf>) -> Self {
+        Self {
+            grant: OAuthGrant::AuthorizationCode,
+            credentials_file: Some(credentials_file.into()),
+            ..Self::default()
+        }
+    }
+
+    /// The client id the authorization server knows concierge by.
+    #[must_use]
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = client_id.into();
+        self
+    }
+
+    /// Where the sign-in's tokens are kept: `credentials_file`, or
+    /// `.concierge/oauth/SERVER.json` under the working directory.
+    pub fn credentials_path(&self, server: &str) -> PathBuf {
+        self.credentials_file
+            .clone()
+            .unwrap_or_else(|| default_credentials_file(Path::new("."), server))
     }
 
     /// Asks for these scopes.
@@ -181,6 +257,12 @@ impl McpOAuth {
             )),
         }
     }
+}
+
+/// Where the sign-in of MCP server `server` is kept by default, for a
+/// project in `dir`.
+pub fn default_credentials_file(dir: &Path, server: &str) -> PathBuf {
+    dir.join(".concierge").join("oauth").join(format!("{server}.json"))
 }
 
 fn is_deny(policy: &super::SamplingPolicy) -> bool {
@@ -273,6 +355,23 @@ impl McpServerConfig {
         Duration::from_secs(self.timeout_secs.unwrap_or(30))
     }
 
+    /// Reads the server `name`'s relative paths (its working directory, its
+    /// sign-in's credentials file) from `base`, the directory of the file
+    /// that declares it; the sign-in is kept in `.concierge/oauth/` there
+    /// unless the file says where.
+    pub fn rebase(&mut self, name: &str, base: &Path) {
+        self.cwd = Some(crate::agent_files::rebase(
+            base,
+            self.cwd.take().unwrap_or_else(|| PathBuf::from(".")),
+        ));
+        if let Some(oauth) = self.oauth.as_mut().filter(|o| o.grant == OAuthGrant::AuthorizationCode) {
+            oauth.credentials_file = Some(match oauth.credentials_file.take() {
+                Some(path) => crate::agent_files::rebase(base, path),
+                None => default_credentials_file(base, name),
+            });
+        }
+    }
+
     /// Checks that exactly one transport is set and the URL parses.
     pub fn check(&self, name: &str) -> Result<()> {
         if let Some(bytes) = self.max_message_bytes {
@@ -295,7 +394,8 @@ impl McpServerConfig {
                     .client_secret_env
                     .as_deref()
                     .is_none_or(|var| var.trim().is_empty());
-            if oauth.client_id.trim().is_empty() || no_secret {
+            let client_credentials = oauth.grant == OAuthGrant::ClientCredentials;
+            if client_credentials && (oauth.client_id.trim().is_empty() || no_secret) {
                 return Err(Error::InvalidConfig(format!(
                     "MCP server {name}: oauth needs client_id and client_secret_env (the environment variable \
                      that holds the client secret)"

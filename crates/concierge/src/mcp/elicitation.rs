@@ -11,7 +11,7 @@
 //! ([`await_response`]): the server is waiting for us, not hung.
 //! See `docs/mcp.md`, "Elicitation".
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,8 +30,10 @@ use crate::tool::{ChannelError, ToolContext};
 /// A call in flight on one server.
 #[derive(Clone)]
 pub(crate) struct LiveCall {
-    /// The call's progress token (its key here).
-    token: ProgressToken,
+    /// The call's key here.
+    id: u64,
+    /// The call's progress token, once its request was sent.
+    token: Arc<Mutex<Option<ProgressToken>>>,
     /// The session the call serves.
     pub(crate) session: Option<SessionId>,
     /// The call's context (its way back to the session, if any).
@@ -45,6 +47,17 @@ pub(crate) struct LiveCall {
 }
 
 impl LiveCall {
+    /// The call's request was sent with progress token `token`.
+    pub(crate) fn sent_as(&self, token: ProgressToken) {
+        if let Ok(mut held) = self.token.lock() {
+            *held = Some(token);
+        }
+    }
+
+    fn is(&self, token: &ProgressToken) -> bool {
+        self.token.lock().is_ok_and(|held| held.as_ref() == Some(token))
+    }
+
     /// Marks a request of the server as waiting on us until the guard drops.
     pub(crate) fn hold(&self) -> Hold {
         self.waiting.fetch_add(1, Ordering::SeqCst);
@@ -65,13 +78,17 @@ impl Drop for Hold {
 
 /// The calls in flight on one server.
 #[derive(Clone, Default)]
-pub(crate) struct LiveCalls(Arc<Mutex<Vec<LiveCall>>>);
+pub(crate) struct LiveCalls(Arc<Mutex<Vec<LiveCall>>>, Arc<AtomicU64>);
 
 impl LiveCalls {
-    /// Records a call in flight; it is forgotten when the guard drops.
-    pub(crate) fn enter(&self, token: ProgressToken, tool: &str, cx: Option<&ToolContext>) -> (LiveCall, Leave) {
+    /// Records a call about to be sent (before its request goes: the
+    /// server may ask as soon as it has it); it is forgotten when the guard
+    /// drops. Its progress token is given once known ([`LiveCall::sent_as`]).
+    pub(crate) fn enter(&self, tool: &str, cx: Option<&ToolContext>) -> (LiveCall, Leave) {
+        let id = self.1.fetch_add(1, Ordering::Relaxed);
         let call = LiveCall {
-            token: token.clone(),
+            id,
+            token: Arc::default(),
             session: cx.map(|cx| cx.session_id.clone()),
             cx: cx.cloned(),
             tool: tool.to_string(),
@@ -85,7 +102,7 @@ impl LiveCalls {
             call,
             Leave {
                 calls: self.clone(),
-                token,
+                id,
             },
         )
     }
@@ -93,7 +110,7 @@ impl LiveCalls {
     /// A progress report for `token`: a sign of life for its call.
     pub(crate) fn progressed(&self, token: &ProgressToken) {
         if let Ok(calls) = self.0.lock() {
-            if let Some(call) = calls.iter().find(|c| &c.token == token) {
+            if let Some(call) = calls.iter().find(|c| c.is(token)) {
                 call.life.notify_one();
             }
         }
@@ -114,13 +131,13 @@ impl LiveCalls {
 /// Forgets a call when it ends.
 pub(crate) struct Leave {
     calls: LiveCalls,
-    token: ProgressToken,
+    id: u64,
 }
 
 impl Drop for Leave {
     fn drop(&mut self) {
         if let Ok(mut calls) = self.calls.0.lock() {
-            calls.retain(|c| c.token != self.token);
+            calls.retain(|c| c.id != self.id);
         }
     }
 }

@@ -14,9 +14,13 @@
 mod changes;
 mod client;
 mod config;
+#[cfg(feature = "mcp-oauth")]
+mod credentials;
 mod elicitation;
 mod framing;
 mod http;
+#[cfg(feature = "mcp-oauth")]
+mod login;
 #[cfg(feature = "mcp-oauth")]
 mod oauth;
 mod prompts;
@@ -31,8 +35,10 @@ pub use crate::error::McpError;
 pub use changes::McpChange;
 pub(crate) use client::Probe;
 pub use client::{MAX_CALL_TIMEOUTS, McpClient, McpProgress, supported_protocol_versions};
-pub use config::{McpOAuth, McpServerConfig};
+pub use config::{McpOAuth, McpServerConfig, OAuthGrant, default_credentials_file};
 pub use framing::MAX_MESSAGE_BYTES;
+#[cfg(feature = "mcp-oauth")]
+pub use login::{LoginError, login, logout};
 pub use prompts::{FilledPrompt, McpPrompt, McpPromptArgument, PromptMessage, PromptRole};
 pub use resource_tools::RESOURCE_TOOLSET;
 pub(crate) use resource_tools::resource_tools;

@@ -233,7 +233,7 @@ pub async fn accept_decline_and_cancel_reach_the_server_and_content_that_does_no
         .run("ship the lamp", RunOptions::new().session_id("a"))
         .await
         .unwrap();
-    assert_eq!(out.status, RunStatus::AwaitingInput);
+    assert_eq!(out.status, RunStatus::AwaitingInput, "{:?}", out.reply);
     let pending = out.pending_elicitation.clone().unwrap();
     assert_eq!(pending.elicitation.server, "shipping");
     assert!(
@@ -468,6 +468,7 @@ pub async fn sampling_is_denied_by_default_allowed_within_the_cap_or_asked_and_i
     let done = shop.run("no", RunOptions::new().session_id("s")).await.unwrap();
     assert!(done.reply.as_deref().unwrap().contains("no model"), "{:?}", done.reply);
     let out = shop.run("summarize", RunOptions::new().session_id("s2")).await.unwrap();
+    assert_eq!(out.status, RunStatus::AwaitingInput, "{:?}", out.reply);
     let pending = out.pending_elicitation.unwrap();
     let done = rt
         .answer_question(
