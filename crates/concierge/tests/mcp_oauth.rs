@@ -2,157 +2,27 @@
 //! server from the server's protected-resource metadata, gets a token with
 //! the client-credentials grant, sends it on every request, gets a new one
 //! when the server refuses it, and a wrong secret is reported naming the
-//! server. The authorization server and the MCP server are real HTTP
-//! servers on loopback (axum and rmcp), written here.
+//! server; a person signs in once (the authorization-code grant with PKCE
+//! and dynamic registration, `concierge::mcp::login`) and every process
+//! uses and refreshes the kept sign-in. The authorization server and the MCP
+//! server are real HTTP servers on loopback (axum and rmcp), written here;
+//! the test stands in for the person's browser.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::collections::HashMap;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod support {
+    pub mod oauth_server;
+}
 
-use axum::extract::{Form, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use concierge::mcp::{McpOAuth, McpServerConfig};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use concierge::mcp::{LoginError, McpOAuth, McpServerConfig, OAuthGrant, login, logout};
 use concierge::model::{Model, ModelContext};
 use concierge::{AgentSpec, Message, ModelError, ModelReply, ModelRequest, RunOptions, Runtime};
 use futures::future::BoxFuture;
-use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-};
-use rmcp::service::RequestContext;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler};
-use serde_json::json;
-
-const CLIENT: &str = "concierge";
-const SECRET: &str = "s3cret";
-
-/// The authorization server's state: tokens issued, and the one the MCP
-/// server accepts now.
-#[derive(Default)]
-struct Issuer {
-    base: Mutex<String>,
-    issued: AtomicUsize,
-    valid: Mutex<Option<String>>,
-    /// Grants asked for, with their client id and scopes.
-    grants: Mutex<Vec<String>>,
-}
-
-/// An MCP server with one tool, `whoami`.
-#[derive(Clone)]
-struct Crm;
-
-impl ServerHandler for Crm {
-    fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("crm", "0.1.0"))
-    }
-
-    async fn list_tools(
-        &self,
-        _r: Option<PaginatedRequestParams>,
-        _c: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let schema = Arc::new(json!({"type": "object"}).as_object().cloned().unwrap());
-        Ok(ListToolsResult::with_all_items(vec![Tool::new(
-            "whoami",
-            "Says who is calling.",
-            schema,
-        )]))
-    }
-
-    async fn call_tool(
-        &self,
-        _request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        Ok(CallToolResult::success(vec![ContentBlock::text("an authorized client")]).into())
-    }
-}
-
-async fn protected_resource(State(issuer): State<Arc<Issuer>>) -> impl IntoResponse {
-    let base = issuer.base.lock().unwrap().clone();
-    axum::Json(json!({"resource": format!("{base}/mcp"), "authorization_servers": [base]}))
-}
-
-async fn authorization_server(State(issuer): State<Arc<Issuer>>) -> impl IntoResponse {
-    let base = issuer.base.lock().unwrap().clone();
-    axum::Json(json!({
-        "issuer": base,
-        "authorization_endpoint": format!("{base}/authorize"),
-        "token_endpoint": format!("{base}/token"),
-        "token_endpoint_auth_methods_supported": ["client_secret_post", "client_secret_basic"],
-        "grant_types_supported": ["client_credentials"],
-        "response_types_supported": ["code"],
-        "code_challenge_methods_supported": ["S256"],
-    }))
-}
-
-async fn token(State(issuer): State<Arc<Issuer>>, Form(form): Form<HashMap<String, String>>) -> Response {
-    let field = |name: &str| form.get(name).cloned().unwrap_or_default();
-    issuer.grants.lock().unwrap().push(format!(
-        "{} {} {}",
-        field("grant_type"),
-        field("client_id"),
-        field("scope")
-    ));
-    if field("grant_type") != "client_credentials" || field("client_id") != CLIENT || field("client_secret") != SECRET {
-        let body = json!({"error": "invalid_client", "error_description": "unknown client or wrong secret"});
-        return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
-    }
-    let n = issuer.issued.fetch_add(1, Ordering::SeqCst) + 1;
-    let token = format!("tok-{n}");
-    *issuer.valid.lock().unwrap() = Some(token.clone());
-    axum::Json(json!({"access_token": token, "token_type": "Bearer", "expires_in": 3600})).into_response()
-}
-
-/// The MCP endpoint takes only the token issued last.
-async fn bearer_only(State(issuer): State<Arc<Issuer>>, headers: HeaderMap, request: Request, next: Next) -> Response {
-    let sent = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::to_string);
-    let valid = issuer.valid.lock().unwrap().clone();
-    if sent.is_some() && sent == valid {
-        return next.run(request).await;
-    }
-    let base = issuer.base.lock().unwrap().clone();
-    let challenge = format!(r#"Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/mcp""#);
-    (StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]).into_response()
-}
-
-async fn serve(issuer: Arc<Issuer>) -> SocketAddr {
-    let mcp = StreamableHttpService::new(
-        || Ok(Crm),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let guarded = axum::Router::new()
-        .nest_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn_with_state(issuer.clone(), bearer_only));
-    let app = axum::Router::new()
-        .route("/.well-known/oauth-protected-resource", get(protected_resource))
-        .route("/.well-known/oauth-protected-resource/mcp", get(protected_resource))
-        .route("/.well-known/oauth-authorization-server", get(authorization_server))
-        .route("/token", post(token))
-        .with_state(issuer.clone())
-        .merge(guarded);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    *issuer.base.lock().unwrap() = format!("http://{addr}");
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
-    addr
-}
+use support::oauth_server::{CLIENT, Issuer, SECRET, serve};
 
 /// Calls `whoami`, then says what it answered.
 struct Caller;
@@ -181,13 +51,18 @@ impl Model for Caller {
 }
 
 async fn runtime(addr: SocketAddr, oauth: McpOAuth) -> Runtime {
+    runtime_for(server(addr, oauth)).await
+}
+
+fn server(addr: SocketAddr, oauth: McpOAuth) -> McpServerConfig {
+    McpServerConfig::http(format!("http://{addr}/mcp"))
+        .trusted()
+        .oauth(oauth)
+}
+
+async fn runtime_for(server: McpServerConfig) -> Runtime {
     Runtime::builder()
-        .mcp_server(
-            "crm",
-            McpServerConfig::http(format!("http://{addr}/mcp"))
-                .trusted()
-                .oauth(oauth),
-        )
+        .mcp_server("crm", server)
         .agent(AgentSpec::new("desk").toolset("crm"))
         .model(Caller)
         .in_memory()
@@ -310,4 +185,170 @@ oauth = { client_id = "c", client_secret = "in-a-file" }
 "#,
     );
     assert!(unknown.is_err(), "a secret is never read from a file");
+}
+
+/// The person's browser: opens `address`, follows the redirects back to
+/// concierge's listener, and answers with the page it shows.
+fn browse(address: &str) -> tokio::task::JoinHandle<String> {
+    concierge::tls::install_crypto_provider();
+    let address = address.to_string();
+    tokio::spawn(async move { reqwest::get(&address).await.unwrap().text().await.unwrap() })
+}
+
+/// Signs in to the `crm` server as `config` says; the page the browser showed.
+async fn sign_in(config: &McpServerConfig) -> (Result<std::path::PathBuf, LoginError>, String) {
+    let mut browser = None;
+    let signed = login("crm", config, |address| browser = Some(browse(address))).await;
+    let page = match browser {
+        Some(browser) => browser.await.unwrap(),
+        None => String::new(),
+    };
+    (signed, page)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_once_and_every_process_uses_and_renews_the_sign_in() {
+    let issuer = Arc::new(Issuer::default());
+    let addr = serve(issuer.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kept = dir.path().join(".concierge/oauth/crm.json");
+    let config = server(addr, McpOAuth::authorization_code(&kept).scopes(["crm.read"]));
+
+    // Before anyone signed in, a run that needs the server says what to do.
+    let refused = refusal(runtime_for(config.clone()).await).await;
+    assert!(refused.contains("concierge mcp login crm"), "{refused}");
+
+    let (signed, page) = sign_in(&config).await;
+    assert_eq!(signed.unwrap(), kept);
+    assert!(page.contains("You are signed in"), "{page}");
+    assert_eq!(issuer.registered.load(Ordering::SeqCst), 1, "registered itself");
+    assert_eq!(
+        issuer.grants.lock().unwrap().last().unwrap(),
+        "authorization_code dyn-1 ",
+        "the code exchanged with the PKCE verifier"
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "the sign-in is readable by its owner only");
+    }
+
+    // Another process uses the kept sign-in.
+    let rt = runtime_for(config.clone()).await;
+    let out = rt
+        .client("desk")
+        .unwrap()
+        .run("who am I?", RunOptions::new().session_id("a"))
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+
+    // The server stops accepting the token: it is refreshed (the refresh
+    // token rotates), and the call goes through.
+    *issuer.valid.lock().unwrap() = Some("revoked".into());
+    let out = rt
+        .client("desk")
+        .unwrap()
+        .run("who am I now?", RunOptions::new().session_id("b"))
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+    assert!(
+        issuer
+            .grants
+            .lock()
+            .unwrap()
+            .last()
+            .unwrap()
+            .starts_with("refresh_token dyn-1"),
+        "{:?}",
+        issuer.grants.lock().unwrap()
+    );
+    rt.shutdown().await;
+    // The refreshed sign-in was kept: the next process starts with it.
+    let issued = issuer.issued.load(Ordering::SeqCst);
+    let rt = runtime_for(config.clone()).await;
+    let out = rt
+        .client("desk")
+        .unwrap()
+        .run("who am I?", RunOptions::new().session_id("a"))
+        .await
+        .unwrap();
+    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+    assert_eq!(issuer.issued.load(Ordering::SeqCst), issued, "no new token needed");
+
+    // The token and the refresh token are both revoked: sign in again.
+    *issuer.valid.lock().unwrap() = Some("revoked".into());
+    *issuer.refresh.lock().unwrap() = None;
+    let refused = rt
+        .client("desk")
+        .unwrap()
+        .run("who am I?", RunOptions::new().session_id("c"))
+        .await
+        .map(|out| out.reply.unwrap_or_default())
+        .unwrap_or_else(|e| e.to_string());
+    assert!(refused.contains("concierge mcp login crm"), "{refused}");
+    rt.shutdown().await;
+
+    assert!(logout("crm", &config).await.unwrap(), "a sign-in was forgotten");
+    assert!(!kept.exists());
+    assert!(!logout("crm", &config).await.unwrap(), "nothing left to forget");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sign_in_or_a_server_without_one_says_so() {
+    let issuer = Arc::new(Issuer::default());
+    issuer.deny.store(true, Ordering::SeqCst);
+    let addr = serve(issuer.clone()).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = server(addr, McpOAuth::authorization_code(dir.path().join("crm.json")));
+    let (signed, page) = sign_in(&config).await;
+    let error = signed.unwrap_err().to_string();
+    assert!(
+        error.contains("refused") && error.contains("the person said no"),
+        "{error}"
+    );
+    assert!(page.contains("did not complete"), "{page}");
+    assert!(!dir.path().join("crm.json").exists());
+
+    let machine = server(addr, McpOAuth::with_secret(CLIENT, SECRET));
+    let error = login("crm", &machine, |_| {}).await.unwrap_err().to_string();
+    assert!(error.contains("grant = \"authorization_code\""), "{error}");
+    let local = McpServerConfig::stdio("crm-server", Vec::<String>::new());
+    let error = login("crm", &local, |_| {}).await.unwrap_err().to_string();
+    assert!(error.contains("only a remote server signs in"), "{error}");
+}
+
+#[test]
+fn a_sign_in_is_read_from_the_configuration_and_kept_beside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("concierge.toml");
+    std::fs::write(
+        &file,
+        r#"
+[mcp_servers.docs]
+url = "https://docs.example.com/mcp"
+oauth = { grant = "authorization_code", scopes = ["docs.read"] }
+
+[mcp_servers.wiki]
+url = "https://wiki.example.com/mcp"
+oauth = { grant = "authorization_code", client_id = "registered", credentials_file = "secrets/wiki.json", redirect_port = 8765 }
+"#,
+    )
+    .unwrap();
+    let config = concierge::config::Config::load(&file, true).unwrap();
+    let docs = config.mcp_servers["docs"].oauth.clone().unwrap();
+    assert_eq!(docs.grant, OAuthGrant::AuthorizationCode);
+    assert_eq!(
+        docs.credentials_file,
+        Some(dir.path().join(".concierge/oauth/docs.json"))
+    );
+    config.mcp_servers["docs"].check("docs").unwrap();
+    let wiki = config.mcp_servers["wiki"].oauth.clone().unwrap();
+    assert_eq!(wiki.credentials_file, Some(dir.path().join("secrets/wiki.json")));
+    assert_eq!(
+        (wiki.client_id.as_str(), wiki.redirect_port),
+        ("registered", Some(8765))
+    );
 }

@@ -126,6 +126,7 @@ pub async fn login(server: &str, config: &McpServerConfig, show: impl FnOnce(&st
     let redirect = format!("http://127.0.0.1:{}/callback", bound.port());
 
     let path = oauth.credentials_path(server);
+    crate::tls::install_crypto_provider();
     let mut manager = AuthorizationManager::new(url)
         .await
         .map_err(|e| failed(e.to_string()))?;
