@@ -23,11 +23,15 @@ use rmcp::model::{
     ResourceUpdatedNotificationParam, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler};
 use serde_json::json;
 use tokio::sync::broadcast;
+
+/// A resource's URI and the session subscribed to it.
+type Subscription = (String, Peer<RoleServer>);
 
 /// A notes server: `notes://handbook` and `notes://counter`, the template
 /// `notes://items/{id}`, the prompt `summarize` (argument `topic`, required).
@@ -35,7 +39,8 @@ use tokio::sync::broadcast;
 struct Notes {
     texts: Arc<Mutex<BTreeMap<String, String>>>,
     peers: Arc<Mutex<Vec<Peer<RoleServer>>>>,
-    subscribed: Arc<Mutex<Vec<String>>>,
+    /// Who subscribed to what: a subscription belongs to its session.
+    subscribed: Arc<Mutex<Vec<Subscription>>>,
 }
 
 impl Notes {
@@ -67,12 +72,18 @@ impl Notes {
     /// Changes a resource and tells those who subscribed to it.
     async fn update(&self, uri: &str, text: &str) {
         self.set(uri, text);
-        if self.subscribed.lock().unwrap().iter().any(|u| u == uri) {
-            for peer in self.peers() {
-                let _ = peer
-                    .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
-                    .await;
-            }
+        let subscribers: Vec<Peer<RoleServer>> = self
+            .subscribed
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(u, _)| u == uri)
+            .map(|(_, peer)| peer.clone())
+            .collect();
+        for peer in subscribers {
+            let _ = peer
+                .notify_resource_updated(ResourceUpdatedNotificationParam::new(uri))
+                .await;
         }
     }
 }
@@ -144,9 +155,9 @@ impl ServerHandler for Notes {
     async fn subscribe(
         &self,
         request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscribed.lock().unwrap().push(request.uri);
+        self.subscribed.lock().unwrap().push((request.uri, context.peer));
         Ok(())
     }
 
@@ -195,9 +206,16 @@ impl ServerHandler for Notes {
 
 /// Serves `notes` on a free loopback port; returns its URL.
 async fn serve(notes: Notes) -> String {
+    serve_with_sessions(notes).await.0
+}
+
+/// [`serve`], with the server's sessions (to forget them, as a server that
+/// restarted or expired them would).
+async fn serve_with_sessions(notes: Notes) -> (String, Arc<LocalSessionManager>) {
+    let sessions = Arc::new(LocalSessionManager::default());
     let service = StreamableHttpService::new(
         move || Ok(notes.clone()),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         StreamableHttpServerConfig::default(),
     );
     let app = axum::Router::new().nest_service("/mcp", service);
@@ -206,7 +224,7 @@ async fn serve(notes: Notes) -> String {
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    format!("http://{addr}/mcp")
+    (format!("http://{addr}/mcp"), sessions)
 }
 
 fn session(id: &str) -> RunOptions {
@@ -277,6 +295,53 @@ async fn resources_templates_reading_and_changes() {
         peer.notify_prompt_list_changed().await.unwrap();
     }
     assert_eq!(next_change(&mut changes).await, McpChange::PromptListChanged);
+    rt.shutdown().await;
+}
+
+/// A server that forgets the client's session (it expired it, or lost it)
+/// answers the next request 404; rmcp initializes a new session and sends
+/// the request again, and concierge subscribes the new session to what the
+/// old one was subscribed to, so the resource's updates still arrive.
+#[tokio::test]
+async fn subscriptions_are_made_again_when_the_server_forgets_the_session() {
+    let notes = Notes::new();
+    let (url, sessions) = serve_with_sessions(notes.clone()).await;
+    let rt = Runtime::builder()
+        .mcp_server("notes", McpServerConfig::http(url))
+        .build()
+        .await
+        .unwrap();
+    let client = rt.mcp_client("notes").unwrap();
+    let mut changes = client.changes();
+    client.subscribe("notes://counter").await.unwrap();
+
+    let forgotten: Vec<_> = sessions.sessions.read().await.keys().cloned().collect();
+    assert_eq!(forgotten.len(), 1);
+    for id in &forgotten {
+        sessions.close_session(id).await.unwrap();
+    }
+    // The next request meets the expired session and goes on in a new one.
+    assert_eq!(client.read_resource("notes://counter").await.unwrap().text, "1");
+    let renewed = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            let subscribed = notes.subscribed.lock().unwrap().len();
+            if subscribed == 2 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(renewed.is_ok(), "the new session was not subscribed");
+    assert!(!sessions.sessions.read().await.contains_key(&forgotten[0]));
+
+    notes.update("notes://counter", "2").await;
+    assert_eq!(
+        next_change(&mut changes).await,
+        McpChange::ResourceUpdated {
+            uri: "notes://counter".into()
+        }
+    );
     rt.shutdown().await;
 }
 

@@ -10,6 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc;
+
 use concierge_core::{IdempotencyKey, ToolError, ToolErrorKind};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
@@ -216,6 +218,63 @@ pub fn supported_protocol_versions() -> Vec<String> {
         .collect()
 }
 
+/// The resources a client subscribed to (a subscription lasts as long as
+/// the server's session, so they are made again on a new one).
+#[derive(Clone, Default)]
+struct Subscriptions(Arc<Mutex<std::collections::BTreeSet<String>>>);
+
+impl Subscriptions {
+    fn remember(&self, uri: &str, subscribed: bool) {
+        if let Ok(mut set) = self.0.lock() {
+            if subscribed {
+                set.insert(uri.to_string());
+            } else {
+                set.remove(uri);
+            }
+        }
+    }
+
+    /// Subscribes `peer`'s session to every remembered resource; one the
+    /// server refuses is logged and forgotten.
+    async fn make_again(&self, server: &str, peer: &Peer<RoleClient>, timeout: Duration) {
+        let uris: Vec<String> = self
+            .0
+            .lock()
+            .map(|set| set.iter().cloned().collect())
+            .unwrap_or_default();
+        for uri in uris {
+            #[allow(deprecated)]
+            let asked = peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri.as_str()));
+            match tokio::time::timeout(timeout, asked).await {
+                Ok(Ok(())) => tracing::debug!(server, %uri, "subscribed again on a new session"),
+                Ok(Err(error)) => {
+                    tracing::warn!(server, %uri, %error, "the server refused the subscription on its new session");
+                    self.remember(&uri, false);
+                }
+                Err(_) => tracing::warn!(server, %uri, "no answer to subscribing again on a new session"),
+            }
+        }
+    }
+
+    /// Makes the subscriptions again each time the HTTP client behind
+    /// `peer` starts a new session (the server forgot the old one and rmcp
+    /// initialized again), until the client is gone.
+    fn follow_renewals(
+        &self,
+        server: &str,
+        peer: Peer<RoleClient>,
+        mut renewed: mpsc::UnboundedReceiver<()>,
+        timeout: Duration,
+    ) {
+        let (subscriptions, server) = (self.clone(), server.to_string());
+        tokio::spawn(async move {
+            while renewed.recv().await.is_some() {
+                subscriptions.make_again(&server, &peer, timeout).await;
+            }
+        });
+    }
+}
+
 pub(super) struct Connection {
     service: RunningService<RoleClient, Handler>,
     /// A stdio server's process (killed when the connection is dropped).
@@ -271,8 +330,9 @@ pub struct McpClient {
     calls: Calls,
     live: LiveCalls,
     changes: tokio::sync::broadcast::Sender<McpChange>,
-    /// The resources subscribed to: made again on every new connection.
-    subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// The resources subscribed to: made again on every new connection
+    /// and every new HTTP session.
+    subscribed: Subscriptions,
 }
 
 impl std::fmt::Debug for McpClient {
@@ -297,47 +357,23 @@ impl McpClient {
             calls: Calls::default(),
             live: LiveCalls::default(),
             changes: tokio::sync::broadcast::channel(64).0,
-            subscribed: Mutex::default(),
+            subscribed: Subscriptions::default(),
         }
     }
 
     /// Remembers (or forgets) a subscription to `uri`, to make it again
     /// after the server restarts.
     pub(super) fn remember_subscription(&self, uri: &str, subscribed: bool) {
-        if let Ok(mut set) = self.subscribed.lock() {
-            if subscribed {
-                set.insert(uri.to_string());
-            } else {
-                set.remove(uri);
-            }
-        }
+        self.subscribed.remember(uri, subscribed);
     }
 
     /// Subscribes the new `connection` to the resources subscribed to
     /// before the server restarted (a subscription lasts as long as its
-    /// connection); one it refuses is logged and forgotten.
+    /// connection).
     async fn subscribe_again(&self, connection: &Connection) {
-        let uris: Vec<String> = self
-            .subscribed
-            .lock()
-            .map(|set| set.iter().cloned().collect())
-            .unwrap_or_default();
-        let timeout = self.config.call_timeout();
-        for uri in uris {
-            #[allow(deprecated)]
-            let asked = connection
-                .service
-                .peer()
-                .subscribe(rmcp::model::SubscribeRequestParams::new(uri.as_str()));
-            match tokio::time::timeout(timeout, asked).await {
-                Ok(Ok(())) => tracing::debug!(server = %self.name, %uri, "subscribed again after a restart"),
-                Ok(Err(error)) => {
-                    tracing::warn!(server = %self.name, %uri, %error, "the restarted server refused the subscription");
-                    self.remember_subscription(&uri, false);
-                }
-                Err(_) => tracing::warn!(server = %self.name, %uri, "no answer to subscribing again after a restart"),
-            }
-        }
+        self.subscribed
+            .make_again(&self.name, &connection.peer(), self.config.call_timeout())
+            .await;
     }
 
     /// What the server says changed (its resources, a subscribed resource,
@@ -598,7 +634,8 @@ impl McpClient {
                 // Its answers reach rmcp through the size guard.
                 let limit = self.config.message_limit();
                 config.max_sse_event_size = limit;
-                let client = GuardedHttp::new(&self.name, limit)
+                let (renewals, renewed) = mpsc::unbounded_channel();
+                let client = GuardedHttp::new(&self.name, limit, renewals)
                     .map_err(|e| self.error(format!("cannot make an HTTP client for {url}: {e}")))?;
                 #[cfg(feature = "mcp-oauth")]
                 let client = match &self.config.oauth {
@@ -622,11 +659,16 @@ impl McpClient {
                 }
                 let transport = StreamableHttpClientTransport::with_client(client, config);
                 match tokio::time::timeout(timeout, handler.serve(transport)).await {
-                    Ok(Ok(service)) => Connection {
-                        service,
-                        child: None,
-                        pid: None,
-                    },
+                    Ok(Ok(service)) => {
+                        let peer = service.peer().clone();
+                        self.subscribed
+                            .follow_renewals(&self.name, peer, renewed, self.config.call_timeout());
+                        Connection {
+                            service,
+                            child: None,
+                            pid: None,
+                        }
+                    }
                     Ok(Err(e)) => return Err(self.error(format!("cannot connect to {url}: {e}"))),
                     Err(_) => {
                         return Err(self.error(format!(

@@ -4,19 +4,24 @@
 //! call would fail with a vague error or wait for its timeout although the
 //! tool ran; here it becomes an error answer to the same request, which the
 //! call reports as a result too large (as [`super::framing`] does over stdio).
+//! It also notices when rmcp starts a new session on the same connection
+//! (the server forgot the old one and rmcp initialized again), so the
+//! client can subscribe the new session to its resources again.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
 };
 use serde_json::Value;
 use sse_stream::Sse;
+use tokio::sync::mpsc;
 
 use super::framing::too_large_answer;
 
@@ -36,6 +41,11 @@ pub(crate) struct GuardedHttp {
     /// The server's OAuth token, when it is configured with `oauth`.
     #[cfg(feature = "mcp-oauth")]
     oauth: Option<Arc<super::oauth::OAuthToken>>,
+    /// How many sessions rmcp initialized through this client: after the
+    /// first, each is a new session after the server forgot the old one.
+    sessions: Arc<AtomicUsize>,
+    /// Told of each such new session (its subscriptions are made again).
+    renewed: mpsc::UnboundedSender<()>,
 }
 
 impl GuardedHttp {
@@ -43,7 +53,7 @@ impl GuardedHttp {
     /// bytes. Like rmcp's own: no idle connections kept (a half-read answer
     /// would stall the next request), and only redirects to the same origin
     /// that keep the request's method and body are followed.
-    pub(crate) fn new(server: &str, limit: usize) -> Result<Self, reqwest::Error> {
+    pub(crate) fn new(server: &str, limit: usize, renewed: mpsc::UnboundedSender<()>) -> Result<Self, reqwest::Error> {
         crate::tls::install_crypto_provider();
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
@@ -71,6 +81,8 @@ impl GuardedHttp {
             limit,
             #[cfg(feature = "mcp-oauth")]
             oauth: None,
+            sessions: Arc::default(),
+            renewed,
         })
     }
 
@@ -185,6 +197,10 @@ impl StreamableHttpClient for GuardedHttp {
             ClientJsonRpcMessage::Request(request) => serde_json::to_value(&request.id).ok(),
             _ => None,
         };
+        let initialized = matches!(
+            &message,
+            ClientJsonRpcMessage::Notification(n) if matches!(n.notification, ClientNotification::InitializedNotification(_))
+        );
         let limit = max_sse_event_size.min(self.limit);
         let response = self
             .authorized(auth_header, |token| {
@@ -198,6 +214,10 @@ impl StreamableHttpClient for GuardedHttp {
                 )
             })
             .await;
+        if initialized && response.is_ok() && self.sessions.fetch_add(1, Ordering::SeqCst) > 0 {
+            tracing::info!(server = %self.server, "the MCP server started a new session; subscribing again");
+            let _ = self.renewed.send(());
+        }
         // Only an answer to a request can stand in for what was too large.
         let Some(id) = id else { return response };
         match response {
