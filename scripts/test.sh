@@ -37,12 +37,11 @@ scripts/setup-openai-client.sh
 # and the Python SDK's server, for the ignored tests of our A2A client against
 # a third-party agent (crates/concierge-cli/tests/a2a_remote_sdk.rs).
 scripts/setup-a2a-clients.sh
-# The Python MCP SDK (PyPI, pinned), for the ignored elicitation tests with a
-# Python MCP server (crates/concierge/tests/mcp_elicitation_external.rs).
+# The official MCP Python SDK (PyPI `mcp`, pinned), for the ignored
+# elicitation tests with a Python MCP server
+# (crates/concierge/tests/mcp_elicitation_external.rs) and with the Python
+# client driving concierge's MCP server (elicitation, progress).
 scripts/setup-mcp-python.sh
-# The official MCP Python client (PyPI `mcp`, pinned), for the ignored test
-# that drives concierge's MCP server (elicitation, progress) with it.
-scripts/setup-mcp-python-client.sh
 
 cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read

@@ -264,17 +264,17 @@ async fn a_client_without_elicitation_gets_the_waiting_text() {
     assert!(text.contains("Charge the card for unasked-memo?"), "{text}");
 }
 
-// ----- the official MCP Python client (scripts/setup-mcp-python-client.sh) -----
+// ----- the official MCP Python client (scripts/setup-mcp-python.sh) -----
 
-/// The virtual environment's Python that `scripts/setup-mcp-python-client.sh` made.
+/// The virtual environment's Python that `scripts/setup-mcp-python.sh` made.
 fn python() -> std::path::PathBuf {
     let cache = std::env::var_os("CONCIERGE_CACHE")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/concierge"));
-    let python = cache.join("venv-mcp-client/bin/python");
+    let python = cache.join("venv-mcp-python/bin/python");
     assert!(
         python.exists(),
-        "{} is missing: run scripts/setup-mcp-python-client.sh first",
+        "{} is missing: run scripts/setup-mcp-python.sh first",
         python.display()
     );
     python
@@ -299,7 +299,7 @@ async fn python_client(url: &str, decision: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the MCP Python client: scripts/setup-mcp-python-client.sh"]
+#[ignore = "needs the MCP Python client: scripts/setup-mcp-python.sh"]
 async fn the_python_mcp_client_is_asked_and_told_progress() {
     let url = serve("python-approved").await;
     let seen = python_client(&url, "approve").await;

@@ -5,10 +5,10 @@ restarts of the server and of the client."""
 
 import os
 
-from mcp.server.fastmcp import Context, FastMCP
+from mcp.server.mcpserver import Context, MCPServer
 from pydantic import BaseModel, Field
 
-mcp = FastMCP("shipping")
+mcp = MCPServer("shipping")
 
 
 class Address(BaseModel):
