@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use concierge_core::AgentSpec;
 
 use crate::error::{Error, Result};
+use crate::rebase::rebase;
 
 /// Agents read from files, and the MCP servers the files declare.
 #[derive(Clone, Debug, Default)]
@@ -85,13 +86,4 @@ pub fn load_agents(dir: &Path) -> Result<AgentFiles> {
         files.agents.push(agent);
     }
     Ok(files)
-}
-
-/// `path` as named in a file in `base`: relative paths are relative to the file.
-pub(crate) fn rebase(base: &Path, path: PathBuf) -> PathBuf {
-    if path.is_absolute() || base.as_os_str().is_empty() {
-        path
-    } else {
-        base.join(path)
-    }
 }

@@ -60,6 +60,7 @@ pub mod fuzzy;
 pub mod mcp;
 pub mod model;
 pub mod options;
+mod rebase;
 pub mod runtime;
 pub mod tls;
 pub mod tool;

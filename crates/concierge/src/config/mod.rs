@@ -56,10 +56,10 @@ use serde::Deserialize;
 
 mod model;
 
-use crate::agent_files::rebase;
 pub use crate::agent_files::{AgentFiles, load_agents};
 use crate::error::{Error, Result};
 pub use crate::model::Price;
+use crate::rebase::rebase;
 pub use model::{ModelSettings, build_model, default_key_env};
 
 /// `concierge.toml`. Every field is optional.

@@ -360,13 +360,13 @@ impl McpServerConfig {
     /// that declares it; the sign-in is kept in `.concierge/oauth/` there
     /// unless the file says where.
     pub fn rebase(&mut self, name: &str, base: &Path) {
-        self.cwd = Some(crate::agent_files::rebase(
+        self.cwd = Some(crate::rebase::rebase(
             base,
             self.cwd.take().unwrap_or_else(|| PathBuf::from(".")),
         ));
         if let Some(oauth) = self.oauth.as_mut().filter(|o| o.grant == OAuthGrant::AuthorizationCode) {
             oauth.credentials_file = Some(match oauth.credentials_file.take() {
-                Some(path) => crate::agent_files::rebase(base, path),
+                Some(path) => crate::rebase::rebase(base, path),
                 None => default_credentials_file(base, name),
             });
         }
