@@ -67,6 +67,9 @@ pub struct Role<'a> {
     pub metrics: Option<&'a Arc<concierge_server::metrics::Metrics>>,
     /// The Temporal workers it runs.
     pub workers: WorkerSet,
+    /// It answers before the unfinished runs it finds are resumed (a
+    /// server: its liveness at once, its readiness once they are).
+    pub recover_in_background: bool,
 }
 
 /// How a command uses the database.
@@ -125,11 +128,15 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         label,
         metrics,
         workers,
+        recover_in_background,
     } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
     let Declared { agents, servers, paths } = declared(config)?;
-    let mut builder = Runtime::builder().label(label).log_prompts(config.log_prompts);
+    let mut builder = Runtime::builder()
+        .label(label)
+        .log_prompts(config.log_prompts)
+        .recover_in_background(recover_in_background);
     match config.engine.unwrap_or_default() {
         EngineKind::Embedded => {
             #[cfg(not(feature = "temporal"))]

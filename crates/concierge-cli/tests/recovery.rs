@@ -202,3 +202,71 @@ fn a_second_server_takes_over_a_killed_servers_session_and_answers_the_queued_me
         "one call per turn, and the killed one again"
     );
 }
+
+/// A server that starts where a killed one left runs in flight answers
+/// `/healthz` at once and says on `/readyz` when the runs are resumed
+/// (503 with Retry-After until then); the runs then finish.
+#[test]
+fn a_restarted_server_is_live_at_once_and_ready_once_the_left_runs_are_resumed() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model();
+    let (mut first, a) = serve_with(dir.path(), &model);
+    for session in ["r1", "r2", "r3"] {
+        let (status, body) = http(
+            &a,
+            "POST",
+            "/api/v1/sessions",
+            &format!(r#"{{"id":"{session}","agent":"calculator"}}"#),
+        );
+        assert_eq!(status, 201, "{body}");
+        let (status, body) = http(
+            &a,
+            "POST",
+            &format!("/api/v1/sessions/{session}/messages"),
+            r#"{"text":"tell me about numbers"}"#,
+        );
+        assert_eq!(status, 202, "{body}");
+    }
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while model.seen.load(Ordering::SeqCst) < 3 {
+        assert!(Instant::now() < deadline, "the runs never called their model");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    first.kill().unwrap();
+    first.wait().unwrap();
+
+    let (mut second, b) = serve_with(dir.path(), &model);
+    let (status, body) = http(&b, "GET", "/healthz", "");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    loop {
+        let (status, body) = http(&b, "GET", "/readyz", "");
+        match status {
+            200 => {
+                assert_eq!(body, r#"{"status":"ready"}"#);
+                break;
+            }
+            503 => assert_eq!(body, r#"{"status":"recovering"}"#),
+            other => panic!("/readyz answered {other}: {body}"),
+        }
+        assert!(Instant::now() < deadline, "the server never became ready");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // Ready: the three killed runs are resumed (their model calls made again).
+    while model.seen.load(Ordering::SeqCst) < 6 {
+        assert!(Instant::now() < deadline, "the killed runs were not resumed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    model.hold.store(false, Ordering::SeqCst);
+    for session in ["r1", "r2", "r3"] {
+        loop {
+            let (_, body) = http(&b, "GET", &format!("/api/v1/sessions/{session}"), "");
+            if body.contains("All done.") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{session} never finished: {body}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    second.kill().unwrap();
+    second.wait().unwrap();
+}

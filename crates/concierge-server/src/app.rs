@@ -226,7 +226,7 @@ impl HttpApi {
         self
     }
 
-    /// The routes: `/healthz`, `/openapi.json`, `/api/v1/...` (AG-UI at
+    /// The routes: `/healthz` (liveness), `/readyz` (readiness), `/openapi.json`, `/api/v1/...` (AG-UI at
     /// `/api/v1/agui`), the OpenAI-compatible `/v1/...` ([`crate::openai`]),
     /// A2A's agent cards and endpoints (`/.well-known/agent-card.json`,
     /// `/a2a/...`, [`crate::a2a`]),
@@ -259,6 +259,7 @@ impl HttpApi {
             .layer(axum::Extension(a2a_settings));
         let router = Router::new()
             .route("/healthz", get(openapi::health))
+            .route("/readyz", get(openapi::ready))
             .route("/openapi.json", get(openapi::document))
             .nest("/api/v1", api)
             .merge(crate::web::router())

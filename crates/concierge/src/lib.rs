@@ -80,7 +80,7 @@ pub use error::{Error, Result};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;
 pub use runtime::{AgentClient, IntoMessages, RunHandle};
-pub use runtime::{InvalidCursor, Runtime, RuntimeBuilder, StreamCursor, check_answer};
+pub use runtime::{InvalidCursor, Readiness, Runtime, RuntimeBuilder, StreamCursor, check_answer};
 pub use tool::{DynTool, Reply, Tool, ToolContext, Toolset};
 
 #[doc(hidden)]

@@ -52,6 +52,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         label,
         metrics: metrics.as_ref(),
         workers: workers.clone(),
+        // A server listens at once, however many runs a crash left.
+        recover_in_background: matches!(cli.command, Command::Serve(_)),
     };
     let rt = setup::runtime(&cli, role).await?;
     setup::discover_for_workers(&rt, &workers).await;

@@ -248,9 +248,9 @@ fn refusal(openai: bool, error: ApiError) -> Response {
 }
 
 /// Middleware: the Host and Origin checks (when they hold). `/healthz`
-/// always passes.
+/// and `/readyz` always pass (a load balancer's probes).
 pub async fn guard(State(doors): State<Doors>, req: Request, next: Next) -> Response {
-    if !doors.guarded || req.uri().path() == "/healthz" {
+    if !doors.guarded || matches!(req.uri().path(), "/healthz" | "/readyz") {
         return next.run(req).await;
     }
     let openai = req.uri().path().starts_with("/v1/");

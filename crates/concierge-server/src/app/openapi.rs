@@ -3,12 +3,15 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use concierge::Readiness;
 use serde_json::{Value, json};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
-use crate::http::types::Health;
+use crate::http::types::{Health, Ready};
 use crate::http::{catalog, events, mcp, sessions};
 
 /// The API's description.
@@ -20,6 +23,7 @@ use crate::http::{catalog, events, mcp, sessions};
     ),
     paths(
         health,
+        ready,
         sessions::create,
         sessions::list,
         sessions::show,
@@ -78,6 +82,41 @@ pub async fn health() -> Json<Health> {
     Json(Health { status: "ok".into() })
 }
 
+/// Whether the server has resumed the unfinished runs it found at start:
+/// 200 once they are all under way, 503 (with `Retry-After`) until then
+/// or when they could not be. `/healthz` answers meanwhile.
+#[utoipa::path(
+    get, path = "/readyz", tag = "catalog",
+    responses(
+        (status = 200, description = "Every unfinished run found at start is under way again", body = Ready),
+        (status = 503, description = "Still resuming them, or they could not be", body = Ready,
+            headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
+    )
+)]
+pub async fn ready(State(state): State<ApiState>) -> Response {
+    readiness(state.rt.readiness())
+}
+
+/// The answer to `/readyz` for `readiness`.
+fn readiness(readiness: Readiness) -> Response {
+    let (status, error) = match readiness {
+        Readiness::Ready => {
+            return Json(Ready {
+                status: "ready".into(),
+                error: None,
+            })
+            .into_response();
+        }
+        Readiness::Recovering => ("recovering", None),
+        Readiness::Failed { error } => ("failed", Some(error)),
+    };
+    let body = Json(Ready {
+        status: status.into(),
+        error,
+    });
+    (StatusCode::SERVICE_UNAVAILABLE, [(header::RETRY_AFTER, "1")], body).into_response()
+}
+
 /// The OpenAPI document, with what only the running server knows or the
 /// Rust types cannot say: the agents a session may name, and that an
 /// `amend` decision needs its arguments.
@@ -113,7 +152,7 @@ fn add_door_responses(doc: &mut Value) {
         return;
     };
     for (path, item) in paths.iter_mut() {
-        if path == "/healthz" {
+        if path == "/healthz" || path == "/readyz" {
             continue;
         }
         let schema = if path.starts_with("/v1/") {
@@ -191,5 +230,45 @@ mod tests {
             "#/components/schemas/OpenAiErrorBody"
         );
         assert!(doc["paths"]["/healthz"]["get"]["responses"].get("421").is_none());
+        assert!(doc["paths"]["/readyz"]["get"]["responses"].get("503").is_some());
+    }
+
+    #[tokio::test]
+    async fn readiness_is_200_once_ready_and_503_with_retry_after_before_or_after_a_failure() {
+        async fn answer(readiness: Readiness) -> (StatusCode, Option<String>, Value) {
+            let response = super::readiness(readiness);
+            let status = response.status();
+            let retry = response
+                .headers()
+                .get(header::RETRY_AFTER)
+                .map(|v| v.to_str().unwrap_or_default().to_string());
+            let bytes = axum::body::to_bytes(response.into_body(), 4096)
+                .await
+                .unwrap_or_default();
+            (status, retry, serde_json::from_slice(&bytes).unwrap_or_default())
+        }
+        assert_eq!(
+            answer(Readiness::Ready).await,
+            (StatusCode::OK, None, json!({"status": "ready"}))
+        );
+        assert_eq!(
+            answer(Readiness::Recovering).await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("1".into()),
+                json!({"status": "recovering"})
+            )
+        );
+        let failed = Readiness::Failed {
+            error: "storage error: disk I/O error".into(),
+        };
+        assert_eq!(
+            answer(failed).await,
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                Some("1".into()),
+                json!({"status": "failed", "error": "storage error: disk I/O error"})
+            )
+        );
     }
 }

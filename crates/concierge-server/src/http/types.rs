@@ -648,3 +648,14 @@ pub struct Health {
     /// Always `ok` while the server answers.
     pub status: String,
 }
+
+/// `GET /readyz`: whether the unfinished runs the server found at start
+/// (a crash, a deploy) are all under way again.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Ready {
+    /// `ready`, `recovering` (still resuming them) or `failed`.
+    pub status: String,
+    /// Why they could not be resumed (with `failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -2,6 +2,7 @@
 //! switches, then one [`RuntimeBuilder::build`] that resolves the catalog,
 //! opens the engine and resumes what a stopped process left.
 
+use super::readiness::Readiness;
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub struct RuntimeBuilder {
     mcp_servers: Vec<(String, crate::mcp::McpServerConfig)>,
     #[cfg(feature = "a2a")]
     a2a_agents: Vec<(String, crate::a2a::A2aAgentConfig)>,
+    background_recovery: bool,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -91,6 +93,7 @@ impl Default for RuntimeBuilder {
             mcp_servers: Vec::new(),
             #[cfg(feature = "a2a")]
             a2a_agents: Vec::new(),
+            background_recovery: false,
         }
     }
 }
@@ -237,6 +240,17 @@ impl RuntimeBuilder {
     /// commands that only look (another process may be driving the sessions).
     pub fn read_only(mut self) -> Self {
         self.embedded = self.embedded.read_only(true);
+        self
+    }
+
+    /// Resumes the unfinished runs the engine finds after
+    /// [`build`](Self::build) returns, in the background, instead of
+    /// before: a server answers (liveness) at once however many runs a
+    /// crash left, and [`Runtime::readiness`] says when they are all under
+    /// way again. [`Runtime::recovered`] is complete once
+    /// [`Runtime::ready`] returns.
+    pub fn recover_in_background(mut self, background: bool) -> Self {
+        self.background_recovery = background;
         self
     }
 
@@ -515,6 +529,7 @@ impl RuntimeBuilder {
                 overrides: RwLock::new(HashMap::new()),
                 max_message_bytes: self.max_message_bytes,
                 recovered: std::sync::Mutex::new(Vec::new()),
+                readiness: tokio::sync::watch::channel(Readiness::Recovering).0,
                 resumed: std::sync::Mutex::new(HashMap::new()),
                 tools_status: tokio::sync::broadcast::channel(64).0,
                 #[cfg(feature = "mcp")]
@@ -528,13 +543,15 @@ impl RuntimeBuilder {
                 runtime.supervise_mcp();
             }
         }
-        runtime.inner.engine.recover().await?;
-        let resumed = runtime.inner.engine.take_resumed();
-        if let Ok(mut recovered) = runtime.inner.recovered.lock() {
-            *recovered = resumed.iter().map(|(id, _)| id.clone()).collect();
-        }
-        if let Ok(mut stops) = runtime.inner.resumed.lock() {
-            stops.extend(resumed);
+        if self.background_recovery {
+            let recovering = runtime.clone();
+            tokio::spawn(async move {
+                if let Err(error) = recovering.recover().await {
+                    tracing::error!(%error, "the unfinished runs could not be resumed");
+                }
+            });
+        } else {
+            runtime.recover().await?;
         }
         Ok(runtime)
     }

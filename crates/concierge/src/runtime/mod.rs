@@ -18,6 +18,7 @@ mod cursor;
 #[cfg(feature = "mcp")]
 mod mcp;
 mod questions;
+mod readiness;
 #[cfg(feature = "mcp")]
 mod resources;
 
@@ -25,6 +26,7 @@ pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use cursor::{InvalidCursor, StreamCursor};
 pub use questions::check_answer;
+pub use readiness::Readiness;
 
 use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionSummary};
 use crate::error::{Error, Result};
@@ -39,6 +41,8 @@ struct Inner {
     overrides: RwLock<HashMap<AgentId, PolicyDelta>>,
     max_message_bytes: usize,
     recovered: std::sync::Mutex<Vec<SessionId>>,
+    /// How far resuming the unfinished runs found at open is.
+    readiness: tokio::sync::watch::Sender<Readiness>,
     /// Where the runs resumed at open will stop, until someone waits for them.
     resumed: std::sync::Mutex<HashMap<SessionId, RunStop>>,
     /// The `tools_status` events this runtime gives, every session's.
@@ -447,7 +451,8 @@ impl Runtime {
         self.inner.tools_status.subscribe()
     }
 
-    /// Sessions whose unfinished runs were resumed when the engine opened.
+    /// Sessions whose unfinished runs were resumed when the engine opened
+    /// (complete once [`Runtime::ready`] returns).
     pub fn recovered(&self) -> Vec<SessionId> {
         self.inner.recovered.lock().map(|r| r.clone()).unwrap_or_default()
     }
