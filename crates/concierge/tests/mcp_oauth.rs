@@ -187,6 +187,16 @@ oauth = { client_id = "c", client_secret = "in-a-file" }
     assert!(unknown.is_err(), "a secret is never read from a file");
 }
 
+/// The desk's reply in session `session` to "who am I?", or the error's words.
+async fn ask(rt: &Runtime, session: &str) -> String {
+    rt.client("desk")
+        .unwrap()
+        .run("who am I?", RunOptions::new().session_id(session))
+        .await
+        .map(|out| out.reply.unwrap_or_default())
+        .unwrap_or_else(|e| e.to_string())
+}
+
 /// The person's browser: opens `address`, follows the redirects back to
 /// concierge's listener, and answers with the page it shows.
 fn browse(address: &str) -> tokio::task::JoinHandle<String> {
@@ -236,24 +246,12 @@ async fn a_person_signs_in_once_and_every_process_uses_and_renews_the_sign_in() 
 
     // Another process uses the kept sign-in.
     let rt = runtime_for(config.clone()).await;
-    let out = rt
-        .client("desk")
-        .unwrap()
-        .run("who am I?", RunOptions::new().session_id("a"))
-        .await
-        .unwrap();
-    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+    assert_eq!(ask(&rt, "a").await, "the server says: an authorized client");
 
     // The server stops accepting the token: it is refreshed (the refresh
     // token rotates), and the call goes through.
     *issuer.valid.lock().unwrap() = Some("revoked".into());
-    let out = rt
-        .client("desk")
-        .unwrap()
-        .run("who am I now?", RunOptions::new().session_id("b"))
-        .await
-        .unwrap();
-    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+    assert_eq!(ask(&rt, "b").await, "the server says: an authorized client");
     assert!(
         issuer
             .grants
@@ -269,25 +267,13 @@ async fn a_person_signs_in_once_and_every_process_uses_and_renews_the_sign_in() 
     // The refreshed sign-in was kept: the next process starts with it.
     let issued = issuer.issued.load(Ordering::SeqCst);
     let rt = runtime_for(config.clone()).await;
-    let out = rt
-        .client("desk")
-        .unwrap()
-        .run("who am I?", RunOptions::new().session_id("a"))
-        .await
-        .unwrap();
-    assert_eq!(out.reply.as_deref(), Some("the server says: an authorized client"));
+    assert_eq!(ask(&rt, "a").await, "the server says: an authorized client");
     assert_eq!(issuer.issued.load(Ordering::SeqCst), issued, "no new token needed");
 
     // The token and the refresh token are both revoked: sign in again.
     *issuer.valid.lock().unwrap() = Some("revoked".into());
     *issuer.refresh.lock().unwrap() = None;
-    let refused = rt
-        .client("desk")
-        .unwrap()
-        .run("who am I?", RunOptions::new().session_id("c"))
-        .await
-        .map(|out| out.reply.unwrap_or_default())
-        .unwrap_or_else(|e| e.to_string());
+    let refused = ask(&rt, "c").await;
     assert!(refused.contains("concierge mcp login crm"), "{refused}");
     rt.shutdown().await;
 

@@ -271,16 +271,8 @@ impl TemporalEngine {
             decision,
             at: now(),
         };
-        let handle = self.handle(&session);
-        let delivered = update(&handle, || SessionWorkflow::confirm, request, update_id("confirm"));
-        let reply = match self.within(&session, None, delivered).await? {
-            Ok(reply) => reply,
-            Err(error) => return Err(self.update_error(&session, error).await),
-        };
-        match reply {
-            Reply::Done(stop) => Ok(self.stop(&session, stop)),
-            Reply::Refused(refusal) => Err(refusal.into()),
-        }
+        self.until_stop(&session, || SessionWorkflow::confirm, request, "confirm")
+            .await
     }
 
     pub(super) async fn do_answer(
@@ -296,14 +288,35 @@ impl TemporalEngine {
             answer,
             at: now(),
         };
-        let handle = self.handle(&session);
-        let delivered = update(&handle, || SessionWorkflow::answer, request, update_id("answer"));
-        let reply = match self.within(&session, None, delivered).await? {
+        self.until_stop(&session, || SessionWorkflow::answer, request, "answer")
+            .await
+    }
+
+    /// Sends the person's answer (`kind`: its update's name) as an update
+    /// that answers with the number of the run's next stop, which the
+    /// returned [`RunStop`] waits for.
+    async fn until_stop<U>(
+        &self,
+        session: &SessionId,
+        which: impl Fn() -> U,
+        request: U::Input,
+        kind: &str,
+    ) -> Result<RunStop>
+    where
+        U: temporalio_common::UpdateDefinition<
+                Workflow = <SessionWorkflow as HasWorkflowDefinition>::Run,
+                Output = Reply<u64>,
+            >,
+        U::Input: Send + Clone,
+    {
+        let handle = self.handle(session);
+        let delivered = update(&handle, which, request, update_id(kind));
+        let reply = match self.within(session, None, delivered).await? {
             Ok(reply) => reply,
-            Err(error) => return Err(self.update_error(&session, error).await),
+            Err(error) => return Err(self.update_error(session, error).await),
         };
         match reply {
-            Reply::Done(stop) => Ok(self.stop(&session, stop)),
+            Reply::Done(stop) => Ok(self.stop(session, stop)),
             Reply::Refused(refusal) => Err(refusal.into()),
         }
     }

@@ -183,6 +183,9 @@ pub async fn login(server: &str, config: &McpServerConfig, show: impl FnOnce(&st
         exchanged.map_err(|e| failed(e.to_string()))
     })
     .await;
+    // Redirects that came after the first are told the sign-in is over, so
+    // the listener's graceful stop does not wait for them.
+    drop(arrived);
     let _ = stop.send(());
     let _ = listening.await;
     match outcome {
