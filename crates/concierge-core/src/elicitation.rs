@@ -452,6 +452,23 @@ pub struct Asked {
     pub answer: Option<ElicitationAnswer>,
 }
 
+impl Asked {
+    /// Where a call made again asks `question` again: the first question
+    /// from number `from` on (the call made again from scratch asks them in
+    /// the same order; one made again from a checkpoint skips those it
+    /// answered before) with the same server, message and form. Every
+    /// engine answers such a question from the session instead of asking
+    /// the person a second time.
+    pub fn again<'a>(asked: &'a [Asked], from: usize, question: &Elicitation) -> Option<(usize, &'a Asked)> {
+        let fingerprint = question.fingerprint();
+        asked
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(_, a)| a.elicitation.fingerprint() == fingerprint)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

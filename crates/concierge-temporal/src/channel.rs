@@ -100,16 +100,7 @@ impl CallChannel for ActivityChannel {
     fn ask(&self, question: Elicitation) -> BoxFuture<'static, Result<ElicitationAnswer, ChannelError>> {
         let answered = {
             let mut reported = self.lock();
-            let fingerprint = question.fingerprint();
-            // The question asked in this place before (the call made again
-            // from scratch), or further on (made again from a checkpoint
-            // past the questions answered before it).
-            let earlier = self
-                .asked
-                .iter()
-                .enumerate()
-                .skip(reported.next)
-                .find(|(_, a)| a.elicitation.fingerprint() == fingerprint)
+            let earlier = Asked::again(&self.asked, reported.next, &question)
                 .and_then(|(n, a)| a.answer.clone().map(|answer| (n, answer)));
             match earlier {
                 Some((n, answer)) if reported.parked.is_none() => {

@@ -12,8 +12,8 @@
 use std::sync::Arc;
 
 use concierge_core::{
-    CallId, CallReport, Elicitation, ElicitationAnswer, Input, ModelReply, ModelRequest, Question, RunId, SessionId,
-    StepError,
+    Asked, CallId, CallReport, Elicitation, ElicitationAnswer, Input, ModelReply, ModelRequest, Question, RunId,
+    SessionId, StepError,
 };
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
@@ -130,17 +130,7 @@ impl Actor {
             return;
         }
         let next = self.asks.get(&call_id).copied().unwrap_or(0);
-        let fingerprint = question.fingerprint();
-        // The question asked in this place before (a call asked again from
-        // scratch), or further on (a call that goes on from its checkpoint
-        // skips the questions answered before it).
-        let earlier = session
-            .asked(&call_id)
-            .iter()
-            .enumerate()
-            .skip(next)
-            .find(|(_, a)| a.elicitation.fingerprint() == fingerprint)
-            .map(|(n, a)| (n, a.answer.clone()));
+        let earlier = Asked::again(session.asked(&call_id), next, &question).map(|(n, a)| (n, a.answer.clone()));
         if let Some((number, answer)) = earlier {
             // Asked before (this call's earlier attempt): no new question.
             self.asks.insert(call_id.clone(), number + 1);
