@@ -79,6 +79,9 @@ pub enum Command {
     /// Runs Temporal workers (with `engine = "temporal"`): every worker, or
     /// only some agents' tool calls with --agents, until Ctrl-C.
     Worker(commands::worker::WorkerArgs),
+    /// What is remembered about a person across conversations: `memory list
+    /// --user U`, `memory forget ID`, `memory forget --all`, `memory export`.
+    Memory(commands::memory::MemoryArgs),
     /// API tokens for `concierge serve`: `token new --tenant T --user U`
     /// prints a token and the lines to put in concierge.toml.
     Token(commands::token::TokenArgs),

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
-use crate::policy::RunPolicy;
+use crate::policy::{MemoryPolicy, RunPolicy};
 
 pub use agent_tool::AgentTool;
 
@@ -107,6 +107,12 @@ pub struct AgentSpec {
     /// same text.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resources: Vec<String>,
+    /// What the agent is shown of what is remembered about the person
+    /// (`[memory] recall = 5`): the runtime recalls the memories most
+    /// relevant to the message and the run's start records them, like
+    /// [`AgentSpec::resources`].
+    #[serde(default, skip_serializing_if = "MemoryPolicy::is_off")]
+    pub memory: MemoryPolicy,
 }
 
 impl AgentSpec {
@@ -138,7 +144,14 @@ impl AgentSpec {
             writes: Vec::new(),
             history: HistoryPolicy::default(),
             resources: Vec::new(),
+            memory: MemoryPolicy::default(),
         }
+    }
+
+    /// Shows the agent the `n` memories most relevant to each message (see [`AgentSpec::memory`]).
+    pub fn recall(mut self, n: u32) -> Self {
+        self.memory.recall = n;
+        self
     }
 
     /// Gives the agent an MCP resource, `server:uri`, as context at the

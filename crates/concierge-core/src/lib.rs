@@ -117,7 +117,7 @@ pub use planner::{
     summarize_results,
 };
 pub use planner_mode::PlannerMode;
-pub use policy::{Cap, ConfirmationPolicy, PolicyDelta, RunPolicy};
+pub use policy::{Cap, ConfirmationPolicy, MemoryPolicy, PolicyDelta, RunPolicy};
 pub use report::CallReport;
 pub use session::Session;
 pub use time::Timestamp;

@@ -118,6 +118,25 @@ impl PolicyDelta {
     }
 }
 
+/// What an agent is shown of what is remembered about the person
+/// (`[memory]` in its file).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryPolicy {
+    /// How many memories, the most relevant to the person's message, are
+    /// put into the agent's context when a run starts (0: none; the agent
+    /// may still `recall` them with the `memory` toolset).
+    #[serde(default)]
+    pub recall: u32,
+}
+
+impl MemoryPolicy {
+    /// Whether the agent is shown no memories.
+    pub fn is_off(&self) -> bool {
+        self.recall == 0
+    }
+}
+
 /// Which tool calls wait for the person's approval.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -49,6 +49,7 @@ fn cx(key: &str, user: Option<&str>) -> ToolContext {
         agent: AgentId::new("crm"),
         idempotency_key: IdempotencyKey::given(key),
         user: user.map(str::to_string),
+        tenant: None,
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(0),
         channel: None,

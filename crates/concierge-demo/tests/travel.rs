@@ -472,6 +472,7 @@ async fn dates_resolve_against_the_time_asked() {
         agent: "travel_events".into(),
         idempotency_key: concierge::core::IdempotencyKey::derive(&"s1".into(), &"r1".into(), &call.into()),
         user: None,
+        tenant: None,
         blackboard: Default::default(),
         asked_at: concierge::core::Timestamp(asked as u64),
         channel: None,

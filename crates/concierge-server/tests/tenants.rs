@@ -770,3 +770,40 @@ async fn a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_asked()
         Err(_) => panic!("the server is still shared"),
     }
 }
+
+#[tokio::test]
+async fn a_persons_memories_are_theirs_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let (status, kept) = server
+        .post(ACME, "/api/v1/memories", json!({"text": "Prefers aisle seats"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{kept}");
+    let id = kept["id"].as_str().unwrap().to_string();
+    let (status, body) = server.get(ACME, "/api/v1/memories").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["memories"][0]["text"], "Prefers aisle seats");
+
+    // The other tenant sees none of it and cannot erase it by its id.
+    let (_, body) = server.get(GLOBEX, "/api/v1/memories").await;
+    assert_eq!(body["memories"], json!([]));
+    let path = format!("/api/v1/memories/{id}");
+    let (status, body) = server.call(Some(GLOBEX), reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert!(!body["error"].as_str().unwrap().contains("acme"), "{body}");
+    let (status, body) = server.call(Some(GLOBEX), reqwest::Method::DELETE, "/api/v1/memories", None).await;
+    assert_eq!((status, body["forgotten"].as_u64()), (StatusCode::OK, Some(0)));
+    let (_, body) = server.get(ACME, "/api/v1/memories").await;
+    assert_eq!(body["memories"].as_array().unwrap().len(), 1);
+
+    // Bad input says which field.
+    let (status, body) = server.post(ACME, "/api/v1/memories", json!({"text": "  "})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["field"], "text");
+
+    let (status, _) = server.call(Some(ACME), reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, body) = server.get(ACME, "/api/v1/memories").await;
+    assert_eq!(body["memories"], json!([]));
+    server.stop().await;
+}

@@ -62,6 +62,9 @@ pub struct ToolCallInput {
     pub call: ToolCall,
     pub key: IdempotencyKey,
     pub user: Option<String>,
+    /// The session's tenant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     pub blackboard: BTreeMap<String, Value>,
     pub asked_at: Timestamp,
     /// The questions the call asked the person in its earlier attempts, and
@@ -275,6 +278,7 @@ impl ToolActivities {
             agent: input.agent,
             idempotency_key: input.key,
             user: input.user,
+            tenant: input.tenant,
             blackboard: Arc::new(input.blackboard),
             channel: Some(concierge::tool::Channel(Arc::new(channel.clone()))),
             checkpoint,

@@ -48,6 +48,10 @@ pub enum Error {
     /// The durable store failed.
     #[error("storage error: {0}")]
     Storage(String),
+    /// What is remembered about a person could not be read or written.
+    #[cfg(feature = "sqlite")]
+    #[error(transparent)]
+    Memory(#[from] crate::memory::MemoryError),
     /// The engine stopped working by itself (on Temporal: this process's
     /// workers ended on an error they cannot retry). Runs in progress wait,
     /// nothing is lost; another process, or this one restarted, goes on.

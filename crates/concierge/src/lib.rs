@@ -58,6 +58,8 @@ pub mod error;
 pub mod fuzzy;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "sqlite")]
+pub mod memory;
 pub mod model;
 pub mod options;
 mod rebase;

@@ -75,6 +75,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         agent: session.agent().clone(),
         idempotency_key: key.clone(),
         user: user.clone(),
+        tenant: None,
         blackboard: std::sync::Arc::new(blackboard.clone()),
         asked_at: *asked_at,
         channel: None,

@@ -4,6 +4,7 @@ pub mod bench;
 pub mod chat;
 pub mod inspect;
 pub mod mcp;
+pub mod memory;
 pub mod prompts;
 pub mod run;
 pub mod serve;
@@ -36,6 +37,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Worker(_) => (Access::Write, "concierge worker"),
         Command::Mcp(_) => (Access::Read, "concierge mcp"),
         Command::Prompts(_) => (Access::Read, "concierge prompts"),
+        Command::Memory(_) => (Access::Read, "concierge memory"),
         Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
         }
@@ -68,6 +70,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Sessions(args) => inspect::sessions(&rt, args).await,
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
         Command::Prompts(args) => prompts::prompts(&rt, args).await,
+        Command::Memory(args) => memory::memory(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),

@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
 use crate::http::types::{Health, Ready};
-use crate::http::{catalog, events, mcp, sessions};
+use crate::http::{catalog, events, mcp, memories, sessions};
 
 /// The API's description.
 #[derive(OpenApi)]
@@ -36,6 +36,10 @@ use crate::http::{catalog, events, mcp, sessions};
         catalog::agents,
         catalog::goals,
         catalog::tools,
+        memories::list,
+        memories::remember,
+        memories::forget,
+        memories::forget_all,
         mcp::servers,
         mcp::resources,
         mcp::resource,
@@ -49,6 +53,7 @@ use crate::http::{catalog, events, mcp, sessions};
     tags(
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
+        (name = "memories", description = "What is remembered about the caller across conversations"),
         (name = "mcp", description = "The MCP servers' resources and prompts (read-only)"),
         (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
         (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),

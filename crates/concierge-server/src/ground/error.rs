@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use concierge::Error;
 use concierge::core::StepError;
+use concierge::memory::MemoryError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -115,6 +116,9 @@ impl From<Error> for ApiError {
             },
             Error::RunStartFailed(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, text),
             Error::MessageTooLarge { .. } => Self::new(StatusCode::PAYLOAD_TOO_LARGE, text),
+            Error::Memory(MemoryError::Empty | MemoryError::TooLong { .. }) => {
+                Self::field(StatusCode::UNPROCESSABLE_ENTITY, "text", text)
+            }
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
             Error::RunInterrupted

@@ -6,12 +6,13 @@
 pub mod catalog;
 pub mod events;
 pub mod mcp;
+pub mod memories;
 pub mod sessions;
 pub mod types;
 
 use axum::Router;
 use axum::extract::FromRef;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 use crate::ground::ApiState;
 // The server's limits, under the names `concierge serve` has always used
@@ -40,6 +41,13 @@ where
         .route("/agents", get(catalog::agents))
         .route("/goals", get(catalog::goals))
         .route("/tools", get(catalog::tools))
+        .route(
+            "/memories",
+            get(memories::list)
+                .post(memories::remember)
+                .delete(memories::forget_all),
+        )
+        .route("/memories/{id}", delete(memories::forget))
         .route("/mcp/servers", get(mcp::servers))
         .route("/mcp/servers/{server}/resources", get(mcp::resources))
         .route("/mcp/servers/{server}/resource", get(mcp::resource))

@@ -161,6 +161,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                     .map(|s| s.asked(&call.id).to_vec())
                     .unwrap_or_default()
             });
+            let tenant = ctx.state(|w| w.st.session.as_ref().and_then(|s| s.tenant()).map(str::to_owned));
             let activity_id = match asked.len() {
                 0 => key.to_string(),
                 n => format!("{key}/answered-{n}"),
@@ -179,6 +180,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 call,
                 key,
                 user,
+                tenant,
                 blackboard,
                 asked_at,
                 asked,

@@ -55,6 +55,8 @@ pub struct RuntimeBuilder {
     #[cfg(feature = "a2a")]
     a2a_agents: Vec<(String, crate::a2a::A2aAgentConfig)>,
     background_recovery: bool,
+    #[cfg(feature = "sqlite")]
+    memory: Option<crate::memory::MemoryStore>,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -94,6 +96,8 @@ impl Default for RuntimeBuilder {
             #[cfg(feature = "a2a")]
             a2a_agents: Vec::new(),
             background_recovery: false,
+            #[cfg(feature = "sqlite")]
+            memory: None,
         }
     }
 }
@@ -168,6 +172,15 @@ impl RuntimeBuilder {
     /// Adds a toolset.
     pub fn toolset(mut self, toolset: Toolset) -> Self {
         self.toolsets.push(toolset);
+        self
+    }
+
+    /// Where what is remembered about people is kept (the `memory` toolset,
+    /// [`AgentSpec::memory`]). By default: the embedded engine's SQLite
+    /// database (or, for an in-memory runtime, memory).
+    #[cfg(feature = "sqlite")]
+    pub fn memory_store(mut self, store: crate::memory::MemoryStore) -> Self {
+        self.memory = Some(store);
         self
     }
 
@@ -412,6 +425,24 @@ impl RuntimeBuilder {
         if !self.loose_tools.tools.is_empty() {
             toolsets.push(self.loose_tools);
         }
+        #[cfg(feature = "sqlite")]
+        let memory = self.memory.map_or_else(
+            || match self.embedded.path() {
+                Some(path) => Ok(crate::memory::MemoryStore::at(path)),
+                None => crate::memory::MemoryStore::in_memory(),
+            },
+            Ok,
+        )?;
+        #[cfg(feature = "sqlite")]
+        {
+            let named = self
+                .agents
+                .iter()
+                .any(|a| a.toolsets.iter().any(|t| t == crate::tool::MEMORY_TOOLSET));
+            if named && !toolsets.iter().any(|t| t.name == crate::tool::MEMORY_TOOLSET) {
+                toolsets.push(crate::tool::memory_toolset(memory.clone()));
+            }
+        }
         for set in &toolsets {
             for tool in &set.tools {
                 registry.add(&set.name, tool.clone())?;
@@ -532,6 +563,8 @@ impl RuntimeBuilder {
                 readiness: tokio::sync::watch::channel(Readiness::Recovering).0,
                 resumed: std::sync::Mutex::new(HashMap::new()),
                 tools_status: tokio::sync::broadcast::channel(64).0,
+                #[cfg(feature = "sqlite")]
+                memory,
                 #[cfg(feature = "mcp")]
                 mcp,
             }),

@@ -17,6 +17,8 @@ mod client;
 mod cursor;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "sqlite")]
+mod memory;
 mod questions;
 mod readiness;
 #[cfg(feature = "mcp")]
@@ -25,6 +27,8 @@ mod resources;
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use cursor::{InvalidCursor, StreamCursor};
+#[cfg(feature = "sqlite")]
+pub use memory::MEMORY_KEY;
 pub use questions::check_answer;
 pub use readiness::Readiness;
 
@@ -47,6 +51,9 @@ struct Inner {
     resumed: std::sync::Mutex<HashMap<SessionId, RunStop>>,
     /// The `tools_status` events this runtime gives, every session's.
     tools_status: tokio::sync::broadcast::Sender<Event>,
+    /// What is remembered about people.
+    #[cfg(feature = "sqlite")]
+    memory: crate::memory::MemoryStore,
     #[cfg(feature = "mcp")]
     mcp: mcp::McpState,
 }
@@ -211,6 +218,23 @@ impl Runtime {
             .await
     }
 
+    /// The agent a run of `session` goes to: the one it names, else the
+    /// session's current agent, else the default one.
+    pub(crate) async fn run_agent(
+        &self,
+        engine: &dyn Engine,
+        session: &SessionId,
+        named: Option<&AgentId>,
+    ) -> Option<AgentId> {
+        if let Some(agent) = named {
+            return Some(agent.clone());
+        }
+        match engine.session(session.clone()).await {
+            Ok(Some(state)) => Some(state.agent().clone()),
+            _ => self.catalog().default_agent(),
+        }
+    }
+
     /// What a run's start comes to: the checks, then the engine's start with its setup.
     async fn prepare_run(
         &self,
@@ -235,6 +259,14 @@ impl Runtime {
             .await?;
         #[cfg(not(feature = "mcp"))]
         let context = options.context;
+        #[cfg(feature = "sqlite")]
+        let context = {
+            let user = options.user.as_deref().unwrap_or_default();
+            let owner = crate::memory::MemoryOwner::of(options.tenant.as_deref(), user);
+            let text = messages.last().map(Message::text).unwrap_or_default();
+            self.memory_context(engine.as_ref(), &session, agent.as_ref(), owner, &text, context)
+                .await?
+        };
         let start = StartRun {
             run_id: options.run_id,
             catalog_version: None,
@@ -495,6 +527,7 @@ impl Runtime {
             agent: AgentId::new("direct"),
             idempotency_key,
             user: None,
+            tenant: None,
             blackboard: Default::default(),
             asked_at: crate::engine::now(),
             channel: None,

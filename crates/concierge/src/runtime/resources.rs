@@ -20,18 +20,6 @@ pub fn resource_key(reference: &ResourceRef) -> String {
 }
 
 impl Runtime {
-    /// The agent a run of `session` goes to: the one it names, else the
-    /// session's current agent, else the default one.
-    async fn run_agent(&self, engine: &dyn Engine, session: &SessionId, named: Option<&AgentId>) -> Option<AgentId> {
-        if let Some(agent) = named {
-            return Some(agent.clone());
-        }
-        match engine.session(session.clone()).await {
-            Ok(Some(state)) => Some(state.agent().clone()),
-            _ => self.catalog().default_agent(),
-        }
-    }
-
     /// Adds the text of the resources the run's agent is given to `context`.
     /// A resource that cannot be read refuses the run, naming it.
     pub(crate) async fn resource_context(
@@ -42,6 +30,9 @@ impl Runtime {
         mut context: BTreeMap<String, Value>,
     ) -> Result<BTreeMap<String, Value>> {
         let catalog = self.catalog();
+        if catalog.agents().all(|a| a.spec.resources.is_empty()) {
+            return Ok(context);
+        }
         let Some(agent) = self.run_agent(engine, session, named).await else {
             return Ok(context);
         };

@@ -7,6 +7,8 @@
 //! handler panic becomes a structured [`ToolError`] for the model.
 
 mod channel;
+#[cfg(feature = "sqlite")]
+mod memory;
 mod registry;
 mod validate;
 
@@ -22,6 +24,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use channel::{CallChannel, ChannelError};
+#[cfg(feature = "sqlite")]
+pub use memory::{MEMORY_TOOLSET, memory_toolset};
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolRegistry};
 pub use validate::ArgumentValidator;
 
@@ -42,6 +46,8 @@ pub struct ToolContext {
     /// Who asked for the run, as the caller said (`RunOptions::user`,
     /// `--user`, the server's token); `None` if it did not say.
     pub user: Option<String>,
+    /// The tenant the session belongs to (`None` on a runtime without tenants).
+    pub tenant: Option<String>,
     /// The session's blackboard when the call was made: the information
     /// available by key (what earlier tools provided, the run's context,
     /// `user_id`). Read-only: a tool adds to it by what it returns.

@@ -827,6 +827,7 @@ impl Actor {
                             .unwrap_or_else(|| "unknown".into()),
                         idempotency_key: key,
                         user,
+                        tenant: self.session.as_ref().and_then(|s| s.tenant()).map(str::to_owned),
                         blackboard: Arc::new(blackboard),
                         channel: Some(channel),
                         checkpoint,

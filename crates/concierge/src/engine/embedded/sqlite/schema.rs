@@ -8,6 +8,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
+use crate::memory::MEMORY_TABLES;
 
 /// The page size of a new database: journal rows are small, and smaller
 /// pages write fewer bytes per turn.
@@ -68,7 +69,8 @@ CREATE TABLE IF NOT EXISTS archive (
 ) WITHOUT ROWID;
 ";
 
-/// The tables a concierge database may hold.
+/// The tables a concierge database may hold (with the memory store's,
+/// [`MEMORY_TABLES`]).
 const TABLES: [&str; 8] = [
     "archive",
     "sessions",
@@ -116,9 +118,11 @@ pub(super) fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
             "another program marked it as its own (application id {id})"
         )));
     }
-    let ours = tables.iter().all(|t| TABLES.contains(&t.as_str()));
+    let memory = |t: &String| MEMORY_TABLES.contains(&t.as_str());
+    let ours = tables.iter().all(|t| TABLES.contains(&t.as_str()) || memory(t));
     let concierge = tables.iter().any(|t| t == "log") && tables.iter().any(|t| t == "heads");
-    let empty = tables.is_empty();
+    // Memories alone (kept there by a runtime on another engine) are ours too.
+    let empty = tables.iter().all(memory);
     if !(empty || ours && concierge) {
         return Err(foreign(format!("it holds other tables: {}", tables.join(", "))));
     }

@@ -1,0 +1,420 @@
+//! The memory store: a SQLite table and its FTS5 index.
+//!
+//! Recall ranks a person's memories against a text with FTS5's BM25 over
+//! the words of the text (stemmed, so "flights" finds "flight"). Each
+//! memory's row carries a token naming its owner, indexed with the text, so
+//! a query reads only the posting lists of one person however many people
+//! the store holds; the owner's tenant and user are then compared exactly.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use concierge_core::{Timestamp, fingerprint};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::json;
+
+use super::{MAX_MEMORY_CHARS, Memory, MemoryError, MemoryOrigin, MemoryOwner};
+
+/// The tables the store adds to a database (FTS5's own included).
+pub(crate) const MEMORY_TABLES: &[&str] = &[
+    "memories",
+    "memories_fts",
+    "memories_fts_config",
+    "memories_fts_data",
+    "memories_fts_docsize",
+    "memories_fts_idx",
+];
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    memory_id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    user TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    session TEXT,
+    agent TEXT,
+    key TEXT
+);
+CREATE INDEX IF NOT EXISTS memories_by_owner ON memories (tenant, user, id);
+CREATE UNIQUE INDEX IF NOT EXISTS memories_by_key ON memories (tenant, user, key) WHERE key IS NOT NULL;
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    owner, text, content = 'memories', content_rowid = 'id', tokenize = 'porter unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS memories_added AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts (rowid, owner, text) VALUES (new.id, new.owner, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_removed AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts (memories_fts, rowid, owner, text) VALUES ('delete', old.id, old.owner, old.text);
+END;
+";
+
+/// Words too common to say what a memory is about.
+const STOP_WORDS: &[&str] = &[
+    "a", "about", "am", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "do", "does", "for", "from",
+    "have", "he", "her", "his", "how", "i", "if", "in", "is", "it", "its", "me", "my", "of", "on", "or", "our",
+    "please", "she", "so", "that", "the", "their", "them", "there", "they", "this", "to", "us", "was", "we", "what",
+    "when", "where", "which", "who", "why", "will", "with", "would", "you", "your",
+];
+
+/// At most this many words of a text are looked up.
+const MAX_QUERY_WORDS: usize = 24;
+
+/// A person's memories, ranked by relevance with SQLite FTS5.
+///
+/// Cheap to clone (one shared connection); every call runs on tokio's
+/// blocking pool.
+#[derive(Clone)]
+pub struct MemoryStore {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// The database file; `None`: a database in memory.
+    path: Option<PathBuf>,
+    /// The connection, once opened.
+    conn: Mutex<Option<Connection>>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").field("path", &self.shared.path).finish()
+    }
+}
+
+impl MemoryStore {
+    /// The store in the SQLite database at `path` (created if missing; the
+    /// runtime's own database file when the embedded engine runs on SQLite).
+    pub fn open(path: &Path) -> Result<Self, MemoryError> {
+        let store = Self::at(path);
+        let conn = connect(Some(path))?;
+        *store.shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn);
+        Ok(store)
+    }
+
+    /// The store at `path`, opened when first used (after the runtime's
+    /// engine made the file its own).
+    pub(crate) fn at(path: &Path) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                path: Some(path.to_path_buf()),
+                conn: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A store that lives as long as the process (for in-memory runtimes and tests).
+    pub fn in_memory() -> Result<Self, MemoryError> {
+        Ok(Self {
+            shared: Arc::new(Shared {
+                path: None,
+                conn: Mutex::new(Some(connect(None)?)),
+            }),
+        })
+    }
+
+    async fn with_conn<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
+    ) -> Result<T, MemoryError> {
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            if conn.is_none() {
+                *conn = Some(connect(shared.path.as_deref())?);
+            }
+            match conn.as_mut() {
+                Some(conn) => work(conn),
+                None => Err(MemoryError::Storage("the memory store is not open".into())),
+            }
+        })
+        .await
+        .map_err(|e| MemoryError::Storage(format!("the memory store's task stopped: {e}")))?
+    }
+
+    /// Remembers `text` for `owner`; with [`MemoryOrigin::key`] set, the
+    /// memory already remembered under that key is returned instead.
+    pub async fn remember(&self, owner: &MemoryOwner, text: &str, origin: MemoryOrigin) -> Result<Memory, MemoryError> {
+        let text = text.trim().to_owned();
+        if text.is_empty() {
+            return Err(MemoryError::Empty);
+        }
+        let chars = text.chars().count();
+        if chars > MAX_MEMORY_CHARS {
+            return Err(MemoryError::TooLong {
+                chars,
+                limit: MAX_MEMORY_CHARS,
+            });
+        }
+        let owner = owner.clone();
+        let id = new_id()?;
+        let at = crate::clock::now();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction()?;
+            if let Some(key) = &origin.key {
+                let found = tx
+                    .query_row(
+                        &format!("{SELECT} WHERE tenant = ?1 AND user = ?2 AND key = ?3"),
+                        params![owner.tenant_key(), owner.user, key],
+                        row_to_memory,
+                    )
+                    .optional()?;
+                if let Some(found) = found {
+                    return Ok(found);
+                }
+            }
+            tx.execute(
+                "INSERT INTO memories (memory_id, tenant, user, owner, text, created_at, session, agent, key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    id,
+                    owner.tenant_key(),
+                    owner.user,
+                    owner_token(&owner),
+                    text,
+                    i64::try_from(at.0).unwrap_or(i64::MAX),
+                    origin.session,
+                    origin.agent,
+                    origin.key
+                ],
+            )?;
+            tx.commit()?;
+            Ok(Memory {
+                id,
+                text,
+                created_at: at,
+                session: origin.session,
+                agent: origin.agent,
+            })
+        })
+        .await
+    }
+
+    /// The memories of `owner` most relevant to `text`, best first (none
+    /// when no word of the text is in any of them).
+    pub async fn recall(&self, owner: &MemoryOwner, text: &str, limit: usize) -> Result<Vec<Memory>, MemoryError> {
+        let Some(query) = match_query(owner, text) else {
+            return Ok(Vec::new());
+        };
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let owner = owner.clone();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.with_conn(move |conn| {
+            let mut statement = conn.prepare_cached(
+                "SELECT m.memory_id, m.text, m.created_at, m.session, m.agent
+                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+                 WHERE memories_fts MATCH ?1 AND m.tenant = ?2 AND m.user = ?3
+                 ORDER BY bm25(memories_fts, 0.0, 1.0) LIMIT ?4",
+            )?;
+            let rows = statement.query_map(params![query, owner.tenant_key(), owner.user, limit], row_to_memory)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    /// Every memory of `owner`, newest first (at most `limit` of them).
+    pub async fn list(&self, owner: &MemoryOwner, limit: Option<usize>) -> Result<Vec<Memory>, MemoryError> {
+        let owner = owner.clone();
+        let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
+        self.with_conn(move |conn| {
+            let mut statement = conn.prepare_cached(&format!(
+                "{SELECT} WHERE tenant = ?1 AND user = ?2 ORDER BY id DESC LIMIT ?3"
+            ))?;
+            let rows = statement.query_map(params![owner.tenant_key(), owner.user, limit], row_to_memory)?;
+            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+        })
+        .await
+    }
+
+    /// Forgets one memory of `owner`; `false` if `owner` has none by that id.
+    pub async fn forget(&self, owner: &MemoryOwner, id: &str) -> Result<bool, MemoryError> {
+        let owner = owner.clone();
+        let id = id.to_owned();
+        self.with_conn(move |conn| {
+            let n = conn.execute(
+                "DELETE FROM memories WHERE memory_id = ?1 AND tenant = ?2 AND user = ?3",
+                params![id, owner.tenant_key(), owner.user],
+            )?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Forgets everything remembered about `owner`; returns how many memories went.
+    pub async fn forget_all(&self, owner: &MemoryOwner) -> Result<usize, MemoryError> {
+        let owner = owner.clone();
+        self.with_conn(move |conn| {
+            Ok(conn.execute(
+                "DELETE FROM memories WHERE tenant = ?1 AND user = ?2",
+                params![owner.tenant_key(), owner.user],
+            )?)
+        })
+        .await
+    }
+}
+
+/// Opens the database (in memory without a path) and creates the tables.
+fn connect(path: Option<&Path>) -> Result<Connection, MemoryError> {
+    let conn = match path {
+        Some(path) => {
+            let conn = Connection::open(path)
+                .map_err(|e| MemoryError::Storage(format!("cannot open {}: {e}", path.display())))?;
+            conn.busy_timeout(Duration::from_secs(10))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn
+        }
+        None => Connection::open_in_memory()?,
+    };
+    conn.execute_batch(SCHEMA)?;
+    Ok(conn)
+}
+
+const SELECT: &str = "SELECT memory_id, text, created_at, session, agent FROM memories";
+
+fn row_to_memory(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
+    let at: i64 = row.get(2)?;
+    Ok(Memory {
+        id: row.get(0)?,
+        text: row.get(1)?,
+        created_at: Timestamp(u64::try_from(at).unwrap_or(0)),
+        session: row.get(3)?,
+        agent: row.get(4)?,
+    })
+}
+
+/// The token that names `owner` in the index (a fingerprint: the owner's
+/// tenant and user are compared exactly after the index narrowed the rows).
+fn owner_token(owner: &MemoryOwner) -> String {
+    format!("o{}", fingerprint(&json!([owner.tenant_key(), owner.user])))
+}
+
+/// The FTS5 query for `text`'s words among `owner`'s memories; `None` when
+/// the text has no word worth looking up.
+fn match_query(owner: &MemoryOwner, text: &str) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        let word = word.to_lowercase();
+        if word.chars().count() < 2 || STOP_WORDS.contains(&word.as_str()) || words.contains(&word) {
+            continue;
+        }
+        words.push(word);
+        if words.len() == MAX_QUERY_WORDS {
+            break;
+        }
+    }
+    if words.is_empty() {
+        return None;
+    }
+    // Words are letters and digits only, so quoting them is enough.
+    let any: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    Some(format!(
+        "owner : \"{}\" AND text : ({})",
+        owner_token(owner),
+        any.join(" OR ")
+    ))
+}
+
+/// A random memory id.
+fn new_id() -> Result<String, MemoryError> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).map_err(|e| MemoryError::Storage(format!("no randomness for an id: {e}")))?;
+    Ok(format!(
+        "mem_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ana() -> MemoryOwner {
+        MemoryOwner::new("acme", "ana")
+    }
+
+    #[tokio::test]
+    async fn recall_ranks_by_the_words_of_the_message_and_stems_them() {
+        let store = MemoryStore::in_memory().unwrap();
+        for text in [
+            "Prefers aisle seats on flights",
+            "Her manager is Sarah",
+            "Allergic to peanuts",
+            "Flies to Lisbon every spring",
+        ] {
+            store.remember(&ana(), text, MemoryOrigin::default()).await.unwrap();
+        }
+        let found = store.recall(&ana(), "order food without peanuts", 5).await.unwrap();
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].text, "Allergic to peanuts");
+        let found = store.recall(&ana(), "book a flight", 5).await.unwrap();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].text, "Prefers aisle seats on flights");
+        assert!(store.recall(&ana(), "the a of", 5).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_owner_sees_only_its_own_memories() {
+        let store = MemoryStore::in_memory().unwrap();
+        let ana_other_tenant = MemoryOwner::new("globex", "ana");
+        let kept = store
+            .remember(&ana(), "Likes window seats", MemoryOrigin::default())
+            .await
+            .unwrap();
+        store
+            .remember(&ana_other_tenant, "Likes window seats too", MemoryOrigin::default())
+            .await
+            .unwrap();
+        assert_eq!(store.recall(&ana(), "window", 5).await.unwrap(), vec![kept.clone()]);
+        assert_eq!(store.list(&ana(), None).await.unwrap(), vec![kept.clone()]);
+        assert!(!store.forget(&ana_other_tenant, &kept.id).await.unwrap());
+        assert!(store.forget(&ana(), &kept.id).await.unwrap());
+        assert!(store.recall(&ana(), "window", 5).await.unwrap().is_empty());
+        assert_eq!(store.list(&ana_other_tenant, None).await.unwrap().len(), 1);
+        assert_eq!(store.forget_all(&ana_other_tenant).await.unwrap(), 1);
+        assert!(store.recall(&ana_other_tenant, "window", 5).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn remembering_again_under_a_key_returns_the_first_memory() {
+        let store = MemoryStore::in_memory().unwrap();
+        let origin = MemoryOrigin {
+            key: Some("s1/r1/call_1".into()),
+            ..MemoryOrigin::default()
+        };
+        let first = store.remember(&ana(), "Vegetarian", origin.clone()).await.unwrap();
+        let again = store.remember(&ana(), "Vegetarian", origin).await.unwrap();
+        assert_eq!(first, again);
+        assert_eq!(store.list(&ana(), None).await.unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn empty_and_overlong_memories_are_refused_with_a_reason() {
+        let store = MemoryStore::in_memory().unwrap();
+        assert!(matches!(
+            store.remember(&ana(), "  ", MemoryOrigin::default()).await,
+            Err(MemoryError::Empty)
+        ));
+        let long = "x".repeat(MAX_MEMORY_CHARS + 1);
+        let error = store
+            .remember(&ana(), &long, MemoryOrigin::default())
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("at most 2000 characters"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn quotes_and_operators_in_a_message_are_words_not_syntax() {
+        let store = MemoryStore::in_memory().unwrap();
+        store
+            .remember(&ana(), "Works NEAR the station", MemoryOrigin::default())
+            .await
+            .unwrap();
+        let found = store.recall(&ana(), "\"near\" OR * AND (station", 5).await.unwrap();
+        assert_eq!(found.len(), 1);
+    }
+}
