@@ -791,7 +791,9 @@ async fn a_persons_memories_are_theirs_alone() {
     let (status, body) = server.call(Some(GLOBEX), reqwest::Method::DELETE, &path, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert!(!body["error"].as_str().unwrap().contains("acme"), "{body}");
-    let (status, body) = server.call(Some(GLOBEX), reqwest::Method::DELETE, "/api/v1/memories", None).await;
+    let (status, body) = server
+        .call(Some(GLOBEX), reqwest::Method::DELETE, "/api/v1/memories", None)
+        .await;
     assert_eq!((status, body["forgotten"].as_u64()), (StatusCode::OK, Some(0)));
     let (_, body) = server.get(ACME, "/api/v1/memories").await;
     assert_eq!(body["memories"].as_array().unwrap().len(), 1);

@@ -1,10 +1,13 @@
 //! The memory store: a SQLite table and its FTS5 index.
 //!
 //! Recall ranks a person's memories against a text with FTS5's BM25 over
-//! the words of the text (stemmed, so "flights" finds "flight"). Each
-//! memory's row carries a token naming its owner, indexed with the text, so
-//! a query reads only the posting lists of one person however many people
-//! the store holds; the owner's tenant and user are then compared exactly.
+//! the words of the text (stemmed, so "flights" finds "flight"). The index
+//! holds each word of a memory prefixed with a token naming its owner
+//! (`o<fingerprint>x<word>`), so a person's words have their own posting
+//! lists: a query reads one person's lists however many people the store
+//! holds, and BM25 weighs a word by how rare it is among that person's
+//! memories. The rows the index ranks first are then checked against the
+//! owner's tenant and user exactly.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,7 +35,6 @@ CREATE TABLE IF NOT EXISTS memories (
     memory_id TEXT NOT NULL UNIQUE,
     tenant TEXT NOT NULL,
     user TEXT NOT NULL,
-    owner TEXT NOT NULL,
     text TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     session TEXT,
@@ -42,13 +44,10 @@ CREATE TABLE IF NOT EXISTS memories (
 CREATE INDEX IF NOT EXISTS memories_by_owner ON memories (tenant, user, id);
 CREATE UNIQUE INDEX IF NOT EXISTS memories_by_key ON memories (tenant, user, key) WHERE key IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
-    owner, text, content = 'memories', content_rowid = 'id', tokenize = 'porter unicode61'
+    terms, content = '', contentless_delete = 1, tokenize = 'porter unicode61'
 );
-CREATE TRIGGER IF NOT EXISTS memories_added AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_fts (rowid, owner, text) VALUES (new.id, new.owner, new.text);
-END;
 CREATE TRIGGER IF NOT EXISTS memories_removed AFTER DELETE ON memories BEGIN
-    INSERT INTO memories_fts (memories_fts, rowid, owner, text) VALUES ('delete', old.id, old.owner, old.text);
+    DELETE FROM memories_fts WHERE rowid = old.id;
 END;
 ";
 
@@ -62,6 +61,9 @@ const STOP_WORDS: &[&str] = &[
 
 /// At most this many words of a text are looked up.
 const MAX_QUERY_WORDS: usize = 24;
+
+/// About how many memories a recall ranks at most (see [`informative_words`]).
+const RANK_BUDGET: i64 = 400;
 
 /// A person's memories, ranked by relevance with SQLite FTS5.
 ///
@@ -167,19 +169,22 @@ impl MemoryStore {
                 }
             }
             tx.execute(
-                "INSERT INTO memories (memory_id, tenant, user, owner, text, created_at, session, agent, key)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO memories (memory_id, tenant, user, text, created_at, session, agent, key)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     id,
                     owner.tenant_key(),
                     owner.user,
-                    owner_token(&owner),
                     text,
                     i64::try_from(at.0).unwrap_or(i64::MAX),
                     origin.session,
                     origin.agent,
                     origin.key
                 ],
+            )?;
+            tx.execute(
+                "INSERT INTO memories_fts (rowid, terms) VALUES (?1, ?2)",
+                params![tx.last_insert_rowid(), owned_terms(&owner_token(&owner), &text)],
             )?;
             tx.commit()?;
             Ok(Memory {
@@ -196,21 +201,29 @@ impl MemoryStore {
     /// The memories of `owner` most relevant to `text`, best first (none
     /// when no word of the text is in any of them).
     pub async fn recall(&self, owner: &MemoryOwner, text: &str, limit: usize) -> Result<Vec<Memory>, MemoryError> {
-        let Some(query) = match_query(owner, text) else {
-            return Ok(Vec::new());
-        };
-        if limit == 0 {
+        let words = query_words(text);
+        if words.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         let owner = owner.clone();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(move |conn| {
+            let token = owner_token(&owner);
+            let kept = informative_words(conn, &token, &words)?;
+            if kept.is_empty() {
+                return Ok(Vec::new());
+            }
+            // The index ranks and cuts first; the rows it keeps are then
+            // checked against the owner exactly.
             let mut statement = conn.prepare_cached(
                 "SELECT m.memory_id, m.text, m.created_at, m.session, m.agent
-                 FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-                 WHERE memories_fts MATCH ?1 AND m.tenant = ?2 AND m.user = ?3
-                 ORDER BY bm25(memories_fts, 0.0, 1.0) LIMIT ?4",
+                 FROM (SELECT rowid AS id, bm25(memories_fts) AS score FROM memories_fts
+                       WHERE memories_fts MATCH ?1 ORDER BY score LIMIT ?4) AS best
+                 JOIN memories m ON m.id = best.id
+                 WHERE m.tenant = ?2 AND m.user = ?3
+                 ORDER BY best.score",
             )?;
+            let query = match_query(&token, &kept);
             let rows = statement.query_map(params![query, owner.tenant_key(), owner.user, limit], row_to_memory)?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
         })
@@ -293,9 +306,8 @@ fn owner_token(owner: &MemoryOwner) -> String {
     format!("o{}", fingerprint(&json!([owner.tenant_key(), owner.user])))
 }
 
-/// The FTS5 query for `text`'s words among `owner`'s memories; `None` when
-/// the text has no word worth looking up.
-fn match_query(owner: &MemoryOwner, text: &str) -> Option<String> {
+/// The words of `text` worth looking up (lower case, no stop words, each once).
+fn query_words(text: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for word in text.split(|c: char| !c.is_alphanumeric()) {
         let word = word.to_lowercase();
@@ -307,16 +319,55 @@ fn match_query(owner: &MemoryOwner, text: &str) -> Option<String> {
             break;
         }
     }
-    if words.is_empty() {
-        return None;
+    words
+}
+
+/// The words of `text` as `owner`'s terms in the index.
+fn owned_terms(owner: &str, text: &str) -> String {
+    let mut terms = String::with_capacity(text.len() * 2);
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        if !terms.is_empty() {
+            terms.push(' ');
+        }
+        terms.push_str(owner);
+        terms.push('x');
+        terms.extend(word.chars().flat_map(char::to_lowercase));
     }
-    // Words are letters and digits only, so quoting them is enough.
-    let any: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
-    Some(format!(
-        "owner : \"{}\" AND text : ({})",
-        owner_token(owner),
-        any.join(" OR ")
-    ))
+    terms
+}
+
+/// The FTS5 query for memories of `owner` holding any of `words`. Words are
+/// letters and digits only, so quoting them is enough.
+fn match_query(owner: &str, words: &[&str]) -> String {
+    let any: Vec<String> = words.iter().map(|w| format!("\"{owner}x{w}\"")).collect();
+    any.join(" OR ")
+}
+
+/// The words of a query BM25 ranks with: the rarest among the owner's
+/// memories, as many as keep the memories to rank within [`RANK_BUDGET`]
+/// (at least the rarest one). A word in a large share of them says little
+/// about which is relevant (BM25 gives it little weight) but would make
+/// every one of them a candidate to rank, so it is left out.
+fn informative_words<'w>(conn: &Connection, owner: &str, words: &'w [String]) -> rusqlite::Result<Vec<&'w str>> {
+    let mut counted = Vec::with_capacity(words.len());
+    let mut count = conn.prepare_cached("SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?1")?;
+    for word in words {
+        let n: i64 = count.query_row([match_query(owner, &[word.as_str()])], |r| r.get(0))?;
+        if n > 0 {
+            counted.push((n, word.as_str()));
+        }
+    }
+    counted.sort_unstable();
+    let mut total = 0;
+    let mut kept = Vec::new();
+    for (n, word) in counted {
+        if !kept.is_empty() && total + n > RANK_BUDGET {
+            break;
+        }
+        total += n;
+        kept.push(word);
+    }
+    Ok(kept)
 }
 
 /// A random memory id.
@@ -405,6 +456,30 @@ mod tests {
             .await
             .unwrap_err();
         assert!(error.to_string().contains("at most 2000 characters"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_word_in_most_memories_does_not_crowd_out_a_rare_one() {
+        let store = MemoryStore::in_memory().unwrap();
+        for i in 0..(RANK_BUDGET + 50) {
+            store
+                .remember(
+                    &ana(),
+                    &format!("Travel note {i}: booked a hotel"),
+                    MemoryOrigin::default(),
+                )
+                .await
+                .unwrap();
+        }
+        store
+            .remember(&ana(), "Allergic to shellfish", MemoryOrigin::default())
+            .await
+            .unwrap();
+        let found = store.recall(&ana(), "book a hotel with no shellfish", 3).await.unwrap();
+        assert_eq!(found[0].text, "Allergic to shellfish", "{found:?}");
+        // A common word alone still finds its memories.
+        let found = store.recall(&ana(), "hotel", 3).await.unwrap();
+        assert_eq!(found.len(), 3);
     }
 
     #[tokio::test]
