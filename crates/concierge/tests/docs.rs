@@ -54,3 +54,15 @@ fn every_example_in_the_goal_file_reference_loads() {
     std::fs::write(typo.join("agent.toml"), "id = \"hr\"\nfinish_onn = [\"book_pto\"]\n").unwrap();
     assert!(load_agents(&typo).is_err());
 }
+
+#[test]
+fn the_memory_pages_agent_loads_with_its_recall() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/memory.md")).unwrap();
+    let agents = blocks(&text, "agent");
+    assert_eq!(agents.len(), 1);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("agent.toml"), agents[0]).unwrap();
+    let files = load_agents(dir.path()).unwrap();
+    assert_eq!(files.agents[0].memory.recall, 5);
+    assert_eq!(files.agents[0].toolsets, ["memory"]);
+}

@@ -92,7 +92,8 @@ pub async fn memory(rt: &Runtime, args: &MemoryArgs) -> Result<ExitCode> {
         MemoryCommand::Forget { person, id, all } => {
             if *all {
                 let n = store.forget_all(&person.owner()).await?;
-                println!("Forgot {n} memories of {}.", shown(person));
+                let noun = if n == 1 { "memory" } else { "memories" };
+                println!("Forgot {n} {noun} of {}.", shown(person));
             } else if let Some(id) = id {
                 if !store.forget(&person.owner(), id).await? {
                     eprintln!(
