@@ -78,6 +78,7 @@ pub static ASSETS: &[Asset] = &[
     asset!("assets/sidebar.js", JS),
     asset!("assets/resources.js", JS),
     asset!("assets/prompts.js", JS),
+    asset!("assets/memory.js", JS),
     asset!("assets/icon.svg", SVG),
 ];
 

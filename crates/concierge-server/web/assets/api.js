@@ -91,6 +91,11 @@ export const api = {
   prompts: (server) => call('GET', `/mcp/servers/${encodeURIComponent(server)}/prompts`),
   prompt: (server, name, args) =>
     call('POST', `/mcp/servers/${encodeURIComponent(server)}/prompts/${encodeURIComponent(name)}`, { arguments: args }),
+  /** What is remembered about the person, newest first. */
+  memories: () => call('GET', '/memories'),
+  remember: (text) => call('POST', '/memories', { text }),
+  forget: (id) => call('DELETE', `/memories/${encodeURIComponent(id)}`),
+  forgetAll: () => call('DELETE', '/memories'),
   /**
    * The URL of a session's event stream, resuming after `after` (the last
    * SSE id seen) when given; with the API token in the query, since an

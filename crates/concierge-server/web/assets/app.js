@@ -6,6 +6,7 @@ import { api } from './api.js';
 import { h } from './dom.js';
 import { Conversation, agentName, agentNames } from './conversation.js';
 import { Panel } from './panel.js';
+import { MemoryPanel } from './memory.js';
 import { drawStarters } from './prompts.js';
 import { Attachments } from './resources.js';
 import { SessionStream, forgetKept } from './stream.js';
@@ -16,9 +17,10 @@ const ui = {
   welcome: $('welcome'), catalogue: $('catalogue'), log: $('log'), working: $('working'), workingText: $('working-text'),
   toast: $('toast'), composer: $('composer'), input: $('composer-input'), send: $('send'), badge: $('agent-badge'),
   connection: $('connection'), goals: $('goal-list'), sessions: $('session-list'), newChat: $('new-chat'),
-  menu: $('menu-toggle'), panelToggle: $('panel-toggle'),
+  menu: $('menu-toggle'), panelToggle: $('panel-toggle'), memoryToggle: $('memory-toggle'),
 };
 const panel = new Panel($('panel'));
+const memory = new MemoryPanel(ui.memoryToggle);
 
 /**
  * The open conversation: { id, goal, conversation, stream, busy, refresh }.
@@ -205,7 +207,10 @@ function onEvent(session, event, { replayed }) {
       break;
     case 'run_finished':
       setBusy(false);
-      if (!replayed) refreshSessions();
+      if (!replayed) {
+        refreshSessions();
+        memory.refreshIfOpen(); // the run may have remembered something
+      }
       break;
     case 'message':
       if (event.message?.role === 'user' && !sessionMeta()[session.id]?.title) {
@@ -385,7 +390,7 @@ ui.menu.addEventListener('click', () => toggle('show-sidebar', ui.menu));
 ui.panelToggle.addEventListener('click', () => toggle('show-panel', ui.panelToggle));
 document.addEventListener('keydown', (event) => {
   if (event.key !== 'Escape') return;
-  for (const [cls, button] of [['show-sidebar', ui.menu], ['show-panel', ui.panelToggle]]) {
+  for (const [cls, button] of [['show-sidebar', ui.menu], ['show-panel', ui.panelToggle], ['show-memory', ui.memoryToggle]]) {
     if (document.body.classList.contains(cls)) {
       document.body.classList.remove(cls);
       button.setAttribute('aria-expanded', 'false');
