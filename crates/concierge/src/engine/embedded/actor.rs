@@ -13,13 +13,13 @@ use std::time::{Duration, Instant};
 
 use concierge_core::{
     CallId, Catalog, Confirmation, Decision, Effect, Event, EventKind, Input, OpenSession, RunId, RunOutput, Session,
-    SessionId, StartRun, Step, StepError,
+    SessionId, StartRun, Step, StepError, Timestamp,
 };
 use tokio::sync::{mpsc, oneshot};
 
-use super::Shared;
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
+use super::{Shared, lock};
 use crate::engine::{RunSetup, RunStop, Started, Unavailable, call_agent, now, refuse_invalid_ask};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
@@ -129,6 +129,11 @@ pub(crate) struct Actor {
     asks: HashMap<CallId, usize>,
     /// Live requests waiting for the person's answer, by call and question.
     open: HashMap<(CallId, u32), Vec<questions::AnswerTx>>,
+    /// When the session's last input was accepted.
+    changed_at: Timestamp,
+    /// What the session list was last told (whether a run is under way,
+    /// and as of when).
+    shown: Option<(bool, Timestamp)>,
 }
 
 fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
@@ -158,6 +163,8 @@ impl Actor {
             resumed_since_claim: false,
             asks: HashMap::new(),
             open: HashMap::new(),
+            changed_at: Timestamp(0),
+            shown: None,
         }
     }
 
@@ -199,6 +206,7 @@ impl Actor {
                 }
                 command => self.handle(command).await,
             }
+            self.show_activity();
             if self.broken {
                 if self.owned {
                     self.shared.store.disown(&self.id);
@@ -253,6 +261,7 @@ impl Actor {
             index: self.index.saturating_sub(1),
             unfinished,
             state: self.session.clone(),
+            changed_at: self.changed_at,
         });
     }
 
@@ -277,6 +286,24 @@ impl Actor {
                 None
             }
         }
+    }
+
+    /// Tells the session list whether a run is under way here, when that
+    /// changed (twice a run: when it starts and when it stops).
+    fn show_activity(&mut self) {
+        if !self.owned || self.session.is_none() {
+            return;
+        }
+        let live = self.in_flight();
+        if self.shown.is_some_and(|(shown, _)| shown == live) {
+            return;
+        }
+        self.shown = Some((live, self.changed_at));
+        let activity = super::Activity {
+            live,
+            changed_at: self.changed_at,
+        };
+        lock(&self.shared.activity).insert(self.id.clone(), activity);
     }
 
     fn leave(&mut self) {
@@ -680,6 +707,7 @@ impl Actor {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let step = session.step(input.clone(), &catalog)?;
+        self.changed_at = now();
         let agent = session.agent().clone();
         let agent_changed = self.last_agent.as_ref() != Some(&agent);
         let tenant = match self.index {

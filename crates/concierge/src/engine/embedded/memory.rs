@@ -136,6 +136,7 @@ impl Store for MemoryStore {
         if let Ok(mut sessions) = self.sessions.lock() {
             if let Some(stored) = sessions.get_mut(session.id()) {
                 stored.summary.live = release.unfinished;
+                stored.summary.updated_at = stored.summary.updated_at.max(release.changed_at);
                 stored.parked = Some(encoded);
             }
         }

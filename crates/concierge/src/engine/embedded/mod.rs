@@ -21,7 +21,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use concierge_core::{CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun};
+use concierge_core::{
+    CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun, Timestamp,
+};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -227,6 +229,7 @@ impl Embedded {
             lives: Mutex::default(),
             stalled: Mutex::default(),
             recorded: Mutex::default(),
+            activity: Mutex::default(),
             recovering: std::sync::atomic::AtomicBool::new(false),
             engine: std::sync::OnceLock::new(),
         });
@@ -253,6 +256,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 type Actors = HashMap<SessionId, mpsc::Sender<Command>>;
 
+/// What the session list shows of a session this process holds.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Activity {
+    /// Whether a run is under way.
+    pub(crate) live: bool,
+    /// When its last input was accepted.
+    pub(crate) changed_at: Timestamp,
+}
+
 /// What the engine's actors share.
 pub(crate) struct Shared {
     parts: EngineParts,
@@ -264,6 +276,9 @@ pub(crate) struct Shared {
     stalled: Mutex<HashSet<SessionId>>,
     /// Catalog versions recorded in the store by this process.
     recorded: Mutex<HashSet<String>>,
+    /// The sessions this process holds: whether a run is under way and
+    /// when each last changed (the store learns it when they leave memory).
+    activity: Mutex<HashMap<SessionId, Activity>>,
     /// Whether this process takes over what dead processes left.
     recovering: std::sync::atomic::AtomicBool,
     /// The engine itself, for the child runs its actors start.
@@ -280,6 +295,7 @@ impl Shared {
     fn forget_actor(&self, mut actors: MutexGuard<'_, Actors>, id: &SessionId, tx: &mpsc::Sender<Command>) {
         if actors.get(id).is_some_and(|t| t.same_channel(tx)) {
             actors.remove(id);
+            lock(&self.activity).remove(id);
         }
         drop(actors);
         let mut lives = lock(&self.lives);
@@ -603,7 +619,19 @@ impl Engine for EmbeddedEngine {
     }
 
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
-        self.shared.store.sessions()
+        Box::pin(async move {
+            let mut listed = self.shared.store.sessions().await?;
+            // The store hears of a session when it leaves memory; what this
+            // process holds it knows better.
+            let activity = lock(&self.shared.activity);
+            for summary in &mut listed {
+                if let Some(now) = activity.get(&summary.id) {
+                    summary.live = now.live;
+                    summary.updated_at = summary.updated_at.max(now.changed_at);
+                }
+            }
+            Ok(listed)
+        })
     }
 
     fn subscribe(&self, session: SessionId, after: EventId) -> BoxStream<'static, Result<Event>> {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use concierge_core::{AgentId, Event, Input, Session, SessionId};
+use concierge_core::{AgentId, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 
 use crate::engine::{JournalStats, SessionSummary};
@@ -108,6 +108,9 @@ pub struct Release {
     pub unfinished: bool,
     /// The state, for stores that keep it (memory).
     pub state: Option<Session>,
+    /// When the session last changed (its last input was accepted): what
+    /// the session list shows, not when it left memory.
+    pub changed_at: Timestamp,
 }
 
 /// A store of sessions for the embedded engine.

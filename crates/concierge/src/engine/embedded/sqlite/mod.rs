@@ -406,7 +406,7 @@ impl Writer {
                         at,
                     } => {
                         tx.prepare_cached(
-                            "UPDATE heads SET head = ?2, idx = ?3, live = ?4, at = ?5, owner = NULL, want = 0
+                            "UPDATE heads SET head = ?2, idx = ?3, live = ?4, at = max(at, ?5), owner = NULL, want = 0
                              WHERE no = ?1 AND owner = ?6",
                         )?
                         .execute(params![no, head, index, live, at, me])?;
@@ -608,7 +608,7 @@ impl Store for SqliteStore {
             head: release.cursor.head,
             index: release.index as i64,
             live: release.unfinished,
-            at: millis(),
+            at: i64::try_from(release.changed_at.0).unwrap_or(i64::MAX),
         };
         if let Err(error) = self.send(op) {
             tracing::warn!(%error, "could not release a session; the next process takes it over");
@@ -862,6 +862,7 @@ mod tests {
             index: 2,
             unfinished: false,
             state: None,
+            changed_at: Timestamp(1),
         });
         store.flush().await;
         assert!(matches!(
