@@ -91,7 +91,10 @@ async fn calculator_on_rules_survives_a_restart_of_the_runtime() {
     let sessions = rt.sessions().await.unwrap();
     assert_eq!(sessions.len(), 1);
     assert_eq!(sessions[0].agent, "calculator");
-    assert!(!sessions[0].live, "the run finished: none is under way, though the session is in memory");
+    assert!(
+        !sessions[0].live,
+        "the run finished: none is under way, though the session is in memory"
+    );
     rt.shutdown().await;
     let sessions = rt.sessions().await.unwrap();
     assert!(!sessions[0].live, "shutdown records it as idle");
