@@ -56,7 +56,8 @@ pub struct MemoryList {
 pub struct MemoryQuery {
     /// At most this many (the newest; default and most: 10,000).
     #[serde(default)]
-    pub limit: Option<usize>,
+    #[param(minimum = 0, maximum = 10000)]
+    pub limit: Option<u32>,
 }
 
 /// `POST /memories`: something to remember.
@@ -64,6 +65,7 @@ pub struct MemoryQuery {
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
     /// The fact, in words (at most 2,000 characters).
+    #[schema(min_length = 1, max_length = 2000, pattern = "\\S")]
     pub text: String,
 }
 
@@ -92,7 +94,16 @@ pub async fn list(
     caller: Caller,
     QueryParams(query): QueryParams<MemoryQuery>,
 ) -> Result<Json<MemoryList>, ApiError> {
-    let limit = query.limit.unwrap_or(MAX_LIST).min(MAX_LIST);
+    let limit = query
+        .limit
+        .map_or(MAX_LIST, |l| usize::try_from(l).unwrap_or(usize::MAX));
+    if limit > MAX_LIST {
+        return Err(ApiError::field(
+            StatusCode::BAD_REQUEST,
+            "limit",
+            format!("limit is at most {MAX_LIST}"),
+        ));
+    }
     let found = state
         .rt
         .memories()
