@@ -131,9 +131,8 @@ pub(crate) struct Actor {
     open: HashMap<(CallId, u32), Vec<questions::AnswerTx>>,
     /// When the session's last input was accepted.
     changed_at: Timestamp,
-    /// What the session list was last told (whether a run is under way,
-    /// and as of when).
-    shown: Option<(bool, Timestamp)>,
+    /// What the session list was last told: whether a run is under way.
+    shown: Option<bool>,
 }
 
 fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
@@ -295,10 +294,10 @@ impl Actor {
             return;
         }
         let live = self.in_flight();
-        if self.shown.is_some_and(|(shown, _)| shown == live) {
+        if self.shown == Some(live) {
             return;
         }
-        self.shown = Some((live, self.changed_at));
+        self.shown = Some(live);
         let activity = super::Activity {
             live,
             changed_at: self.changed_at,
