@@ -439,7 +439,13 @@ impl RuntimeBuilder {
                 .agents
                 .iter()
                 .any(|a| a.toolsets.iter().any(|t| t == crate::tool::MEMORY_TOOLSET));
-            if named && !toolsets.iter().any(|t| t.name == crate::tool::MEMORY_TOOLSET) {
+            // A toolset or MCP server of the person's own named `memory` is theirs.
+            let taken = toolsets.iter().any(|t| t.name == crate::tool::MEMORY_TOOLSET)
+                || self
+                    .mcp_servers
+                    .iter()
+                    .any(|(name, _)| name == crate::tool::MEMORY_TOOLSET);
+            if named && !taken {
                 toolsets.push(crate::tool::memory_toolset(memory.clone()));
             }
         }
