@@ -47,6 +47,8 @@ cargo fmt --all --check
 # No crate's modules import each other in a circle (the module graph, read
 # from the sources; the script says where to cut one).
 python3 scripts/import-cycles.py
+# No source file over 900 lines without a reason at its top.
+scripts/long-files.sh
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
 # The examples, as `cargo test` built them (a `cargo run -p` would build their

@@ -9,7 +9,7 @@ import { Panel } from './panel.js';
 import { MemoryPanel } from './memory.js';
 import { drawStarters } from './prompts.js';
 import { Attachments } from './resources.js';
-import { SessionStream, forgetKept } from './stream.js';
+import { SessionStream, after, forgetKept, parseId } from './stream.js';
 import { drawGoals, drawSessions, rememberSession, sessionMeta } from './sidebar.js';
 
 const $ = (id) => document.getElementById(id);
@@ -231,7 +231,11 @@ function refreshView(session) {
   session.refresh = setTimeout(async () => {
     try {
       const view = await api.session(session.id);
-      if (current === session) panel.showView(view);
+      // A read that left before events the stream has drawn since would
+      // draw the panel as it was (the agent before a handoff): the next
+      // event reads again.
+      const drawn = String(parseId(session.stream?.last)[0]);
+      if (current === session && !after(drawn, String(view.last_event_id ?? 0))) panel.showView(view);
     } catch {
       // The next event tries again.
     }

@@ -1,10 +1,7 @@
 //! One pooled client per MCP server: started lazily, restarted with backoff
 //! after a crash or a hang, shut down cleanly.
 
-// MCP sampling is deprecated by SEP-2577, but it is still what servers send.
-#![expect(deprecated)]
-
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,26 +11,25 @@ use tokio::sync::mpsc;
 
 use concierge_core::{IdempotencyKey, ToolError, ToolErrorKind};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientNotification, ClientRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, Implementation, JsonObject, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, RequestId, RequestMetaObject, ResourceUpdatedNotificationParam, SamplingCapability, ServerResult,
-    Tool,
+    CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam, ClientNotification,
+    ClientRequest, JsonObject, ProgressToken, ProtocolVersion, RequestId, RequestMetaObject, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService};
+use rmcp::service::{Peer, PeerRequestOptions, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceError, ServiceExt};
+use rmcp::{RoleClient, ServiceError, ServiceExt};
 use serde_json::{Value, json};
 
+use super::McpServerConfig;
 use super::changes::McpChange;
 use super::elicitation::{self, LiveCalls};
 use super::framing;
+pub use super::handler::McpProgress;
+use super::handler::{Calls, Handler};
 use super::http::GuardedHttp;
 use super::result::outcome;
-use super::sampling::{self, Sampling};
-use super::{McpServerConfig, SamplingPolicy};
+use super::sampling::Sampling;
 use crate::error::McpError;
 
 /// Lines of a server's stderr kept for error messages.
@@ -43,126 +39,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// However much progress a call reports, it ends after this many times its
 /// server's `timeout_secs`.
 pub const MAX_CALL_TIMEOUTS: u32 = 10;
-
-/// A server's report on a call under way (`notifications/progress`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct McpProgress {
-    /// The server's name.
-    pub server: String,
-    /// The tool being called (its name on the server).
-    pub tool: String,
-    /// How far it got (increases with every report).
-    pub progress: f64,
-    /// Where it is going, when the server knows.
-    pub total: Option<f64>,
-    /// What it is doing, in the server's words.
-    pub message: Option<String>,
-}
-
-impl std::fmt::Display for McpProgress {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}/{}: {}", self.server, self.tool, self.progress)?;
-        if let Some(total) = self.total {
-            write!(f, " of {total}")?;
-        }
-        if let Some(message) = &self.message {
-            write!(f, " ({message})")?;
-        }
-        Ok(())
-    }
-}
-
-/// Which tool each progress token of a call under way belongs to.
-type Calls = Arc<Mutex<HashMap<ProgressToken, String>>>;
-
-/// Receives the server's notifications.
-#[derive(Clone)]
-struct Handler {
-    server: String,
-    stale: Arc<AtomicBool>,
-    progress: tokio::sync::broadcast::Sender<McpProgress>,
-    calls: Calls,
-    /// The calls in flight, whose questions and model requests the server sends.
-    live: LiveCalls,
-    sampling: Sampling,
-    changes: tokio::sync::broadcast::Sender<McpChange>,
-}
-
-impl ClientHandler for Handler {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.stale.store(true, Ordering::Relaxed);
-    }
-
-    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changes.send(McpChange::ResourceListChanged);
-    }
-
-    async fn on_resource_updated(
-        &self,
-        params: ResourceUpdatedNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.changes.send(McpChange::ResourceUpdated { uri: params.uri });
-    }
-
-    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        let _ = self.changes.send(McpChange::PromptListChanged);
-    }
-
-    async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
-        self.live.progressed(&params.progress_token);
-        let tool = self
-            .calls
-            .lock()
-            .ok()
-            .and_then(|calls| calls.get(&params.progress_token).cloned())
-            .unwrap_or_else(|| "(a call)".into());
-        let report = McpProgress {
-            server: self.server.clone(),
-            tool,
-            progress: params.progress,
-            total: params.total,
-            message: params.message,
-        };
-        tracing::info!(
-            server = %report.server,
-            tool = %report.tool,
-            progress = report.progress,
-            total = ?report.total,
-            message = report.message.as_deref().unwrap_or(""),
-            "MCP progress"
-        );
-        let _ = self.progress.send(report);
-    }
-
-    async fn create_elicitation(
-        &self,
-        request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ElicitResult, ErrorData> {
-        Ok(elicitation::elicit(&self.server, &self.live, request).await)
-    }
-
-    async fn create_message(
-        &self,
-        params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<CreateMessageResult, ErrorData> {
-        sampling::sample(&self.server, &self.sampling, &self.live, params).await
-    }
-
-    fn get_info(&self) -> ClientConfig {
-        let mut capabilities = ClientCapabilities::default();
-        capabilities.elicitation = Some(elicitation::capability());
-        if self.sampling.policy != SamplingPolicy::Deny {
-            capabilities.sampling = Some(SamplingCapability::default());
-        }
-        ClientConfig::new(
-            capabilities,
-            Implementation::new("concierge", env!("CARGO_PKG_VERSION")),
-        )
-    }
-}
 
 /// Sends `notifications/cancelled` for a request whose caller stopped
 /// waiting (its future was dropped) before the answer came.

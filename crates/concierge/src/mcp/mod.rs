@@ -18,6 +18,7 @@ mod config;
 mod credentials;
 mod elicitation;
 mod framing;
+mod handler;
 mod http;
 #[cfg(feature = "mcp-oauth")]
 mod login;

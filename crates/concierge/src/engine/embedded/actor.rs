@@ -25,74 +25,10 @@ use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::ToolContext;
 
+mod command;
 mod questions;
 
-/// Commands an actor's mailbox holds (bounded: senders wait when it is full).
-pub(crate) const MAILBOX: usize = 64;
-
-pub(crate) enum Command {
-    Start {
-        start: Box<StartRun>,
-        setup: RunSetup,
-        reply: oneshot::Sender<Result<Started>>,
-    },
-    Confirm {
-        call_id: CallId,
-        fingerprint: String,
-        decision: Decision,
-        reply: oneshot::Sender<Result<RunStop>>,
-    },
-    End {
-        reason: String,
-        /// Only the run in progress ends; the session goes on.
-        run_only: bool,
-        reply: oneshot::Sender<Result<Option<RunOutput>>>,
-    },
-    Open {
-        open: Box<OpenSession>,
-        reply: oneshot::Sender<Result<()>>,
-    },
-    Wait {
-        reply: oneshot::Sender<Result<Option<RunStop>>>,
-    },
-    Inspect {
-        reply: oneshot::Sender<Result<Option<Session>>>,
-    },
-    /// Take the session over if its owner is gone, and resume its run.
-    Recover {
-        reply: oneshot::Sender<Option<RunStop>>,
-    },
-    /// Another process asked for the session: let it go if idle.
-    Release,
-    /// Leave memory if idle (a run in flight keeps going).
-    Shutdown {
-        reply: oneshot::Sender<()>,
-    },
-    Input(Box<Input>),
-    /// A live call asks the person (MCP elicitation).
-    Ask {
-        run_id: RunId,
-        call_id: CallId,
-        question: Box<concierge_core::Elicitation>,
-        reply: questions::AnswerTx,
-    },
-    /// A live call reports how it is getting on (answered once journaled).
-    Report {
-        run_id: RunId,
-        call_id: CallId,
-        report: Box<concierge_core::CallReport>,
-        reply: oneshot::Sender<std::result::Result<(), crate::tool::ChannelError>>,
-    },
-    /// The person answers a running call's question.
-    Answer {
-        call_id: CallId,
-        question: u32,
-        answer: concierge_core::ElicitationAnswer,
-        reply: oneshot::Sender<Result<RunStop>>,
-    },
-    /// A resumed run's model could not be reached: leave the run for another process.
-    Stall(Unavailable),
-}
+pub(crate) use command::{Command, MAILBOX};
 
 pub(crate) struct Actor {
     shared: Arc<Shared>,
@@ -128,7 +64,7 @@ pub(crate) struct Actor {
     /// Per running call: how many questions its live attempt asked so far.
     asks: HashMap<CallId, usize>,
     /// Live requests waiting for the person's answer, by call and question.
-    open: HashMap<(CallId, u32), Vec<questions::AnswerTx>>,
+    open: HashMap<(CallId, u32), Vec<command::AnswerTx>>,
     /// When the session's last input was accepted.
     changed_at: Timestamp,
     /// What the session list was last told: whether a run is under way.

@@ -18,14 +18,12 @@ use concierge_core::{
 use futures::future::BoxFuture;
 use tokio::sync::{mpsc, oneshot};
 
+use super::command::AnswerTx;
 use super::{Actor, Command, stop_from};
 use crate::engine::{Executor, RunStop, now};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::{CallChannel, Channel, ChannelError};
-
-/// A live request's wait for the person's answer.
-pub(crate) type AnswerTx = oneshot::Sender<std::result::Result<ElicitationAnswer, ChannelError>>;
 
 /// The channel a call the actor issued uses to reach its session.
 pub(super) struct SessionChannel {
