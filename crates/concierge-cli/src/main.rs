@@ -82,6 +82,10 @@ pub enum Command {
     /// What is remembered about a person across conversations: `memory list
     /// --user U`, `memory forget ID`, `memory forget --all`, `memory export`.
     Memory(commands::memory::MemoryArgs),
+    /// Runs at a time or on a cron expression, fired by a running `concierge
+    /// serve`: `schedule add MESSAGE --cron "0 9 * * 1-5"`, `schedule list`,
+    /// `schedule pause|resume|delete ID`.
+    Schedule(commands::schedule::ScheduleArgs),
     /// API tokens for `concierge serve`: `token new --tenant T --user U`
     /// prints a token and the lines to put in concierge.toml.
     Token(commands::token::TokenArgs),

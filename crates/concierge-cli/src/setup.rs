@@ -70,6 +70,9 @@ pub struct Role<'a> {
     /// It answers before the unfinished runs it finds are resumed (a
     /// server: its liveness at once, its readiness once they are).
     pub recover_in_background: bool,
+    /// It fires the schedules that are due (a process that lives on: a
+    /// server, a chat, a worker; not a one-shot command).
+    pub fires_schedules: bool,
 }
 
 /// How a command uses the database.
@@ -129,6 +132,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         metrics,
         workers,
         recover_in_background,
+        fires_schedules,
     } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
@@ -136,7 +140,8 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     let mut builder = Runtime::builder()
         .label(label)
         .log_prompts(config.log_prompts)
-        .recover_in_background(recover_in_background);
+        .recover_in_background(recover_in_background)
+        .fire_schedules(fires_schedules);
     match config.engine.unwrap_or_default() {
         EngineKind::Embedded => {
             #[cfg(not(feature = "temporal"))]

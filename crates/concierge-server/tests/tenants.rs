@@ -809,3 +809,83 @@ async fn a_persons_memories_are_theirs_alone() {
     assert_eq!(body["memories"], json!([]));
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_persons_schedules_are_theirs_alone_and_run_in_their_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let (status, added) = server
+        .post(
+            ACME,
+            "/api/v1/schedules",
+            json!({"message": "Summarise my inbox", "in_minutes": 0, "session": "reminders"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    assert_eq!(added["session"], "reminders", "the caller's own name for the session");
+    let id = added["id"].as_str().unwrap().to_string();
+
+    // It fires: the run is in the caller's session (its model waits, so it stays in progress).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (status, body) = server.get(ACME, "/api/v1/sessions/reminders").await;
+        if status == StatusCode::OK && body["history"].to_string().contains("Summarise my inbox") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the schedule did not run: {status} {body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let (status, _) = server.get(GLOBEX, "/api/v1/sessions/reminders").await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "another tenant's session of that name is not theirs"
+    );
+
+    // The other tenant sees none of it and can neither pause nor delete it by its id.
+    let (_, body) = server.get(GLOBEX, "/api/v1/schedules").await;
+    assert_eq!(body["schedules"], json!([]));
+    let path = format!("/api/v1/schedules/{id}");
+    for (method, path) in [
+        (reqwest::Method::GET, path.clone()),
+        (reqwest::Method::DELETE, path.clone()),
+        (reqwest::Method::POST, format!("{path}/pause")),
+    ] {
+        let (status, body) = server.call(Some(GLOBEX), method, &path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    }
+    let (status, body) = server.get(ACME, &path).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["runs"], 1, "{body}");
+
+    // Bad input says which field.
+    for (request, field) in [
+        (json!({"message": "x", "cron": "every day"}), "cron"),
+        (json!({"message": "x"}), "at"),
+        (json!({"message": "x", "at": "next tuesday"}), "at"),
+        (json!({"message": "x", "at": "2000-01-01T00:00:00Z"}), "at"),
+        (json!({"message": " ", "cron": "0 9 * * *"}), "message"),
+        (json!({"message": "x", "cron": "0 9 * * *", "agent": "nobody"}), "agent"),
+    ] {
+        let (status, body) = server.post(ACME, "/api/v1/schedules", request.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{request}: {body}");
+        assert_eq!(body["field"], field, "{request}: {body}");
+    }
+
+    let (status, body) = server
+        .call(Some(ACME), reqwest::Method::POST, &format!("{path}/pause"), None)
+        .await;
+    assert_eq!(
+        (status, body["paused"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{body}"
+    );
+    let (status, _) = server.call(Some(ACME), reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, body) = server.get(ACME, "/api/v1/schedules").await;
+    assert_eq!(body["schedules"], json!([]));
+    server.stop().await;
+}

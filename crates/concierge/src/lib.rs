@@ -64,6 +64,10 @@ pub mod model;
 pub mod options;
 mod rebase;
 pub mod runtime;
+#[cfg(feature = "sqlite")]
+pub mod schedule;
+#[cfg(feature = "sqlite")]
+mod side_db;
 pub mod tls;
 pub mod tool;
 

@@ -28,7 +28,7 @@ pub struct Person {
 }
 
 impl Person {
-    fn owner(&self) -> MemoryOwner {
+    pub fn owner(&self) -> MemoryOwner {
         MemoryOwner::of(self.tenant.as_deref(), self.user.as_deref().unwrap_or_default())
     }
 }
@@ -116,7 +116,7 @@ pub async fn memory(rt: &Runtime, args: &MemoryArgs) -> Result<ExitCode> {
 }
 
 /// The person, as a sentence names them.
-fn shown(person: &Person) -> String {
+pub fn shown(person: &Person) -> String {
     let user = match person.user.as_deref() {
         Some(user) => format!("user {user}"),
         None => "the person of runs without a user".to_string(),

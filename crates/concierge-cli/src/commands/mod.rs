@@ -7,6 +7,7 @@ pub mod mcp;
 pub mod memory;
 pub mod prompts;
 pub mod run;
+pub mod schedule;
 pub mod serve;
 pub mod token;
 pub mod worker;
@@ -38,6 +39,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(_) => (Access::Read, "concierge mcp"),
         Command::Prompts(_) => (Access::Read, "concierge prompts"),
         Command::Memory(_) => (Access::Read, "concierge memory"),
+        Command::Schedule(_) => (Access::Read, "concierge schedule"),
         Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
         }
@@ -56,6 +58,11 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         workers: workers.clone(),
         // A server listens at once, however many runs a crash left.
         recover_in_background: matches!(cli.command, Command::Serve(_)),
+        fires_schedules: match &cli.command {
+            Command::Serve(_) | Command::Chat(_) | Command::Worker(_) => true,
+            Command::Mcp(args) => args.serves(),
+            _ => false,
+        },
     };
     let rt = setup::runtime(&cli, role).await?;
     setup::discover_for_workers(&rt, &workers).await;
@@ -71,6 +78,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(args) => mcp::mcp(&rt, args).await,
         Command::Prompts(args) => prompts::prompts(&rt, args).await,
         Command::Memory(args) => memory::memory(&rt, args).await,
+        Command::Schedule(args) => schedule::schedule(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),

@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
 use crate::http::types::{Health, Ready};
-use crate::http::{catalog, events, mcp, memories, sessions};
+use crate::http::{catalog, events, mcp, memories, schedules, sessions};
 
 /// The API's description.
 #[derive(OpenApi)]
@@ -40,6 +40,12 @@ use crate::http::{catalog, events, mcp, memories, sessions};
         memories::remember,
         memories::forget,
         memories::forget_all,
+        schedules::list,
+        schedules::add,
+        schedules::show,
+        schedules::pause,
+        schedules::resume,
+        schedules::delete,
         mcp::servers,
         mcp::resources,
         mcp::resource,
@@ -54,6 +60,7 @@ use crate::http::{catalog, events, mcp, memories, sessions};
         (name = "sessions", description = "Conversations and their runs"),
         (name = "catalog", description = "Agents, goals and tools"),
         (name = "memories", description = "What is remembered about the caller across conversations"),
+        (name = "schedules", description = "The caller's runs at a time or on a cron expression"),
         (name = "mcp", description = "The MCP servers' resources and prompts (read-only)"),
         (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
         (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use concierge::Error;
 use concierge::core::StepError;
 use concierge::memory::MemoryError;
+use concierge::schedule::ScheduleError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -119,6 +120,18 @@ impl From<Error> for ApiError {
             Error::Memory(MemoryError::Empty | MemoryError::TooLong { .. }) => {
                 Self::field(StatusCode::UNPROCESSABLE_ENTITY, "text", text)
             }
+            Error::Schedule(schedule) => match schedule {
+                ScheduleError::EmptyMessage | ScheduleError::MessageTooLong { .. } => {
+                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "message", text)
+                }
+                ScheduleError::BadCron { .. } | ScheduleError::NeverDue(_) => {
+                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "cron", text)
+                }
+                ScheduleError::InThePast | ScheduleError::BadTime(_) => {
+                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "at", text)
+                }
+                ScheduleError::Storage(_) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
+            },
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),
             Error::RunInterrupted

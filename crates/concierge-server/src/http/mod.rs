@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod events;
 pub mod mcp;
 pub mod memories;
+pub mod schedules;
 pub mod sessions;
 pub mod types;
 
@@ -48,6 +49,10 @@ where
                 .delete(memories::forget_all),
         )
         .route("/memories/{id}", delete(memories::forget))
+        .route("/schedules", get(schedules::list).post(schedules::add))
+        .route("/schedules/{id}", get(schedules::show).delete(schedules::delete))
+        .route("/schedules/{id}/pause", post(schedules::pause))
+        .route("/schedules/{id}/resume", post(schedules::resume))
         .route("/mcp/servers", get(mcp::servers))
         .route("/mcp/servers/{server}/resources", get(mcp::resources))
         .route("/mcp/servers/{server}/resource", get(mcp::resource))

@@ -411,6 +411,11 @@ function route() {
   else home();
 }
 window.addEventListener('hashchange', route);
+// Runs start without the person too (a schedule's, another tab's): the list
+// of conversations is read again now and then while the page is in view.
+setInterval(() => {
+  if (document.visibilityState === 'visible') refreshSessions();
+}, 15_000);
 window.addEventListener('pagehide', () => current?.stream?.close());
 window.addEventListener('pageshow', (event) => {
   if (event.persisted && current?.stream) current.stream.open();

@@ -9,13 +9,13 @@
 //! memories. The rows the index ranks first are then checked against the
 //! owner's tenant and user exactly.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::path::Path;
 
 use concierge_core::{Timestamp, fingerprint};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::json;
+
+use crate::side_db::{SideDb, random_id};
 
 use super::{MAX_MEMORY_CHARS, Memory, MemoryError, MemoryOrigin, MemoryOwner};
 
@@ -71,19 +71,12 @@ const RANK_BUDGET: i64 = 400;
 /// blocking pool.
 #[derive(Clone)]
 pub struct MemoryStore {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    /// The database file; `None`: a database in memory.
-    path: Option<PathBuf>,
-    /// The connection, once opened.
-    conn: Mutex<Option<Connection>>,
+    db: SideDb,
 }
 
 impl std::fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemoryStore").field("path", &self.shared.path).finish()
+        f.debug_struct("MemoryStore").field("path", &self.db.path()).finish()
     }
 }
 
@@ -91,30 +84,23 @@ impl MemoryStore {
     /// The store in the SQLite database at `path` (created if missing; the
     /// runtime's own database file when the embedded engine runs on SQLite).
     pub fn open(path: &Path) -> Result<Self, MemoryError> {
-        let store = Self::at(path);
-        let conn = connect(Some(path))?;
-        *store.shared.conn.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn);
-        Ok(store)
+        Ok(Self {
+            db: SideDb::open(path, SCHEMA)?,
+        })
     }
 
     /// The store at `path`, opened when first used (after the runtime's
     /// engine made the file its own).
     pub(crate) fn at(path: &Path) -> Self {
         Self {
-            shared: Arc::new(Shared {
-                path: Some(path.to_path_buf()),
-                conn: Mutex::new(None),
-            }),
+            db: SideDb::at(path, SCHEMA),
         }
     }
 
     /// A store that lives as long as the process (for in-memory runtimes and tests).
     pub fn in_memory() -> Result<Self, MemoryError> {
         Ok(Self {
-            shared: Arc::new(Shared {
-                path: None,
-                conn: Mutex::new(Some(connect(None)?)),
-            }),
+            db: SideDb::in_memory(SCHEMA)?,
         })
     }
 
@@ -122,19 +108,7 @@ impl MemoryStore {
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
     ) -> Result<T, MemoryError> {
-        let shared = self.shared.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            if conn.is_none() {
-                *conn = Some(connect(shared.path.as_deref())?);
-            }
-            match conn.as_mut() {
-                Some(conn) => work(conn),
-                None => Err(MemoryError::Storage("the memory store is not open".into())),
-            }
-        })
-        .await
-        .map_err(|e| MemoryError::Storage(format!("the memory store's task stopped: {e}")))?
+        self.db.run(MemoryError::Storage, work).await
     }
 
     /// Remembers `text` for `owner`; with [`MemoryOrigin::key`] set, the
@@ -271,22 +245,6 @@ impl MemoryStore {
     }
 }
 
-/// Opens the database (in memory without a path) and creates the tables.
-fn connect(path: Option<&Path>) -> Result<Connection, MemoryError> {
-    let conn = match path {
-        Some(path) => {
-            let conn = Connection::open(path)
-                .map_err(|e| MemoryError::Storage(format!("cannot open {}: {e}", path.display())))?;
-            conn.busy_timeout(Duration::from_secs(10))?;
-            conn.pragma_update(None, "journal_mode", "WAL")?;
-            conn
-        }
-        None => Connection::open_in_memory()?,
-    };
-    conn.execute_batch(SCHEMA)?;
-    Ok(conn)
-}
-
 const SELECT: &str = "SELECT memory_id, text, created_at, session, agent FROM memories";
 
 fn row_to_memory(row: &rusqlite::Row<'_>) -> rusqlite::Result<Memory> {
@@ -372,12 +330,7 @@ fn informative_words<'w>(conn: &Connection, owner: &str, words: &'w [String]) ->
 
 /// A random memory id.
 fn new_id() -> Result<String, MemoryError> {
-    let mut bytes = [0u8; 12];
-    getrandom::fill(&mut bytes).map_err(|e| MemoryError::Storage(format!("no randomness for an id: {e}")))?;
-    Ok(format!(
-        "mem_{}",
-        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    ))
+    random_id("mem_").map_err(MemoryError::Storage)
 }
 
 #[cfg(test)]

@@ -57,6 +57,9 @@ pub struct RuntimeBuilder {
     background_recovery: bool,
     #[cfg(feature = "sqlite")]
     memory: Option<crate::memory::MemoryStore>,
+    #[cfg(feature = "sqlite")]
+    schedules: Option<crate::schedule::ScheduleStore>,
+    fire_schedules: bool,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -98,6 +101,9 @@ impl Default for RuntimeBuilder {
             background_recovery: false,
             #[cfg(feature = "sqlite")]
             memory: None,
+            #[cfg(feature = "sqlite")]
+            schedules: None,
+            fire_schedules: true,
         }
     }
 }
@@ -172,6 +178,23 @@ impl RuntimeBuilder {
     /// Adds a toolset.
     pub fn toolset(mut self, toolset: Toolset) -> Self {
         self.toolsets.push(toolset);
+        self
+    }
+
+    /// Where schedules are kept ([`Runtime::schedules`](crate::Runtime::schedules)).
+    /// By default: the embedded engine's SQLite database (or, for an
+    /// in-memory runtime, memory).
+    #[cfg(feature = "sqlite")]
+    pub fn schedule_store(mut self, store: crate::schedule::ScheduleStore) -> Self {
+        self.schedules = Some(store);
+        self
+    }
+
+    /// Whether this runtime fires the schedules that are due (default: yes,
+    /// for a runtime that runs; processes on one database take turns). A
+    /// one-shot command that only adds or lists schedules turns it off.
+    pub fn fire_schedules(mut self, fire: bool) -> Self {
+        self.fire_schedules = fire;
         self
     }
 
@@ -434,19 +457,27 @@ impl RuntimeBuilder {
             Ok,
         )?;
         #[cfg(feature = "sqlite")]
+        let schedules = match self.schedules {
+            Some(store) => store,
+            None => match self.embedded.path() {
+                Some(path) => crate::schedule::ScheduleStore::at(path),
+                None => crate::schedule::ScheduleStore::in_memory()?,
+            },
+        };
+        #[cfg(feature = "sqlite")]
         {
-            let named = self
-                .agents
-                .iter()
-                .any(|a| a.toolsets.iter().any(|t| t == crate::tool::MEMORY_TOOLSET));
-            // A toolset or MCP server of the person's own named `memory` is theirs.
-            let taken = toolsets.iter().any(|t| t.name == crate::tool::MEMORY_TOOLSET)
-                || self
-                    .mcp_servers
-                    .iter()
-                    .any(|(name, _)| name == crate::tool::MEMORY_TOOLSET);
-            if named && !taken {
+            // A built-in toolset is there when an agent names it, unless a
+            // toolset or MCP server of the person's own has the name.
+            let builtin = |name: &str, toolsets: &[crate::tool::Toolset]| {
+                self.agents.iter().any(|a| a.toolsets.iter().any(|t| t == name))
+                    && !toolsets.iter().any(|t| t.name == name)
+                    && !self.mcp_servers.iter().any(|(server, _)| server == name)
+            };
+            if builtin(crate::tool::MEMORY_TOOLSET, &toolsets) {
                 toolsets.push(crate::tool::memory_toolset(memory.clone()));
+            }
+            if builtin(crate::tool::SCHEDULE_TOOLSET, &toolsets) {
+                toolsets.push(crate::tool::schedule_toolset(schedules.clone()));
             }
         }
         for set in &toolsets {
@@ -571,10 +602,18 @@ impl RuntimeBuilder {
                 tools_status: tokio::sync::broadcast::channel(64).0,
                 #[cfg(feature = "sqlite")]
                 memory,
+                #[cfg(feature = "sqlite")]
+                schedules,
+                #[cfg(feature = "sqlite")]
+                firing: std::sync::Mutex::new(None),
                 #[cfg(feature = "mcp")]
                 mcp,
             }),
         };
+        #[cfg(feature = "sqlite")]
+        if self.fire_schedules && has_engine && !reads_only {
+            runtime.start_firing_schedules()?;
+        }
         #[cfg(feature = "mcp")]
         {
             runtime.restore_remembered_tools();

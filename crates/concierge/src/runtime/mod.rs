@@ -23,6 +23,8 @@ mod questions;
 mod readiness;
 #[cfg(feature = "mcp")]
 mod resources;
+#[cfg(feature = "sqlite")]
+mod schedules;
 
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
@@ -54,6 +56,12 @@ struct Inner {
     /// What is remembered about people.
     #[cfg(feature = "sqlite")]
     memory: crate::memory::MemoryStore,
+    /// Runs at a time or on a cron expression.
+    #[cfg(feature = "sqlite")]
+    schedules: crate::schedule::ScheduleStore,
+    /// The task that fires due schedules, and the name it holds their lease by.
+    #[cfg(feature = "sqlite")]
+    firing: std::sync::Mutex<Option<(tokio::task::AbortHandle, String)>>,
     #[cfg(feature = "mcp")]
     mcp: mcp::McpState,
 }
@@ -439,6 +447,8 @@ impl Runtime {
     /// taken over by the next process if this one ends first). Call it before
     /// exiting a process.
     pub async fn shutdown(&self) {
+        #[cfg(feature = "sqlite")]
+        self.stop_firing_schedules().await;
         self.inner.engine.shutdown().await;
         #[cfg(feature = "mcp")]
         self.inner.mcp.shutdown().await;

@@ -30,7 +30,7 @@ pub fn memory_toolset(store: MemoryStore) -> Toolset {
 
 /// The person the call's run is for: its user in the session's tenant (the
 /// deployment's one person when the run names no user).
-fn owner(cx: &ToolContext) -> MemoryOwner {
+pub(super) fn owner(cx: &ToolContext) -> MemoryOwner {
     let user = cx
         .user()
         .or_else(|| cx.value("user_id").and_then(Value::as_str))

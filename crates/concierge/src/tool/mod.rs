@@ -10,6 +10,8 @@ mod channel;
 #[cfg(feature = "sqlite")]
 mod memory;
 mod registry;
+#[cfg(feature = "sqlite")]
+mod schedule;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -27,6 +29,8 @@ pub use channel::{CallChannel, ChannelError};
 #[cfg(feature = "sqlite")]
 pub use memory::{MEMORY_TOOLSET, memory_toolset};
 pub use registry::{DEFAULT_MAX_RESULT_BYTES, ToolRegistry};
+#[cfg(feature = "sqlite")]
+pub use schedule::{SCHEDULE_TOOLSET, schedule_toolset};
 pub use validate::ArgumentValidator;
 
 /// Who is calling and what the session knows, for tools that care

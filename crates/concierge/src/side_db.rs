@@ -1,0 +1,109 @@
+//! A store of the runtime's own beside the engine's journal (memories,
+//! schedules): its tables in the runtime's database file, on a connection
+//! of its own opened when first used (after the engine made the file its
+//! own), or in memory; every call runs on tokio's blocking pool.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// One lazily opened connection and the schema it creates.
+#[derive(Clone)]
+pub(crate) struct SideDb {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// The database file; `None`: a database in memory.
+    path: Option<PathBuf>,
+    /// The tables, created when the connection opens.
+    schema: &'static str,
+    conn: Mutex<Option<Connection>>,
+}
+
+impl SideDb {
+    /// The tables in the database at `path`, opened when first used.
+    pub(crate) fn at(path: &Path, schema: &'static str) -> Self {
+        Self::with(Some(path.to_path_buf()), schema, None)
+    }
+
+    /// The tables in the database at `path`, opened now.
+    pub(crate) fn open(path: &Path, schema: &'static str) -> rusqlite::Result<Self> {
+        let conn = connect(Some(path), schema)?;
+        Ok(Self::with(Some(path.to_path_buf()), schema, Some(conn)))
+    }
+
+    /// The tables in a database in memory (as long as the process lives).
+    pub(crate) fn in_memory(schema: &'static str) -> rusqlite::Result<Self> {
+        let conn = connect(None, schema)?;
+        Ok(Self::with(None, schema, Some(conn)))
+    }
+
+    fn with(path: Option<PathBuf>, schema: &'static str, conn: Option<Connection>) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                path,
+                schema,
+                conn: Mutex::new(conn),
+            }),
+        }
+    }
+
+    /// The database file, if not in memory.
+    pub(crate) fn path(&self) -> Option<&Path> {
+        self.shared.path.as_deref()
+    }
+
+    /// Runs `work` on the connection (opening it first if need be) on the
+    /// blocking pool; `failed` words a failure of the pool itself.
+    pub(crate) async fn run<T, E>(
+        &self,
+        failed: fn(String) -> E,
+        work: impl FnOnce(&mut Connection) -> Result<T, E> + Send + 'static,
+    ) -> Result<T, E>
+    where
+        T: Send + 'static,
+        E: From<rusqlite::Error> + Send + 'static,
+    {
+        let shared = self.shared.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = shared.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            if conn.is_none() {
+                *conn = Some(connect(shared.path.as_deref(), shared.schema)?);
+            }
+            match conn.as_mut() {
+                Some(conn) => work(conn),
+                None => Err(failed("the store is not open".into())),
+            }
+        })
+        .await
+        .map_err(|e| failed(format!("the store's task stopped: {e}")))?
+    }
+}
+
+/// Opens the database (in memory without a path) and creates the tables.
+fn connect(path: Option<&Path>, schema: &str) -> rusqlite::Result<Connection> {
+    let conn = match path {
+        Some(path) => {
+            let conn = Connection::open(path)?;
+            conn.busy_timeout(Duration::from_secs(10))?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn
+        }
+        None => Connection::open_in_memory()?,
+    };
+    conn.execute_batch(schema)?;
+    Ok(conn)
+}
+
+/// A random id: `prefix` and 24 hex digits.
+pub(crate) fn random_id(prefix: &str) -> Result<String, String> {
+    let mut bytes = [0u8; 12];
+    getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for an id: {e}"))?;
+    Ok(format!(
+        "{prefix}{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
