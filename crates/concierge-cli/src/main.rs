@@ -86,6 +86,9 @@ pub enum Command {
     /// serve`: `schedule add MESSAGE --cron "0 9 * * 1-5"`, `schedule list`,
     /// `schedule pause|resume|delete ID`.
     Schedule(commands::schedule::ScheduleArgs),
+    /// Erases everything stored of a person, for good: their conversations'
+    /// text, memories and schedules (`erase --user U --yes`).
+    Erase(commands::erase::EraseArgs),
     /// API tokens for `concierge serve`: `token new --tenant T --user U`
     /// prints a token and the lines to put in concierge.toml.
     Token(commands::token::TokenArgs),

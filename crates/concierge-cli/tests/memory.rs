@@ -81,4 +81,18 @@ fn a_remembered_fact_is_listed_exported_and_forgotten_per_user() {
     assert!(stdout(&added).contains("Remembered"), "{}", stdout(&added));
     let all = stdout(&concierge(dir.path(), &["memory", "forget", "--user", "ana", "--all"]));
     assert!(all.contains("Forgot 1 memory of user ana"), "{all}");
+
+    // Erasing the person takes their conversation too, and only on --yes.
+    concierge(dir.path(), &["memory", "add", "--user", "ana", "Vegetarian"]);
+    let asked = concierge(dir.path(), &["erase", "--user", "ana"]);
+    assert!(!asked.status.success());
+    assert!(String::from_utf8_lossy(&asked.stderr).contains("--yes"));
+    let erased = concierge(dir.path(), &["erase", "--user", "ana", "--yes"]);
+    assert!(erased.status.success(), "{}", String::from_utf8_lossy(&erased.stderr));
+    assert_eq!(
+        stdout(&erased).trim(),
+        "Erased everything stored of user ana: 1 conversation, 1 memory and 0 schedules."
+    );
+    let history = concierge(dir.path(), &["history", "s1"]);
+    assert!(!stdout(&history).contains("aisle"), "{}", stdout(&history));
 }

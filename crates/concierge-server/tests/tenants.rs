@@ -866,7 +866,9 @@ async fn a_persons_schedules_are_theirs_alone_and_run_in_their_session() {
         (json!({"message": "x", "cron": "every day"}), "cron"),
         (json!({"message": "x"}), "at"),
         (json!({"message": "x", "at": "next tuesday"}), "at"),
-        (json!({"message": "x", "at": "2000-01-01T00:00:00Z"}), "at"),
+        (json!({"message": "x", "cron": "0 0 31 2 *"}), "cron"),
+        (json!({"message": "x", "cron": "0 9 * * MON"}), "cron"),
+        (json!({"message": "x", "in_minutes": 1, "session": "a/b"}), "session"),
         (json!({"message": " ", "cron": "0 9 * * *"}), "message"),
         (json!({"message": "x", "cron": "0 9 * * *", "agent": "nobody"}), "agent"),
     ] {

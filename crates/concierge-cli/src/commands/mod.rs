@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod chat;
+pub mod erase;
 pub mod inspect;
 pub mod mcp;
 pub mod memory;
@@ -32,6 +33,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Mcp(args) if args.signs_in() => return mcp::sign_in(&cli, args).await,
         Command::Run(_) => (Access::Write, "concierge run"),
         Command::Confirm(_) => (Access::Write, "concierge confirm"),
+        Command::Erase(_) => (Access::Write, "concierge erase"),
         Command::Chat(_) => (Access::Write, "concierge chat"),
         Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
         Command::Serve(_) => (Access::Write, "concierge serve"),
@@ -79,6 +81,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Prompts(args) => prompts::prompts(&rt, args).await,
         Command::Memory(args) => memory::memory(&rt, args).await,
         Command::Schedule(args) => schedule::schedule(&rt, args).await,
+        Command::Erase(args) => erase::erase(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),

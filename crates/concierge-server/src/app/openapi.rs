@@ -151,8 +151,46 @@ fn described(agents: &[String]) -> Value {
         confirm["if"] = json!({"properties": {"decision": {"const": "amend"}}, "required": ["decision"]});
         confirm["then"] = json!({"required": ["arguments"], "properties": {"arguments": {"type": "object"}}});
     }
+    if let Some(request) = doc.pointer_mut("/components/schemas/ScheduleRequest") {
+        describe_schedule_request(request, agents);
+    }
     add_door_responses(&mut doc);
     doc
+}
+
+/// What a schedule request's types cannot say: the agents it may name, the
+/// cron expressions accepted, and that it gives exactly one of `at`,
+/// `in_minutes` and `cron`.
+fn describe_schedule_request(request: &mut Value, agents: &[String]) {
+    request["properties"]["agent"]["enum"] = agents
+        .iter()
+        .map(|a| Value::from(a.as_str()))
+        .chain([Value::Null])
+        .collect();
+    request["properties"]["cron"]["pattern"] = Value::from(concierge::schedule::CRON_PATTERN);
+    let when = [
+        ("at", json!({"type": "string", "format": "date-time"})),
+        (
+            "in_minutes",
+            json!({"type": "integer", "minimum": 0, "maximum": 5_256_000}),
+        ),
+        (
+            "cron",
+            json!({"type": "string", "pattern": concierge::schedule::CRON_PATTERN}),
+        ),
+    ];
+    let branches: Vec<Value> = when
+        .iter()
+        .map(|(name, schema)| {
+            let mut properties = serde_json::Map::new();
+            for (other, _) in &when {
+                properties.insert((*other).to_string(), json!({"type": "null"}));
+            }
+            properties.insert((*name).to_string(), schema.clone());
+            json!({"required": [name], "properties": properties})
+        })
+        .collect();
+    request["oneOf"] = Value::Array(branches);
 }
 
 /// The doors' refusals ([`super::doors`]) on every operation they guard:

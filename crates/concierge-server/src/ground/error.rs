@@ -127,9 +127,7 @@ impl From<Error> for ApiError {
                 ScheduleError::BadCron { .. } | ScheduleError::NeverDue(_) => {
                     Self::field(StatusCode::UNPROCESSABLE_ENTITY, "cron", text)
                 }
-                ScheduleError::InThePast | ScheduleError::BadTime(_) => {
-                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "at", text)
-                }
+                ScheduleError::BadTime(_) => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "at", text),
                 ScheduleError::Storage(_) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
             },
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),

@@ -15,7 +15,9 @@ use concierge::{SessionId, Timestamp};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::types::optional_whole_number;
 use crate::ground::body::JsonBody;
+use crate::ground::ids::{ID_RULE, valid_id};
 use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
 /// After downtime, what a schedule that missed its time does.
@@ -111,11 +113,13 @@ pub struct ScheduleRequest {
     /// The message each run starts with (at most 4,000 characters).
     #[schema(min_length = 1, max_length = 4000, pattern = "\\S")]
     pub message: String,
-    /// Once, at this time (RFC 3339: 2026-12-01T09:00:00Z).
+    /// Once, at this time (RFC 3339: 2026-12-01T09:00:00Z; a time already
+    /// passed runs at once).
     #[serde(default)]
+    #[schema(format = DateTime)]
     pub at: Option<String>,
     /// Once, this many minutes from now.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_whole_number")]
     #[schema(minimum = 0, maximum = 5256000)]
     pub in_minutes: Option<u32>,
     /// Again and again, on a five-field cron expression in UTC ("0 9 * * 1-5").
@@ -124,8 +128,10 @@ pub struct ScheduleRequest {
     /// The agent that takes each run (default: the session's current agent).
     #[serde(default)]
     pub agent: Option<String>,
-    /// One of the caller's sessions for the runs (default: a new one).
+    /// One of the caller's sessions for the runs (default: a new one):
+    /// 1 to 128 letters, digits, `-`, `_` or `.`.
     #[serde(default)]
+    #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub session: Option<String>,
     /// After downtime: run once for the times missed (default), or skip them.
     #[serde(default)]
@@ -210,6 +216,13 @@ pub async fn add(
         new = new.agent(agent);
     }
     let local = match body.session {
+        Some(session) if !valid_id(&session) => {
+            return Err(ApiError::field(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "session",
+                format!("a session id is {ID_RULE}"),
+            ));
+        }
         Some(session) => {
             // A session of the caller's, or one that does not exist yet.
             state.maybe_session_of(&caller, &session).await?;

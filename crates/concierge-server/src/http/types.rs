@@ -142,7 +142,19 @@ pub struct ChooseRequest {
 /// A whole number in range, written `2` or `2.0` (JSON Schema's integers
 /// include `2.0`, so clients and validators may send it so).
 fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32, D::Error> {
-    let number = serde_json::Number::deserialize(deserializer)?;
+    whole(serde_json::Number::deserialize(deserializer)?)
+}
+
+/// [`whole_number`], or nothing (absent or `null`).
+pub(crate) fn optional_whole_number<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<u32>, D::Error> {
+    Option::<serde_json::Number>::deserialize(deserializer)?
+        .map(whole)
+        .transpose()
+}
+
+fn whole<E: serde::de::Error>(number: serde_json::Number) -> Result<u32, E> {
     let whole = match number.as_u64() {
         Some(n) => Some(n),
         None => number
@@ -152,7 +164,7 @@ fn whole_number<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u32
     };
     whole
         .and_then(|n| u32::try_from(n).ok())
-        .ok_or_else(|| serde::de::Error::custom(format!("{number} is not a whole number")))
+        .ok_or_else(|| E::custom(format!("{number} is not a whole number")))
 }
 
 /// `POST /api/v1/sessions/{id}/end` (the body is optional).

@@ -151,6 +151,10 @@ impl Engine for TemporalEngine {
         Box::pin(self.do_session(session))
     }
 
+    fn erase(&self, session: SessionId) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(self.do_erase(session))
+    }
+
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(self.do_sessions())
     }

@@ -11,6 +11,9 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use temporalio_client::WorkflowListOptions;
 use temporalio_client::errors::WorkflowQueryError;
+use temporalio_client::tonic::{Code, Request};
+use temporalio_common::protos::temporal::api::common::v1::WorkflowExecution;
+use temporalio_common::protos::temporal::api::workflowservice::v1::DeleteWorkflowExecutionRequest;
 
 use super::TemporalEngine;
 use crate::activities::ModelRequests;
@@ -58,6 +61,48 @@ impl TemporalEngine {
             Err(WorkflowQueryError::NotFound(_)) => Ok(None),
             Err(error) => Err(self.query_error(error)),
         }
+    }
+
+    /// Deletes every run of the session's workflow (Temporal terminates a
+    /// running one first): its history, and with it the session's text.
+    pub(super) async fn do_erase(&self, session: SessionId) -> Result<bool> {
+        let workflow_id = self.config.workflow_id(&session);
+        let query = format!("WorkflowId = '{}'", workflow_id.replace('\'', "\\'"));
+        let mut listed = self.client.list_workflows(query, WorkflowListOptions::default());
+        let mut runs = Vec::new();
+        while let Some(execution) = listed.next().await {
+            let execution = execution.map_err(|e| server_error(&self.config, "find the session to erase", e))?;
+            runs.push(execution.run_id().to_string());
+        }
+        if runs.is_empty() {
+            return Ok(false);
+        }
+        for run_id in runs {
+            let request = Request::new(DeleteWorkflowExecutionRequest {
+                namespace: self.config.namespace.clone(),
+                workflow_execution: Some(WorkflowExecution {
+                    workflow_id: workflow_id.clone(),
+                    run_id,
+                }),
+            });
+            match self
+                .client
+                .connection()
+                .workflow_service()
+                .delete_workflow_execution(request)
+                .await
+            {
+                Ok(_) => {}
+                Err(status) if status.code() == Code::NotFound => {}
+                Err(status) => {
+                    return Err(concierge::Error::Storage(format!(
+                        "Temporal did not erase session {session}: {}",
+                        status.message()
+                    )));
+                }
+            }
+        }
+        Ok(true)
     }
 
     pub(super) async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {

@@ -169,6 +169,11 @@ pub trait Engine: Send + Sync + 'static {
     /// The session as it stands, `None` if it never existed.
     fn session(&self, session: SessionId) -> BoxFuture<'_, Result<Option<Session>>>;
 
+    /// Erases a session for good: its journal, snapshots and events (a
+    /// person's stored text, erased at their request). A run in progress is
+    /// ended first. `false` if there is no such session.
+    fn erase(&self, session: SessionId) -> BoxFuture<'_, Result<bool>>;
+
     /// Every session.
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>>;
 
@@ -273,6 +278,10 @@ impl Engine for NoEngine {
     }
 
     fn wait(&self, _: SessionId) -> BoxFuture<'_, Result<Option<RunStop>>> {
+        no_engine()
+    }
+
+    fn erase(&self, _: SessionId) -> BoxFuture<'_, Result<bool>> {
         no_engine()
     }
 

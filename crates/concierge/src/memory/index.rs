@@ -12,7 +12,7 @@
 use std::path::Path;
 
 use concierge_core::{Timestamp, fingerprint};
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::json;
 
 use crate::side_db::{SideDb, random_id};
@@ -129,7 +129,7 @@ impl MemoryStore {
         let id = new_id()?;
         let at = crate::clock::now();
         self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(key) = &origin.key {
                 let found = tx
                     .query_row(

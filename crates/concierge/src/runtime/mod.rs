@@ -15,6 +15,8 @@ mod builder;
 mod children;
 mod client;
 mod cursor;
+#[cfg(feature = "sqlite")]
+mod erase;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "sqlite")]
@@ -29,6 +31,8 @@ mod schedules;
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use cursor::{InvalidCursor, StreamCursor};
+#[cfg(feature = "sqlite")]
+pub use erase::Erased;
 #[cfg(feature = "sqlite")]
 pub use memory::MEMORY_KEY;
 pub use questions::check_answer;

@@ -42,7 +42,7 @@ use crate::memory::MemoryOwner;
 
 pub use store::ScheduleStore;
 pub(crate) use store::{Fired, SCHEDULE_TABLES};
-pub use when::{When, rfc3339, show_time};
+pub use when::{CRON_PATTERN, When, rfc3339, show_time};
 
 /// The longest message a schedule sends, in characters.
 pub const MAX_SCHEDULE_MESSAGE_CHARS: usize = 4_000;
@@ -194,9 +194,6 @@ pub enum ScheduleError {
     /// A cron expression that never matches.
     #[error("'{0}' never comes round: no time matches it")]
     NeverDue(String),
-    /// A one-time schedule in the past.
-    #[error("that time has passed: a one-time schedule must be in the future")]
-    InThePast,
     /// A time that does not parse.
     #[error("'{0}' is not a time: give it as RFC 3339, e.g. 2026-12-01T09:00:00Z or 2026-12-01T09:00:00+01:00")]
     BadTime(String),

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use concierge_core::Timestamp;
-use rusqlite::{Connection, OptionalExtension, Transaction, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 
 use super::{CatchUp, MAX_SCHEDULE_MESSAGE_CHARS, NewSchedule, Schedule, ScheduleError, When};
 use crate::memory::MemoryOwner;
@@ -152,7 +152,7 @@ impl ScheduleStore {
             When::Cron(expression) => (None, Some(expression.clone())),
         };
         self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             if let Some(key) = &new.key {
                 let found = tx
                     .query_row(
@@ -227,7 +227,7 @@ impl ScheduleStore {
         let id = id.to_owned();
         let now = crate::clock::now();
         self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let Some(found) = find(&tx, &owner, &id)? else {
                 return Ok(None);
             };
@@ -257,6 +257,18 @@ impl ScheduleStore {
                 params![id, owner.tenant_key(), owner.user],
             )?;
             Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Deletes every schedule of `owner`; returns how many went.
+    pub async fn delete_all(&self, owner: &MemoryOwner) -> Result<usize, ScheduleError> {
+        let owner = owner.clone();
+        self.with_conn(move |conn| {
+            Ok(conn.execute(
+                "DELETE FROM schedules WHERE tenant = ?1 AND user = ?2",
+                params![owner.tenant_key(), owner.user],
+            )?)
         })
         .await
     }
@@ -297,7 +309,7 @@ impl ScheduleStore {
             return Ok(());
         }
         self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             for outcome in &fired {
                 record_one(&tx, outcome)?;
             }

@@ -291,3 +291,22 @@ pub async fn a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_ask
     gate.add_permits(8);
     rt.shutdown().await;
 }
+
+pub async fn an_erased_person_s_conversations_are_gone_and_another_s_stay(engine: &EngineUnderTest) {
+    let notes = Notes::default();
+    let rt = runtime(engine, &notes).await;
+    let client = rt.client("notes").unwrap();
+    client
+        .run("note: ana's secret", acme("e-ana").user("ana"))
+        .await
+        .unwrap();
+    client.run("note: bob's", acme("e-bob").user("bob")).await.unwrap();
+    listed(&rt, &["e-ana", "e-bob"]).await;
+    let ana = concierge::memory::MemoryOwner::new("acme", "ana");
+    let erased = rt.erase_person(&ana).await.unwrap();
+    assert_eq!(erased.sessions, 1, "{erased:?}");
+    let error = rt.session("e-ana").await.unwrap_err();
+    assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
+    assert!(rt.session("e-bob").await.is_ok());
+    assert!(!rt.erase_session("e-ana").await.unwrap(), "nothing left to erase");
+}

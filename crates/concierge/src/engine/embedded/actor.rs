@@ -26,6 +26,7 @@ use crate::model::ModelContext;
 use crate::tool::ToolContext;
 
 mod command;
+mod end;
 mod questions;
 
 pub(crate) use command::{Command, MAILBOX};
@@ -128,6 +129,16 @@ impl Actor {
                     }
                     let _ = reply.send(());
                     if idle {
+                        return;
+                    }
+                    continue;
+                }
+                Command::Erase { reply } => {
+                    let result = self.erase().await;
+                    let erased = result.is_ok();
+                    let _ = reply.send(result);
+                    if erased {
+                        self.leave();
                         return;
                     }
                     continue;
@@ -310,6 +321,12 @@ impl Actor {
                 let _ = reply.send(result);
             }
             Command::Release | Command::Shutdown { .. } => {}
+            Command::Erase { reply } => {
+                // The loop handles it (and leaves after); one that comes
+                // here (after a retirement) erases all the same.
+                let result = self.erase().await;
+                let _ = reply.send(result);
+            }
             Command::Stall(reason) => {
                 tracing::warn!(session = %self.id, %reason, "a resumed run waits for a process that can run it");
                 self.stalled = Some(reason);
@@ -594,30 +611,6 @@ impl Actor {
         self.waiters.entry(run_id).or_default().push(tx);
         self.act(step).await?;
         Ok(stop_from(rx))
-    }
-
-    /// Ends the session, or with `run_only` its run in progress alone.
-    async fn end(&mut self, reason: String, run_only: bool) -> Result<Option<RunOutput>> {
-        self.own(&"unknown".into()).await?;
-        let Some(session) = &self.session else {
-            return Err(Error::SessionNotFound(self.id.clone()));
-        };
-        let active = session.active_run().cloned();
-        if run_only {
-            if active.is_none() {
-                return Ok(None);
-            }
-            self.resume_if_loaded_idle();
-            self.apply(Input::CancelRun { reason, at: now() }).await?;
-            self.stalled = None;
-        } else {
-            self.stalled = None;
-            self.apply(Input::End { reason, at: now() }).await?;
-        }
-        Ok(match (active, self.session.as_ref().and_then(Session::last_output)) {
-            (Some(run), Some(output)) if output.run_id == run => Some(output.clone()),
-            _ => None,
-        })
     }
 
     /// Steps the session, journals the input, publishes the events, performs the effects.

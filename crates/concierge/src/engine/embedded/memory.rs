@@ -122,6 +122,13 @@ impl Store for MemoryStore {
         Box::pin(async move { result })
     }
 
+    fn erase(&self, session: &SessionId) -> BoxFuture<'static, Result<()>> {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            sessions.remove(session);
+        }
+        Box::pin(async { Ok(()) })
+    }
+
     fn release(&self, release: Release) {
         let Some(session) = release.state else {
             return;

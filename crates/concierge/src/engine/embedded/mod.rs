@@ -618,6 +618,16 @@ impl Engine for EmbeddedEngine {
         })
     }
 
+    fn erase(&self, session: SessionId) -> BoxFuture<'_, Result<bool>> {
+        Box::pin(async move {
+            if self.session(session.clone()).await?.is_none() {
+                return Ok(false);
+            }
+            self.shared.send(&session, |reply| Command::Erase { reply }).await??;
+            Ok(true)
+        })
+    }
+
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(async move {
             let mut listed = self.shared.store.sessions().await?;

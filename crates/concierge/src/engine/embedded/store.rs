@@ -130,6 +130,9 @@ pub trait Store: Send + Sync + 'static {
     /// ends (for a session whose state this process lost: the next owner
     /// follows the chain from what is recorded).
     fn disown(&self, session: &SessionId);
+    /// Deletes a session and everything stored of it (inputs, snapshots,
+    /// archived events, its head), for good.
+    fn erase(&self, session: &SessionId) -> BoxFuture<'static, Result<()>>;
     /// Sessions with a run under way whose owner is gone (or that no process
     /// could run yet): the ones this process may take over.
     fn orphans(&self) -> BoxFuture<'static, Result<Vec<SessionId>>>;

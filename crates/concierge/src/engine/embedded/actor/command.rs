@@ -42,6 +42,10 @@ pub(crate) enum Command {
     Inspect {
         reply: oneshot::Sender<Result<Option<Session>>>,
     },
+    /// Erase the session from the store (ending its run first), then leave.
+    Erase {
+        reply: oneshot::Sender<Result<()>>,
+    },
     /// Take the session over if its owner is gone, and resume its run.
     Recover {
         reply: oneshot::Sender<Option<RunStop>>,

@@ -88,6 +88,11 @@ enum Op {
     },
     /// Give a session up, leaving its chain as recorded.
     Disown { session: String },
+    /// Delete a session and everything stored of it.
+    Erase {
+        session: String,
+        reply: oneshot::Sender<Result<()>>,
+    },
     /// Renew this process's lease.
     Beat(oneshot::Sender<Result<()>>),
     /// Answer once everything before it is committed.
@@ -324,6 +329,12 @@ impl Writer {
                 (Op::Claim { reply, .. }, _) => {
                     let _ = reply.send(Err(Error::Storage("the journal write failed; see the log".into())));
                 }
+                (Op::Erase { reply, .. }, Some(_)) => {
+                    let _ = reply.send(Ok(()));
+                }
+                (Op::Erase { reply, .. }, None) => {
+                    let _ = reply.send(Err(Error::Storage("the journal write failed; see the log".into())));
+                }
                 (Op::Release { .. } | Op::Disown { .. } | Op::Toolset { .. } | Op::Catalog { .. }, _) => {}
             }
         }
@@ -418,6 +429,20 @@ impl Writer {
                              WHERE no = (SELECT no FROM sessions WHERE id = ?1) AND owner = ?2",
                         )?
                         .execute(params![session, me])?;
+                        answers.push(Answer::Done);
+                    }
+                    Op::Erase { session, .. } => {
+                        let no: Option<i64> = tx
+                            .prepare_cached("SELECT no FROM sessions WHERE id = ?1")?
+                            .query_row([session], |row| row.get(0))
+                            .optional()?;
+                        if let Some(no) = no {
+                            // The log has no index by session: one pass over it,
+                            // which an erase (rare, asked for by a person) can afford.
+                            for table in ["log", "snapshots", "archive", "heads", "sessions"] {
+                                tx.execute(&format!("DELETE FROM {table} WHERE no = ?1"), [no])?;
+                            }
+                        }
                         answers.push(Answer::Done);
                     }
                     Op::Beat(_) => {
@@ -613,6 +638,19 @@ impl Store for SqliteStore {
         if let Err(error) = self.send(op) {
             tracing::warn!(%error, "could not release a session; the next process takes it over");
         }
+    }
+
+    fn erase(&self, session: &SessionId) -> BoxFuture<'static, Result<()>> {
+        let (reply, rx) = oneshot::channel();
+        let sent = self.send(Op::Erase {
+            session: session.to_string(),
+            reply,
+        });
+        Box::pin(async move {
+            sent?;
+            rx.await
+                .map_err(|_| Error::Storage("the journal writer stopped".into()))?
+        })
     }
 
     fn disown(&self, session: &SessionId) {
