@@ -211,18 +211,24 @@ async fn after_downtime_a_missed_schedule_runs_once_or_waits_for_its_next_time()
 
 const SCHEDULES: usize = 10_000;
 
+/// A runtime with one echoing agent on the database at `db`, firing its schedules if `fire`.
+async fn on_sqlite(db: &std::path::Path, fire: bool) -> Runtime {
+    Runtime::builder()
+        .agent(AgentSpec::new("assistant").instructions("Help."))
+        .model(Echo)
+        .sqlite(db)
+        .fire_schedules(fire)
+        .build()
+        .await
+        .unwrap()
+}
+
 /// The child process: fires the database's schedules until killed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "child process entry for the schedule kill test"]
 async fn schedule_child() {
     let db = std::env::var("SCHEDULE_DB").expect("SCHEDULE_DB");
-    let rt = Runtime::builder()
-        .agent(AgentSpec::new("assistant").instructions("Help."))
-        .model(Echo)
-        .sqlite(&db)
-        .build()
-        .await
-        .unwrap();
+    let rt = on_sqlite(std::path::Path::new(&db), true).await;
     println!("READY");
     futures::future::pending::<()>().await;
     drop(rt);
@@ -251,14 +257,7 @@ async fn ten_thousand_schedules_due_together_fire_once_each_across_a_kill() {
     let db = dir.path().join("schedules.db");
     {
         // The database the engine makes, then the schedules, all due in 3 s.
-        let rt = Runtime::builder()
-            .agent(AgentSpec::new("assistant").instructions("Help."))
-            .model(Echo)
-            .sqlite(&db)
-            .fire_schedules(false)
-            .build()
-            .await
-            .unwrap();
+        let rt = on_sqlite(&db, false).await;
         let due = Timestamp(now().0 + 3_000);
         for n in 0..SCHEDULES {
             let owner = MemoryOwner::new("acme", format!("user{}", n % 100));
@@ -290,14 +289,7 @@ async fn ten_thousand_schedules_due_together_fire_once_each_across_a_kill() {
     eprintln!("{SCHEDULES} schedules fired in {took:?} (the first process fired {at_kill} before kill -9)");
 
     // Every schedule ran once, and every session has exactly one run.
-    let rt = Runtime::builder()
-        .agent(AgentSpec::new("assistant").instructions("Help."))
-        .model(Echo)
-        .sqlite(&db)
-        .fire_schedules(false)
-        .build()
-        .await
-        .unwrap();
+    let rt = on_sqlite(&db, false).await;
     let conn = rusqlite::Connection::open(&db).unwrap();
     let not_once: i64 = conn
         .query_row("SELECT COUNT(*) FROM schedules WHERE runs != 1", [], |r| r.get(0))

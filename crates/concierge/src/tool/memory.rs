@@ -49,7 +49,9 @@ fn shown(memory: &Memory) -> Value {
     json!({"id": memory.id, "fact": memory.text})
 }
 
-fn annotations(destructive: bool) -> ToolAnnotations {
+/// A built-in toolset's tools: they change nothing outside concierge, so
+/// they are `read_only` (never wait for approval) and idempotent.
+pub(super) fn annotations(destructive: bool) -> ToolAnnotations {
     ToolAnnotations {
         read_only: true,
         destructive,

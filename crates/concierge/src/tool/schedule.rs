@@ -7,12 +7,12 @@
 //! the person finds in that conversation. The tools change nothing outside
 //! concierge, so they never wait for approval.
 
-use concierge_core::{ToolAnnotations, ToolError, ToolSpec};
+use concierge_core::{ToolError, ToolSpec};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::memory::owner;
+use super::memory::{annotations, owner};
 use super::{Tool, ToolContext, Toolset, schema_for};
 use crate::schedule::{NewSchedule, Schedule, ScheduleError, ScheduleStore, When, rfc3339};
 
@@ -42,15 +42,6 @@ fn shown(schedule: &Schedule) -> Value {
         "next_run": schedule.next_at.map(rfc3339),
         "paused": schedule.paused,
     })
-}
-
-fn annotations(destructive: bool) -> ToolAnnotations {
-    ToolAnnotations {
-        read_only: true,
-        destructive,
-        idempotent: true,
-        ..ToolAnnotations::default()
-    }
 }
 
 /// `schedule_message`'s arguments: a message and exactly one of `at`, `in_minutes`, `cron`.
