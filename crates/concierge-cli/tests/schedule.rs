@@ -34,6 +34,16 @@ fn stderr(output: &Output) -> String {
 }
 
 /// A rules agent: it answers whatever it is sent.
+/// A child process killed when dropped, so a failing test leaves no server behind.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 const PINGER: &str = r#"id = "pinger"
 description = "Answers pings."
 
@@ -117,11 +127,13 @@ fn a_schedule_from_the_command_line_runs_once_in_the_server() {
     assert!(stderr(&out).contains("has no schedule"), "{}", stderr(&out));
 
     // A server on the database fires the due one.
-    let mut server = command(dir.path(), &["serve", "--addr", "127.0.0.1:0"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let server = Killed(
+        command(dir.path(), &["serve", "--addr", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         let listed = stdout(&concierge(dir.path(), &["schedule", "list", "--user", "ana", "--json"]));
@@ -164,8 +176,7 @@ fn a_schedule_from_the_command_line_runs_once_in_the_server() {
         history.contains("user: ping"),
         "the scheduled message starts the run: {history}"
     );
-    server.kill().unwrap();
-    server.wait().unwrap();
+    drop(server);
 
     let listed = stdout(&concierge(dir.path(), &["schedule", "list", "--user", "ana"]));
     assert!(

@@ -241,14 +241,27 @@ fn fired(db: &std::path::Path) -> i64 {
         .unwrap()
 }
 
-fn child(db: &std::path::Path) -> std::process::Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args(["--ignored", "--exact", "schedule_child", "--nocapture"])
-        .env("SCHEDULE_DB", db)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap()
+/// A child process, killed (SIGKILL) when dropped: by the test, or by a
+/// failing test's unwinding, so none is left behind.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn child(db: &std::path::Path) -> Child {
+    Child(
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--ignored", "--exact", "schedule_child", "--nocapture"])
+            .env("SCHEDULE_DB", db)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,24 +281,22 @@ async fn ten_thousand_schedules_due_together_fire_once_each_across_a_kill() {
         rt.shutdown().await;
     }
     let started = Instant::now();
-    let mut first = child(&db);
+    let first = child(&db);
     // Kill it in the middle of the firing.
     let deadline = Instant::now() + Duration::from_secs(120);
     while fired(&db) < (SCHEDULES / 5) as i64 {
         assert!(Instant::now() < deadline, "the first process fired nothing");
         std::thread::sleep(Duration::from_millis(20));
     }
-    first.kill().unwrap();
-    first.wait().unwrap();
+    drop(first); // kill -9
     let at_kill = fired(&db);
-    let mut second = child(&db);
+    let second = child(&db);
     while fired(&db) < SCHEDULES as i64 {
         assert!(Instant::now() < deadline, "the second process did not fire the rest");
         std::thread::sleep(Duration::from_millis(50));
     }
     let took = started.elapsed();
-    second.kill().unwrap();
-    second.wait().unwrap();
+    drop(second);
     eprintln!("{SCHEDULES} schedules fired in {took:?} (the first process fired {at_kill} before kill -9)");
 
     // Every schedule ran once, and every session has exactly one run.
