@@ -13,6 +13,8 @@
 use concierge::core::EventKind;
 use concierge::{Event, SessionId};
 
+use concierge::memory::MemoryOwner;
+
 use super::auth::Caller;
 
 impl Caller {
@@ -24,6 +26,13 @@ impl Caller {
     /// What the caller calls session `id` (its own id space's name).
     pub fn local_id(&self, id: &SessionId) -> String {
         id.local_in(self.tenant.as_deref()).unwrap_or(id.as_str()).to_string()
+    }
+
+    /// The person the request speaks for, whose memories and schedules it
+    /// reaches: the token's user in its tenant (on a server without tokens,
+    /// the deployment's one person).
+    pub fn person(&self) -> MemoryOwner {
+        MemoryOwner::of(self.tenant.as_deref(), self.user.as_deref().unwrap_or_default())
     }
 }
 

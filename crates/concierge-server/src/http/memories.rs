@@ -8,7 +8,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use concierge::memory::{Memory, MemoryOrigin, MemoryOwner};
+use concierge::memory::{Memory, MemoryOrigin};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -76,10 +76,6 @@ pub struct Forgotten {
     pub forgotten: usize,
 }
 
-fn owner(caller: &Caller) -> MemoryOwner {
-    MemoryOwner::of(caller.tenant.as_deref(), caller.user.as_deref().unwrap_or_default())
-}
-
 /// What is remembered about the caller, newest first.
 #[utoipa::path(
     get, path = "/api/v1/memories", tag = "memories",
@@ -107,7 +103,7 @@ pub async fn list(
     let found = state
         .rt
         .memories()
-        .list(&owner(&caller), Some(limit))
+        .list(&caller.person(), Some(limit))
         .await
         .map_err(concierge::Error::from)?;
     Ok(Json(MemoryList {
@@ -134,7 +130,7 @@ pub async fn remember(
     let memory = state
         .rt
         .memories()
-        .remember(&owner(&caller), &body.text, MemoryOrigin::default())
+        .remember(&caller.person(), &body.text, MemoryOrigin::default())
         .await
         .map_err(concierge::Error::from)?;
     Ok((StatusCode::CREATED, Json(memory.into())))
@@ -157,7 +153,7 @@ pub async fn forget(
     let forgotten = state
         .rt
         .memories()
-        .forget(&owner(&caller), &id)
+        .forget(&caller.person(), &id)
         .await
         .map_err(concierge::Error::from)?;
     if forgotten {
@@ -179,7 +175,7 @@ pub async fn forget_all(State(state): State<ApiState>, caller: Caller) -> Result
     let forgotten = state
         .rt
         .memories()
-        .forget_all(&owner(&caller))
+        .forget_all(&caller.person())
         .await
         .map_err(concierge::Error::from)?;
     Ok(Json(Forgotten { forgotten }))

@@ -9,7 +9,6 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use concierge::memory::MemoryOwner;
 use concierge::schedule::{CatchUp, NewSchedule, Schedule, When};
 use concierge::{SessionId, Timestamp};
 use serde::{Deserialize, Serialize};
@@ -141,10 +140,6 @@ pub struct ScheduleRequest {
 /// The longest a one-time schedule may be put off by `in_minutes`: ten years.
 const MAX_IN_MINUTES: u32 = 5_256_000;
 
-fn owner(caller: &Caller) -> MemoryOwner {
-    MemoryOwner::of(caller.tenant.as_deref(), caller.user.as_deref().unwrap_or_default())
-}
-
 fn unknown(id: &str) -> ApiError {
     ApiError::new(
         StatusCode::NOT_FOUND,
@@ -161,7 +156,7 @@ pub async fn list(State(state): State<ApiState>, caller: Caller) -> Result<Json<
     let found = state
         .rt
         .schedules()
-        .list(&owner(&caller))
+        .list(&caller.person())
         .await
         .map_err(concierge::Error::from)?;
     Ok(Json(ScheduleList {
@@ -208,7 +203,7 @@ pub async fn add(
             ));
         }
     };
-    let mut new = NewSchedule::new(owner(&caller), body.message, when).catch_up(match body.catch_up {
+    let mut new = NewSchedule::new(caller.person(), body.message, when).catch_up(match body.catch_up {
         CatchUpView::Once => CatchUp::Once,
         CatchUpView::Skip => CatchUp::Skip,
     });
@@ -252,7 +247,7 @@ pub async fn show(
     let found = state
         .rt
         .schedules()
-        .get(&owner(&caller), &id)
+        .get(&caller.person(), &id)
         .await
         .map_err(concierge::Error::from)?;
     found
@@ -298,7 +293,7 @@ async fn set_paused(state: ApiState, caller: Caller, id: String, paused: bool) -
     let changed = state
         .rt
         .schedules()
-        .set_paused(&owner(&caller), &id, paused)
+        .set_paused(&caller.person(), &id, paused)
         .await
         .map_err(concierge::Error::from)?;
     changed
@@ -323,7 +318,7 @@ pub async fn delete(
     let deleted = state
         .rt
         .schedules()
-        .delete(&owner(&caller), &id)
+        .delete(&caller.person(), &id)
         .await
         .map_err(concierge::Error::from)?;
     if deleted {
