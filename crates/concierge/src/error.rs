@@ -56,6 +56,10 @@ pub enum Error {
     #[cfg(feature = "sqlite")]
     #[error(transparent)]
     Schedule(#[from] crate::schedule::ScheduleError),
+    /// A webhook could not be added, read or changed.
+    #[cfg(feature = "sqlite")]
+    #[error(transparent)]
+    Webhook(#[from] crate::webhook::WebhookError),
     /// The engine stopped working by itself (on Temporal: this process's
     /// workers ended on an error they cannot retry). Runs in progress wait,
     /// nothing is lost; another process, or this one restarted, goes on.

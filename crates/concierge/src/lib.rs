@@ -70,6 +70,8 @@ pub mod schedule;
 mod side_db;
 pub mod tls;
 pub mod tool;
+#[cfg(feature = "sqlite")]
+pub mod webhook;
 
 pub use concierge_core as core;
 pub use concierge_core::{

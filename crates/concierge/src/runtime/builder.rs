@@ -60,6 +60,10 @@ pub struct RuntimeBuilder {
     #[cfg(feature = "sqlite")]
     schedules: Option<crate::schedule::ScheduleStore>,
     fire_schedules: bool,
+    #[cfg(feature = "sqlite")]
+    webhooks: Option<crate::webhook::WebhookStore>,
+    deliver_webhooks: bool,
+    webhooks_to_private: bool,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -104,6 +108,10 @@ impl Default for RuntimeBuilder {
             #[cfg(feature = "sqlite")]
             schedules: None,
             fire_schedules: true,
+            #[cfg(feature = "sqlite")]
+            webhooks: None,
+            deliver_webhooks: true,
+            webhooks_to_private: true,
         }
     }
 }
@@ -195,6 +203,34 @@ impl RuntimeBuilder {
     /// one-shot command that only adds or lists schedules turns it off.
     pub fn fire_schedules(mut self, fire: bool) -> Self {
         self.fire_schedules = fire;
+        self
+    }
+
+    /// Where webhooks and their outbox are kept ([`Runtime::webhooks`](crate::Runtime::webhooks)).
+    /// By default: the embedded engine's SQLite database (or, for an
+    /// in-memory runtime, memory).
+    #[cfg(feature = "sqlite")]
+    pub fn webhook_store(mut self, store: crate::webhook::WebhookStore) -> Self {
+        self.webhooks = Some(store);
+        self
+    }
+
+    /// Whether this runtime delivers webhooks (default: yes, for a runtime
+    /// that runs; processes on one database take turns). A one-shot
+    /// command turns it off.
+    pub fn deliver_webhooks(mut self, deliver: bool) -> Self {
+        self.deliver_webhooks = deliver;
+        self
+    }
+
+    /// Whether webhooks may post to loopback, private and link-local
+    /// addresses (default: yes). A deployment that serves tenants it does
+    /// not trust turns it off, so that a webhook cannot reach inside its
+    /// network (a cloud's metadata service, an admin port): URLs naming
+    /// such an address are refused, and names are resolved to public
+    /// addresses only.
+    pub fn webhooks_to_private_addresses(mut self, allow: bool) -> Self {
+        self.webhooks_to_private = allow;
         self
     }
 
@@ -465,6 +501,14 @@ impl RuntimeBuilder {
             },
         };
         #[cfg(feature = "sqlite")]
+        let webhooks = match self.webhooks {
+            Some(store) => store,
+            None => match self.embedded.path() {
+                Some(path) => crate::webhook::WebhookStore::at(path),
+                None => crate::webhook::WebhookStore::in_memory()?,
+            },
+        };
+        #[cfg(feature = "sqlite")]
         {
             // A built-in toolset is there when an agent names it, unless a
             // toolset or MCP server of the person's own has the name.
@@ -606,6 +650,8 @@ impl RuntimeBuilder {
                 schedules,
                 #[cfg(feature = "sqlite")]
                 firing: std::sync::Mutex::new(None),
+                #[cfg(feature = "sqlite")]
+                webhooks: super::webhooks::Webhooks::new(webhooks, self.webhooks_to_private),
                 #[cfg(feature = "mcp")]
                 mcp,
             }),
@@ -613,6 +659,10 @@ impl RuntimeBuilder {
         #[cfg(feature = "sqlite")]
         if self.fire_schedules && has_engine && !reads_only {
             runtime.start_firing_schedules()?;
+        }
+        #[cfg(feature = "sqlite")]
+        if self.deliver_webhooks && has_engine && !reads_only {
+            runtime.start_delivering_webhooks()?;
         }
         #[cfg(feature = "mcp")]
         {

@@ -35,6 +35,8 @@ impl Runtime {
                 engine.erase(summary.id).await?;
             }
         }
+        #[cfg(feature = "sqlite")]
+        self.forget_webhooks_of(&session).await?;
         engine.erase(session).await
     }
 

@@ -27,6 +27,8 @@ mod readiness;
 mod resources;
 #[cfg(feature = "sqlite")]
 mod schedules;
+#[cfg(feature = "sqlite")]
+mod webhooks;
 
 pub use builder::{DEFAULT_MAX_MESSAGE_BYTES, RuntimeBuilder};
 pub use client::{AgentClient, IntoMessages, RunHandle};
@@ -66,6 +68,9 @@ struct Inner {
     /// The task that fires due schedules, and the name it holds their lease by.
     #[cfg(feature = "sqlite")]
     firing: std::sync::Mutex<Option<(tokio::task::AbortHandle, String)>>,
+    /// Webhooks, their outbox and the task that delivers it.
+    #[cfg(feature = "sqlite")]
+    webhooks: webhooks::Webhooks,
     #[cfg(feature = "mcp")]
     mcp: mcp::McpState,
 }
@@ -279,6 +284,9 @@ impl Runtime {
             self.memory_context(engine.as_ref(), &session, agent.as_ref(), owner, &text, context)
                 .await?
         };
+        // Just before the run's first input: its events come after this.
+        #[cfg(feature = "sqlite")]
+        self.arm_webhooks(&session, options.tenant.as_deref()).await?;
         let start = StartRun {
             run_id: options.run_id,
             catalog_version: None,
@@ -364,9 +372,12 @@ impl Runtime {
         fingerprint: impl Into<String>,
         decision: Decision,
     ) -> Result<RunOutput> {
+        let session = session.into();
+        #[cfg(feature = "sqlite")]
+        self.rearm_webhooks(&session).await?;
         let stop = self
             .engine_or_err()?
-            .confirm(session.into(), call_id.into(), fingerprint.into(), decision)
+            .confirm(session, call_id.into(), fingerprint.into(), decision)
             .await?;
         stop.output().await
     }
@@ -453,6 +464,8 @@ impl Runtime {
     pub async fn shutdown(&self) {
         #[cfg(feature = "sqlite")]
         self.stop_firing_schedules().await;
+        #[cfg(feature = "sqlite")]
+        self.stop_delivering_webhooks().await;
         self.inner.engine.shutdown().await;
         #[cfg(feature = "mcp")]
         self.inner.mcp.shutdown().await;

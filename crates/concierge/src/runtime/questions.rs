@@ -66,6 +66,8 @@ impl Runtime {
             return Err(Error::Rejected(StepError::NoSuchQuestion { call_id }));
         };
         check_answer(&asked, &answer).map_err(|problem| Error::Rejected(StepError::AnswerRefused { problem }))?;
+        #[cfg(feature = "sqlite")]
+        self.rearm_webhooks(&session).await?;
         let stop = self
             .engine_or_err()?
             .answer_question(session, call_id, question, answer)

@@ -103,7 +103,7 @@ impl Runtime {
         let run_id = format!("sched-{}-{}", schedule.id.trim_start_matches("sch_"), slot.0);
         let mut options = RunOptions::new()
             .session_id(schedule.session.as_str())
-            .run_id(run_id)
+            .run_id(run_id.as_str())
             .multitask(Multitask::Reject)
             .label("schedule", schedule.id.as_str());
         if let Some(tenant) = &schedule.tenant {
@@ -117,12 +117,16 @@ impl Runtime {
             .start_run(agent, vec![Message::user(schedule.message.as_str())], options)
             .await
         {
-            // Started now, or before a crash that came before its record.
-            Ok(_) | Err(Error::Rejected(StepError::RunIdTaken { .. })) => Fired::Ran {
-                id: schedule.id,
-                slot,
-                next,
-            },
+            // Started now, or before a crash that came before its record
+            // (its webhook event, found again, is the same event).
+            Ok(_) | Err(Error::Rejected(StepError::RunIdTaken { .. })) => {
+                self.schedule_fired(&schedule, slot, &run_id).await;
+                Fired::Ran {
+                    id: schedule.id,
+                    slot,
+                    next,
+                }
+            }
             Err(Error::Rejected(StepError::RunInProgress { .. }) | Error::SessionBusy { .. }) => Fired::Busy {
                 id: schedule.id,
                 retry_at: Timestamp(now.0.saturating_add(BUSY_RETRY_MS)),

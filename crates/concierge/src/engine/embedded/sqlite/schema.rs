@@ -10,6 +10,7 @@ use rusqlite::Connection;
 use crate::error::{Error, Result};
 use crate::memory::MEMORY_TABLES;
 use crate::schedule::SCHEDULE_TABLES;
+use crate::webhook::WEBHOOK_TABLES;
 
 /// The page size of a new database: journal rows are small, and smaller
 /// pages write fewer bytes per turn.
@@ -119,10 +120,14 @@ pub(super) fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
             "another program marked it as its own (application id {id})"
         )));
     }
-    let memory = |t: &String| MEMORY_TABLES.contains(&t.as_str()) || SCHEDULE_TABLES.contains(&t.as_str());
+    let memory = |t: &String| {
+        MEMORY_TABLES.contains(&t.as_str())
+            || SCHEDULE_TABLES.contains(&t.as_str())
+            || WEBHOOK_TABLES.contains(&t.as_str())
+    };
     let ours = tables.iter().all(|t| TABLES.contains(&t.as_str()) || memory(t));
     let concierge = tables.iter().any(|t| t == "log") && tables.iter().any(|t| t == "heads");
-    // Memories and schedules alone (kept there by a runtime on another engine) are ours too.
+    // Memories, schedules and webhooks alone (kept there by a runtime on another engine) are ours too.
     let empty = tables.iter().all(memory);
     if !(empty || ours && concierge) {
         return Err(foreign(format!("it holds other tables: {}", tables.join(", "))));
