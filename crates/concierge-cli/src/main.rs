@@ -86,6 +86,11 @@ pub enum Command {
     /// serve`: `schedule add MESSAGE --cron "0 9 * * 1-5"`, `schedule list`,
     /// `schedule pause|resume|delete ID`.
     Schedule(commands::schedule::ScheduleArgs),
+    /// Where a running `concierge serve` posts, signed, when runs finish,
+    /// need the person or fail, and when schedules fire: `webhook add URL
+    /// --event run.finished`, `webhook list`, `webhook deliveries ID`,
+    /// `webhook pause|resume|delete ID`.
+    Webhook(commands::webhook::WebhookArgs),
     /// Erases everything stored of a person, for good: their conversations'
     /// text, memories and schedules (`erase --user U --yes`).
     Erase(commands::erase::EraseArgs),

@@ -70,9 +70,9 @@ pub struct Role<'a> {
     /// It answers before the unfinished runs it finds are resumed (a
     /// server: its liveness at once, its readiness once they are).
     pub recover_in_background: bool,
-    /// It fires the schedules that are due (a process that lives on: a
-    /// server, a chat, a worker; not a one-shot command).
-    pub fires_schedules: bool,
+    /// It fires the schedules that are due and delivers webhooks (a process
+    /// that lives on: a server, a chat, a worker; not a one-shot command).
+    pub works_in_background: bool,
 }
 
 /// How a command uses the database.
@@ -132,7 +132,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         metrics,
         workers,
         recover_in_background,
-        fires_schedules,
+        works_in_background,
     } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
@@ -141,7 +141,9 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         .label(label)
         .log_prompts(config.log_prompts)
         .recover_in_background(recover_in_background)
-        .fire_schedules(fires_schedules);
+        .fire_schedules(works_in_background)
+        .deliver_webhooks(works_in_background)
+        .webhooks_to_private_addresses(webhooks_to_private(config)?);
     match config.engine.unwrap_or_default() {
         EngineKind::Embedded => {
             #[cfg(not(feature = "temporal"))]
@@ -288,4 +290,12 @@ pub async fn finish_recovered(rt: &Runtime, session: &SessionId) -> Result<Optio
         return Ok(None);
     }
     rt.wait(session.clone()).await
+}
+
+/// Whether webhooks may post to loopback and private addresses:
+/// `[server] webhooks_to_private_addresses`, by default only for a
+/// deployment without tokens (one trusted person on their own machine).
+fn webhooks_to_private(config: &concierge::config::Config) -> Result<bool> {
+    let server = concierge_server::ServerConfig::from_config(config)?;
+    Ok(server.webhooks_to_private_addresses.unwrap_or(server.tokens.is_empty()))
 }

@@ -46,6 +46,11 @@ pub struct ServerConfig {
     /// (`"https://agents.example.com"`), for the endpoints the A2A agent
     /// cards name; without it they name the request's `Host`.
     pub public_url: Option<String>,
+    /// Whether tenants' webhooks may post to loopback, private and
+    /// link-local addresses (a cloud's metadata service, an admin port).
+    /// By default only on a server without tokens; a server with tokens
+    /// posts to public addresses only unless this says `true`.
+    pub webhooks_to_private_addresses: Option<bool>,
 }
 
 /// One API token (`[[server.tokens]]`): its hash, and whom it speaks for.

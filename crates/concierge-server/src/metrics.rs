@@ -110,6 +110,15 @@ struct TokenLabels {
     direction: String,
 }
 
+/// Labels of a webhook delivery attempt.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WebhookLabels {
+    /// What it told: `run.finished`, `run.needs_input`, `run.failed`, `schedule.fired`.
+    event: String,
+    /// `delivered`, `failed` (retried) or `gave_up` (its last attempt failed).
+    outcome: String,
+}
+
 type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Latency buckets from 1 ms to about 2 minutes (×2.5 each).
@@ -129,6 +138,7 @@ pub struct Metrics {
     tool_seconds: Latencies<ToolTimeLabels>,
     tokens: Family<TokenLabels, Counter>,
     cost: Family<AgentLabels, Counter<f64, AtomicU64>>,
+    webhook_attempts: Family<WebhookLabels, Counter>,
     /// When each run in progress started (removed when it stops).
     running: Mutex<HashMap<(SessionId, RunId), Instant>>,
 }
@@ -199,8 +209,15 @@ impl Metrics {
             "What model calls cost in US dollars, by agent (calls of models without a price count nothing)",
             cost.clone(),
         );
+        let webhook_attempts = Family::<WebhookLabels, Counter>::default();
+        registry.register(
+            "webhook_deliveries",
+            "Attempts to deliver webhooks from this process, by event and outcome (delivered, failed and retried, gave up)",
+            webhook_attempts.clone(),
+        );
         Self {
             registry,
+            webhook_attempts,
             runs_started,
             runs_stopped,
             run_seconds,
@@ -235,6 +252,15 @@ impl Metrics {
         Router::new()
             .route("/metrics", get(scrape))
             .with_state(Arc::clone(self))
+    }
+
+    fn webhook_attempted(&self, event: &str, outcome: &str) {
+        self.webhook_attempts
+            .get_or_create(&WebhookLabels {
+                event: event.to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
     }
 
     fn run_started(&self, run: &RunInfo<'_>) {
@@ -369,6 +395,10 @@ impl ExecHooks for MetricsHooks {
 
     fn run_stopped(&self, output: &RunOutput) {
         self.metrics.run_stopped(output);
+    }
+
+    fn webhook_attempted(&self, event: &str, outcome: &str) {
+        self.metrics.webhook_attempted(event, outcome);
     }
 }
 

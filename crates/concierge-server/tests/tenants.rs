@@ -891,3 +891,130 @@ async fn a_persons_schedules_are_theirs_alone_and_run_in_their_session() {
     assert_eq!(body["schedules"], json!([]));
     server.stop().await;
 }
+
+/// A receiver that keeps the bodies posted to it.
+async fn receiver() -> (String, Arc<std::sync::Mutex<Vec<Value>>>) {
+    let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = got.clone();
+    let app = axum::Router::new().route(
+        "/hooks",
+        axum::routing::post(move |body: axum::Json<Value>| {
+            let keep = keep.clone();
+            async move {
+                keep.lock().unwrap().push(body.0);
+                StatusCode::OK
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, got)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_webhooks_are_its_own_and_hear_only_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
+    let (url, got) = receiver().await;
+    let (status, added) = server
+        .post(
+            ACME,
+            "/api/v1/webhooks",
+            json!({"url": url, "events": ["run.finished"]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{added}");
+    assert!(added["secret"].as_str().unwrap().starts_with("whsec_"), "{added}");
+    let id = added["id"].as_str().unwrap().to_string();
+    let (_, listed) = server.get(ACME, "/api/v1/webhooks").await;
+    assert!(
+        listed["webhooks"][0].get("secret").is_none(),
+        "the secret is shown once: {listed}"
+    );
+
+    // Globex sees none of it and can neither read, pause nor delete it by its id.
+    let (_, body) = server.get(GLOBEX, "/api/v1/webhooks").await;
+    assert_eq!(body["webhooks"], json!([]));
+    let path = format!("/api/v1/webhooks/{id}");
+    for (method, path) in [
+        (reqwest::Method::GET, path.clone()),
+        (reqwest::Method::GET, format!("{path}/deliveries")),
+        (reqwest::Method::DELETE, path.clone()),
+        (reqwest::Method::POST, format!("{path}/pause")),
+    ] {
+        let (status, body) = server.call(Some(GLOBEX), method, &path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    }
+
+    // Acme's run is posted; Globex's is not.
+    for token in [ACME, GLOBEX] {
+        let (status, created) = server
+            .post(token, "/api/v1/sessions", json!({"id": "s1", "agent": "desk"}))
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+    }
+    let (status, body) = server
+        .post(
+            GLOBEX,
+            "/api/v1/sessions/s1/messages?wait=true",
+            json!({"text": "globex secret plans"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = server
+        .post(
+            ACME,
+            "/api/v1/sessions/s1/messages?wait=true",
+            json!({"text": "who am I?"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while got.lock().unwrap().is_empty() {
+        if std::time::Instant::now() > deadline {
+            let (_, body) = server.get(ACME, &format!("{path}/deliveries")).await;
+            let watches = server.rt.webhooks().list(Some("acme")).await.unwrap();
+            panic!("no delivery came: {body} {watches:?}");
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
+    let bodies = got.lock().unwrap().clone();
+    assert_eq!(bodies.len(), 1, "{bodies:?}");
+    assert_eq!(bodies[0]["type"], "run.finished");
+    assert_eq!(bodies[0]["data"]["session"], "s1", "the tenant's own name for it");
+    assert_eq!(bodies[0]["data"]["reply"], "You are jordan.");
+    assert!(!serde_json::to_string(&bodies).unwrap().contains("globex"));
+    let (status, body) = server.get(ACME, &format!("{path}/deliveries")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["deliveries"][0]["state"], "delivered", "{body}");
+
+    // Bad input says which field.
+    for (request, field) in [
+        (json!({"url": "ftp://example.com/x", "events": ["run.finished"]}), "url"),
+        (json!({"url": "not a url", "events": ["run.finished"]}), "url"),
+        (json!({"url": "https://example.com/x", "events": []}), "events"),
+    ] {
+        let (status, body) = server.post(ACME, "/api/v1/webhooks", request.clone()).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{request}: {body}");
+        assert_eq!(body["field"], field, "{request}: {body}");
+    }
+    let (status, body) = server
+        .post(
+            ACME,
+            "/api/v1/webhooks",
+            json!({"url": "https://example.com/x", "events": ["run.done"]}),
+        )
+        .await;
+    assert!(status.is_client_error(), "{body}");
+    assert!(body.to_string().contains("events"), "{body}");
+
+    let (status, _) = server.call(Some(ACME), reqwest::Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (_, body) = server.get(ACME, "/api/v1/webhooks").await;
+    assert_eq!(body["webhooks"], json!([]));
+    server.stop().await;
+}

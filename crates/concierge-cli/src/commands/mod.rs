@@ -11,6 +11,7 @@ pub mod run;
 pub mod schedule;
 pub mod serve;
 pub mod token;
+pub mod webhook;
 pub mod worker;
 
 use std::process::ExitCode;
@@ -42,6 +43,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Prompts(_) => (Access::Read, "concierge prompts"),
         Command::Memory(_) => (Access::Read, "concierge memory"),
         Command::Schedule(_) => (Access::Read, "concierge schedule"),
+        Command::Webhook(_) => (Access::Read, "concierge webhook"),
         Command::Agents(_) | Command::Goals(_) | Command::Tools(_) | Command::History(_) | Command::Sessions(_) => {
             (Access::Read, "concierge")
         }
@@ -60,7 +62,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         workers: workers.clone(),
         // A server listens at once, however many runs a crash left.
         recover_in_background: matches!(cli.command, Command::Serve(_)),
-        fires_schedules: match &cli.command {
+        works_in_background: match &cli.command {
             Command::Serve(_) | Command::Chat(_) | Command::Worker(_) => true,
             Command::Mcp(args) => args.serves(),
             _ => false,
@@ -81,6 +83,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Prompts(args) => prompts::prompts(&rt, args).await,
         Command::Memory(args) => memory::memory(&rt, args).await,
         Command::Schedule(args) => schedule::schedule(&rt, args).await,
+        Command::Webhook(args) => webhook::webhook(&rt, args).await,
         Command::Erase(args) => erase::erase(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,

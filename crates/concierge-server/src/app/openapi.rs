@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
 use crate::http::types::{Health, Ready};
-use crate::http::{catalog, events, mcp, memories, schedules, sessions};
+use crate::http::{catalog, events, mcp, memories, schedules, sessions, webhooks};
 
 /// The API's description.
 #[derive(OpenApi)]
@@ -46,6 +46,13 @@ use crate::http::{catalog, events, mcp, memories, schedules, sessions};
         schedules::pause,
         schedules::resume,
         schedules::delete,
+        webhooks::list,
+        webhooks::add,
+        webhooks::show,
+        webhooks::deliveries,
+        webhooks::pause,
+        webhooks::resume,
+        webhooks::delete,
         mcp::servers,
         mcp::resources,
         mcp::resource,
@@ -61,6 +68,7 @@ use crate::http::{catalog, events, mcp, memories, schedules, sessions};
         (name = "catalog", description = "Agents, goals and tools"),
         (name = "memories", description = "What is remembered about the caller across conversations"),
         (name = "schedules", description = "The caller's runs at a time or on a cron expression"),
+        (name = "webhooks", description = "Where the server posts, signed, when the tenant's runs finish, need the person or fail, and when its schedules fire"),
         (name = "mcp", description = "The MCP servers' resources and prompts (read-only)"),
         (name = "agui", description = "The AG-UI protocol: run an agent, stream its events, answer its interrupts"),
         (name = "openai", description = "The OpenAI-compatible chat endpoint: agents as models, the conversation a session named by the X-Concierge-Session header"),

@@ -8,6 +8,7 @@ use concierge::Error;
 use concierge::core::StepError;
 use concierge::memory::MemoryError;
 use concierge::schedule::ScheduleError;
+use concierge::webhook::WebhookError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -129,6 +130,15 @@ impl From<Error> for ApiError {
                 }
                 ScheduleError::BadTime(_) => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "at", text),
                 ScheduleError::Storage(_) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
+            },
+            Error::Webhook(webhook) => match webhook {
+                WebhookError::Storage(_) => Self::new(StatusCode::INTERNAL_SERVER_ERROR, text),
+                WebhookError::NoEvents | WebhookError::UnknownEvent(_) => {
+                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "events", text)
+                }
+                WebhookError::BadUrl { .. } | WebhookError::NotPublic(_) | WebhookError::BadSecret => {
+                    Self::field(StatusCode::UNPROCESSABLE_ENTITY, "url", text)
+                }
             },
             Error::SessionBusy { .. } => Self::new(StatusCode::CONFLICT, text),
             Error::ReadOnly => Self::new(StatusCode::FORBIDDEN, text),

@@ -10,6 +10,7 @@ pub mod memories;
 pub mod schedules;
 pub mod sessions;
 pub mod types;
+pub mod webhooks;
 
 use axum::Router;
 use axum::extract::FromRef;
@@ -53,6 +54,11 @@ where
         .route("/schedules/{id}", get(schedules::show).delete(schedules::delete))
         .route("/schedules/{id}/pause", post(schedules::pause))
         .route("/schedules/{id}/resume", post(schedules::resume))
+        .route("/webhooks", get(webhooks::list).post(webhooks::add))
+        .route("/webhooks/{id}", get(webhooks::show).delete(webhooks::delete))
+        .route("/webhooks/{id}/deliveries", get(webhooks::deliveries))
+        .route("/webhooks/{id}/pause", post(webhooks::pause))
+        .route("/webhooks/{id}/resume", post(webhooks::resume))
         .route("/mcp/servers", get(mcp::servers))
         .route("/mcp/servers/{server}/resources", get(mcp::resources))
         .route("/mcp/servers/{server}/resource", get(mcp::resource))

@@ -76,6 +76,13 @@ pub trait ExecHooks: Send + Sync + 'static {
     fn run_stopped(&self, output: &RunOutput) {
         let _ = output;
     }
+
+    /// This process tried to deliver a webhook: `event` is what it tells
+    /// (`run.finished`, …), `outcome` how it went: `delivered`, `failed`
+    /// (it is retried) or `gave_up` (that was its last attempt).
+    fn webhook_attempted(&self, event: &str, outcome: &str) {
+        let _ = (event, outcome);
+    }
 }
 
 /// A run that started, as hooks see it.

@@ -434,15 +434,27 @@ async fn round(
     let recorded: Vec<Result<()>> = futures::stream::iter(due)
         .map(|due| async move {
             let attempt = post(client, &due).await;
-            match &attempt {
-                Attempt::Delivered(_) => hooks.delivered.fetch_add(1, Ordering::Relaxed),
-                Attempt::Failed { retry_at: Some(_), .. } => hooks.failed_attempts.fetch_add(1, Ordering::Relaxed),
+            let outcome = match &attempt {
+                Attempt::Delivered(_) => {
+                    hooks.delivered.fetch_add(1, Ordering::Relaxed);
+                    "delivered"
+                }
+                Attempt::Failed { retry_at: Some(_), .. } => {
+                    hooks.failed_attempts.fetch_add(1, Ordering::Relaxed);
+                    "failed"
+                }
                 Attempt::Failed { error, retry_at: None } => {
                     tracing::warn!(%error, "a webhook delivery was given up after its last attempt");
                     hooks.failed_attempts.fetch_add(1, Ordering::Relaxed);
-                    hooks.gave_up.fetch_add(1, Ordering::Relaxed)
+                    hooks.gave_up.fetch_add(1, Ordering::Relaxed);
+                    "gave_up"
                 }
             };
+            runtime
+                .inner
+                .executor
+                .exec_hooks()
+                .webhook_attempted(&due.event, outcome);
             Ok(hooks.store.record_attempt(due.row, attempt).await?)
         })
         .buffer_unordered(IN_FLIGHT)

@@ -102,6 +102,19 @@ impl WebhookEvent {
     }
 }
 
+/// Events in words: "run.finished and run.failed", "every event".
+pub fn show_events(events: &[WebhookEvent]) -> String {
+    if WebhookEvent::ALL.iter().all(|e| events.contains(e)) {
+        return "every event".into();
+    }
+    let names: Vec<&str> = events.iter().map(|e| e.as_str()).collect();
+    match names.split_last() {
+        Some((last, [])) => (*last).to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => "nothing".into(),
+    }
+}
+
 impl std::fmt::Display for WebhookEvent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())

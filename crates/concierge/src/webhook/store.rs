@@ -95,6 +95,7 @@ fn row_to_watch(row: &Row<'_>) -> rusqlite::Result<Watch> {
 #[derive(Clone, Debug)]
 pub(crate) struct Due {
     pub row: i64,
+    pub event: String,
     pub url: String,
     pub secret: String,
     pub event_id: String,
@@ -505,7 +506,7 @@ impl WebhookStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(move |conn| {
             let mut statement = conn.prepare_cached(
-                "SELECT d.id, w.url, w.secret, d.event_id, d.body, d.attempts
+                "SELECT d.id, w.url, w.secret, d.event_id, d.body, d.attempts, d.event
                  FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id
                  WHERE d.next_at IS NOT NULL AND d.next_at <= ?1 AND w.paused = 0
                  ORDER BY d.next_at LIMIT ?2",
@@ -518,6 +519,7 @@ impl WebhookStore {
                     event_id: row.get(3)?,
                     body: row.get(4)?,
                     attempts: row.get(5)?,
+                    event: row.get(6)?,
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
