@@ -259,3 +259,67 @@ async fn without_metrics_there_is_no_metrics_page() {
     served.await.unwrap().unwrap();
     rt.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_deliveries_are_counted_by_event_and_outcome() {
+    let metrics = Arc::new(Metrics::new());
+    let rt = Runtime::builder()
+        .in_memory()
+        .toolset(concierge_demo::calculator::toolset())
+        .agents(concierge_demo::agents())
+        .hooks(metrics.hooks(TracingHooks::default()))
+        .build()
+        .await
+        .unwrap();
+    // A receiver that refuses the first attempt and takes the second.
+    let refused = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = axum::Router::new().route(
+        "/hooks",
+        axum::routing::post(move || {
+            let refused = refused.clone();
+            async move {
+                if refused.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                    reqwest::StatusCode::OK
+                } else {
+                    reqwest::StatusCode::SERVICE_UNAVAILABLE
+                }
+            }
+        }),
+    );
+    let hooks = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hooks", hooks.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(hooks, app).await;
+    });
+    rt.add_webhook(
+        concierge::webhook::NewWebhook::new(None, url, vec![concierge::webhook::WebhookEvent::RunFinished]).unwrap(),
+    )
+    .await
+    .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let served = tokio::spawn(HttpApi::new(rt.clone()).metrics(metrics).serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    let http = reqwest::Client::new();
+    let out = say(&http, &base, "calculator", "calculate 5 + 3").await;
+    assert_eq!(out["status"], "completed", "{out}");
+    let labels = |outcome| [("event", "run.finished"), ("outcome", outcome)];
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let samples = scrape(&http, &base).await;
+        if value(&samples, "concierge_webhook_deliveries_total", &labels("delivered")) == 1.0 {
+            assert_eq!(
+                value(&samples, "concierge_webhook_deliveries_total", &labels("failed")),
+                1.0
+            );
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no delivery counted: {samples:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = stop.send(());
+    served.await.unwrap().unwrap();
+    rt.shutdown().await;
+}

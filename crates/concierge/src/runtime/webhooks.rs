@@ -382,9 +382,12 @@ async fn post(client: &reqwest::Client, due: &Due) -> Attempt {
             } else {
                 "the request failed".to_string()
             };
-            let detail = std::error::Error::source(&error)
-                .map(ToString::to_string)
-                .unwrap_or_default();
+            // The root cause ("Connection refused (os error 111)"), not the layers above it.
+            let mut cause: Option<&dyn std::error::Error> = std::error::Error::source(&error);
+            while let Some(deeper) = cause.and_then(std::error::Error::source) {
+                cause = Some(deeper);
+            }
+            let detail = cause.map(ToString::to_string).unwrap_or_default();
             Attempt::Failed {
                 error: if detail.is_empty() {
                     why

@@ -155,6 +155,13 @@ fn events_text(events: &[WebhookEvent]) -> String {
     names.join(",")
 }
 
+/// Events without repeats, in the order they are documented.
+fn in_order(mut events: Vec<WebhookEvent>) -> Vec<WebhookEvent> {
+    events.sort_by_key(|e| WebhookEvent::ALL.iter().position(|a| a == e));
+    events.dedup();
+    events
+}
+
 fn row_to_webhook(row: &Row<'_>) -> rusqlite::Result<Webhook> {
     let tenant: String = row.get(1)?;
     let events: String = row.get(3)?;
@@ -162,7 +169,7 @@ fn row_to_webhook(row: &Row<'_>) -> rusqlite::Result<Webhook> {
         id: row.get(0)?,
         tenant: (!tenant.is_empty()).then_some(tenant),
         url: row.get(2)?,
-        events: events.split(',').filter_map(|e| WebhookEvent::parse(e).ok()).collect(),
+        events: in_order(events.split(',').filter_map(|e| WebhookEvent::parse(e).ok()).collect()),
         description: row.get(4)?,
         paused: row.get(5)?,
         created_at: stamp(row.get(6)?),
@@ -212,12 +219,7 @@ impl WebhookStore {
             id: id.clone(),
             tenant: new.tenant.clone(),
             url: new.url.clone(),
-            events: {
-                let mut events = new.events.clone();
-                events.sort_by_key(|e| e.as_str());
-                events.dedup();
-                events
-            },
+            events: in_order(new.events.clone()),
             description: new.description.clone(),
             paused: false,
             created_at: now,
