@@ -58,8 +58,9 @@ impl Serve {
                 .env_remove("CONCIERGE_BASE_URL");
             command
         };
+        // The clients' push receivers listen on loopback.
         let mut config = format!(
-            "db = {:?}\nagents_dir = {:?}\nfallback = \"general\"\n",
+            "db = {:?}\nagents_dir = {:?}\nfallback = \"general\"\n[server]\nwebhooks_to_private_addresses = true\n",
             dir.path().join("concierge.db").display().to_string(),
             repo().join("examples/tasks/agents").display().to_string(),
         );

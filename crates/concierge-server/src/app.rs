@@ -105,6 +105,8 @@ impl HttpApi {
     /// The API over `rt`, with the default body limit.
     pub fn new(rt: Runtime) -> Self {
         let (stop, stopping) = watch::channel(false);
+        // A2A push notifications render the task they are about.
+        rt.render_pushes_with(std::sync::Arc::new(crate::a2a::push::TaskPusher));
         Self {
             state: AppState {
                 api: ApiState::new(rt, stopping),

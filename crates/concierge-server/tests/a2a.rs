@@ -815,3 +815,202 @@ async fn each_malformed_request_is_refused_naming_its_field() {
     assert_eq!(body["error"]["details"][0]["fieldViolations"][0]["field"], "status");
     server.stop().await;
 }
+
+/// A push receiver: what was posted to each path, with its headers.
+type Pushed = Arc<std::sync::Mutex<Vec<(String, axum::http::HeaderMap, Value)>>>;
+
+async fn push_receiver() -> (String, Pushed) {
+    let pushed: Pushed = Arc::default();
+    let keep = pushed.clone();
+    let app = axum::Router::new().route(
+        "/{path}",
+        axum::routing::post(
+            move |axum::extract::Path(path): axum::extract::Path<String>,
+                  headers: axum::http::HeaderMap,
+                  body: axum::Json<Value>| {
+                let keep = keep.clone();
+                async move {
+                    keep.lock().unwrap().push((path, headers, body.0));
+                    StatusCode::OK
+                }
+            },
+        ),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (base, pushed)
+}
+
+/// Waits until `pushed` holds a push to `path` whose task is in `state`.
+async fn pushed_state(pushed: &Pushed, path: &str, state: &str) -> (axum::http::HeaderMap, Value) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let found = pushed
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(p, _, body)| p == path && body["task"]["status"]["state"] == state)
+            .map(|(_, headers, body)| (headers.clone(), body.clone()));
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no push of {state} to /{path}: {:?}",
+            pushed
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|(p, _, b)| (p.clone(), b.clone()))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_notifications_post_the_task_to_its_url_with_its_token_for_its_tenant_only() {
+    let (receiver, pushed) = push_receiver().await;
+    let server = Server::start(demo, true).await;
+    let card: Value = server
+        .http
+        .get(server.url("/a2a/agents/task/.well-known/agent-card.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["capabilities"]["pushNotifications"], true, "{card}");
+    let at = "/a2a/agents/task/jsonrpc";
+
+    // A config that comes with the message sees the task's first stop.
+    let asked = server
+        .rpc_at(
+            at,
+            Some(ACME),
+            "SendMessage",
+            json!({
+                "message": user("create a task to review the budget due Friday with high priority"),
+                "configuration": {"taskPushNotificationConfig": {"url": format!("{receiver}/first"), "token": "tok-1"}},
+            }),
+        )
+        .await;
+    let task = &asked["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{asked}");
+    let id = task["id"].as_str().unwrap().to_string();
+    let data = data_part(task);
+    let (headers, body) = pushed_state(&pushed, "first", "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(body["task"]["id"], id.as_str());
+    assert_eq!(headers["x-a2a-notification-token"], "tok-1");
+
+    // A second config, in A2A 0.3's method and shape, with authentication.
+    let set = server
+        .rpc_at(
+            at,
+            Some(ACME),
+            "tasks/pushNotificationConfig/set",
+            json!({"taskId": id, "pushNotificationConfig": {
+                "id": "second", "url": format!("{receiver}/second"),
+                "authentication": {"schemes": ["Bearer"], "credentials": "xyz"}
+            }}),
+        )
+        .await;
+    assert_eq!(set["result"]["id"], "second", "{set}");
+    assert_eq!(set["result"]["taskId"], id.as_str(), "{set}");
+
+    // Another tenant finds no such task, whatever it asks.
+    for (method, params) in [
+        (
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": format!("{receiver}/evil")}),
+        ),
+        ("GetTaskPushNotificationConfig", json!({"taskId": id, "id": "second"})),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": id})),
+        (
+            "DeleteTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "second"}),
+        ),
+    ] {
+        let refused = server.rpc_at(at, Some(GLOBEX), method, params).await;
+        assert_eq!(refused["error"]["code"], -32001, "{method}: {refused}");
+    }
+    let listed = server
+        .rpc_at(at, Some(ACME), "ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        .await;
+    assert_eq!(listed["result"]["configs"].as_array().unwrap().len(), 2, "{listed}");
+    let got = server
+        .rpc_at(
+            at,
+            Some(ACME),
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": id, "id": "second"}),
+        )
+        .await;
+    assert_eq!(got["result"]["authentication"]["scheme"], "Bearer", "{got}");
+
+    // Answered: the completed task goes to both.
+    let done = server
+        .rpc_at(
+            at,
+            Some(ACME),
+            "SendMessage",
+            json!({"message": {"messageId": "a1", "role": "ROLE_USER", "taskId": id, "parts": [{"data": {
+                "callId": data["callId"], "fingerprint": data["fingerprint"], "decision": "approve"
+            }}]}}),
+        )
+        .await;
+    assert_eq!(
+        done["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{done}"
+    );
+    let (headers, _) = pushed_state(&pushed, "first", "TASK_STATE_COMPLETED").await;
+    assert_eq!(headers["x-a2a-notification-token"], "tok-1");
+    let (headers, body) = pushed_state(&pushed, "second", "TASK_STATE_COMPLETED").await;
+    assert_eq!(headers["authorization"], "Bearer xyz");
+    assert!(
+        body["task"]["artifacts"].to_string().contains("Review the budget"),
+        "{body}"
+    );
+    assert!(
+        !pushed.lock().unwrap().iter().any(|(p, _, _)| p == "evil"),
+        "the other tenant's config was never set"
+    );
+
+    // The REST binding lists, and deletes.
+    let path = format!("/a2a/agents/task/rest/tasks/{id}/pushNotificationConfigs");
+    let (status, body) = server.get(&path, Some(ACME)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["configs"].as_array().unwrap().len(), 2, "{body}");
+    let response = server
+        .http
+        .delete(server.url(&format!("{path}/second")))
+        .bearer_auth(ACME)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let (_, body) = server.get(&path, Some(ACME)).await;
+    assert_eq!(body["configs"].as_array().unwrap().len(), 1, "{body}");
+    let (status, _) = server.get(&path, Some(GLOBEX)).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // A URL that is not one is refused, naming the field.
+    let refused = server
+        .rpc_at(
+            at,
+            Some(ACME),
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": "ftp://x"}),
+        )
+        .await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(
+        refused["error"]["data"][0]["fieldViolations"][0]["field"], "url",
+        "{refused}"
+    );
+    server.stop().await;
+}

@@ -98,7 +98,7 @@ pub fn card(catalog: &Catalog, door: &Door, base: &str, secured: bool) -> Option
         supported_interfaces: interfaces,
         capabilities: AgentCapabilities {
             streaming: Some(true),
-            push_notifications: Some(false),
+            push_notifications: Some(true),
             extensions: None,
             extended_agent_card: Some(false),
         },

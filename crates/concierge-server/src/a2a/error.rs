@@ -42,9 +42,6 @@ pub enum A2aError {
     /// The task has ended (-32002).
     #[error("{0}")]
     TaskNotCancelable(String),
-    /// Push notifications are not offered (-32003).
-    #[error("this agent sends no push notifications; follow a task with SendStreamingMessage or SubscribeToTask")]
-    PushNotificationNotSupported,
     /// The operation does not apply (-32004).
     #[error("{0}")]
     Unsupported(String),
@@ -73,6 +70,18 @@ impl A2aError {
         }
     }
 
+    /// The same error, with the field it names under `prefix` (a part of a
+    /// larger request).
+    pub fn under(self, prefix: &str) -> Self {
+        match self {
+            Self::InvalidParams { field, message } => Self::InvalidParams {
+                field: format!("{prefix}.{field}"),
+                message,
+            },
+            other => other,
+        }
+    }
+
     /// The same error, about `field` of the request (for the server's own errors).
     pub fn with_field(self, field: &str) -> Self {
         match self {
@@ -90,7 +99,6 @@ impl A2aError {
             Self::InvalidParams { .. } => -32602,
             Self::TaskNotFound(_) => -32001,
             Self::TaskNotCancelable(_) => -32002,
-            Self::PushNotificationNotSupported => -32003,
             Self::Unsupported(_) | Self::NoExtendedCard => -32004,
             Self::ContentTypeNotSupported(_) => -32005,
             Self::VersionNotSupported(_) => -32009,
@@ -108,7 +116,6 @@ impl A2aError {
             Self::InvalidParams { .. } => "INVALID_PARAMS",
             Self::TaskNotFound(_) => "TASK_NOT_FOUND",
             Self::TaskNotCancelable(_) => "TASK_NOT_CANCELABLE",
-            Self::PushNotificationNotSupported => "PUSH_NOTIFICATION_NOT_SUPPORTED",
             Self::Unsupported(_) | Self::NoExtendedCard => "UNSUPPORTED_OPERATION",
             Self::ContentTypeNotSupported(_) => "CONTENT_TYPE_NOT_SUPPORTED",
             Self::VersionNotSupported(_) => "VERSION_NOT_SUPPORTED",
@@ -132,7 +139,6 @@ impl A2aError {
             Self::Parse(_) | Self::InvalidRequest(_) | Self::InvalidParams { .. } => StatusCode::BAD_REQUEST,
             Self::MethodNotFound(_) | Self::TaskNotFound(_) => StatusCode::NOT_FOUND,
             Self::TaskNotCancelable(_)
-            | Self::PushNotificationNotSupported
             | Self::Unsupported(_)
             | Self::ContentTypeNotSupported(_)
             | Self::NoExtendedCard
@@ -175,11 +181,9 @@ impl A2aError {
             Self::Parse(_) | Self::InvalidRequest(_) | Self::InvalidParams { .. } => "INVALID_ARGUMENT",
             Self::ContentTypeNotSupported(_) => "INVALID_ARGUMENT",
             Self::MethodNotFound(_) | Self::TaskNotFound(_) => "NOT_FOUND",
-            Self::TaskNotCancelable(_)
-            | Self::PushNotificationNotSupported
-            | Self::Unsupported(_)
-            | Self::NoExtendedCard
-            | Self::VersionNotSupported(_) => "FAILED_PRECONDITION",
+            Self::TaskNotCancelable(_) | Self::Unsupported(_) | Self::NoExtendedCard | Self::VersionNotSupported(_) => {
+                "FAILED_PRECONDITION"
+            }
             Self::Server(error) => match error.status.as_u16() {
                 401 => "UNAUTHENTICATED",
                 404 => "NOT_FOUND",

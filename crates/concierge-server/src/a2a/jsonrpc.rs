@@ -27,7 +27,10 @@ enum Method {
     CancelTask,
     SubscribeToTask,
     GetExtendedAgentCard,
-    PushNotificationConfig,
+    CreatePushConfig,
+    GetPushConfig,
+    ListPushConfigs,
+    DeletePushConfig,
 }
 
 impl Method {
@@ -41,14 +44,10 @@ impl Method {
             "CancelTask" | "tasks/cancel" => Self::CancelTask,
             "SubscribeToTask" | "tasks/resubscribe" => Self::SubscribeToTask,
             "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => Self::GetExtendedAgentCard,
-            "CreateTaskPushNotificationConfig"
-            | "GetTaskPushNotificationConfig"
-            | "ListTaskPushNotificationConfigs"
-            | "DeleteTaskPushNotificationConfig"
-            | "tasks/pushNotificationConfig/set"
-            | "tasks/pushNotificationConfig/get"
-            | "tasks/pushNotificationConfig/list"
-            | "tasks/pushNotificationConfig/delete" => Self::PushNotificationConfig,
+            "CreateTaskPushNotificationConfig" | "tasks/pushNotificationConfig/set" => Self::CreatePushConfig,
+            "GetTaskPushNotificationConfig" | "tasks/pushNotificationConfig/get" => Self::GetPushConfig,
+            "ListTaskPushNotificationConfigs" | "tasks/pushNotificationConfig/list" => Self::ListPushConfigs,
+            "DeleteTaskPushNotificationConfig" | "tasks/pushNotificationConfig/delete" => Self::DeletePushConfig,
             _ => return None,
         })
     }
@@ -153,6 +152,12 @@ async fn call(
             sse::respond(items, Some(id.clone()))
         }
         Method::GetExtendedAgentCard => return Err(A2aError::NoExtendedCard),
-        Method::PushNotificationConfig => return Err(A2aError::PushNotificationNotSupported),
+        Method::CreatePushConfig => result(id, super::push::create(ctx, params).await?),
+        Method::GetPushConfig => result(id, super::push::get(ctx, params).await?),
+        Method::ListPushConfigs => result(id, super::push::list(ctx, params).await?),
+        Method::DeletePushConfig => {
+            super::push::delete(ctx, params).await?;
+            result(id, Value::Null)
+        }
     })
 }

@@ -21,6 +21,7 @@ pub mod ids;
 pub mod jsonrpc;
 pub mod ops;
 pub mod params;
+pub mod push;
 pub mod record;
 pub mod rest;
 pub mod service;
@@ -83,6 +84,14 @@ where
             .route(&format!("{base}/rest/message:stream"), post(rest_stream))
             .route(&format!("{base}/rest/tasks"), get(rest_list))
             .route(&format!("{base}/rest/tasks/{{task}}"), get(rest_task).post(rest_task))
+            .route(
+                &format!("{base}/rest/tasks/{{task}}/pushNotificationConfigs"),
+                get(rest_push).post(rest_push),
+            )
+            .route(
+                &format!("{base}/rest/tasks/{{task}}/pushNotificationConfigs/{{config}}"),
+                get(rest_push).delete(rest_push),
+            )
             .route(&format!("{base}/rest/extendedAgentCard"), get(rest::extended_card));
     }
     router
@@ -238,6 +247,12 @@ async fn rest_stream(entry: Entry, headers: HeaderMap, body: Bytes) -> Response 
 
 async fn rest_list(entry: Entry, Query(query): Query<HashMap<String, String>>, headers: HeaderMap) -> Response {
     rest::list(entry.ctx(), &headers, &query).await
+}
+
+async fn rest_push(entry: Entry, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+    let task = entry.params.get("task").cloned().unwrap_or_default();
+    let config = entry.params.get("config").cloned();
+    rest::push_configs(entry.ctx(), &method, &headers, &task, config.as_deref(), body).await
 }
 
 async fn rest_task(

@@ -1,6 +1,8 @@
 //! The HTTP+JSON/REST binding, under `.../rest`: `POST /message:send`,
 //! `POST /message:stream`, `GET /tasks`, `GET /tasks/{id}`,
-//! `POST /tasks/{id}:cancel`, `POST` (or `GET`) `/tasks/{id}:subscribe`.
+//! `POST /tasks/{id}:cancel`, `POST` (or `GET`) `/tasks/{id}:subscribe`,
+//! `POST|GET /tasks/{id}/pushNotificationConfigs`, `GET|DELETE
+//! /tasks/{id}/pushNotificationConfigs/{config}`.
 //! Errors are `google.rpc.Status` with A2A's HTTP statuses (a malformed
 //! request is a 400 naming the field; another tenant's task a 404).
 
@@ -117,6 +119,48 @@ pub async fn task(
             ))),
             (_, None) => Err(A2aError::Unsupported(format!(
                 "a task takes GET, not {method}; cancel it with POST .../tasks/{{id}}:cancel"
+            ))),
+        }
+    })
+    .await
+}
+
+/// `POST|GET /tasks/{id}/pushNotificationConfigs` (set one, list them) and
+/// `GET|DELETE /tasks/{id}/pushNotificationConfigs/{config}`.
+pub async fn push_configs(
+    ctx: Ctx<'_>,
+    method: &Method,
+    headers: &HeaderMap,
+    task: &str,
+    config: Option<&str>,
+    body: Bytes,
+) -> Response {
+    answer(async {
+        super::check_version(headers)?;
+        let named = || {
+            let mut params = serde_json::json!({"taskId": task});
+            if let Some(config) = config {
+                params["id"] = Value::from(config);
+            }
+            params
+        };
+        match (method, config) {
+            (&Method::POST, None) => {
+                let mut params = body_json(&body)?;
+                if let Value::Object(object) = &mut params {
+                    object.insert("taskId".into(), Value::from(task));
+                }
+                Ok(Json(super::push::create(ctx, params).await?).into_response())
+            }
+            (&Method::GET, None) => Ok(Json(super::push::list(ctx, named()).await?).into_response()),
+            (&Method::GET, Some(_)) => Ok(Json(super::push::get(ctx, named()).await?).into_response()),
+            (&Method::DELETE, Some(_)) => {
+                super::push::delete(ctx, named()).await?;
+                Ok(Json(Value::Object(Map::new())).into_response())
+            }
+            _ => Err(A2aError::Unsupported(format!(
+                "{method} is not taken here: set a config with POST .../pushNotificationConfigs, list them with GET, \
+                 read or delete one with GET or DELETE .../pushNotificationConfigs/{{config}}"
             ))),
         }
     })

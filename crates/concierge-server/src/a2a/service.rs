@@ -46,8 +46,10 @@ pub async fn send(ctx: Ctx<'_>, request: SendMessageRequest) -> Result<SendMessa
         .as_ref()
         .and_then(|c| c.return_immediately)
         .unwrap_or(false);
+    check_push(&request)?;
     let turn = ops::read_message(ctx, &request).await?;
     let begun = ops::begin(ctx, turn).await?;
+    push_with(ctx, &request, &begun).await?;
     let id = begun.task.id();
     if immediately {
         return Ok(SendMessageResponse::Task(ops::snapshot(ctx, &begun, history).await?));
@@ -65,9 +67,37 @@ pub async fn send(ctx: Ctx<'_>, request: SendMessageRequest) -> Result<SendMessa
 /// SendStreamingMessage: starts the task (or answers it) and streams it.
 pub async fn send_streaming(ctx: Ctx<'_>, request: SendMessageRequest) -> Result<mpsc::Receiver<Item>, A2aError> {
     let history = history(&request)?;
+    check_push(&request)?;
     let turn = ops::read_message(ctx, &request).await?;
     let begun = ops::begin(ctx, turn).await?;
+    push_with(ctx, &request, &begun).await?;
     follow(ctx, begun, history).await
+}
+
+/// Checks the push notification config a message comes with before its run starts.
+fn check_push(request: &SendMessageRequest) -> Result<(), A2aError> {
+    match request
+        .configuration
+        .as_ref()
+        .and_then(|c| c.task_push_notification_config.as_ref())
+    {
+        Some(config) => super::push::check(config).map_err(|e| e.under("configuration.taskPushNotificationConfig")),
+        None => Ok(()),
+    }
+}
+
+/// Sets the push notification config a message came with on the task it began.
+async fn push_with(ctx: Ctx<'_>, request: &SendMessageRequest, begun: &ops::Begun) -> Result<(), A2aError> {
+    let config = request
+        .configuration
+        .as_ref()
+        .and_then(|c| c.task_push_notification_config.clone());
+    if let Some(config) = config {
+        super::push::set_on_begun(ctx, config, begun)
+            .await
+            .map_err(|e| e.under("configuration.taskPushNotificationConfig"))?;
+    }
+    Ok(())
 }
 
 /// SubscribeToTask: the task as it stands, then its live updates — from

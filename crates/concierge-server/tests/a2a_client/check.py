@@ -2,7 +2,9 @@
 A2A endpoint, with the task manager's agents on their rules, through both
 bindings (JSON-RPC and HTTP+JSON): an answer, a streamed answer, a
 confirmation answered by its data part and in words, re-subscribing to a
-task, a cancel, and another tenant that finds nothing.
+task, a cancel, push notifications (a config sent with a message and one
+set on the task, posted to a receiver here), and another tenant that finds
+nothing.
 
 Run by the ignored test `a2a_client` of concierge-cli (which starts the
 server), with A2A_URL, A2A_TOKEN_ACME and A2A_TOKEN_GLOBEX set. Exits
@@ -10,21 +12,29 @@ non-zero, saying what failed, on the first surprise.
 """
 
 import asyncio
+import http.server
+import json
 import os
 import sys
+import threading
+import time
 import uuid
 
 import httpx
 from a2a.client import ClientConfig, create_client
 from a2a.types import (
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
     Role,
+    SendMessageConfiguration,
     SendMessageRequest,
     SubscribeToTaskRequest,
+    TaskPushNotificationConfig,
     TaskState,
 )
 from a2a.utils.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
@@ -34,6 +44,37 @@ URL = os.environ["A2A_URL"].rstrip("/")
 TASK_AGENT = f"{URL}/a2a/agents/task"
 ACME = os.environ["A2A_TOKEN_ACME"]
 GLOBEX = os.environ["A2A_TOKEN_GLOBEX"]
+
+# What the push receiver was sent: (path, headers, body).
+PUSHED = []
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        PUSHED.append((self.path.strip("/"), {k.lower(): v for k, v in self.headers.items()}, body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def receiver():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+async def pushed(path, state):
+    """The push to `path` of the task in `state` (waits for it)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for p, headers, body in list(PUSHED):
+            if p == path and body.get("task", {}).get("status", {}).get("state") == state:
+                return headers, body
+        await asyncio.sleep(0.05)
+    check(False, f"a push of {state} to /{path}: {PUSHED}")
 
 
 def check(condition, what):
@@ -150,6 +191,41 @@ async def run(binding):
     except TaskNotCancelableError:
         pass
 
+    # Push notifications: a config sent with the message sees its first stop;
+    # one set on the task later sees the next.
+    request = message("create a task to call the bank")
+    request.configuration.CopyFrom(
+        SendMessageConfiguration(
+            task_push_notification_config=TaskPushNotificationConfig(url=f"{HOOKS}/{binding}-first", token="tok-1")
+        )
+    )
+    watched = final_task(await events(blocking, request))
+    check(watched.status.state == TaskState.TASK_STATE_INPUT_REQUIRED, f"asks: {watched}")
+    headers, body = await pushed(f"{binding}-first", "TASK_STATE_INPUT_REQUIRED")
+    check(body["task"]["id"] == watched.id, f"the task pushed: {body}")
+    check(headers.get("x-a2a-notification-token") == "tok-1", f"the token: {headers}")
+    second = await blocking.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=watched.id, id="second", url=f"{HOOKS}/{binding}-second", token="tok-2")
+    )
+    check(second.id == "second" and second.task_id == watched.id, f"set: {second}")
+    configs = await blocking.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=watched.id))
+    check(len(configs.configs) == 2, f"two configs: {configs}")
+    try:
+        await globex.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=watched.id))
+        check(False, "another tenant's task has no configs to list")
+    except TaskNotFoundError:
+        pass
+    yes = final_task(await events(blocking, message("yes", task_id=watched.id)))
+    check(yes.status.state == TaskState.TASK_STATE_COMPLETED, f"yes: {yes}")
+    await pushed(f"{binding}-first", "TASK_STATE_COMPLETED")
+    headers, _ = await pushed(f"{binding}-second", "TASK_STATE_COMPLETED")
+    check(headers.get("x-a2a-notification-token") == "tok-2", f"the second token: {headers}")
+    await blocking.delete_task_push_notification_config(
+        DeleteTaskPushNotificationConfigRequest(task_id=watched.id, id="second")
+    )
+    configs = await blocking.list_task_push_notification_configs(ListTaskPushNotificationConfigsRequest(task_id=watched.id))
+    check(len(configs.configs) == 1, f"one left: {configs}")
+
     # Another tenant finds nothing.
     for call in (
         lambda: globex.get_task(GetTaskRequest(id=done.id)),
@@ -169,6 +245,8 @@ async def run(binding):
 
 
 async def main():
+    global HOOKS
+    HOOKS = receiver()
     for binding in ("JSONRPC", "HTTP+JSON"):
         await run(binding)
 

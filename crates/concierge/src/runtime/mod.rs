@@ -39,6 +39,8 @@ pub use erase::Erased;
 pub use memory::MEMORY_KEY;
 pub use questions::check_answer;
 pub use readiness::Readiness;
+#[cfg(feature = "sqlite")]
+pub use webhooks::PushRenderer;
 
 use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionSummary};
 use crate::error::{Error, Result};

@@ -16,8 +16,8 @@ use sha2::Digest;
 use super::{Inner, Runtime};
 use crate::error::{Error, Result};
 use crate::webhook::{
-    Attempt, CreatedWebhook, Due, NewWebhook, Outgoing, PublicOnly, Watch, WebhookError, WebhookEvent, WebhookStats,
-    WebhookStore,
+    Attempt, CreatedWebhook, Due, NewPushConfig, NewWebhook, Outgoing, PublicOnly, PushConfig, Watch, WebhookError,
+    WebhookEvent, WebhookStats, WebhookStore,
 };
 
 /// The lease's name in the database.
@@ -45,6 +45,20 @@ pub(crate) const MAX_ATTEMPTS: u32 = 30;
 /// The longest wait between two attempts.
 const MAX_BACKOFF_MS: u64 = 3_600_000;
 
+/// Turns a run's stop into the body of an A2A push notification (the
+/// server's A2A endpoint knows what a task looks like; the runtime does not).
+pub trait PushRenderer: Send + Sync + 'static {
+    /// The body to post to `config` now that a run of its session stopped
+    /// (`stopped` is the `run_finished` event); `None` when the run is not
+    /// the config's task's.
+    fn render<'a>(
+        &'a self,
+        runtime: &'a Runtime,
+        config: &'a PushConfig,
+        stopped: &'a Event,
+    ) -> futures::future::BoxFuture<'a, Option<String>>;
+}
+
 /// What the runtime keeps for webhooks.
 pub(super) struct Webhooks {
     pub(super) store: WebhookStore,
@@ -60,6 +74,8 @@ pub(super) struct Webhooks {
     wake: tokio::sync::Notify,
     /// The deliverer's task and the name it holds the lease by.
     pub(super) task: std::sync::Mutex<Option<(tokio::task::AbortHandle, String)>>,
+    /// What turns a run's stop into an A2A push notification (set by the A2A endpoint).
+    renderer: std::sync::RwLock<Option<Arc<dyn PushRenderer>>>,
 }
 
 impl Webhooks {
@@ -74,6 +90,7 @@ impl Webhooks {
             enqueued: AtomicU64::new(0),
             wake: tokio::sync::Notify::new(),
             task: std::sync::Mutex::new(None),
+            renderer: std::sync::RwLock::new(None),
         }
     }
 
@@ -106,6 +123,29 @@ impl Runtime {
         let created = self.inner.webhooks.store.add(new).await?;
         self.inner.webhooks.forget_tenants();
         Ok(created)
+    }
+
+    /// Sets an A2A push notification config after checking its URL as
+    /// [`Runtime::add_webhook`] does; its task's updates are pushed from now on.
+    pub async fn set_push(&self, new: NewPushConfig) -> Result<PushConfig> {
+        let url = crate::webhook::check_url(&new.url)?;
+        if !self.inner.webhooks.to_private && !crate::webhook::resolve::host_is_public(&url) {
+            return Err(WebhookError::NotPublic(new.url).into());
+        }
+        let config = self.inner.webhooks.store.set_push(new).await?;
+        self.inner.webhooks.forget_tenants();
+        self.inner.webhooks.wake.notify_one();
+        Ok(config)
+    }
+
+    /// Pushes A2A task updates with `renderer` (the A2A endpoint sets it).
+    pub fn render_pushes_with(&self, renderer: Arc<dyn PushRenderer>) {
+        *self
+            .inner
+            .webhooks
+            .renderer
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(renderer);
     }
 
     /// Deletes a webhook of `tenant` and what waits to go to it; false if there is none.
@@ -285,13 +325,17 @@ async fn follow(runtime: Runtime, mut watch: Watch) {
             continue;
         }
         read = read.max(event.seq);
-        let EventKind::RunFinished { status, reply } = &event.kind else {
+        let Some((status, reply)) = stop_of(&event.kind) else {
             continue;
         };
         if let Ok(Some(now)) = store.watch(&watch.session).await {
             watch = now;
         }
-        let outgoing = (event.at >= watch.since).then(|| run_outgoing(&watch, &event, *status, reply.as_deref()));
+        if let Err(error) = push(&runtime, &event, status).await {
+            tracing::warn!(session = %session, %error, "a task's push could not be put in the outbox; trying again");
+            return;
+        }
+        let outgoing = (event.at >= watch.since).then(|| run_outgoing(&watch, &event, status, reply));
         match store.record_stop(&watch, event.seq, outgoing).await {
             Ok(added) => runtime.inner.webhooks.enqueued(added),
             Err(error) => {
@@ -304,6 +348,52 @@ async fn follow(runtime: Runtime, mut watch: Watch) {
             return;
         }
     }
+}
+
+/// The stop an event is, with what the run says there: a run finished, or
+/// parked on a confirmation, a choice or a running call's question.
+fn stop_of(kind: &EventKind) -> Option<(RunStatus, Option<&str>)> {
+    Some(match kind {
+        EventKind::RunFinished { status, reply } => (*status, reply.as_deref()),
+        EventKind::AwaitingConfirmation { pending } => {
+            (RunStatus::AwaitingConfirmation, Some(pending.message.as_str()))
+        }
+        EventKind::ChoiceRequested { pending } => (RunStatus::AwaitingChoice, Some(pending.choice.question.as_str())),
+        EventKind::ElicitationRequested { pending } => (RunStatus::AwaitingInput, Some(pending.text.as_str())),
+        _ => return None,
+    })
+}
+
+/// Puts the A2A pushes of a run's stop in the outbox: one per push config
+/// of the session set before the stop, whose task the run belongs to.
+async fn push(runtime: &Runtime, stopped: &Event, status: RunStatus) -> Result<()> {
+    let renderer = runtime
+        .inner
+        .webhooks
+        .renderer
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let Some(renderer) = renderer else {
+        return Ok(());
+    };
+    let store = &runtime.inner.webhooks.store;
+    for config in store.pushes_of_session(stopped.session.as_str()).await? {
+        if stopped.seq <= config.after_seq {
+            continue;
+        }
+        let Some(body) = renderer.render(runtime, &config, stopped).await else {
+            continue;
+        };
+        let id = event_id(&["push", &config.row.to_string(), &stopped.seq.to_string()]);
+        if store
+            .enqueue_push(&config, WebhookEvent::of_status(status), id, body)
+            .await?
+        {
+            runtime.inner.webhooks.enqueued(1);
+        }
+    }
+    Ok(())
 }
 
 /// Whether following `session` can stop (and stops it): nothing runs in it,
@@ -350,24 +440,32 @@ async fn post(client: &reqwest::Client, due: &Due) -> Attempt {
         let jitter = fastrand::u64(0..=backoff / 10);
         Some(Timestamp(now.0.saturating_add(backoff).saturating_add(jitter)))
     };
-    let signature = match crate::webhook::sign(&due.secret, &due.event_id, seconds, due.body.as_bytes()) {
-        Ok(signature) => signature,
-        Err(error) => {
-            return Attempt::Failed {
-                error: error.to_string(),
-                retry_at: None,
-            };
-        }
-    };
-    let sent = client
+    let mut request = client
         .post(&due.url)
         .header("content-type", "application/json")
         .header("webhook-id", &due.event_id)
-        .header("webhook-timestamp", seconds.to_string())
-        .header("webhook-signature", signature)
-        .body(due.body.clone())
-        .send()
-        .await;
+        .header("webhook-timestamp", seconds.to_string());
+    if let Some(secret) = &due.secret {
+        match crate::webhook::sign(secret, &due.event_id, seconds, due.body.as_bytes()) {
+            Ok(signature) => request = request.header("webhook-signature", signature),
+            Err(error) => {
+                return Attempt::Failed {
+                    error: error.to_string(),
+                    retry_at: None,
+                };
+            }
+        }
+    }
+    if let Some(token) = &due.token {
+        // The two spellings A2A's reference SDKs read.
+        request = request
+            .header("x-a2a-notification-token", token)
+            .header("a2a-notification-token", token);
+    }
+    if let Some(authorization) = &due.authorization {
+        request = request.header("authorization", authorization);
+    }
+    let sent = request.body(due.body.clone()).send().await;
     match sent {
         Ok(response) if response.status().is_success() => Attempt::Delivered(crate::clock::now()),
         Ok(response) => Attempt::Failed {

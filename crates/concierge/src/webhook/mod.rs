@@ -30,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+mod push;
 pub(crate) mod resolve;
 mod sign;
 mod store;
@@ -37,6 +38,7 @@ mod store;
 use concierge_core::{RunStatus, Timestamp};
 use serde::{Deserialize, Serialize};
 
+pub use push::{NewPushConfig, PushAuth, PushConfig};
 pub(crate) use resolve::PublicOnly;
 pub use sign::{sign, verify};
 pub use store::WebhookStore;

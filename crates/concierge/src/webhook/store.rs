@@ -11,7 +11,13 @@ use super::{CreatedWebhook, Delivery, DeliveryState, NewWebhook, Webhook, Webhoo
 use crate::side_db::{SideDb, random_id};
 
 /// The tables the store adds to a database.
-pub(crate) const WEBHOOK_TABLES: &[&str] = &["webhooks", "webhook_watches", "webhook_deliveries", "leases"];
+pub(crate) const WEBHOOK_TABLES: &[&str] = &[
+    "webhooks",
+    "webhook_watches",
+    "webhook_deliveries",
+    "push_configs",
+    "leases",
+];
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS webhooks (
@@ -36,9 +42,25 @@ CREATE TABLE IF NOT EXISTS webhook_watches (
     active INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS webhook_watches_active ON webhook_watches (session) WHERE active = 1;
+CREATE TABLE IF NOT EXISTS push_configs (
+    id INTEGER PRIMARY KEY,
+    config_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    task TEXT NOT NULL,
+    session TEXT NOT NULL,
+    url TEXT NOT NULL,
+    token TEXT,
+    auth_scheme TEXT,
+    auth_credentials TEXT,
+    after_seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (tenant, task, config_id)
+);
+CREATE INDEX IF NOT EXISTS push_configs_by_session ON push_configs (session);
 CREATE TABLE IF NOT EXISTS webhook_deliveries (
     id INTEGER PRIMARY KEY,
     webhook_id TEXT NOT NULL,
+    push_id INTEGER,
     event_id TEXT NOT NULL,
     event TEXT NOT NULL,
     session TEXT,
@@ -97,7 +119,12 @@ pub(crate) struct Due {
     pub row: i64,
     pub event: String,
     pub url: String,
-    pub secret: String,
+    /// A webhook's signing secret (an A2A push has none).
+    pub secret: Option<String>,
+    /// An A2A push's token (`X-A2A-Notification-Token`).
+    pub token: Option<String>,
+    /// An A2A push's `Authorization` header.
+    pub authorization: Option<String>,
     pub event_id: String,
     pub body: String,
     pub attempts: u32,
@@ -136,15 +163,15 @@ impl std::fmt::Debug for WebhookStore {
     }
 }
 
-fn millis(at: Timestamp) -> i64 {
+pub(super) fn millis(at: Timestamp) -> i64 {
     i64::try_from(at.0).unwrap_or(i64::MAX)
 }
 
-fn stamp(ms: i64) -> Timestamp {
+pub(super) fn stamp(ms: i64) -> Timestamp {
     Timestamp(u64::try_from(ms).unwrap_or_default())
 }
 
-fn tenant_key(tenant: Option<&str>) -> &str {
+pub(super) fn tenant_key(tenant: Option<&str>) -> &str {
     tenant.unwrap_or("")
 }
 
@@ -199,7 +226,7 @@ impl WebhookStore {
         })
     }
 
-    async fn with_conn<T: Send + 'static>(
+    pub(super) async fn with_conn<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T, WebhookError> + Send + 'static,
     ) -> Result<T, WebhookError> {
@@ -375,8 +402,10 @@ impl WebhookStore {
     /// The tenants that have a webhook for run events (`""`: no tenant).
     pub(crate) async fn tenants_following_runs(&self) -> Result<Vec<String>, WebhookError> {
         self.with_conn(|conn| {
-            let mut statement =
-                conn.prepare_cached("SELECT DISTINCT tenant FROM webhooks WHERE events LIKE '%run.%'")?;
+            let mut statement = conn.prepare_cached(
+                "SELECT DISTINCT tenant FROM webhooks WHERE events LIKE '%run.%'
+                 UNION SELECT DISTINCT tenant FROM push_configs",
+            )?;
             let rows = statement.query_map([], |row| row.get(0))?;
             Ok(rows.collect::<rusqlite::Result<Vec<String>>>()?)
         })
@@ -508,9 +537,13 @@ impl WebhookStore {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.with_conn(move |conn| {
             let mut statement = conn.prepare_cached(
-                "SELECT d.id, w.url, w.secret, d.event_id, d.body, d.attempts, d.event
-                 FROM webhook_deliveries d JOIN webhooks w ON w.webhook_id = d.webhook_id
-                 WHERE d.next_at IS NOT NULL AND d.next_at <= ?1 AND w.paused = 0
+                "SELECT d.id, COALESCE(w.url, p.url), w.secret, d.event_id, d.body, d.attempts, d.event,
+                        p.token, p.auth_scheme, p.auth_credentials
+                 FROM webhook_deliveries d
+                 LEFT JOIN webhooks w ON w.webhook_id = d.webhook_id
+                 LEFT JOIN push_configs p ON p.id = d.push_id
+                 WHERE d.next_at IS NOT NULL AND d.next_at <= ?1
+                   AND (w.paused = 0 OR (w.webhook_id IS NULL AND p.id IS NOT NULL))
                  ORDER BY d.next_at LIMIT ?2",
             )?;
             let rows = statement.query_map(params![millis(now), limit], |row| {
@@ -522,6 +555,15 @@ impl WebhookStore {
                     body: row.get(4)?,
                     attempts: row.get(5)?,
                     event: row.get(6)?,
+                    token: row.get(7)?,
+                    authorization: {
+                        let scheme: Option<String> = row.get(8)?;
+                        let credentials: Option<String> = row.get(9)?;
+                        scheme.map(|s| match credentials {
+                            Some(c) => format!("{s} {c}"),
+                            None => s,
+                        })
+                    },
                 })
             })?;
             Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
@@ -557,6 +599,7 @@ impl WebhookStore {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             tx.execute("DELETE FROM webhook_watches WHERE session = ?1", params![session])?;
             tx.execute("DELETE FROM webhook_deliveries WHERE session = ?1", params![session])?;
+            tx.execute("DELETE FROM push_configs WHERE session = ?1", params![session])?;
             tx.commit()?;
             Ok(())
         })
