@@ -43,7 +43,7 @@ pub struct EventsQuery {
     /// The id of the last event seen; `Last-Event-ID` wins when both are sent.
     #[param(
         nullable = false,
-        pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$"
+        pattern = "^[0-9]{1,18}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,18}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$"
     )]
     pub after: Option<String>,
 }
@@ -55,7 +55,7 @@ pub struct EventsQuery {
     get, path = "/api/v1/sessions/{id}/events", tag = "sessions",
     params(
         ("id" = String, Path, description = "The session's id"),
-        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,19}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,19}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$", description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = "^[0-9]{1,18}(\\.[0-9]{1,9})?(;[A-Za-z0-9_-]+(\\.[A-Za-z0-9_-]+)*=[0-9]{1,18}(\\.[0-9]{1,9})?/[0-9]{1,9}){0,16}$", description = "The id of the last event seen (`12`, `12.3`, `14;call_1=5/0`); the stream resumes after it"),
         EventsQuery,
     ),
     responses(

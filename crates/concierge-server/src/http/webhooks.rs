@@ -13,7 +13,6 @@ use concierge::webhook::{CreatedWebhook, Delivery, DeliveryState, NewWebhook, We
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::types::optional_whole_number;
 use crate::ground::body::JsonBody;
 use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
@@ -120,7 +119,11 @@ pub struct WebhookList {
 #[serde(deny_unknown_fields)]
 pub struct WebhookRequest {
     /// Where deliveries are posted: an `http` or `https` URL.
-    #[schema(min_length = 1, max_length = 2048, pattern = "^https?://[^/?#\\s]+")]
+    #[schema(
+        min_length = 1,
+        max_length = 2048,
+        pattern = "^https?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*\\.?(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?([/?][^\\s#]*)?$|^https?://((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?([/?][^\\s#]*)?$"
+    )]
     pub url: String,
     /// What it is told about (at least one).
     #[schema(min_items = 1)]
@@ -199,12 +202,30 @@ pub struct DeliveryList {
 
 /// `?limit=`: how many deliveries.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct DeliveriesQuery {
     /// How many of the latest deliveries (1 to 500; 50 by default).
-    #[serde(default, deserialize_with = "optional_whole_number")]
-    #[param(minimum = 1, maximum = 500)]
-    pub limit: Option<u32>,
+    #[serde(default)]
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 500)]
+    pub limit: Option<String>,
+}
+
+/// The URLs the API takes for a webhook (the `url` field's pattern in the
+/// OpenAPI document): `http` or `https`, a host name (labels of letters,
+/// digits and single hyphens, the last starting with a letter) or an IPv4
+/// address, a port, a path and query; no fragment.
+const URL_PATTERN: &str = concat!(
+    r"^https?://(([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*\.?",
+    r"|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))",
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?([/?][^\s#]*)?$"
+);
+
+/// Whether the API takes `url` for a webhook.
+fn url_taken(url: &str) -> bool {
+    static PATTERN: std::sync::LazyLock<Option<regex::Regex>> =
+        std::sync::LazyLock::new(|| regex::Regex::new(URL_PATTERN).ok());
+    PATTERN.as_ref().is_some_and(|p| p.is_match(url))
 }
 
 fn unknown(id: &str) -> ApiError {
@@ -258,6 +279,14 @@ pub async fn add(
             "a description holds at most 200 characters",
         ));
     }
+    if !url_taken(&body.url) {
+        return Err(ApiError::field(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "url",
+            "a webhook URL is http:// or https://, then a host name or an IPv4 address, an optional port, \
+             and an optional path (no #fragment), e.g. https://hooks.example.com/concierge",
+        ));
+    }
     let events: Vec<WebhookEvent> = body.events.into_iter().map(Into::into).collect();
     let mut new = NewWebhook::new(caller.tenant.as_deref(), body.url, events).map_err(|e| {
         let field = match e {
@@ -302,8 +331,9 @@ pub async fn show(
     params(("id" = String, Path, description = "The webhook's id"), DeliveriesQuery),
     responses(
         (status = 200, description = "Its deliveries", body = DeliveryList),
+        (status = 400, description = "The query string does not fit (a parameter given twice, say)", body = ErrorBody),
         (status = 404, description = "The tenant has no webhook by that id", body = ErrorBody),
-        (status = 422, description = "The limit is out of range", body = ErrorBody),
+        (status = 422, description = "The limit is not a whole number from 1 to 500", body = ErrorBody),
     )
 )]
 pub async fn deliveries(
@@ -312,12 +342,15 @@ pub async fn deliveries(
     Path(id): Path<String>,
     Query(query): Query<DeliveriesQuery>,
 ) -> Result<Json<DeliveryList>, ApiError> {
-    let limit = query.limit.unwrap_or(50);
+    let limit = match query.limit.as_deref() {
+        None => 50,
+        Some(text) => text.trim().parse::<u32>().unwrap_or(0),
+    };
     if !(1..=500).contains(&limit) {
         return Err(ApiError::field(
             StatusCode::UNPROCESSABLE_ENTITY,
             "limit",
-            "limit is from 1 to 500",
+            "limit is a whole number from 1 to 500",
         ));
     }
     let found = state
@@ -397,5 +430,37 @@ pub async fn delete(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(unknown(&id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_pattern_takes_what_a_webhook_can_post_to_and_nothing_else() {
+        for url in [
+            "https://hooks.example.com/concierge",
+            "http://127.0.0.1:9791/hooks?x=1",
+            "http://localhost.",
+            "https://a-b.c1/x/y%20z",
+            "http://10.0.0.1:65535",
+        ] {
+            assert!(url_taken(url), "{url}");
+            assert!(concierge::webhook::check_url(url).is_ok(), "{url}");
+        }
+        for url in [
+            "ftp://example.com",
+            "http://|\u{90}",
+            "http://256.1.1.1",
+            "http://1.2.3.4.5",
+            "http://a:65536",
+            "http://xn--a.com",
+            "http://a.com/#frag",
+            "HTTP://a.com",
+            "http://a b.com",
+        ] {
+            assert!(!url_taken(url), "{url}");
+        }
     }
 }
