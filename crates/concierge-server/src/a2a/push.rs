@@ -141,7 +141,8 @@ pub fn check(config: &TaskPushNotificationConfig) -> Result<(), A2aError> {
         config.authentication.as_ref().and_then(|a| a.credentials.as_deref()),
     )?;
     if config.authentication.as_ref().is_some_and(|a| {
-        a.scheme.is_empty() || a.scheme.len() > 64 || !a.scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        !a.scheme.is_empty()
+            && (a.scheme.len() > 64 || !a.scheme.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
     }) {
         return Err(A2aError::field(
             "authentication.scheme",
@@ -167,11 +168,15 @@ async fn set_after(
         session: found.session.id().to_string(),
         id: config.id.clone(),
         url: config.url.clone(),
-        token: config.token.clone(),
-        authentication: config.authentication.map(|auth| PushAuth {
-            scheme: auth.scheme,
-            credentials: auth.credentials,
-        }),
+        // Clients that write every field send "" for none.
+        token: config.token.clone().filter(|t| !t.is_empty()),
+        authentication: config
+            .authentication
+            .filter(|a| !a.scheme.is_empty())
+            .map(|auth| PushAuth {
+                scheme: auth.scheme,
+                credentials: auth.credentials,
+            }),
         // The task's stops so far are not news.
         after_seq: after.unwrap_or_else(|| found.session.last_seq()),
     };

@@ -1,19 +1,46 @@
 // The official A2A JS client (@a2a-js/sdk) against `concierge serve`'s A2A
 // endpoint, with the task manager's agents on their rules, through both
 // bindings: an answer, a streamed answer, a confirmation answered by its
-// data part and in words, re-subscribing to a task, a cancel, and another
-// tenant that finds nothing. Run by the ignored test `a2a_client` of
+// data part and in words, re-subscribing to a task, a cancel, a push
+// notification config (posted to a receiver here), and another tenant that
+// finds nothing. Run by the ignored test `a2a_client` of
 // concierge-cli (which starts the server) with A2A_URL, A2A_TOKEN_ACME and
 // A2A_TOKEN_GLOBEX set:  node --test run.mjs
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
 import { Role, TaskState } from "@a2a-js/sdk";
 import { ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from "@a2a-js/sdk/client";
 import { TaskNotCancelableError, TaskNotFoundError } from "@a2a-js/sdk/errors";
 
 const url = process.env.A2A_URL.replace(/\/$/, "");
 const taskAgent = `${url}/a2a/agents/task`;
+
+// A push receiver: what was posted to each path, with its headers.
+const pushed = [];
+const receiver = createServer((request, response) => {
+  let body = "";
+  request.on("data", (chunk) => (body += chunk));
+  request.on("end", () => {
+    pushed.push({ path: request.url, headers: request.headers, body: JSON.parse(body) });
+    response.writeHead(200).end();
+  });
+});
+await new Promise((ready) => receiver.listen(0, "127.0.0.1", ready));
+receiver.unref();
+const hooks = `http://127.0.0.1:${receiver.address().port}`;
+
+/** The push to `path` of the task in `state` (waits for it). */
+async function pushOf(path, state) {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    const found = pushed.find((p) => p.path === path && p.body?.task?.status?.state === state);
+    if (found) return found;
+    await new Promise((wake) => setTimeout(wake, 50));
+  }
+  assert.fail(`no push of ${state} to ${path}: ${JSON.stringify(pushed)}`);
+}
 
 function withToken(token) {
   return (input, init = {}) => {
@@ -110,6 +137,34 @@ for (const binding of ["JSONRPC", "HTTP+JSON"]) {
     const cancelled = await acme.cancelTask({ tenant: "", id: parked.id, metadata: undefined });
     assert.equal(cancelled.status.state, TaskState.TASK_STATE_CANCELED);
     await assert.rejects(acme.cancelTask({ tenant: "", id: parked.id, metadata: undefined }), TaskNotCancelableError);
+
+    // A push notification config on a task that waits: its completion is posted.
+    const watched = await acme.sendMessage(message({ text: "create a task to call the bank" }));
+    assert.equal(watched.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+    const path = `/${binding}-js`;
+    const config = await acme.createTaskPushNotificationConfig({
+      tenant: "",
+      id: "js",
+      taskId: watched.id,
+      url: `${hooks}${path}`,
+      token: "tok-js",
+      authentication: undefined,
+    });
+    assert.equal(config.id, "js");
+    const configs = await acme.listTaskPushNotificationConfig({ tenant: "", taskId: watched.id, pageSize: 0, pageToken: "" });
+    assert.equal(configs.configs.length, 1);
+    await assert.rejects(
+      globex.listTaskPushNotificationConfig({ tenant: "", taskId: watched.id, pageSize: 0, pageToken: "" }),
+      TaskNotFoundError,
+    );
+    const approved = await acme.sendMessage(message({ text: "yes", taskId: watched.id }));
+    assert.equal(approved.status.state, TaskState.TASK_STATE_COMPLETED);
+    const push = await pushOf(path, "TASK_STATE_COMPLETED");
+    assert.equal(push.headers["x-a2a-notification-token"], "tok-js");
+    assert.equal(push.body.task.id, watched.id);
+    await acme.deleteTaskPushNotificationConfig({ tenant: "", taskId: watched.id, id: "js" });
+    const left = await acme.listTaskPushNotificationConfig({ tenant: "", taskId: watched.id, pageSize: 0, pageToken: "" });
+    assert.equal(left.configs.length, 0);
 
     await assert.rejects(globex.getTask({ tenant: "", id: done.id, historyLength: undefined }), TaskNotFoundError);
     await assert.rejects(globex.cancelTask({ tenant: "", id: parked.id, metadata: undefined }), TaskNotFoundError);

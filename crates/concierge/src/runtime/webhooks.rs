@@ -515,19 +515,36 @@ fn client(to_private: bool) -> Result<reqwest::Client> {
         .map_err(|e| Error::InvalidConfig(format!("the webhooks' HTTP client could not be built: {e}")))
 }
 
+/// The sessions this process follows, each by a task; the tasks end with
+/// it (the deliverer stopped, or another process took the lease).
+#[derive(Default)]
+struct Following(HashMap<String, tokio::task::JoinHandle<()>>);
+
+impl Following {
+    fn stop(&mut self) {
+        for (_, task) in self.0.drain() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
 /// One round of the deliverer while it holds the lease: follows the watched
 /// sessions not followed yet, then posts what is due.
-async fn round(
-    runtime: &Runtime,
-    client: &reqwest::Client,
-    following: &mut HashMap<String, tokio::task::JoinHandle<()>>,
-) -> Result<bool> {
+async fn round(runtime: &Runtime, client: &reqwest::Client, following: &mut Following) -> Result<bool> {
     let hooks = &runtime.inner.webhooks;
-    following.retain(|_, task| !task.is_finished());
+    following.0.retain(|_, task| !task.is_finished());
     for watch in hooks.store.watches().await? {
-        if !following.contains_key(&watch.session) {
+        if !following.0.contains_key(&watch.session) {
             let session = watch.session.clone();
-            following.insert(session, tokio::spawn(follow(runtime.clone(), watch)));
+            following
+                .0
+                .insert(session, tokio::spawn(follow(runtime.clone(), watch)));
         }
     }
     let due = hooks.store.due(crate::clock::now(), BATCH).await?;
@@ -569,7 +586,7 @@ async fn round(
 /// work, follows sessions and posts the outbox, and lets the lease go when
 /// another process holds it.
 async fn deliver(runtime: Weak<Inner>, holder: String) {
-    let mut following: HashMap<String, tokio::task::JoinHandle<()>> = HashMap::new();
+    let mut following = Following::default();
     let mut client_for: Option<reqwest::Client> = None;
     loop {
         let Some(inner) = runtime.upgrade() else {
@@ -581,7 +598,7 @@ async fn deliver(runtime: Weak<Inner>, holder: String) {
         let until = Timestamp(now.0.saturating_add(LEASE.as_millis() as u64));
         let mut more = false;
         // Nothing to do: no lease taken (no write to the database while idle).
-        let work = !following.is_empty() || hooks.store.has_work().await.unwrap_or(true);
+        let work = !following.0.is_empty() || hooks.store.has_work().await.unwrap_or(true);
         let leased = if work {
             hooks.store.lease(LEASE_NAME, &holder, now, until).await
         } else {
@@ -603,9 +620,7 @@ async fn deliver(runtime: Weak<Inner>, holder: String) {
                 }
             }
             Ok(false) => {
-                for (_, task) in following.drain() {
-                    task.abort();
-                }
+                following.stop();
             }
             Err(error) => tracing::warn!(%error, "the webhooks' lease could not be taken; trying again"),
         }
@@ -615,9 +630,7 @@ async fn deliver(runtime: Weak<Inner>, holder: String) {
             let _ = tokio::time::timeout(POLL, wake.webhooks.wake.notified()).await;
         }
     }
-    for (_, task) in following.drain() {
-        task.abort();
-    }
+    following.stop();
 }
 
 impl Runtime {
