@@ -288,7 +288,7 @@ impl Runtime {
         };
         // Just before the run's first input: its events come after this.
         #[cfg(feature = "sqlite")]
-        self.arm_webhooks(&session, options.tenant.as_deref()).await?;
+        self.arm_webhooks(&session, options.tenant.as_deref()).await;
         let start = StartRun {
             run_id: options.run_id,
             catalog_version: None,
@@ -376,7 +376,7 @@ impl Runtime {
     ) -> Result<RunOutput> {
         let session = session.into();
         #[cfg(feature = "sqlite")]
-        self.rearm_webhooks(&session).await?;
+        self.rearm_webhooks(&session).await;
         let stop = self
             .engine_or_err()?
             .confirm(session, call_id.into(), fingerprint.into(), decision)

@@ -67,7 +67,7 @@ impl Runtime {
         };
         check_answer(&asked, &answer).map_err(|problem| Error::Rejected(StepError::AnswerRefused { problem }))?;
         #[cfg(feature = "sqlite")]
-        self.rearm_webhooks(&session).await?;
+        self.rearm_webhooks(&session).await;
         let stop = self
             .engine_or_err()?
             .answer_question(session, call_id, question, answer)

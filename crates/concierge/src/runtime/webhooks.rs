@@ -189,32 +189,39 @@ impl Runtime {
     }
 
     /// Before a run starts in `session` of `tenant`: follows the session
-    /// for the tenant's webhooks, if it has any for runs.
-    pub(super) async fn arm_webhooks(&self, session: &SessionId, tenant: Option<&str>) -> Result<()> {
+    /// for the tenant's webhooks, if it has any for runs. A store that
+    /// fails does not stop the run (it is logged: its webhooks miss it).
+    pub(super) async fn arm_webhooks(&self, session: &SessionId, tenant: Option<&str>) {
         let tenants = self.tenants_following_runs().await;
         if !tenants.contains(tenant.unwrap_or("")) {
-            return Ok(());
+            return;
         }
-        Ok(self
+        let armed = self
             .inner
             .webhooks
             .store
             .arm(session.as_str(), tenant, crate::clock::now())
-            .await?)
+            .await;
+        if let Err(error) = armed {
+            tracing::warn!(session = %session, %error, "the run goes on, but its webhooks will not hear of it");
+        }
     }
 
     /// Before a parked run is resumed in `session`: follows it again if it
-    /// was followed when it parked.
-    pub(super) async fn rearm_webhooks(&self, session: &SessionId) -> Result<()> {
+    /// was followed when it parked (a store that fails is logged, as above).
+    pub(super) async fn rearm_webhooks(&self, session: &SessionId) {
         if self.tenants_following_runs().await.is_empty() {
-            return Ok(());
+            return;
         }
-        Ok(self
+        let armed = self
             .inner
             .webhooks
             .store
             .rearm(session.as_str(), crate::clock::now())
-            .await?)
+            .await;
+        if let Err(error) = armed {
+            tracing::warn!(session = %session, %error, "the run goes on, but its webhooks will not hear of it");
+        }
     }
 
     /// A schedule started its run: tells the webhooks that want to know.
