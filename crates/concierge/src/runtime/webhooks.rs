@@ -116,10 +116,7 @@ impl Runtime {
     /// URL is one this deployment posts to (public addresses only, unless
     /// [`RuntimeBuilder::webhooks_to_private_addresses`](crate::RuntimeBuilder::webhooks_to_private_addresses)).
     pub async fn add_webhook(&self, new: NewWebhook) -> Result<CreatedWebhook> {
-        let url = crate::webhook::check_url(&new.url)?;
-        if !self.inner.webhooks.to_private && !crate::webhook::resolve::host_is_public(&url) {
-            return Err(WebhookError::NotPublic(new.url).into());
-        }
+        self.check_destination(&new.url)?;
         let created = self.inner.webhooks.store.add(new).await?;
         self.inner.webhooks.forget_tenants();
         Ok(created)
@@ -128,14 +125,21 @@ impl Runtime {
     /// Sets an A2A push notification config after checking its URL as
     /// [`Runtime::add_webhook`] does; its task's updates are pushed from now on.
     pub async fn set_push(&self, new: NewPushConfig) -> Result<PushConfig> {
-        let url = crate::webhook::check_url(&new.url)?;
-        if !self.inner.webhooks.to_private && !crate::webhook::resolve::host_is_public(&url) {
-            return Err(WebhookError::NotPublic(new.url).into());
-        }
+        self.check_destination(&new.url)?;
         let config = self.inner.webhooks.store.set_push(new).await?;
         self.inner.webhooks.forget_tenants();
         self.inner.webhooks.wake.notify_one();
         Ok(config)
+    }
+
+    /// Checks that `url` is one this deployment posts to: an http(s) URL,
+    /// and a public address unless private ones are allowed.
+    fn check_destination(&self, url: &str) -> Result<()> {
+        let parsed = crate::webhook::check_url(url)?;
+        if !self.inner.webhooks.to_private && !crate::webhook::resolve::host_is_public(&parsed) {
+            return Err(WebhookError::NotPublic(url.to_owned()).into());
+        }
+        Ok(())
     }
 
     /// Pushes A2A task updates with `renderer` (the A2A endpoint sets it).

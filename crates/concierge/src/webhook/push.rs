@@ -6,7 +6,7 @@ use concierge_core::Timestamp;
 use rusqlite::{OptionalExtension, Row, TransactionBehavior, params};
 use serde::{Deserialize, Serialize};
 
-use super::store::{millis, stamp, tenant_key};
+use super::store::{arm_in, millis, stamp, tenant_key};
 use super::{WebhookError, WebhookEvent, WebhookStore};
 use crate::side_db::random_id;
 
@@ -127,11 +127,7 @@ impl WebhookStore {
                     now
                 ],
             )?;
-            tx.execute(
-                "INSERT INTO webhook_watches (session, tenant, since, armed_at) VALUES (?1, ?2, ?3, ?3)
-                 ON CONFLICT (session) DO UPDATE SET active = 1, gen = gen + 1, armed_at = excluded.armed_at",
-                params![new.session, key, now],
-            )?;
+            arm_in(&tx, &new.session, key, now)?;
             tx.commit()?;
             Ok(())
         })

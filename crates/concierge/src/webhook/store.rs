@@ -416,11 +416,7 @@ impl WebhookStore {
     pub(crate) async fn arm(&self, session: &str, tenant: Option<&str>, since: Timestamp) -> Result<(), WebhookError> {
         let (session, tenant) = (session.to_owned(), tenant_key(tenant).to_owned());
         self.with_conn(move |conn| {
-            conn.execute(
-                "INSERT INTO webhook_watches (session, tenant, since, armed_at) VALUES (?1, ?2, ?3, ?3)
-                 ON CONFLICT (session) DO UPDATE SET active = 1, gen = gen + 1, armed_at = excluded.armed_at",
-                params![session, tenant, millis(since)],
-            )?;
+            arm_in(conn, &session, &tenant, millis(since))?;
             Ok(())
         })
         .await
@@ -640,6 +636,16 @@ impl WebhookStore {
         })
         .await
     }
+}
+
+/// Follows `session` (of tenant key `tenant`) from `at` on: a new watch
+/// starts there; one that exists is active again, with a new generation.
+pub(super) fn arm_in(conn: &Connection, session: &str, tenant: &str, at: i64) -> rusqlite::Result<usize> {
+    conn.execute(
+        "INSERT INTO webhook_watches (session, tenant, since, armed_at) VALUES (?1, ?2, ?3, ?3)
+         ON CONFLICT (session) DO UPDATE SET active = 1, gen = gen + 1, armed_at = excluded.armed_at",
+        params![session, tenant, at],
+    )
 }
 
 /// Inserts `out` for each webhook of `tenant` that wants its event; a
