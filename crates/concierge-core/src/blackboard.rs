@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::id::{CallId, RunId, ToolId};
-use crate::tool::ToolOutcome;
+use crate::tool::{ToolOutcome, ToolSpec};
 
 /// Shared knowledge of a session: the goal, required versus available
 /// information, and the log of every tool execution.
@@ -69,6 +69,23 @@ impl Blackboard {
             .rev()
             .find(|e| &e.tool == tool && e.fingerprint == fingerprint && e.outcome.is_ok())
     }
+
+    /// Keeps what a successful call of `spec` provides (its declared
+    /// `provides` keys, from its result `value`).
+    pub fn take_provided(&mut self, spec: &ToolSpec, value: &Value) {
+        for key in &spec.provides {
+            let provided = value.get(key).cloned().unwrap_or_else(|| value.clone());
+            self.available.insert(key.clone(), provided);
+        }
+    }
+
+    /// A successful call of `tool` with arguments of this fingerprint made
+    /// before the conversation was forked: done there, not to be done again.
+    pub fn done_before_fork(&self, tool: &ToolId, fingerprint: &str) -> Option<&ToolExecution> {
+        self.log
+            .iter()
+            .find(|e| e.forked && &e.tool == tool && e.fingerprint == fingerprint && e.outcome.is_ok())
+    }
 }
 
 /// The goal of the current run.
@@ -101,6 +118,14 @@ pub struct ToolExecution {
     /// When the result was reused, the call it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reused_from: Option<CallId>,
+    /// Whether the call was made in the conversation this one was forked
+    /// from (a fork answers the same call again with its result).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub forked: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 impl ToolExecution {

@@ -31,6 +31,7 @@ use serde_json::Value;
 use crate::batch::Handoff;
 use crate::blackboard::Blackboard;
 use crate::catalog::{Catalog, ResolvedAgent};
+use crate::fork::{DoneCall, REPLAY_REFUSAL};
 use crate::id::CallId;
 use crate::message::ToolCall;
 use crate::policy::{Cap, ConfirmationPolicy, RunPolicy};
@@ -57,6 +58,8 @@ pub(crate) struct Gate<'a> {
     /// How many agent calls the run may make (its policy's, or what is left
     /// of its parent's if that is less).
     pub(crate) agent_budget: u32,
+    /// For a replay: the replayed run's calls, the only answers its calls get.
+    pub(crate) replay: Option<&'a [DoneCall]>,
 }
 
 /// The gate's verdict on one call.
@@ -185,13 +188,38 @@ impl Gate<'_> {
         if let Some(refusal) = self.missing_information(spec) {
             return refusal;
         }
-        if spec.annotations.cacheable {
-            if let Some(previous) = self.blackboard.cached(&spec.name, fingerprint) {
-                return Verdict::Reuse {
-                    outcome: previous.outcome.clone(),
-                    from: previous.call_id.clone(),
-                };
-            }
+        // A cacheable call answered before, or a change the conversation
+        // this one was forked from already made, is not made again.
+        let earlier = if spec.annotations.cacheable {
+            self.blackboard.cached(&spec.name, fingerprint)
+        } else if !spec.annotations.read_only {
+            self.blackboard.done_before_fork(&spec.name, fingerprint)
+        } else {
+            None
+        };
+        if let Some(previous) = earlier {
+            return Verdict::Reuse {
+                outcome: previous.outcome.clone(),
+                from: previous.call_id.clone(),
+            };
+        }
+        if let Some(recorded) = self.replay {
+            return match recorded
+                .iter()
+                .find(|c| c.tool == spec.name && c.fingerprint == fingerprint)
+            {
+                Some(done) => Verdict::Reuse {
+                    outcome: done.outcome.clone(),
+                    from: done.call_id.clone(),
+                },
+                None => refuse(
+                    ToolErrorKind::NotAllowed,
+                    format!(
+                        "{REPLAY_REFUSAL}, which calls no tool and answers only the calls the original run made, and it made no {} call with these arguments",
+                        spec.name
+                    ),
+                ),
+            };
         }
         if self.tool_calls >= self.policy.max_tool_calls {
             return Verdict::Refuse {
@@ -369,6 +397,7 @@ mod tests {
                 depth: 0,
                 agent_calls: 0,
                 agent_budget: self.policy.max_agent_calls,
+                replay: None,
             };
             let call = call(name, arguments);
             let fingerprint = crate::canonical::fingerprint(&call.arguments);
@@ -487,6 +516,7 @@ mod tests {
             duration_ms: 4,
             outcome: ToolOutcome::Ok(json!("found")),
             reused_from: None,
+            forked: false,
         });
         let verdict = case.check("search", json!({"q": "x"}));
         assert_eq!(

@@ -238,6 +238,15 @@ pub struct StartRun {
     /// The caller's metadata.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, Value>,
+    /// The model the run's model calls name instead of their agents' (a
+    /// replay against another model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// For a replay: the tool calls of the run replayed. The run calls no
+    /// tool: a call with the same tool and arguments as one of these is
+    /// answered with its recorded result, any other is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Vec<crate::fork::DoneCall>>,
     /// When the input was accepted, in milliseconds since the Unix epoch (engines supply it; the core reads no clock).
     pub at: Timestamp,
 }
@@ -260,6 +269,8 @@ impl StartRun {
             turn_id: None,
             labels: BTreeMap::new(),
             metadata: BTreeMap::new(),
+            model: None,
+            replay: None,
             at,
         }
     }
@@ -296,6 +307,10 @@ pub struct OpenSession {
     /// The tenant the session belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
+    /// For a fork: the conversation it starts from (its messages are added
+    /// to the history, its tool calls to the log).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<Box<crate::fork::Fork>>,
     /// When the session was opened.
     pub at: Timestamp,
 }

@@ -63,6 +63,7 @@ mod effect;
 mod elicitation;
 mod error;
 mod event;
+mod fork;
 mod gate;
 mod handoff;
 mod history;
@@ -98,7 +99,8 @@ pub use elicitation::{
     Asked, Elicitation, ElicitationAction, ElicitationAnswer, ElicitationField, ElicitationMode, PendingElicitation,
 };
 pub use error::StepError;
-pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
+pub use event::{Event, EventId, EventKind, ForkOrigin, InvalidEventId, ToolsState};
+pub use fork::{DoneCall, Fork, ForkError, REPLAY_REFUSAL, RunRecord};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,

@@ -130,6 +130,7 @@ mod tests {
                 ToolOutcome::Error(ToolError::failed("no"))
             },
             reused_from: None,
+            forked: false,
         }
     }
 
@@ -163,6 +164,8 @@ mod tests {
             policy: RunPolicy::default(),
             at: Timestamp(0),
             log_start: 1,
+            model: None,
+            replay: None,
         });
         run.set_error("it broke".into());
         let log = [execution("r1", true), execution("r2", false)];

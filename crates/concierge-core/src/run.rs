@@ -11,12 +11,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::batch::{InFlight, Parked};
 use crate::blackboard::ToolExecution;
+use crate::effect::Effect;
 use crate::elicitation::{Asked, Elicitation, ElicitationAction, ElicitationAnswer, PendingElicitation};
 use crate::error::StepError;
 use crate::event::EventKind;
+use crate::fork::DoneCall;
 use crate::id::{AgentId, CallId, RunId, SessionId};
 use crate::input::Confirmation;
-use crate::model::Usage;
+use crate::model::{ModelRequest, Usage};
 use crate::output::{RunOutput, RunStatus, confidence};
 use crate::pending::{PendingChoice, PendingConfirmation};
 use crate::phase::{InvalidTransition, Phase};
@@ -289,6 +291,12 @@ pub(crate) struct Run {
     /// when the run started).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     asked_at: Option<Timestamp>,
+    /// The model its model calls name instead of their agents' (a replay's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    model: Option<String>,
+    /// For a replay: the replayed run's calls, which answer this run's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    replay: Option<Vec<DoneCall>>,
 }
 
 /// The run's time: when it started and how long it was parked for the person.
@@ -315,6 +323,10 @@ pub(crate) struct NewRun {
     pub(crate) at: Timestamp,
     /// Where its tool executions start in the session's log.
     pub(crate) log_start: usize,
+    /// The model its calls name instead of their agents'.
+    pub(crate) model: Option<String>,
+    /// For a replay: the replayed run's calls.
+    pub(crate) replay: Option<Vec<DoneCall>>,
 }
 
 impl Run {
@@ -342,6 +354,26 @@ impl Run {
             user: None,
             agent_calls: 0,
             asked_at: None,
+            model: start.model,
+            replay: start.replay,
+        }
+    }
+
+    /// For a replay: the replayed run's calls, which answer this run's.
+    pub(crate) fn replay(&self) -> Option<&[DoneCall]> {
+        self.replay.as_deref()
+    }
+
+    /// The effect that asks the model `request` as the run's `call`-th
+    /// model call, naming the run's model if it has one.
+    pub(crate) fn model_effect(&self, call: u32, mut request: ModelRequest) -> Effect {
+        if let Some(model) = &self.model {
+            request.model = Some(model.clone());
+        }
+        Effect::CallModel {
+            run_id: self.id.clone(),
+            call,
+            request,
         }
     }
 
@@ -605,6 +637,8 @@ mod tests {
             policy,
             at: Timestamp(1_000),
             log_start: 0,
+            model: None,
+            replay: None,
         })
     }
 

@@ -290,6 +290,16 @@ mod elicitation {
     );
 }
 
+#[path = "../../concierge/tests/cases/forks.rs"]
+mod forks_cases;
+
+mod forks {
+    on_temporal!(forks_cases;
+        a_fork_carries_the_conversation_and_does_not_redo_what_was_done,
+        a_replay_runs_against_another_model_without_side_effects,
+    );
+}
+
 #[path = "../../concierge/tests/cases/replay.rs"]
 mod replay_cases;
 

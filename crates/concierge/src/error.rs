@@ -126,6 +126,14 @@ pub enum Error {
         /// Why it cannot be replayed, and what to do.
         reason: String,
     },
+    /// A fork or a replay names an event or a run the session does not have.
+    #[error(transparent)]
+    Fork(#[from] concierge_core::ForkError),
+    /// A run names a model this runtime has not configured.
+    #[error(
+        "no model {0} is configured here: name the default model, one an agent names, or one listed in `models` in concierge.toml"
+    )]
+    ModelNotConfigured(String),
     /// A message is larger than the runtime accepts
     /// ([`RuntimeBuilder::max_message_bytes`](crate::RuntimeBuilder::max_message_bytes)).
     #[error("the message is {size} bytes, over the limit of {limit} bytes; send it in smaller parts")]

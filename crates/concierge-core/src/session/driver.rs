@@ -253,6 +253,8 @@ impl Conversation {
             policy,
             at: start.at,
             log_start: self.blackboard.log.len(),
+            model: start.model.clone(),
+            replay: start.replay.clone(),
         })
     }
 }
@@ -465,11 +467,7 @@ impl<'a> Driver<'a> {
     pub(super) fn call_model(&mut self, request: ModelRequest) -> u32 {
         let call = self.run.next_model_call();
         self.emit(EventKind::ModelRequested { call });
-        self.out.effects.push(Effect::CallModel {
-            run_id: self.run.id().clone(),
-            call,
-            request,
-        });
+        self.out.effects.push(self.run.model_effect(call, request));
         call
     }
 

@@ -21,13 +21,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::batch::Slot;
-use crate::blackboard::Blackboard;
+use crate::blackboard::{Blackboard, ToolExecution};
 use crate::catalog::Catalog;
 use crate::delegate::{AgentCall, Parent, Question, child_session, default_prompt, render_prompt};
 use crate::effect::{Effect, Step};
 use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
+use crate::fork::Fork;
 use crate::history::RunningSummary;
 use crate::hub::Offer;
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
@@ -43,6 +44,7 @@ use crate::policy::Cap;
 use crate::reading::request as reading_request;
 use crate::run::{ModelPurpose, Run, RunState, Waiting};
 use crate::time::Timestamp;
+use crate::tool::ToolOutcome;
 
 use driver::{Driver, Fault, Flow, Next};
 
@@ -150,6 +152,30 @@ impl Conversation {
     fn push_message(&mut self, out: &mut Outbox, run: Option<&RunId>, message: Message) {
         self.history.push(message.clone());
         self.emit(out, run, EventKind::Message { message });
+    }
+
+    /// Starts from a fork: its tool calls go in the log (marked as made in
+    /// the original, with what they provided), its messages in the history.
+    fn take_fork(&mut self, out: &mut Outbox, catalog: &Catalog, fork: Fork) {
+        for done in fork.done {
+            if let (ToolOutcome::Ok(value), Some(spec)) = (&done.outcome, catalog.tool(&done.tool)) {
+                self.blackboard.take_provided(spec, value);
+            }
+            self.blackboard.log.push(ToolExecution {
+                run_id: done.run_id,
+                call_id: done.call_id,
+                tool: done.tool,
+                arguments: done.arguments,
+                fingerprint: done.fingerprint,
+                duration_ms: 0,
+                outcome: done.outcome,
+                reused_from: None,
+                forked: true,
+            });
+        }
+        for message in fork.messages {
+            self.push_message(out, None, message);
+        }
     }
 
     /// How deep the session is: 0 for a top-level one, 1 for a child...
@@ -409,8 +435,12 @@ impl Session {
                     EventKind::SessionOpened {
                         agent: open.agent,
                         tenant: open.tenant,
+                        forked_from: open.fork.as_ref().map(|f| f.origin.clone()),
                     },
                 );
+                if let Some(fork) = open.fork {
+                    self.conversation.take_fork(&mut out, catalog, *fork);
+                }
             }
             Input::StartRun(start) if self.answers_confirmation(&start) => {
                 self.answer_confirmation(&mut out, catalog, &start);
@@ -633,11 +663,7 @@ impl Session {
                     },
                 });
                 if let Ok(Plan::CallModel(request)) = plan {
-                    effects.push(Effect::CallModel {
-                        run_id: run.id().clone(),
-                        call: *call,
-                        request,
-                    });
+                    effects.push(run.model_effect(*call, request));
                 }
             }
             Waiting::Tools { batch } => {
@@ -654,11 +680,7 @@ impl Session {
                 if let (Some(pending), Some(owner), Some(spec)) =
                     (parked.pending(run.id()), owner, catalog.tool(call_name))
                 {
-                    effects.push(Effect::CallModel {
-                        run_id: run.id().clone(),
-                        call: *call,
-                        request: reading_request(&owner.spec, spec, &pending, text),
-                    });
+                    effects.push(run.model_effect(*call, reading_request(&owner.spec, spec, &pending, text)));
                 }
             }
         }

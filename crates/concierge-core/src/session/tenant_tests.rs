@@ -49,6 +49,7 @@ fn open(agent: &str, named: bool, tenant: Option<&str>) -> Input {
         agent: agent.into(),
         named,
         tenant: tenant.map(str::to_string),
+        fork: None,
         at: Timestamp(5),
     })
 }
@@ -65,7 +66,7 @@ fn an_opened_session_has_its_agent_and_tenant_and_an_event() {
     assert!(step.effects.is_empty());
     assert!(matches!(
         &step.events[..],
-        [e] if e.seq == 1 && matches!(&e.kind, EventKind::SessionOpened { agent, tenant } if agent.as_str() == "other" && tenant.as_deref() == Some("acme"))
+        [e] if e.seq == 1 && matches!(&e.kind, EventKind::SessionOpened { agent, tenant, .. } if agent.as_str() == "other" && tenant.as_deref() == Some("acme"))
     ));
     // Its first message goes to the opened agent.
     let step = session.step(start("hello", Some("acme")), &catalog).unwrap();

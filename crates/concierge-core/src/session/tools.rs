@@ -174,6 +174,7 @@ impl Driver<'_> {
                 depth: self.conv.depth(),
                 agent_calls: self.run.agent_calls(),
                 agent_budget: self.conv.agent_budget(&self.run),
+                replay: self.run.replay(),
             }
             .check(&call, &fp);
             if verdict.counts() {
@@ -239,10 +240,7 @@ impl Driver<'_> {
             _ => None,
         };
         if let (ToolOutcome::Ok(value), Some(spec)) = (&outcome, self.catalog.tool(&call.name)) {
-            for key in &spec.provides {
-                let provided = value.get(key).cloned().unwrap_or_else(|| value.clone());
-                self.conv.blackboard.available.insert(key.clone(), provided);
-            }
+            self.conv.blackboard.take_provided(spec, value);
         }
         self.conv.blackboard.log.push(ToolExecution {
             run_id: self.run.id().clone(),
@@ -253,6 +251,7 @@ impl Driver<'_> {
             duration_ms,
             outcome: outcome.clone(),
             reused_from,
+            forked: false,
         });
         self.emit(EventKind::ToolFinished {
             call_id: call.id.clone(),

@@ -33,6 +33,14 @@ impl RunSetup {
         self
     }
 
+    /// Every agent this setup has an entry for plans with `planner`.
+    pub fn every_planner(mut self, planner: PlannerMode) -> Self {
+        for mode in self.planners.values_mut() {
+            *mode = planner;
+        }
+        self
+    }
+
     /// Runs of `agent` use `policy` instead of the agent's own.
     pub fn policy(mut self, agent: impl Into<AgentId>, policy: RunPolicy) -> Self {
         self.policies.insert(agent.into(), policy);

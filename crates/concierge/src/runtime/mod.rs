@@ -17,6 +17,7 @@ mod client;
 mod cursor;
 #[cfg(feature = "sqlite")]
 mod erase;
+mod fork;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "sqlite")]
@@ -35,6 +36,7 @@ pub use client::{AgentClient, IntoMessages, RunHandle};
 pub use cursor::{InvalidCursor, StreamCursor};
 #[cfg(feature = "sqlite")]
 pub use erase::Erased;
+pub use fork::{Forked, Replay, ReplayOptions};
 #[cfg(feature = "sqlite")]
 pub use memory::MEMORY_KEY;
 pub use questions::check_answer;
@@ -304,6 +306,8 @@ impl Runtime {
             turn_id: options.turn_id,
             labels: options.labels,
             metadata: options.metadata,
+            model: None,
+            replay: None,
             at: crate::engine::now(),
         };
         let catalog = self.catalog();
@@ -346,6 +350,7 @@ impl Runtime {
             agent,
             named,
             tenant: options.tenant,
+            fork: None,
             at: crate::engine::now(),
         };
         engine.open(session, open, options.engine).await
