@@ -181,6 +181,8 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         builder = builder.model_arc(build_model(&config.model_settings(reference, true))?);
     }
     let mut named: Vec<&str> = agents.iter().filter_map(|a| a.model.as_deref()).collect();
+    named.extend(config.models.iter().map(String::as_str));
+    named.extend(resolved.model.as_deref());
     named.sort_unstable();
     named.dedup();
     for reference in named {

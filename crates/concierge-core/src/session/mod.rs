@@ -27,7 +27,7 @@ use crate::delegate::{AgentCall, Parent, Question, child_session, default_prompt
 use crate::effect::{Effect, Step};
 use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
-use crate::event::{Event, EventKind};
+use crate::event::{Event, EventKind, ForkOrigin};
 use crate::fork::Fork;
 use crate::history::RunningSummary;
 use crate::hub::Offer;
@@ -121,6 +121,9 @@ struct Conversation {
     /// The model's running summary of the first turns (the agent's history policy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     summary: Option<RunningSummary>,
+    /// For a fork: where it came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    forked_from: Option<ForkOrigin>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -264,6 +267,7 @@ impl Session {
                 goal_done: false,
                 parent: None,
                 summary: None,
+                forked_from: None,
             },
             run: None,
         }
@@ -299,6 +303,12 @@ impl Session {
     /// hub then never routes it elsewhere.
     pub fn is_pinned(&self) -> bool {
         self.conversation.pinned
+    }
+
+    /// For a fork: the session it was forked from, at which event, and
+    /// what that means for actions already done.
+    pub fn forked_from(&self) -> Option<&ForkOrigin> {
+        self.conversation.forked_from.as_ref()
     }
 
     /// The tenant the session belongs to, if its first input named one.
@@ -439,6 +449,7 @@ impl Session {
                     },
                 );
                 if let Some(fork) = open.fork {
+                    self.conversation.forked_from = Some(fork.origin.clone());
                     self.conversation.take_fork(&mut out, catalog, *fork);
                 }
             }

@@ -12,7 +12,7 @@ use utoipa::{Modify, OpenApi};
 
 use crate::ground::ApiState;
 use crate::http::types::{Health, Ready};
-use crate::http::{catalog, events, mcp, memories, schedules, sessions, webhooks};
+use crate::http::{catalog, events, forks, mcp, memories, schedules, sessions, webhooks};
 
 /// The API's description.
 #[derive(OpenApi)]
@@ -32,6 +32,8 @@ use crate::http::{catalog, events, mcp, memories, schedules, sessions, webhooks}
         sessions::choose,
         sessions::answer,
         sessions::end,
+        forks::fork,
+        forks::replay,
         events::events,
         catalog::agents,
         catalog::goals,

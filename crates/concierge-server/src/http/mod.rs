@@ -5,6 +5,7 @@
 
 pub mod catalog;
 pub mod events;
+pub mod forks;
 pub mod mcp;
 pub mod memories;
 pub mod schedules;
@@ -40,6 +41,8 @@ where
         .route("/sessions/{id}/answer", post(sessions::answer))
         .route("/sessions/{id}/end", post(sessions::end))
         .route("/sessions/{id}/events", get(events::events))
+        .route("/sessions/{id}/fork", post(forks::fork))
+        .route("/sessions/{id}/runs/{run}/replay", post(forks::replay))
         .route("/agents", get(catalog::agents))
         .route("/goals", get(catalog::goals))
         .route("/tools", get(catalog::tools))

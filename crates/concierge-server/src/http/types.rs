@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use concierge::core::{AgentSpec, Message, PendingChoice, PendingConfirmation, ToolSpec, Usage};
+use concierge::core::{AgentSpec, ForkOrigin, Message, PendingChoice, PendingConfirmation, ToolSpec, Usage};
 use concierge::{ElicitationAction, PendingElicitation, RunOutput, RunStatus, Session, SessionSummary};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -378,6 +378,9 @@ pub struct SessionView {
     pub usage: UsageView,
     /// The id of its last durable event (resume its event stream after it).
     pub last_event_id: String,
+    /// For a fork: the session it was forked from, at which event, and what
+    /// that means for actions already done.
+    pub forked_from: Option<ForkedFromView>,
 }
 
 impl SessionView {
@@ -396,6 +399,9 @@ impl SessionView {
             pending_elicitation: session.pending_elicitation(),
             usage: session.usage().into(),
             last_event_id: session.last_seq().to_string(),
+            forked_from: session
+                .forked_from()
+                .map(|origin| ForkedFromView::of(origin, session.tenant())),
         }
     }
 
@@ -414,6 +420,29 @@ impl SessionView {
             pending_elicitation: None,
             usage: Usage::default().into(),
             last_event_id: "0".into(),
+            forked_from: None,
+        }
+    }
+}
+
+/// Where a forked session came from (in its [`SessionView`]).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ForkedFromView {
+    /// The session it was forked from.
+    pub session_id: String,
+    /// The last event of that session it carries.
+    pub event: u64,
+    /// What the fork means for actions already done, in words.
+    pub note: String,
+}
+
+impl ForkedFromView {
+    /// The view of `origin`, a session of `tenant`.
+    pub fn of(origin: &ForkOrigin, tenant: Option<&str>) -> Self {
+        Self {
+            session_id: origin.session.local_in(tenant).unwrap_or_default().to_string(),
+            event: origin.seq,
+            note: origin.note.clone(),
         }
     }
 }

@@ -113,6 +113,10 @@ pub struct Config {
     /// Settings per provider (`openai`, `anthropic`).
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// More models, `provider:name`, that runs may name besides the default
+    /// and the agents' own: a replay against another model names one.
+    #[serde(default)]
+    pub models: Vec<String>,
     /// Prices per model reference, in USD per million tokens.
     #[serde(default)]
     pub prices: BTreeMap<String, Price>,
