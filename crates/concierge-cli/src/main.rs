@@ -91,6 +91,14 @@ pub enum Command {
     /// --event run.finished`, `webhook list`, `webhook deliveries ID`,
     /// `webhook pause|resume|delete ID`.
     Webhook(commands::webhook::WebhookArgs),
+    /// Forks a conversation at one of its events into a new one (the
+    /// original is untouched; what was done before is not done again):
+    /// `fork SESSION --at 12`.
+    Fork(commands::fork::ForkArgs),
+    /// Runs a past run again against another model or planner, its tools
+    /// answered from what the run recorded (no side effects), and shows both
+    /// answers: `replay SESSION RUN --against-model openai:other`.
+    Replay(commands::fork::ReplayArgs),
     /// Erases everything stored of a person, for good: their conversations'
     /// text, memories and schedules (`erase --user U --yes`).
     Erase(commands::erase::EraseArgs),

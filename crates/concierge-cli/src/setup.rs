@@ -73,6 +73,9 @@ pub struct Role<'a> {
     /// It fires the schedules that are due and delivers webhooks (a process
     /// that lives on: a server, a chat, a worker; not a one-shot command).
     pub works_in_background: bool,
+    /// More models its runs may name, besides the configured ones (a
+    /// replay's `--against-model`).
+    pub models: Vec<String>,
 }
 
 /// How a command uses the database.
@@ -133,6 +136,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         workers,
         recover_in_background,
         works_in_background,
+        models,
     } = role;
     let resolved = resolve(cli)?;
     let config = &resolved.config;
@@ -182,6 +186,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     }
     let mut named: Vec<&str> = agents.iter().filter_map(|a| a.model.as_deref()).collect();
     named.extend(config.models.iter().map(String::as_str));
+    named.extend(models.iter().map(String::as_str));
     named.extend(resolved.model.as_deref());
     named.sort_unstable();
     named.dedup();

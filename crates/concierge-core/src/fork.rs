@@ -80,6 +80,17 @@ pub enum ForkError {
     /// The run has not finished: there is nothing to compare a replay with.
     #[error("run {0} has not finished yet; replay it once it has")]
     RunUnfinished(RunId),
+    /// The person wrote fewer messages than the one named.
+    #[error(
+        "the conversation has {} from the person, so there is no message {n} to fork before",
+        if *count == 1 { "1 message".to_string() } else { format!("{count} messages") }
+    )]
+    NoSuchMessage {
+        /// The message asked for (from 1).
+        n: usize,
+        /// How many the person wrote.
+        count: usize,
+    },
     /// No agent had the conversation by the fork point.
     #[error("nothing happened in the conversation by event {0}; fork at a later event")]
     Empty(u64),
@@ -277,6 +288,13 @@ impl RunRecord {
                     status = Some(*stopped);
                     record.reply = reply.clone();
                 }
+                // A run parked for the person stops there without finishing.
+                (EventKind::AwaitingConfirmation { pending }, Some(record)) => {
+                    status = Some(RunStatus::AwaitingConfirmation);
+                    record.reply = Some(pending.message.clone());
+                }
+                (EventKind::ChoiceRequested { .. }, Some(_)) => status = Some(RunStatus::AwaitingChoice),
+                (EventKind::ElicitationRequested { .. }, Some(_)) => status = Some(RunStatus::AwaitingInput),
                 (_, Some(_)) => calls.see(event),
                 (_, None) => {}
             }

@@ -1023,17 +1023,27 @@ async fn a_tenants_webhooks_are_its_own_and_hear_only_its_runs() {
 async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(&dir.path().join("c.db"), Arc::new(Semaphore::new(0)), 4).await;
-    let (status, body) = server.post(ACME, "/api/v1/sessions", json!({"id": "talk", "agent": "desk"})).await;
+    let (status, body) = server
+        .post(ACME, "/api/v1/sessions", json!({"id": "talk", "agent": "desk"}))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     let (status, first) = server
-        .post(ACME, "/api/v1/sessions/talk/messages?wait=true", json!({"text": "who am I?"}))
+        .post(
+            ACME,
+            "/api/v1/sessions/talk/messages?wait=true",
+            json!({"text": "who am I?"}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{first}");
     assert_eq!(first["reply"], "You are jordan.");
     let (_, view) = server.get(ACME, "/api/v1/sessions/talk").await;
     let after_first: u64 = view["last_event_id"].as_str().unwrap().parse().unwrap();
     let (status, _) = server
-        .post(ACME, "/api/v1/sessions/talk/messages?wait=true", json!({"text": "desk?"}))
+        .post(
+            ACME,
+            "/api/v1/sessions/talk/messages?wait=true",
+            json!({"text": "desk?"}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
 
@@ -1052,25 +1062,48 @@ async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     assert_eq!(status, StatusCode::CREATED, "{fork}");
     let fork_id = fork["id"].as_str().unwrap();
     assert_ne!(fork_id, "talk");
-    assert_eq!(fork["forked_from"]["session_id"], "talk", "named as the tenant names it: {fork}");
+    assert_eq!(
+        fork["forked_from"]["session_id"], "talk",
+        "named as the tenant names it: {fork}"
+    );
     assert_eq!(fork["forked_from"]["event"], after_first);
-    assert!(fork["forked_from"]["note"].as_str().unwrap().starts_with("This conversation was forked"));
-    assert_eq!(fork["history"], view["history"], "the conversation up to the fork point");
+    assert!(
+        fork["forked_from"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("This conversation was forked")
+    );
+    assert_eq!(
+        fork["history"], view["history"],
+        "the conversation up to the fork point"
+    );
     let (_, listed) = server.get(ACME, "/api/v1/sessions").await;
-    assert!(listed["sessions"].as_array().unwrap().iter().any(|s| s["id"] == fork_id));
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == fork_id)
+    );
     let (status, _) = server.get(GLOBEX, &format!("/api/v1/sessions/{fork_id}")).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     // The original is untouched.
     let (_, original) = server.get(ACME, "/api/v1/sessions/talk").await;
     assert_eq!(original["history"].as_array().unwrap().len(), 6);
 
-    let (status, body) = server.post(ACME, "/api/v1/sessions/talk/fork", json!({"at": 999})).await;
+    let (status, body) = server
+        .post(ACME, "/api/v1/sessions/talk/fork", json!({"at": 999}))
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["field"], "at");
 
     // A replay by the agent's rules answers the same, from the recorded call.
     let (status, replay) = server
-        .post(ACME, &format!("/api/v1/sessions/talk/runs/{run}/replay"), json!({"planner": "rules"}))
+        .post(
+            ACME,
+            &format!("/api/v1/sessions/talk/runs/{run}/replay"),
+            json!({"planner": "rules"}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{replay}");
     assert_eq!(replay["original"]["reply"], "You are jordan.");
@@ -1084,7 +1117,11 @@ async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["field"], "run");
     let (status, body) = server
-        .post(ACME, &format!("/api/v1/sessions/talk/runs/{run}/replay"), json!({"model": "nope:x"}))
+        .post(
+            ACME,
+            &format!("/api/v1/sessions/talk/runs/{run}/replay"),
+            json!({"model": "nope:x"}),
+        )
         .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     assert_eq!(body["field"], "model");

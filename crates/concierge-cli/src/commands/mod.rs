@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod chat;
 pub mod erase;
+pub mod fork;
 pub mod inspect;
 pub mod mcp;
 pub mod memory;
@@ -35,6 +36,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Run(_) => (Access::Write, "concierge run"),
         Command::Confirm(_) => (Access::Write, "concierge confirm"),
         Command::Erase(_) => (Access::Write, "concierge erase"),
+        Command::Fork(_) => (Access::Write, "concierge fork"),
+        Command::Replay(_) => (Access::Write, "concierge replay"),
         Command::Chat(_) => (Access::Write, "concierge chat"),
         Command::Mcp(args) if args.serves() => (Access::Write, "concierge mcp serve"),
         Command::Serve(_) => (Access::Write, "concierge serve"),
@@ -67,6 +70,10 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
             Command::Mcp(args) => args.serves(),
             _ => false,
         },
+        models: match &cli.command {
+            Command::Replay(args) => args.against_model.iter().cloned().collect(),
+            _ => Vec::new(),
+        },
     };
     let rt = setup::runtime(&cli, role).await?;
     setup::discover_for_workers(&rt, &workers).await;
@@ -85,6 +92,8 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Schedule(args) => schedule::schedule(&rt, args).await,
         Command::Webhook(args) => webhook::webhook(&rt, args).await,
         Command::Erase(args) => erase::erase(&rt, args).await,
+        Command::Fork(args) => fork::fork(&rt, args).await,
+        Command::Replay(args) => fork::replay(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,
         Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),
