@@ -247,7 +247,7 @@ pub enum EventKind {
         /// For a fork: the session it was forked from, at which event, and
         /// what that means for actions already done, in words.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        forked_from: Option<ForkOrigin>,
+        forked_from: Option<crate::fork::ForkOrigin>,
     },
     /// The session was ended; it accepts no more input.
     SessionEnded {
@@ -267,19 +267,6 @@ pub enum EventKind {
         /// What it means, as a sentence for people ("starting the orders tools…").
         message: String,
     },
-}
-
-/// Where a forked session came from, as its `session_opened` event says.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ForkOrigin {
-    /// The session it was forked from.
-    pub session: SessionId,
-    /// The last event of that session it carries.
-    pub seq: u64,
-    /// What the fork means for the person, in words: which actions were done
-    /// before the fork point and are not done again, and which the original
-    /// did after it and still stand.
-    pub note: String,
 }
 
 /// Where an MCP server's tools are, for a [`EventKind::ToolsStatus`] event.

@@ -1,27 +1,14 @@
-//! Forks and replays, built from a session's events.
-//!
-//! A [`Fork`] is what a new session starts from when it is forked from
-//! another at one of its events: the conversation up to there, the agent
-//! that had it, and the tool calls that were done (so that the fork answers
-//! the same side effect from the original instead of doing it again). A
-//! [`RunRecord`] is one past run as its events tell it: what the person
-//! wrote, what the run answered, and every tool call it made with its
-//! result, which a replay answers its tools from.
-//!
-//! Both are read from events, not from the journal: events are kept on
-//! every engine, including a journal compacted since, so any event can be
-//! forked from.
-
-use std::collections::HashMap;
+//! Forks: what a new session starts from when it is forked from another at
+//! one of its events — the conversation up to there, the agent that had
+//! it, and the tool calls that were done (so that the fork answers the same
+//! side effect from the original instead of doing it again). They are read
+//! from the original's events (`record`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::canonical::fingerprint;
-use crate::event::{Event, EventKind, ForkOrigin};
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId};
 use crate::message::Message;
-use crate::output::RunStatus;
 use crate::tool::ToolOutcome;
 
 /// How a replay's refusal of a call the original run did not make begins.
@@ -46,6 +33,19 @@ pub struct DoneCall {
     /// Whether it changed something (a `data_changed` event followed it).
     #[serde(default)]
     pub changed: bool,
+}
+
+/// Where a forked session came from, as its `session_opened` event says.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkOrigin {
+    /// The session it was forked from.
+    pub session: SessionId,
+    /// The last event of that session it carries.
+    pub seq: u64,
+    /// What the fork means for the person, in words: which actions were done
+    /// before the fork point and are not done again, and which the original
+    /// did after it and still stand.
+    pub note: String,
 }
 
 /// What a forked session starts from (the [`OpenSession::fork`](crate::OpenSession::fork)
@@ -95,217 +95,3 @@ pub enum ForkError {
     #[error("nothing happened in the conversation by event {0}; fork at a later event")]
     Empty(u64),
 }
-
-impl Fork {
-    /// The fork of `origin` at its event `at`: everything up to and including
-    /// that event (`events` are the session's durable events in order, at
-    /// least up to `at`; model deltas are skipped).
-    pub fn from_events(origin: &SessionId, events: &[Event], at: u64) -> Result<Self, ForkError> {
-        let durable = || events.iter().filter(|e| e.delta == 0);
-        let last = durable().map(|e| e.seq).max().unwrap_or(0);
-        if at == 0 || at > last {
-            return Err(ForkError::NoSuchEvent { at, last });
-        }
-        let mut agent = None;
-        let mut messages = Vec::new();
-        let mut calls = Calls::default();
-        for event in durable().take_while(|e| e.seq <= at) {
-            match &event.kind {
-                EventKind::SessionOpened { agent: to, .. }
-                | EventKind::RunStarted { agent: to, .. }
-                | EventKind::AgentChanged { to, .. } => agent = Some(to.clone()),
-                EventKind::Message { message } => messages.push(message.clone()),
-                _ => calls.see(event),
-            }
-        }
-        let agent = agent.ok_or(ForkError::Empty(at))?;
-        drop_unanswered_calls(&mut messages);
-        let after: Vec<ToolId> = durable()
-            .filter(|e| e.seq > at)
-            .filter_map(|e| match &e.kind {
-                EventKind::DataChanged { tool, .. } => Some(tool.clone()),
-                _ => None,
-            })
-            .collect();
-        let done = calls.done;
-        let note = fork_note(&done, &after);
-        Ok(Self {
-            origin: ForkOrigin {
-                session: origin.clone(),
-                seq: at,
-                note,
-            },
-            agent,
-            messages,
-            done,
-        })
-    }
-}
-
-/// The tool calls seen in a stretch of events: requested, then finished.
-#[derive(Default)]
-struct Calls {
-    requested: HashMap<CallId, (RunId, ToolId, Value)>,
-    done: Vec<DoneCall>,
-}
-
-impl Calls {
-    fn see(&mut self, event: &Event) {
-        match &event.kind {
-            EventKind::ToolRequested {
-                call_id,
-                tool,
-                arguments,
-            } => {
-                let run = event.run.clone().unwrap_or_else(|| RunId::new(""));
-                self.requested
-                    .insert(call_id.clone(), (run, tool.clone(), arguments.clone()));
-            }
-            EventKind::ToolFinished { call_id, outcome, .. } => {
-                if let Some((run_id, tool, arguments)) = self.requested.remove(call_id) {
-                    self.done.push(DoneCall {
-                        run_id,
-                        call_id: call_id.clone(),
-                        tool,
-                        fingerprint: fingerprint(&arguments),
-                        arguments,
-                        outcome: outcome.clone(),
-                        changed: false,
-                    });
-                }
-            }
-            EventKind::DataChanged { call_id, .. } => {
-                if let Some(call) = self.done.iter_mut().rev().find(|c| &c.call_id == call_id) {
-                    call.changed = true;
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Cuts `messages` before the last assistant message whose tool calls were
-/// not all answered: a model cannot be sent calls without their results.
-fn drop_unanswered_calls(messages: &mut Vec<Message>) {
-    let Some(last) = messages
-        .iter()
-        .rposition(|m| matches!(m, Message::Assistant { tool_calls, .. } if !tool_calls.is_empty()))
-    else {
-        return;
-    };
-    let Message::Assistant { tool_calls, .. } = &messages[last] else {
-        return;
-    };
-    let answered = tool_calls.iter().all(|call| {
-        messages[last + 1..]
-            .iter()
-            .any(|m| matches!(m, Message::Tool { call_id, .. } if call_id == &call.id))
-    });
-    if !answered {
-        messages.truncate(last);
-    }
-}
-
-/// The sentence a fork's `session_opened` event carries.
-fn fork_note(done: &[DoneCall], after: &[ToolId]) -> String {
-    let changed: Vec<&str> = done.iter().filter(|c| c.changed).map(|c| c.tool.as_str()).collect();
-    let mut note = String::from("This conversation was forked from an earlier one.");
-    if changed.is_empty() {
-        note.push_str(" Nothing had been changed before the fork point.");
-    } else {
-        note.push_str(&format!(
-            " Done before the fork point, and not done again here: {}.",
-            list(&changed)
-        ));
-    }
-    if !after.is_empty() {
-        let after: Vec<&str> = after.iter().map(ToolId::as_str).collect();
-        note.push_str(&format!(
-            " The original conversation is unchanged: what it did after the fork point still stands ({}).",
-            list(&after)
-        ));
-    }
-    note
-}
-
-/// `a, b and c`, each name once, in order.
-fn list(names: &[&str]) -> String {
-    let mut unique: Vec<&str> = Vec::new();
-    for name in names {
-        if !unique.contains(name) {
-            unique.push(name);
-        }
-    }
-    match unique.split_last() {
-        None => String::new(),
-        Some((last, [])) => (*last).to_string(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
-    }
-}
-
-/// One past run as its events tell it, for a replay.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// The run.
-    pub run_id: RunId,
-    /// The seq of its `run_started` event (a replay forks just before it).
-    pub started_seq: u64,
-    /// The agent that took it.
-    pub agent: AgentId,
-    /// What the person wrote to start it.
-    pub messages: Vec<Message>,
-    /// How it ended (or where it stopped for the person, if it is parked).
-    pub status: RunStatus,
-    /// What it answered.
-    pub reply: Option<String>,
-    /// The tool calls it made that finished, in order.
-    pub calls: Vec<DoneCall>,
-}
-
-impl RunRecord {
-    /// Reads run `run_id` from a session's `events`.
-    pub fn from_events(events: &[Event], run_id: &RunId) -> Result<Self, ForkError> {
-        let mut record: Option<RunRecord> = None;
-        let mut status = None;
-        let mut calls = Calls::default();
-        for event in events.iter().filter(|e| e.delta == 0 && e.run.as_ref() == Some(run_id)) {
-            match (&event.kind, record.as_mut()) {
-                (EventKind::RunStarted { agent, .. }, None) => {
-                    record = Some(RunRecord {
-                        run_id: run_id.clone(),
-                        started_seq: event.seq,
-                        agent: agent.clone(),
-                        messages: Vec::new(),
-                        status: RunStatus::Completed,
-                        reply: None,
-                        calls: Vec::new(),
-                    });
-                }
-                (EventKind::Message { message }, Some(record)) if matches!(message, Message::User { .. }) => {
-                    record.messages.push(message.clone());
-                }
-                (EventKind::RunFinished { status: stopped, reply }, Some(record)) => {
-                    status = Some(*stopped);
-                    record.reply = reply.clone();
-                }
-                // A run parked for the person stops there without finishing.
-                (EventKind::AwaitingConfirmation { pending }, Some(record)) => {
-                    status = Some(RunStatus::AwaitingConfirmation);
-                    record.reply = Some(pending.message.clone());
-                }
-                (EventKind::ChoiceRequested { .. }, Some(_)) => status = Some(RunStatus::AwaitingChoice),
-                (EventKind::ElicitationRequested { .. }, Some(_)) => status = Some(RunStatus::AwaitingInput),
-                (_, Some(_)) => calls.see(event),
-                (_, None) => {}
-            }
-        }
-        let mut record = record.ok_or_else(|| ForkError::NoSuchRun(run_id.clone()))?;
-        record.status = status.ok_or_else(|| ForkError::RunUnfinished(run_id.clone()))?;
-        record.calls = calls.done;
-        Ok(record)
-    }
-}
-
-#[cfg(test)]
-#[path = "fork_tests.rs"]
-mod tests;

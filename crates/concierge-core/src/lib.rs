@@ -80,6 +80,7 @@ mod planner;
 mod planner_mode;
 mod policy;
 mod reading;
+mod record;
 mod report;
 mod run;
 mod session;
@@ -99,8 +100,8 @@ pub use elicitation::{
     Asked, Elicitation, ElicitationAction, ElicitationAnswer, ElicitationField, ElicitationMode, PendingElicitation,
 };
 pub use error::StepError;
-pub use event::{Event, EventId, EventKind, ForkOrigin, InvalidEventId, ToolsState};
-pub use fork::{DoneCall, Fork, ForkError, REPLAY_REFUSAL, RunRecord};
+pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
+pub use fork::{DoneCall, Fork, ForkError, ForkOrigin, REPLAY_REFUSAL};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,
@@ -120,6 +121,7 @@ pub use planner::{
 };
 pub use planner_mode::PlannerMode;
 pub use policy::{Cap, ConfirmationPolicy, MemoryPolicy, PolicyDelta, RunPolicy};
+pub use record::RunRecord;
 pub use report::CallReport;
 pub use session::Session;
 pub use time::Timestamp;

@@ -27,8 +27,8 @@ use crate::delegate::{AgentCall, Parent, Question, child_session, default_prompt
 use crate::effect::{Effect, Step};
 use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
-use crate::event::{Event, EventKind, ForkOrigin};
-use crate::fork::Fork;
+use crate::event::{Event, EventKind};
+use crate::fork::{Fork, ForkOrigin};
 use crate::history::RunningSummary;
 use crate::hub::Offer;
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};

@@ -6,7 +6,7 @@ use serde_json::json;
 use super::*;
 use crate::{
     AgentSpec, Catalog, Effect, Input, Mode, OpenSession, PlannerMode, Route, Rules, Session, StartRun, Timestamp,
-    ToolAnnotations, ToolSpec,
+    ToolAnnotations, ToolOutcome, ToolSpec,
 };
 
 fn catalog() -> Catalog {
