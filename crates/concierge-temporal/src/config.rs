@@ -297,6 +297,11 @@ impl TemporalConfig {
     pub fn workflow_id(&self, session: &SessionId) -> String {
         format!("{}:session:{session}", self.task_queue_prefix)
     }
+
+    /// The id of the workflow that keeps the time of schedules (one per prefix).
+    pub fn scheduler_workflow_id(&self) -> String {
+        format!("{}:scheduler", self.task_queue_prefix)
+    }
 }
 
 impl TemporalConfig {

@@ -127,6 +127,7 @@ mod history;
 mod options;
 mod payload;
 mod reach;
+mod scheduler;
 mod visibility;
 mod wire;
 mod worker;

@@ -22,6 +22,7 @@ use crate::activities::{EngineLink, ModelActivities, ToolActivities};
 use crate::config::TemporalConfig;
 use crate::connection::connect;
 use crate::reach;
+use crate::scheduler::{SchedulerActivities, SchedulerWorkflow};
 use crate::workflow::SessionWorkflow;
 
 /// Whose tool calls a process runs.
@@ -147,17 +148,32 @@ fn build(
         engine: link.clone(),
         max_payload_bytes: config.max_payload_bytes,
     };
-    for queue in default_queue.into_iter().chain(which.session_queues.iter().cloned()) {
+    for queue in default_queue
+        .clone()
+        .into_iter()
+        .chain(which.session_queues.iter().cloned())
+    {
         let catalogs = parts.catalogs.clone();
         let executor = parts.executor.clone();
         let shared = config.clone();
-        let options = WorkerOptions::new(queue)
+        let scheduler = default_queue.as_ref() == Some(&queue);
+        let mut options = WorkerOptions::new(queue)
             .register_workflow_with_factory::<SessionWorkflow, _>(move || {
                 SessionWorkflow::new(catalogs.clone(), executor.clone(), shared.clone())
             })
             .map_err(|e| worker_error(config, e))?
             // A session that calls its model locally does it here.
-            .register_activities(model_activities())
+            .register_activities(model_activities());
+        if scheduler {
+            // The schedules' timer lives on the default sessions queue.
+            options = options
+                .register_workflow::<SchedulerWorkflow>()
+                .map_err(|e| worker_error(config, e))?
+                .register_activities(SchedulerActivities {
+                    firing: parts.schedules.clone(),
+                });
+        }
+        let options = options
             .sticky_queue_schedule_to_start_timeout(Duration::from_secs(3))
             .graceful_shutdown_period(Duration::from_secs(5))
             .build();

@@ -290,6 +290,13 @@ mod elicitation {
     );
 }
 
+#[path = "../../concierge/tests/cases/schedule_timer.rs"]
+mod schedule_timer_cases;
+
+mod schedule_timer {
+    on_temporal!(schedule_timer_cases; a_schedule_fires_once_even_when_its_process_stopped_before_it_was_due);
+}
+
 #[path = "../../concierge/tests/cases/forks.rs"]
 mod forks_cases;
 

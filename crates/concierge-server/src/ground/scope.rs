@@ -69,6 +69,16 @@ impl Relabel {
         }
     }
 
+    /// `id`, another session of the root's tenant (the one a fork came
+    /// from), the client's way.
+    fn sibling(&self, id: &SessionId) -> SessionId {
+        let tenant = self.root.as_str().strip_suffix(self.label.as_str());
+        match tenant.and_then(|prefix| id.as_str().strip_prefix(prefix)) {
+            Some(local) => SessionId::new(local),
+            None => id.clone(),
+        }
+    }
+
     /// `event` with the sessions it names the client's way.
     pub fn event(&self, mut event: Event) -> Event {
         if self.is_identity() {
@@ -83,6 +93,10 @@ impl Relabel {
             EventKind::ChoiceRequested { pending } => {
                 pending.session = pending.session.as_ref().map(|s| self.session(s));
             }
+            EventKind::SessionOpened {
+                forked_from: Some(origin),
+                ..
+            } => origin.session = self.sibling(&origin.session),
             _ => {}
         }
         event
@@ -107,5 +121,27 @@ mod tests {
         assert_eq!(relabel.session(&child).as_str(), "crm:call_1:call_2");
         let open = Caller::default();
         assert_eq!(open.session_id("crm").as_str(), "crm");
+        // The session a fork came from, named in its first event.
+        let forked = concierge::Event {
+            seq: 1,
+            delta: 0,
+            at: concierge::Timestamp(0),
+            session: id.clone(),
+            run: None,
+            kind: EventKind::SessionOpened {
+                agent: "desk".into(),
+                tenant: Some("acme".into()),
+                forked_from: Some(concierge::core::ForkOrigin {
+                    session: acme.session_id("talk"),
+                    seq: 4,
+                    note: "Forked.".into(),
+                }),
+            },
+        };
+        let shown = relabel.event(forked);
+        assert!(
+            matches!(&shown.kind, EventKind::SessionOpened { forked_from: Some(o), .. } if o.session.as_str() == "talk"),
+            "{shown:?}"
+        );
     }
 }

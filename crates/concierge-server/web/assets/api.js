@@ -84,6 +84,12 @@ export const api = {
   answer: (id, pending, action, content) =>
     call('POST', `${session(id)}/answer`, { call_id: pending.call_id, question: pending.question, action, content }),
   end: (id) => call('POST', `${session(id)}/end`, {}),
+  /**
+   * A new session with the conversation of session `id` up to its event
+   * `at` (to edit a message and send it again: the event before it); the
+   * original is untouched.
+   */
+  fork: (id, at) => call('POST', `${session(id)}/fork`, { at }),
   mcpServers: () => call('GET', '/mcp/servers'),
   resources: (server) => call('GET', `/mcp/servers/${encodeURIComponent(server)}/resources`),
   resource: (server, uri) =>

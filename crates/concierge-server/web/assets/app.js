@@ -18,6 +18,7 @@ const ui = {
   toast: $('toast'), composer: $('composer'), input: $('composer-input'), send: $('send'), badge: $('agent-badge'),
   connection: $('connection'), goals: $('goal-list'), sessions: $('session-list'), newChat: $('new-chat'),
   menu: $('menu-toggle'), panelToggle: $('panel-toggle'), memoryToggle: $('memory-toggle'),
+  editing: $('editing'), editingCancel: $('editing-cancel'),
 };
 const panel = new Panel($('panel'));
 const memory = new MemoryPanel(ui.memoryToggle);
@@ -34,6 +35,12 @@ let goals = [];
 let sending = false;
 /** How long a first message waits for its new session's stream to open (ms). */
 const STREAM_WAIT = 3000;
+/**
+ * A past message of the open session taken into the message box to be
+ * sent again: `{ session, seq, li }` (`seq`: its event's number). Sending
+ * forks the session just before it and sends the text in the fork.
+ */
+let editing = null;
 
 const fromHash = (prefix) => {
   const match = new RegExp(`^#/${prefix}/(.+)$`).exec(location.hash);
@@ -91,6 +98,7 @@ function home() {
 
 function close() {
   delete document.body.dataset.stream;
+  stopEditing();
   if (!current) return;
   current.stream?.close();
   clearTimeout(current.refresh);
@@ -152,17 +160,24 @@ async function openNow(id) {
     return;
   }
   if (sessionFromHash() !== id) return; // another session was chosen meanwhile
+  showSession(id, view);
+}
+
+/** Shows session `id` (`view`, its state from the API) as the open one, and follows its stream. */
+function showSession(id, view) {
   showLog();
   const conversation = new Conversation(id, ui.log, actions);
   const goal = goals.find((g) => g.id === sessionMeta()[id]?.goal);
   conversation.greet(goal);
-  current = { id, goal: goal ?? null, conversation, stream: null, busy: false, refresh: null };
+  current = { id, goal: goal ?? null, conversation, stream: null, busy: false, refresh: null, drawn: null };
   follow(current, view);
+  return current;
 }
 
 /** Shows session `session`'s state (`view`, from the API) and follows its event stream. */
 function follow(session, view) {
   session.conversation.agent = view.agent;
+  session.conversation.forkedFrom(view.forked_from);
   panel.reset();
   panel.showView(view);
   setBadge(view.agent);
@@ -180,6 +195,7 @@ function follow(session, view) {
 function onEvent(session, event, { replayed }) {
   if (current !== session) return;
   session.conversation.apply(event);
+  session.drawn?.();
   showWorking();
   panel.apply(event);
   // A child's answer resumes the parent's run too.
@@ -307,6 +323,83 @@ async function deliver(session, entry) {
   }
 }
 
+/**
+ * Resolves once `session`'s stream has drawn its events up to durable
+ * event `last` (its stream is open then), or after STREAM_WAIT.
+ */
+function drawnUpTo(session, last) {
+  const target = parseId(last)[0];
+  const done = () => parseId(session.stream?.last)[0] >= target;
+  return new Promise((resolve) => {
+    if (done()) return resolve();
+    const finish = () => {
+      clearTimeout(timer);
+      session.drawn = null;
+      resolve();
+    };
+    const timer = setTimeout(finish, STREAM_WAIT);
+    session.drawn = () => done() && finish();
+  });
+}
+
+/** Takes a past message of the open session into the message box, to send it again changed. */
+function startEditing(message) {
+  if (!current?.id) return;
+  stopEditing();
+  editing = { session: current.id, seq: message.seq, li: message.li };
+  message.li.classList.add('being-edited');
+  ui.editing.hidden = false;
+  ui.input.value = message.text;
+  grow();
+  ui.input.focus();
+}
+
+/** Leaves the message being edited as it was (`clearInput`: and empties the message box). */
+function stopEditing(clearInput = false) {
+  if (!editing) return;
+  editing.li.classList.remove('being-edited');
+  editing = null;
+  ui.editing.hidden = true;
+  if (clearInput) {
+    ui.input.value = '';
+    grow();
+  }
+}
+
+/**
+ * Sends the edited past message: forks the session just before it (the
+ * original stays as it is), opens the fork and sends `text` there. If the
+ * fork fails, the server's sentence shows and the edit stays, to try again.
+ */
+async function resend(text) {
+  text = text.trim();
+  if (!text || sending || !editing) return;
+  const edit = editing;
+  sending = true;
+  showWorking();
+  let view;
+  try {
+    view = await api.fork(edit.session, edit.seq - 1);
+  } catch (error) {
+    toast(`Not sent: ${error.message}`);
+    sending = false;
+    showWorking();
+    return;
+  }
+  ui.toast.hidden = true; // a refusal before is over
+  stopEditing(true);
+  attachments.clear();
+  const goal = sessionMeta()[edit.session]?.goal;
+  if (goal) rememberSession(view.id, { goal });
+  close();
+  const session = showSession(view.id, view);
+  location.hash = `#/s/${encodeURIComponent(view.id)}`;
+  // The message goes after the conversation the fork carries.
+  await drawnUpTo(session, view.last_event_id);
+  const entry = session.conversation.outgoing(text);
+  deliver(session, entry);
+}
+
 const actions = {
   send: (text) => {
     if (send(text)) ui.input.focus();
@@ -317,6 +410,8 @@ const actions = {
     current.conversation.resending(entry);
     deliver(current, entry);
   },
+  /** Takes a past message back into the message box, to send it again changed in a new conversation. */
+  editPast: (message) => startEditing(message),
   /** Takes a message that was not sent back into the message box. */
   edit: (entry) => {
     current?.conversation.drop(entry);
@@ -358,7 +453,8 @@ const attachments = new Attachments(ui.composer, ui.send, toast);
 
 ui.composer.addEventListener('submit', (event) => {
   event.preventDefault();
-  if (send(attachments.wrap(ui.input.value))) {
+  if (editing) resend(attachments.wrap(ui.input.value));
+  else if (send(attachments.wrap(ui.input.value))) {
     ui.input.value = '';
     attachments.clear();
     grow();
@@ -370,7 +466,15 @@ ui.input.addEventListener('keydown', (event) => {
   if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
     event.preventDefault();
     ui.composer.requestSubmit();
+  } else if (event.key === 'Escape' && editing) {
+    event.stopPropagation();
+    stopEditing(true);
   }
+});
+
+ui.editingCancel.addEventListener('click', () => {
+  stopEditing(true);
+  ui.input.focus();
 });
 
 function grow() {

@@ -31,7 +31,9 @@ export function suggestions(prompt) {
 /**
  * Draws one session's conversation into `list` (an `ol` with role=log).
  * `actions` has `confirm(pending, decision)`, `choose(number)`, `send(text)`,
- * and for a message that could not be sent `retry(entry)` and `edit(entry)`.
+ * for a message that could not be sent `retry(entry)` and `edit(entry)`,
+ * and for a past message the server has `editPast({ text, seq, li })`
+ * (`seq`: its event's number).
  * `session` is null for a conversation not started yet (its first message
  * creates the session; `session` is set then).
  */
@@ -51,6 +53,8 @@ export class Conversation {
     // { text, li, bubble, foot, state: 'sending' | 'sent' | 'failed', answer }.
     this.outbox = [];
     this.agent = null;
+    /** The note saying where a forked conversation comes from, once drawn. */
+    this.forkNote = null;
     clear(list);
   }
 
@@ -155,6 +159,23 @@ export class Conversation {
     );
   }
 
+  /**
+   * Says, at the top, that this conversation was forked from another
+   * (`origin`: `{ session_id, note }`, the session view's `forked_from`),
+   * with a link back to it. Drawn once.
+   */
+  forkedFrom(origin) {
+    if (!origin || this.forkNote) return;
+    const back = origin.session_id
+      ? h('p', {}, 'Back to ', h('a', { href: `#/s/${encodeURIComponent(origin.session_id)}` }, 'the original conversation'), '.')
+      : null;
+    this.forkNote = h('li', { class: 'note info forked' },
+      h('p', {}, origin.note || 'This conversation was forked from an earlier one.'),
+      back,
+    );
+    this.list.prepend(this.forkNote);
+  }
+
   add(node, into = this.list) {
     into.append(node);
     if (into === this.list) node.scrollIntoView?.({ block: 'nearest' });
@@ -178,6 +199,14 @@ export class Conversation {
     if (!into) return; // a child whose start this page did not see
     const root = into === this.list;
     switch (event.type) {
+      case 'session_opened':
+        // A fork's first event says where it comes from (its session in the
+        // engine's name, `<tenant>/<id>` on a server with tenants).
+        if (root && event.forked_from) {
+          const origin = String(event.forked_from.session ?? '');
+          this.forkedFrom({ session_id: origin.slice(origin.lastIndexOf('/') + 1), note: event.forked_from.note });
+        }
+        break;
       case 'run_started':
         if (root) this.agent = event.agent;
         break;
@@ -284,6 +313,7 @@ export class Conversation {
       const shown = this.claim(content, event.run);
       if (shown) this.settle(shown, content);
       const li = shown?.li ?? h('li', { class: 'msg user' }, h('div', { class: 'bubble' }, content));
+      this.editable(li, content, event.seq);
       // After what came before it in the stream, but before the status lines
       // of the tool servers its run waited for (sent before the run's events).
       let first = null;
@@ -311,6 +341,23 @@ export class Conversation {
       this.add(assistantBubble(message.agent, message.content, !root).li, into);
     }
     run.spoke = true;
+  }
+
+  /**
+   * Offers to edit a past message and send it again (in a new conversation
+   * forked just before it): only one the server has, with an event before it.
+   */
+  editable(li, text, seq) {
+    if (!this.actions.editPast || typeof seq !== 'number' || seq < 2 || li.querySelector('.msg-actions')) return;
+    li.append(
+      h('div', { class: 'msg-actions' },
+        h('button', {
+          type: 'button', class: 'link edit-past', 'aria-label': 'Edit and resend this message',
+          title: 'Edit this message and send it again in a new conversation',
+          onclick: () => this.actions.editPast({ text, seq, li }),
+        }, 'Edit'),
+      ),
+    );
   }
 
   toolRequested(event, into) {

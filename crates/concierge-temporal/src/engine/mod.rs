@@ -212,6 +212,15 @@ impl Engine for TemporalEngine {
         })
     }
 
+    /// Schedules keep their time in the scheduler workflow's durable timer.
+    fn keeps_schedule_time(&self) -> bool {
+        true
+    }
+
+    fn schedules_changed(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(self.wake_scheduler())
+    }
+
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let workers = self.workers.lock().ok().and_then(|mut w| w.take());
@@ -231,5 +240,33 @@ impl TemporalEngine {
     /// Its client (cheap to clone).
     pub fn client(&self) -> &Client {
         &self.client
+    }
+}
+
+impl TemporalEngine {
+    /// Tells the scheduler workflow that the schedules changed, starting it
+    /// if it is not running (one per task-queue prefix).
+    pub(crate) async fn wake_scheduler(&self) -> concierge::Result<()> {
+        let config = self.config();
+        let options =
+            temporalio_client::WorkflowStartOptions::new(config.sessions_queue(), config.scheduler_workflow_id())
+                .id_reuse_policy(temporalio_client::WorkflowIdReusePolicy::AllowDuplicate)
+                .build();
+        self.client()
+            .signal_with_start_workflow(
+                crate::scheduler::SchedulerWorkflow::run,
+                crate::scheduler::SchedulerBegin::default(),
+                crate::scheduler::SchedulerWorkflow::changed,
+                (),
+                options,
+            )
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                concierge::Error::Storage(format!(
+                    "the schedules' timer on Temporal at {} could not be told of a change: {e}",
+                    config.address
+                ))
+            })
     }
 }

@@ -16,6 +16,7 @@ mod children;
 mod embedded;
 mod exec;
 mod options;
+mod schedules;
 mod setup;
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ pub use embedded::Embedded;
 pub use embedded::bench;
 pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
 pub use options::EngineOptions;
+pub use schedules::{FireSchedules, ScheduleFiring};
 pub use setup::RunSetup;
 
 use crate::error::{Error, Result};
@@ -226,11 +228,27 @@ pub trait Engine: Send + Sync + 'static {
     fn sessions_in_memory(&self) -> usize {
         0
     }
+
+    /// Whether the engine keeps the time of schedules itself (a durable
+    /// timer that calls [`EngineParts::schedules`] when one is due): the
+    /// runtime then runs no timer of its own, and tells the engine when the
+    /// schedules change ([`Engine::schedules_changed`]).
+    fn keeps_schedule_time(&self) -> bool {
+        false
+    }
+
+    /// The schedules changed (one was added, resumed or fired): an engine
+    /// that keeps their time looks again at when the next is due, starting
+    /// what keeps it if it is not running.
+    fn schedules_changed(&self) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Everything an engine needs from the runtime: the catalog's versions and
-/// the executors. Pure data and plain functions: nothing here reaches back
-/// into the runtime.
+/// the executors, pure data and plain functions; and, for an engine that
+/// keeps the time of schedules itself, the one link back to the runtime
+/// that fires them.
 #[derive(Clone, Debug)]
 pub struct EngineParts {
     /// The catalog and its versions.
@@ -240,6 +258,8 @@ pub struct EngineParts {
     /// How the runs the engine starts by itself (agents called as tools)
     /// plan: per agent, as the runtime decides for runs it starts.
     pub setup: RunSetup,
+    /// What fires due schedules (see [`Engine::keeps_schedule_time`]).
+    pub schedules: ScheduleFiring,
 }
 
 /// Opens an engine once the runtime has resolved its parts.

@@ -612,10 +612,12 @@ impl RuntimeBuilder {
                 planner_for(&current, executor.models(), resolved),
             );
         }
+        let schedule_firing = crate::engine::ScheduleFiring::default();
         let parts = EngineParts {
             catalogs: catalogs.clone(),
             executor: executor.clone(),
             setup,
+            schedules: schedule_firing.clone(),
         };
         // A runtime that only reads starts no MCP server in the background.
         #[cfg(feature = "mcp")]
@@ -651,6 +653,8 @@ impl RuntimeBuilder {
                 #[cfg(feature = "sqlite")]
                 firing: std::sync::Mutex::new(None),
                 #[cfg(feature = "sqlite")]
+                firer: std::sync::OnceLock::new(),
+                #[cfg(feature = "sqlite")]
                 webhooks: super::webhooks::Webhooks::new(webhooks, self.webhooks_to_private),
                 #[cfg(feature = "mcp")]
                 mcp,
@@ -658,7 +662,7 @@ impl RuntimeBuilder {
         };
         #[cfg(feature = "sqlite")]
         if self.fire_schedules && has_engine && !reads_only {
-            runtime.start_firing_schedules()?;
+            runtime.start_firing_schedules(&schedule_firing)?;
         }
         #[cfg(feature = "sqlite")]
         if self.deliver_webhooks && has_engine && !reads_only {

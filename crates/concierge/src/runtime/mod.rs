@@ -72,6 +72,10 @@ struct Inner {
     /// The task that fires due schedules, and the name it holds their lease by.
     #[cfg(feature = "sqlite")]
     firing: std::sync::Mutex<Option<(tokio::task::AbortHandle, String)>>,
+    /// What an engine that keeps the time of schedules calls to fire them
+    /// (held here; the engine holds it weakly).
+    #[cfg(feature = "sqlite")]
+    firer: std::sync::OnceLock<Arc<dyn crate::engine::FireSchedules>>,
     /// Webhooks, their outbox and the task that delivers it.
     #[cfg(feature = "sqlite")]
     webhooks: webhooks::Webhooks,

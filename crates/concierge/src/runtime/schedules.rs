@@ -2,13 +2,15 @@
 //! the database), each firing a run whose id says which schedule and which
 //! time it is for, so that a firing repeated after a crash starts nothing.
 
-use std::sync::Weak;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use concierge_core::{AgentId, Message, Multitask, StepError, Timestamp};
 use futures::StreamExt;
+use futures::future::BoxFuture;
 
 use super::{Inner, Runtime};
+use crate::engine::{FireSchedules, ScheduleFiring};
 use crate::error::{Error, Result};
 use crate::options::RunOptions;
 use crate::schedule::{CatchUp, Fired, NewSchedule, Schedule, ScheduleStore};
@@ -170,9 +172,79 @@ pub(super) async fn fire_schedules(runtime: Weak<Inner>, holder: String) {
     }
 }
 
+/// The holder of the lease to fire schedules when the engine keeps their
+/// time: one for every process, since the engine calls one at a time.
+const ENGINE_HOLDER: &str = "engine";
+
+/// Fires schedules for an engine that keeps their time: the runtime, held
+/// weakly, on the tokio runtime it was built on (an engine's workers may
+/// call from a runtime of their own).
+struct Firer {
+    inner: Weak<Inner>,
+    tokio: tokio::runtime::Handle,
+}
+
+impl Firer {
+    /// Runs `work` with the runtime on its own tokio runtime.
+    fn on<T, F>(&self, work: impl FnOnce(Runtime) -> F + Send + 'static) -> BoxFuture<'static, Result<T>>
+    where
+        T: Send + 'static,
+        F: std::future::Future<Output = Result<T>> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        let tokio = self.tokio.clone();
+        Box::pin(async move {
+            let Some(inner) = inner.upgrade() else {
+                return Err(Error::RunStartFailed("the runtime has shut down".into()));
+            };
+            tokio
+                .spawn(work(Runtime { inner }))
+                .await
+                .map_err(|e| Error::Storage(format!("firing schedules stopped: {e}")))?
+        })
+    }
+}
+
+impl FireSchedules for Firer {
+    fn next_due(&self) -> BoxFuture<'static, Result<Option<Timestamp>>> {
+        self.on(|rt| async move { Ok(rt.inner.schedules.next_due().await?) })
+    }
+
+    fn fire_due(&self) -> BoxFuture<'static, Result<bool>> {
+        self.on(|rt| async move { rt.fire_due(ENGINE_HOLDER).await })
+    }
+}
+
 impl Runtime {
-    /// Starts firing due schedules in the background (see [`fire_schedules`]).
-    pub(super) fn start_firing_schedules(&self) -> Result<()> {
+    /// Starts firing due schedules in the background: with a timer of its
+    /// own ([`fire_schedules`]), or, when the engine keeps their time, by
+    /// linking it to this runtime and telling it when they change.
+    pub(super) fn start_firing_schedules(&self, link: &ScheduleFiring) -> Result<()> {
+        if self.inner.engine.keeps_schedule_time() {
+            let tokio = tokio::runtime::Handle::current();
+            let firer: Arc<dyn FireSchedules> = Arc::new(Firer {
+                inner: Arc::downgrade(&self.inner),
+                tokio: tokio.clone(),
+            });
+            link.set(Arc::downgrade(&firer));
+            let _ = self.inner.firer.set(firer);
+            let engine = Arc::downgrade(&self.inner.engine);
+            let tell = move || {
+                let Some(engine) = engine.upgrade() else {
+                    return;
+                };
+                // On this runtime's tokio runtime, wherever the change was made.
+                tokio.spawn(async move {
+                    if let Err(error) = engine.schedules_changed().await {
+                        tracing::warn!(%error, "the engine could not be told that the schedules changed");
+                    }
+                });
+            };
+            // Whatever is due already (a schedule added while no process ran) is looked at now.
+            tell();
+            self.inner.schedules.on_change(tell);
+            return Ok(());
+        }
         let holder = crate::side_db::random_id(&format!("{}-", std::process::id())).map_err(Error::Storage)?;
         let task = tokio::spawn(fire_schedules(std::sync::Arc::downgrade(&self.inner), holder.clone()));
         let mut firing = self

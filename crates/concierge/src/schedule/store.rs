@@ -2,6 +2,7 @@
 //! which process fires them.
 
 use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
 use concierge_core::Timestamp;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
@@ -82,6 +83,8 @@ pub(crate) enum Fired {
 #[derive(Clone)]
 pub struct ScheduleStore {
     db: SideDb,
+    /// Told when a schedule is added or resumed (see [`ScheduleStore::on_change`]).
+    changed: Arc<OnceLock<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for ScheduleStore {
@@ -96,6 +99,7 @@ impl ScheduleStore {
     pub fn open(path: &Path) -> Result<Self, ScheduleError> {
         Ok(Self {
             db: SideDb::open(path, SCHEMA)?,
+            changed: Arc::default(),
         })
     }
 
@@ -103,6 +107,7 @@ impl ScheduleStore {
     pub(crate) fn at(path: &Path) -> Self {
         Self {
             db: SideDb::at(path, SCHEMA),
+            changed: Arc::default(),
         }
     }
 
@@ -110,7 +115,21 @@ impl ScheduleStore {
     pub fn in_memory() -> Result<Self, ScheduleError> {
         Ok(Self {
             db: SideDb::in_memory(SCHEMA)?,
+            changed: Arc::default(),
         })
+    }
+
+    /// Calls `hook` after a schedule is added or resumed, through this store
+    /// or any clone of it (once set, for good): an engine that keeps the
+    /// time of schedules looks again at when the next one is due.
+    pub fn on_change(&self, hook: impl Fn() + Send + Sync + 'static) {
+        let _ = self.changed.set(Arc::new(hook));
+    }
+
+    fn tell_changed(&self) {
+        if let Some(hook) = self.changed.get() {
+            hook();
+        }
     }
 
     async fn with_conn<T: Send + 'static>(
@@ -151,48 +170,53 @@ impl ScheduleStore {
             When::At(at) => (Some(millis(*at)), None),
             When::Cron(expression) => (None, Some(expression.clone())),
         };
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Some(key) = &new.key {
-                let found = tx
-                    .query_row(
-                        &format!("{SELECT} WHERE tenant = ?1 AND user = ?2 AND key = ?3"),
-                        params![owner.tenant_key(), owner.user, key],
-                        row_to_schedule,
-                    )
-                    .optional()?;
-                if let Some(found) = found {
-                    return Ok(found);
+        let added = self
+            .with_conn(move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if let Some(key) = &new.key {
+                    let found = tx
+                        .query_row(
+                            &format!("{SELECT} WHERE tenant = ?1 AND user = ?2 AND key = ?3"),
+                            params![owner.tenant_key(), owner.user, key],
+                            row_to_schedule,
+                        )
+                        .optional()?;
+                    if let Some(found) = found {
+                        return Ok(found);
+                    }
                 }
-            }
-            tx.execute(
-                "INSERT INTO schedules (schedule_id, tenant, user, session, agent, message, at, cron, catch_up,
+                tx.execute(
+                    "INSERT INTO schedules (schedule_id, tenant, user, session, agent, message, at, cron, catch_up,
                                         next_at, created_at, key)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    id,
-                    owner.tenant_key(),
-                    owner.user,
-                    session,
-                    new.agent,
-                    message,
-                    at,
-                    cron,
-                    catch_up_name(new.catch_up),
-                    millis(next_at),
-                    millis(now),
-                    new.key
-                ],
-            )?;
-            let added = tx.query_row(
-                &format!("{SELECT} WHERE schedule_id = ?1"),
-                params![id],
-                row_to_schedule,
-            )?;
-            tx.commit()?;
-            Ok(added)
-        })
-        .await
+                    params![
+                        id,
+                        owner.tenant_key(),
+                        owner.user,
+                        session,
+                        new.agent,
+                        message,
+                        at,
+                        cron,
+                        catch_up_name(new.catch_up),
+                        millis(next_at),
+                        millis(now),
+                        new.key
+                    ],
+                )?;
+                let added = tx.query_row(
+                    &format!("{SELECT} WHERE schedule_id = ?1"),
+                    params![id],
+                    row_to_schedule,
+                )?;
+                tx.commit()?;
+                Ok(added)
+            })
+            .await;
+        if added.is_ok() {
+            self.tell_changed();
+        }
+        added
     }
 
     /// The schedules of `owner`, oldest first.
@@ -226,25 +250,30 @@ impl ScheduleStore {
         let owner = owner.clone();
         let id = id.to_owned();
         let now = crate::clock::now();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(found) = find(&tx, &owner, &id)? else {
-                return Ok(None);
-            };
-            let next_at = match (&found.when, paused) {
-                (When::Cron(_), false) => found.when.next_after(now).or(found.next_at),
-                _ => found.next_at,
-            };
-            tx.execute(
-                "UPDATE schedules SET paused = ?2, next_at = ?3, retry_at = NULL, failures = 0
+        let changed = self
+            .with_conn(move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let Some(found) = find(&tx, &owner, &id)? else {
+                    return Ok(None);
+                };
+                let next_at = match (&found.when, paused) {
+                    (When::Cron(_), false) => found.when.next_after(now).or(found.next_at),
+                    _ => found.next_at,
+                };
+                tx.execute(
+                    "UPDATE schedules SET paused = ?2, next_at = ?3, retry_at = NULL, failures = 0
                  WHERE schedule_id = ?1",
-                params![id, paused, next_at.map(millis)],
-            )?;
-            let changed = find(&tx, &owner, &id)?;
-            tx.commit()?;
-            Ok(changed)
-        })
-        .await
+                    params![id, paused, next_at.map(millis)],
+                )?;
+                let changed = find(&tx, &owner, &id)?;
+                tx.commit()?;
+                Ok(changed)
+            })
+            .await;
+        if !paused && matches!(changed, Ok(Some(_))) {
+            self.tell_changed();
+        }
+        changed
     }
 
     /// Deletes a schedule of `owner`; `false` if `owner` has none by that id.
