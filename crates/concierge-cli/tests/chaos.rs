@@ -6,20 +6,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicBool, Ordering};
+#[path = "support/cli.rs"]
+mod cli;
 
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .env_remove("CONCIERGE_DB")
-        .args(args)
-        .output()
-        .unwrap()
-}
+use cli::concierge;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).trim().to_string()

@@ -2,26 +2,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::{concierge, example};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::mpsc;
-
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .env_remove("CONCIERGE_DB")
-        .env_remove("CONCIERGE_MODE")
-        .env_remove("CONCIERGE_AGENT")
-        .env_remove("CONCIERGE_INTENT_DETECTION")
-        .env_remove("CONCIERGE_FALLBACK")
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()
@@ -787,23 +776,10 @@ fn calculator_is_found_by_the_hub_without_an_agent() {
     assert_eq!(stdout(&out).trim(), "Travel here: book a flight on 2026-11-27");
 }
 
-/// A copy of `examples/tasks/` (its database files land in the copy).
-fn tasks_example(dir: &Path) {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
-    std::fs::create_dir(dir.join("agents")).unwrap();
-    for file in ["concierge.toml", "knowledge.md"] {
-        std::fs::copy(example.join(file), dir.join(file)).unwrap();
-    }
-    for entry in std::fs::read_dir(example.join("agents")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join("agents").join(path.file_name().unwrap())).unwrap();
-    }
-}
-
 #[test]
 fn the_tasks_example_through_the_hub_as_the_readme_shows() {
     let dir = tempfile::tempdir().unwrap();
-    tasks_example(dir.path());
+    example(dir.path(), "tasks");
     let run = |args: &[&str]| {
         let out = concierge(dir.path(), args);
         assert!(out.status.success(), "{}", stderr(&out));

@@ -4,40 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "support/cli.rs"]
+mod cli;
 
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .env_remove("CONCIERGE_DB")
-        .env_remove("CONCIERGE_MODE")
-        .env_remove("CONCIERGE_AGENT")
-        .env_remove("CONCIERGE_INTENT_DETECTION")
-        .env_remove("CONCIERGE_FALLBACK")
-        .env_remove("CONCIERGE_CRM_DB")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// A copy of `examples/crm/`.
-fn crm_example(dir: &Path) {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/crm");
-    std::fs::create_dir(dir.join("agents")).unwrap();
-    std::fs::copy(example.join("concierge.toml"), dir.join("concierge.toml")).unwrap();
-    for entry in std::fs::read_dir(example.join("agents")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join("agents").join(path.file_name().unwrap())).unwrap();
-    }
-}
+use cli::{concierge, example};
 
 #[test]
 fn the_crm_example_as_the_readme_shows() {
     let dir = tempfile::tempdir().unwrap();
-    crm_example(dir.path());
+    example(dir.path(), "crm");
     let run = |args: &[&str]| {
         let out = concierge(dir.path(), args);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));

@@ -4,43 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "support/cli.rs"]
+mod cli;
 
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .env_remove("CONCIERGE_DB")
-        .env_remove("CONCIERGE_MODE")
-        .env_remove("CONCIERGE_AGENT")
-        .env_remove("CONCIERGE_INTENT_DETECTION")
-        .env_remove("CONCIERGE_FALLBACK")
-        .env_remove("CONCIERGE_TASKS_DB")
-        .env_remove("CONCIERGE_TASKS_KNOWLEDGE")
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// A copy of `examples/tasks/`.
-fn tasks_example(dir: &Path) {
-    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/tasks");
-    std::fs::create_dir(dir.join("agents")).unwrap();
-    for file in ["concierge.toml", "knowledge.md"] {
-        std::fs::copy(example.join(file), dir.join(file)).unwrap();
-    }
-    for entry in std::fs::read_dir(example.join("agents")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join("agents").join(path.file_name().unwrap())).unwrap();
-    }
-}
+use cli::{concierge, example};
 
 #[test]
 fn a_fork_does_not_redo_a_task_and_a_replay_creates_none() {
     let dir = tempfile::tempdir().unwrap();
-    tasks_example(dir.path());
+    example(dir.path(), "tasks");
     let run = |args: &[&str]| {
         let out = concierge(dir.path(), args);
         assert!(

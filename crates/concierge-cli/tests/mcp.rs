@@ -2,9 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::concierge;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
@@ -14,16 +18,6 @@ use serde_json::json;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 /// The text items of a tool result, joined.

@@ -3,21 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "support/cli.rs"]
+mod cli;
 
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .env_remove("CONCIERGE_DB")
-        .env_remove("CONCIERGE_MODE")
-        .env_remove("CONCIERGE_AGENT")
-        .args(args)
-        .output()
-        .unwrap()
-}
+use cli::concierge;
+use std::process::Output;
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()

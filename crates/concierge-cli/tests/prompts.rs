@@ -3,8 +3,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[path = "support/cli.rs"]
+mod cli;
+
+use cli::concierge;
 use std::path::Path;
-use std::process::{Command, Output};
 
 const SERVER: &str = r#"import json, sys
 PROMPTS = [
@@ -56,16 +59,6 @@ fn config(dir: &Path) -> String {
     )
     .unwrap();
     config.to_string_lossy().to_string()
-}
-
-fn concierge(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concierge"))
-        .current_dir(dir)
-        .env_remove("CONCIERGE_MODEL")
-        .env_remove("CONCIERGE_BASE_URL")
-        .args(args)
-        .output()
-        .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
