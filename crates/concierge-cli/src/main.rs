@@ -1,10 +1,28 @@
 //! `concierge`: run agents, chat with them, inspect agents, tools and sessions.
 
+// Before the modules, so that theirs are these: output to a reader that
+// has gone ends the program quietly (see `stdout`) instead of panicking.
+macro_rules! println {
+    () => {
+        $crate::stdout::write(format_args!(""), true)
+    };
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!($($arg)*), true)
+    };
+}
+
+macro_rules! print {
+    ($($arg:tt)*) => {
+        $crate::stdout::write(format_args!($($arg)*), false)
+    };
+}
+
 mod commands;
 mod demo;
 mod fake_server;
 mod render;
 mod setup;
+mod stdout;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -848,3 +848,20 @@ fn goals_and_tools_by_category_are_listed_as_a_person_reads_them() {
         stderr(&out)
     );
 }
+
+#[test]
+fn output_to_a_reader_that_has_gone_ends_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = cli::command(dir.path())
+        .args(["tools"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before the program writes anything.
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+}

@@ -218,12 +218,17 @@ impl Connection {
     }
 }
 
+/// Idle connections kept to one model server: a burst of calls (thousands of
+/// runs resumed at once) opens more, which close once they are idle
+/// instead of staying open.
+const IDLE_CONNECTIONS_PER_SERVER: usize = 64;
+
 fn build_client(connect_timeout: Duration, pool: bool) -> reqwest::Client {
     crate::tls::install_crypto_provider();
-    let mut builder = reqwest::Client::builder().connect_timeout(connect_timeout);
-    if !pool {
-        builder = builder.pool_max_idle_per_host(0);
-    }
+    let idle = if pool { IDLE_CONNECTIONS_PER_SERVER } else { 0 };
+    let builder = reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .pool_max_idle_per_host(idle);
     // Building fails only when the TLS backend cannot start; the default
     // client then reports the same failure on its first request.
     builder.build().unwrap_or_default()

@@ -105,16 +105,21 @@ pub(super) fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
         path: path.display().to_string(),
         found,
     };
-    let id: i64 = conn
+    // The mark and the tables from one snapshot: another process creating
+    // the same new database marks it before it adds tables, so tables
+    // without the mark are never a concierge database half made.
+    let snapshot = conn.unchecked_transaction()?;
+    let id: i64 = snapshot
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(|e| foreign(format!("SQLite cannot read it: {e}")))?;
     if id == APPLICATION_ID {
         return Ok(());
     }
-    let tables: Vec<String> = conn
+    let tables: Vec<String> = snapshot
         .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")?
         .query_map([], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
+    drop(snapshot);
     if id != 0 {
         return Err(foreign(format!(
             "another program marked it as its own (application id {id})"
