@@ -1094,7 +1094,7 @@ async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     let (status, body) = server
         .post(ACME, "/api/v1/sessions/talk/fork", json!({"at": 999}))
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(body["field"], "at");
 
     // A replay by the agent's rules answers the same, from the recorded call.
@@ -1111,10 +1111,14 @@ async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     assert_eq!(replay["replayed"]["reply"], "You are jordan.");
     assert_eq!(replay["same_reply"], true);
     assert_eq!(replay["answered_from_original"], 1);
+    assert!(
+        replay["replayed"]["run_id"].as_str().unwrap().starts_with("run-"),
+        "{replay}"
+    );
     let (status, body) = server
         .post(ACME, "/api/v1/sessions/talk/runs/no-such-run/replay", json!({}))
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
     assert_eq!(body["field"], "run");
     let (status, body) = server
         .post(

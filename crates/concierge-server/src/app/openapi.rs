@@ -144,11 +144,12 @@ fn readiness(readiness: Readiness) -> Response {
 /// `amend` decision needs its arguments.
 pub async fn document(State(state): State<ApiState>) -> Json<Value> {
     let agents: Vec<String> = state.rt.catalog().agent_ids().iter().map(ToString::to_string).collect();
-    Json(described(&agents))
+    let models = state.rt.model_names();
+    Json(described(&agents, &models))
 }
 
-/// The document for a server with `agents`.
-fn described(agents: &[String]) -> Value {
+/// The document for a server with `agents` and `models` (those a replay may name).
+fn described(agents: &[String], models: &[String]) -> Value {
     let mut doc = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
     if let Some(agent) = doc.pointer_mut("/components/schemas/CreateSession/properties/agent") {
         agent["enum"] = agents
@@ -160,6 +161,13 @@ fn described(agents: &[String]) -> Value {
     if let Some(confirm) = doc.pointer_mut("/components/schemas/ConfirmRequest") {
         confirm["if"] = json!({"properties": {"decision": {"const": "amend"}}, "required": ["decision"]});
         confirm["then"] = json!({"required": ["arguments"], "properties": {"arguments": {"type": "object"}}});
+    }
+    if let Some(model) = doc.pointer_mut("/components/schemas/ReplayRequest/properties/model") {
+        model["enum"] = models
+            .iter()
+            .map(|m| Value::from(m.as_str()))
+            .chain([Value::Null])
+            .collect();
     }
     if let Some(request) = doc.pointer_mut("/components/schemas/ScheduleRequest") {
         describe_schedule_request(request, agents);
@@ -265,7 +273,7 @@ mod tests {
 
     #[test]
     fn the_document_names_the_agents_and_what_amend_needs() {
-        let doc = described(&["calculator".to_string(), "hub".to_string()]);
+        let doc = described(&["calculator".to_string(), "hub".to_string()], &[]);
         let agent = &doc["components"]["schemas"]["CreateSession"]["properties"]["agent"];
         assert_eq!(agent["enum"], json!(["calculator", "hub", null]));
         let confirm = &doc["components"]["schemas"]["ConfirmRequest"];
@@ -274,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_document_says_what_the_doors_refuse() {
-        let doc = described(&[]);
+        let doc = described(&[], &[]);
         let messages = &doc["paths"]["/api/v1/sessions/{id}/messages"]["post"]["responses"];
         for status in ["403", "415", "421"] {
             assert_eq!(

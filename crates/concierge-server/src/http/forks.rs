@@ -6,14 +6,13 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use concierge::core::{DoneCall, PlannerMode, RunId, RunRecord, ToolOutcome};
+use concierge::core::{DoneCall, ForkError, PlannerMode, RunId, RunRecord, ToolOutcome};
 use concierge::runtime::ReplayOptions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::ground::body::OptionalJsonBody;
-use crate::ground::ids::{ID_RULE, valid_id};
 use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
 use super::types::{RunOutputView, RunStatusView, SessionView};
@@ -25,9 +24,9 @@ pub struct ForkRequest {
     /// The last event the fork carries (its number in the session's event
     /// stream, `12` of `12` or `12.3`); the latest when absent. To edit a
     /// message and send it again, fork at the event before it.
-    #[serde(default)]
-    #[schema(minimum = 1)]
-    pub at: Option<u64>,
+    #[serde(default, deserialize_with = "super::types::optional_whole_number")]
+    #[schema(minimum = 1, maximum = 4_294_967_295_u64)]
+    pub at: Option<u32>,
 }
 
 /// Forks the session at one of its events into a new session (with a
@@ -41,9 +40,9 @@ pub struct ForkRequest {
     responses(
         (status = 201, description = "The new session", body = SessionView),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
-        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 404, description = "No such session, or the session has no such event (`field`: `at`)", body = ErrorBody),
         (status = 413, description = "The body is over the size limit", body = ErrorBody),
-        (status = 422, description = "The session has no such event", body = ErrorBody),
+        (status = 422, description = "A field is malformed", body = ErrorBody),
     )
 )]
 pub async fn fork(
@@ -57,7 +56,7 @@ pub async fn fork(
     let into = state.new_session_id()?;
     state
         .rt
-        .fork(caller.session_id(&id), at, caller.options(&into))
+        .fork(caller.session_id(&id), at.map(u64::from), caller.options(&into))
         .await
         .map_err(|error| fork_error(error, "at"))?;
     let session = state.session_of(&caller, &into).await?;
@@ -160,9 +159,11 @@ pub struct ReplayView {
     responses(
         (status = 200, description = "The original run and the replay", body = ReplayView),
         (status = 400, description = "The body is not JSON", body = ErrorBody),
-        (status = 404, description = "No such session", body = ErrorBody),
+        (status = 404, description = "No such session, or the session has no such run (`field`: `run`)", body = ErrorBody),
+        (status = 409, description = "The run has not finished yet", body = ErrorBody),
         (status = 413, description = "The body is over the size limit", body = ErrorBody),
-        (status = 422, description = "No such run, a run not finished, or a model not configured", body = ErrorBody),
+        (status = 422, description = "A field is malformed, or names a model this server does not configure", body = ErrorBody),
+        (status = 429, description = "The caller's tenant has its most runs in progress", body = ErrorBody),
     )
 )]
 pub async fn replay(
@@ -172,18 +173,13 @@ pub async fn replay(
     OptionalJsonBody(body): OptionalJsonBody<ReplayRequest>,
 ) -> Result<Json<ReplayView>, ApiError> {
     let body = body.unwrap_or_default();
-    if !valid_id(&run) {
-        return Err(ApiError::field(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "run",
-            format!("a run id is {ID_RULE}"),
-        ));
-    }
+    // A run id the session does not have, malformed or not, is a 404 (`run`).
     state.session_of(&caller, &id).await?;
     let _permit = state.run_permit(&caller)?;
     let into = state.new_session_id()?;
     let mut options = ReplayOptions::new()
         .session_id(caller.session_id(&into))
+        .run_id(state.new_run_id()?)
         .tenant(caller.tenant.clone())
         .user(caller.user.clone());
     if let Some(model) = body.model.map(|m| m.trim().to_string()) {
@@ -208,13 +204,14 @@ pub async fn replay(
     }))
 }
 
-/// A fork's or replay's error: what the session lacks is a 422 on `field`.
+/// A fork's or replay's error: an event or run the session does not have is
+/// a 404 on `field`, a run not finished a 409, a model not configured a 422.
 fn fork_error(error: concierge::Error, field: &'static str) -> ApiError {
+    let text = error.to_string();
     match error {
-        concierge::Error::Fork(_) => ApiError::field(StatusCode::UNPROCESSABLE_ENTITY, field, error.to_string()),
-        concierge::Error::ModelNotConfigured(_) => {
-            ApiError::field(StatusCode::UNPROCESSABLE_ENTITY, "model", error.to_string())
-        }
+        concierge::Error::Fork(ForkError::RunUnfinished(_)) => ApiError::field(StatusCode::CONFLICT, field, text),
+        concierge::Error::Fork(_) => ApiError::field(StatusCode::NOT_FOUND, field, text),
+        concierge::Error::ModelNotConfigured(_) => ApiError::field(StatusCode::UNPROCESSABLE_ENTITY, "model", text),
         other => other.into(),
     }
 }

@@ -52,6 +52,20 @@ impl Models {
         self.named.contains_key(name)
     }
 
+    /// Whether a run may name the model `name`: a named one, or the default's own name.
+    pub fn knows(&self, name: &str) -> bool {
+        self.named.contains_key(name) || self.default.as_ref().is_some_and(|m| m.name() == name)
+    }
+
+    /// The models a run may name (see [`Models::knows`]), sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.named.keys().cloned().collect();
+        names.extend(self.default.as_ref().map(|m| m.name()));
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// Whether a default model is configured.
     pub fn has_default(&self) -> bool {
         self.default.is_some()

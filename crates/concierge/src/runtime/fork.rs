@@ -28,6 +28,7 @@ pub struct ReplayOptions {
     model: Option<String>,
     planner: Option<PlannerMode>,
     session_id: Option<SessionId>,
+    run_id: Option<RunId>,
     tenant: Option<String>,
     user: Option<String>,
 }
@@ -54,6 +55,12 @@ impl ReplayOptions {
     /// The id of the session the replay runs in (required, new).
     pub fn session_id(mut self, id: impl Into<SessionId>) -> Self {
         self.session_id = Some(id.into());
+        self
+    }
+
+    /// The replay run's id (the session numbers it when unset).
+    pub fn run_id(mut self, id: impl Into<RunId>) -> Self {
+        self.run_id = Some(id.into());
         self
     }
 
@@ -126,7 +133,7 @@ impl Runtime {
         let engine = self.engine_or_err()?.clone();
         if let Some(model) = &options.model {
             let models = self.inner.executor.models();
-            if !models.contains(model) {
+            if !models.knows(model) {
                 return Err(Error::ModelNotConfigured(model.clone()));
             }
         }
@@ -149,6 +156,7 @@ impl Runtime {
         };
         engine.open(into.clone(), open, Default::default()).await?;
         let mut run_options = RunOptions::new().session_id(into.clone());
+        run_options.run_id = options.run_id.clone();
         run_options.tenant = options.tenant.clone();
         run_options.user = options.user.clone();
         let mut prepared = self.prepare_run(None, original.messages.clone(), run_options).await?;

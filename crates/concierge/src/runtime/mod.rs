@@ -490,6 +490,11 @@ impl Runtime {
         self.inner.engine.halted().await
     }
 
+    /// The models a run may name (a replay's), besides the agents' own choice.
+    pub fn model_names(&self) -> Vec<String> {
+        self.inner.executor.models().names()
+    }
+
     /// The largest message a run accepts, in bytes (see
     /// [`RuntimeBuilder::max_message_bytes`]); front doors check it before
     /// starting a run so they can name the field that is too long.
