@@ -8,7 +8,6 @@ use clap::{Args, ValueEnum};
 use concierge::core::{EventKind, ForkError, PlannerMode};
 use concierge::runtime::ReplayOptions;
 use concierge::{Error, Message, Result, RunId, Runtime, SessionId};
-use futures::StreamExt;
 use serde_json::json;
 
 use crate::render::clean;
@@ -105,30 +104,24 @@ pub async fn fork(rt: &Runtime, args: &ForkArgs) -> Result<ExitCode> {
 
 /// The event just before the person's `n`-th message in `session`.
 async fn before_message(rt: &Runtime, session: &SessionId, n: usize) -> Result<u64> {
-    let last = rt.session(session.clone()).await?.last_seq();
-    let mut events = rt.subscribe(session.clone(), 1);
-    let mut seen = 0;
-    while let Some(event) = events.next().await {
-        let event = event?;
-        if event.delta != 0 || &event.session != session {
-            continue;
-        }
-        if matches!(
-            &event.kind,
-            EventKind::Message {
-                message: Message::User { .. }
-            }
-        ) {
-            seen += 1;
-            if seen == n.max(1) {
-                return Ok(event.seq.saturating_sub(1));
-            }
-        }
-        if event.seq >= last {
-            break;
-        }
+    let said: Vec<u64> = rt
+        .events(session.clone())
+        .await?
+        .iter()
+        .filter(|e| {
+            matches!(
+                &e.kind,
+                EventKind::Message {
+                    message: Message::User { .. }
+                }
+            )
+        })
+        .map(|e| e.seq)
+        .collect();
+    match said.get(n.max(1) - 1) {
+        Some(seq) => Ok(seq.saturating_sub(1)),
+        None => Err(Error::Fork(ForkError::NoSuchMessage { n, count: said.len() })),
     }
-    Err(Error::Fork(ForkError::NoSuchMessage { n, count: seen }))
 }
 
 /// A number that makes a default id new: the time in microseconds.

@@ -3,8 +3,8 @@
 //! planner with its tools answered from what the run recorded.
 
 use concierge_core::{
-    EventKind, Fork, ForkOrigin, OpenSession, PlannerMode, REPLAY_REFUSAL, RunId, RunOutput, RunRecord, Session,
-    SessionId, ToolOutcome,
+    Fork, ForkOrigin, OpenSession, PlannerMode, REPLAY_REFUSAL, RunId, RunOutput, RunRecord, Session, SessionId,
+    ToolOutcome,
 };
 use futures::StreamExt;
 
@@ -93,6 +93,15 @@ pub struct Replay {
 }
 
 impl Runtime {
+    /// The session's durable events, from its first to its last now (no
+    /// model deltas, no child runs' events): what forks and replays read.
+    pub async fn events(&self, session: impl Into<SessionId>) -> Result<Vec<concierge_core::Event>> {
+        let session = session.into();
+        let engine = self.engine_or_err()?;
+        let last = self.session(session.clone()).await?.last_seq();
+        events_to(engine.as_ref(), &session, last).await
+    }
+
     /// Forks `from` at its event `at` (the latest when `None`) into a new
     /// session: `options` gives its id (required, new) and the caller's
     /// tenant, which must be `from`'s. The fork has the conversation up to
@@ -169,7 +178,7 @@ impl Runtime {
             .engine
             .run(prepared.session.clone(), prepared.start, prepared.setup)
             .await?;
-        let (answered, refused) = replay_counts(engine.as_ref(), &into, &replayed.run_id).await?;
+        let (answered, refused) = replay_counts(&replayed);
         Ok(Replay {
             session: into,
             original,
@@ -219,21 +228,14 @@ async fn events_to(engine: &dyn Engine, session: &SessionId, last: u64) -> Resul
 }
 
 /// How many of the replay's calls were answered from the original run, and
-/// how many were refused.
-async fn replay_counts(engine: &dyn Engine, session: &SessionId, run: &RunId) -> Result<(usize, usize)> {
-    let last = engine.session(session.clone()).await?.map_or(0, |s| s.last_seq());
-    let events = events_to(engine, session, last).await?;
-    let mine = events.iter().filter(|e| e.run.as_ref() == Some(run));
-    let (mut answered, mut refused) = (0, 0);
-    for event in mine {
-        match &event.kind {
-            EventKind::ToolReused { .. } => answered += 1,
-            EventKind::ToolFinished {
-                outcome: ToolOutcome::Error(error),
-                ..
-            } if error.message.starts_with(REPLAY_REFUSAL) => refused += 1,
-            _ => {}
-        }
-    }
-    Ok((answered, refused))
+/// how many were refused because the original made no such call (read
+/// from the run's own executions: no second read of its events).
+fn replay_counts(replayed: &RunOutput) -> (usize, usize) {
+    let calls = &replayed.tool_executions;
+    let answered = calls.iter().filter(|c| c.reused_from.is_some()).count();
+    let refused = calls
+        .iter()
+        .filter(|c| matches!(&c.outcome, ToolOutcome::Error(e) if e.message.starts_with(REPLAY_REFUSAL)))
+        .count();
+    (answered, refused)
 }
