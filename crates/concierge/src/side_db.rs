@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use rusqlite::Connection;
+use rusqlite::{Connection, ErrorCode};
 
 /// One lazily opened connection and the schema it creates.
 #[derive(Clone)]
@@ -94,8 +94,33 @@ fn connect(path: Option<&Path>, schema: &str) -> rusqlite::Result<Connection> {
         }
         None => Connection::open_in_memory()?,
     };
-    conn.execute_batch(schema)?;
+    // One transaction: other connections see one change of the schema,
+    // not one per table (each change makes them prepare again).
+    conn.execute_batch(&format!("BEGIN IMMEDIATE; {schema} COMMIT;"))?;
     Ok(conn)
+}
+
+/// How many times [`again_if_schema_changed`] tries.
+const SCHEMA_TRIES: usize = 50;
+
+/// Runs `work` again while another connection's change of the schema makes
+/// it fail. SQLite prepares a statement again by itself, but not one that
+/// connects a virtual table (an FTS5 index, or a trigger that writes to one):
+/// that fails with "vtable constructor failed" when the schema changes while
+/// it is prepared, as when another store creates its tables. `work` must
+/// leave nothing half done when it fails (one transaction).
+pub(crate) fn again_if_schema_changed<T>(mut work: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let mut tries = 1;
+    loop {
+        match work() {
+            Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == ErrorCode::SchemaChanged && tries < SCHEMA_TRIES => {
+                // Changes come in bursts (a store's tables): let one pass.
+                std::thread::sleep(Duration::from_millis(tries as u64));
+                tries += 1;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// A random id: `prefix` and 24 hex digits.

@@ -143,3 +143,58 @@ async fn forgetting_through_the_tools_needs_the_id_recall_gave() {
         .collect();
     assert_eq!(left, ["Has a dog"]);
 }
+
+/// Another connection changing the schema (another store creating its
+/// tables, a newer process migrating) never fails a remember, recall or
+/// forget: the index's statements are prepared again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_store_works_while_another_connection_changes_the_schema() {
+    use concierge::memory::{MemoryOrigin, MemoryStore};
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("memories.db");
+    let store = MemoryStore::open(&path).unwrap();
+    let owner = MemoryOwner::new("acme", "ana");
+    let stop = Arc::new(AtomicBool::new(false));
+    let churn = {
+        let (path, stop) = (path.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+            let mut changes = 0;
+            while !stop.load(Ordering::Relaxed) {
+                conn.execute_batch(
+                    "CREATE TABLE churn_a (x); CREATE TABLE churn_b (x); DROP TABLE churn_a; DROP TABLE churn_b;",
+                )
+                .unwrap();
+                changes += 4;
+                if changes % 40 == 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            }
+            changes
+        })
+    };
+    for i in 0..60 {
+        let kept = store
+            .remember(
+                &owner,
+                &format!("Flight {i} leaves from gate {i}"),
+                MemoryOrigin::default(),
+            )
+            .await
+            .unwrap();
+        let found = store
+            .recall(&owner, &format!("which gate for flight {i}"), 3)
+            .await
+            .unwrap();
+        assert!(!found.is_empty(), "recall {i} found nothing");
+        assert!(store.forget(&owner, &kept.id).await.unwrap(), "forget {i}");
+    }
+    stop.store(true, Ordering::Relaxed);
+    let changes = churn.join().unwrap();
+    assert!(changes > 0, "the schema never changed under the store");
+    assert_eq!(store.forget_all(&owner).await.unwrap(), 0);
+}

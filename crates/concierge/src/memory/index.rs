@@ -15,7 +15,7 @@ use concierge_core::{Timestamp, fingerprint};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde_json::json;
 
-use crate::side_db::{SideDb, random_id};
+use crate::side_db::{SideDb, again_if_schema_changed, random_id};
 
 use super::{MAX_MEMORY_CHARS, Memory, MemoryError, MemoryOrigin, MemoryOwner};
 
@@ -104,11 +104,17 @@ impl MemoryStore {
         })
     }
 
+    /// Runs `work` on the store's connection, again if the schema changed
+    /// under it (see [`again_if_schema_changed`]).
     async fn with_conn<T: Send + 'static>(
         &self,
-        work: impl FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
+        mut work: impl FnMut(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, MemoryError> {
-        self.db.run(MemoryError::Storage, work).await
+        self.db
+            .run(MemoryError::Storage, move |conn| {
+                Ok(again_if_schema_changed(|| work(conn))?)
+            })
+            .await
     }
 
     /// Remembers `text` for `owner`; with [`MemoryOrigin::key`] set, the
@@ -128,48 +134,51 @@ impl MemoryStore {
         let owner = owner.clone();
         let id = new_id()?;
         let at = crate::clock::now();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Some(key) = &origin.key {
-                let found = tx
-                    .query_row(
-                        &format!("{SELECT} WHERE tenant = ?1 AND user = ?2 AND key = ?3"),
-                        params![owner.tenant_key(), owner.user, key],
-                        row_to_memory,
-                    )
-                    .optional()?;
-                if let Some(found) = found {
-                    return Ok(found);
+        let (row_id, row_text, row_origin) = (id.clone(), text.clone(), origin.clone());
+        let found = self
+            .with_conn(move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                if let Some(key) = &row_origin.key {
+                    let found = tx
+                        .query_row(
+                            &format!("{SELECT} WHERE tenant = ?1 AND user = ?2 AND key = ?3"),
+                            params![owner.tenant_key(), owner.user, key],
+                            row_to_memory,
+                        )
+                        .optional()?;
+                    if found.is_some() {
+                        return Ok(found);
+                    }
                 }
-            }
-            tx.execute(
-                "INSERT INTO memories (memory_id, tenant, user, text, created_at, session, agent, key)
+                tx.execute(
+                    "INSERT INTO memories (memory_id, tenant, user, text, created_at, session, agent, key)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    id,
-                    owner.tenant_key(),
-                    owner.user,
-                    text,
-                    i64::try_from(at.0).unwrap_or(i64::MAX),
-                    origin.session,
-                    origin.agent,
-                    origin.key
-                ],
-            )?;
-            tx.execute(
-                "INSERT INTO memories_fts (rowid, terms) VALUES (?1, ?2)",
-                params![tx.last_insert_rowid(), owned_terms(&owner_token(&owner), &text)],
-            )?;
-            tx.commit()?;
-            Ok(Memory {
-                id,
-                text,
-                created_at: at,
-                session: origin.session,
-                agent: origin.agent,
+                    params![
+                        row_id,
+                        owner.tenant_key(),
+                        owner.user,
+                        row_text,
+                        i64::try_from(at.0).unwrap_or(i64::MAX),
+                        row_origin.session,
+                        row_origin.agent,
+                        row_origin.key
+                    ],
+                )?;
+                tx.execute(
+                    "INSERT INTO memories_fts (rowid, terms) VALUES (?1, ?2)",
+                    params![tx.last_insert_rowid(), owned_terms(&owner_token(&owner), &row_text)],
+                )?;
+                tx.commit()?;
+                Ok(None)
             })
-        })
-        .await
+            .await?;
+        Ok(found.unwrap_or(Memory {
+            id,
+            text,
+            created_at: at,
+            session: origin.session,
+            agent: origin.agent,
+        }))
     }
 
     /// The memories of `owner` most relevant to `text`, best first (none
