@@ -208,7 +208,7 @@ impl MemoryStore {
             )?;
             let query = match_query(&token, &kept);
             let rows = statement.query_map(params![query, owner.tenant_key(), owner.user, limit], row_to_memory)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            rows.collect::<rusqlite::Result<Vec<_>>>()
         })
         .await
     }
@@ -222,7 +222,7 @@ impl MemoryStore {
                 "{SELECT} WHERE tenant = ?1 AND user = ?2 ORDER BY id DESC LIMIT ?3"
             ))?;
             let rows = statement.query_map(params![owner.tenant_key(), owner.user, limit], row_to_memory)?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            rows.collect::<rusqlite::Result<Vec<_>>>()
         })
         .await
     }
@@ -245,10 +245,10 @@ impl MemoryStore {
     pub async fn forget_all(&self, owner: &MemoryOwner) -> Result<usize, MemoryError> {
         let owner = owner.clone();
         self.with_conn(move |conn| {
-            Ok(conn.execute(
+            conn.execute(
                 "DELETE FROM memories WHERE tenant = ?1 AND user = ?2",
                 params![owner.tenant_key(), owner.user],
-            )?)
+            )
         })
         .await
     }
