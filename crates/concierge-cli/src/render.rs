@@ -89,6 +89,7 @@ pub fn one_line(output: &RunOutput) -> String {
         RunStatus::AwaitingInput => "waiting for an answer to a tool's question".into(),
         RunStatus::Failed => format!("failed: {}", clean(output.error.as_deref().unwrap_or_default())),
         RunStatus::Cancelled => "cancelled".into(),
+        RunStatus::Blocked => format!("blocked: {}", clean(output.reply.as_deref().unwrap_or_default())),
     }
 }
 
@@ -128,9 +129,18 @@ pub fn print_output(output: &RunOutput, json: bool) -> bool {
             Ok(text) => println!("{text}"),
             Err(e) => eprintln!("error: cannot print the output: {e}"),
         }
-        return !matches!(output.status, RunStatus::Failed | RunStatus::Cancelled);
+        return !matches!(
+            output.status,
+            RunStatus::Failed | RunStatus::Cancelled | RunStatus::Blocked
+        );
     }
     match output.status {
+        // The sentence on stdout like any reply; the exit status says a
+        // guardrail stopped the run.
+        RunStatus::Blocked => {
+            println!("{}", clean(output.reply.as_deref().unwrap_or_default()));
+            false
+        }
         RunStatus::Completed | RunStatus::NeedsInput => {
             println!("{}", clean(output.reply.as_deref().unwrap_or_default()));
             true

@@ -6,6 +6,7 @@ mod agent_tool;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::guardrail::{GuardStage, Guardrail, Guardrails};
 use crate::history::HistoryPolicy;
 use crate::id::{AgentId, ToolId};
 use crate::policy::{MemoryPolicy, RunPolicy};
@@ -113,6 +114,11 @@ pub struct AgentSpec {
     /// [`AgentSpec::resources`].
     #[serde(default, skip_serializing_if = "MemoryPolicy::is_off")]
     pub memory: MemoryPolicy,
+    /// Checks on what comes in and goes out (`[guardrails]` in an agent
+    /// file): the person's message, the model's replies, tool calls' arguments
+    /// and results (see [`Guardrails`]).
+    #[serde(default, skip_serializing_if = "Guardrails::is_empty")]
+    pub guardrails: Guardrails,
 }
 
 impl AgentSpec {
@@ -145,7 +151,14 @@ impl AgentSpec {
             history: HistoryPolicy::default(),
             resources: Vec::new(),
             memory: MemoryPolicy::default(),
+            guardrails: Guardrails::default(),
         }
+    }
+
+    /// Adds a guardrail at `stage` (see [`AgentSpec::guardrails`]).
+    pub fn guardrail(mut self, stage: GuardStage, guardrail: Guardrail) -> Self {
+        self.guardrails.add(stage, guardrail);
+        self
     }
 
     /// Shows the agent the `n` memories most relevant to each message (see [`AgentSpec::memory`]).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::agent::{AgentSpec, RouteAction};
 use crate::error::write_list;
+use crate::guardrail::{Guardrail, Guardrails};
 use crate::handoff::{HANDOFF_PREFIX, handoff_def, is_handoff_tool};
 use crate::hub::{HUB_AGENT, Mode, Router, change_goal_def, goal_complete_def, hub_spec, list_agents_def};
 use crate::id::{AgentId, ToolId, check_name};
@@ -99,6 +100,22 @@ impl Catalog {
     /// The built-in hub agent, when the catalog has one (multi mode, two or more agents).
     pub fn hub(&self) -> Option<&AgentId> {
         self.hub.as_ref()
+    }
+
+    /// `agent`'s output guardrails (none for an agent the catalog lacks).
+    pub(crate) fn output_guardrails(&self, agent: &AgentId) -> Vec<Guardrail> {
+        self.agent(agent)
+            .map(|a| a.spec.guardrails.output.clone())
+            .unwrap_or_default()
+    }
+
+    /// `agent`'s tool guardrails: its `tool_input` and `tool_output` checks.
+    pub(crate) fn tool_guardrails(&self, agent: &AgentId) -> Guardrails {
+        self.agent(agent).map_or_else(Guardrails::default, |a| Guardrails {
+            tool_input: a.spec.guardrails.tool_input.clone(),
+            tool_output: a.spec.guardrails.tool_output.clone(),
+            ..Guardrails::default()
+        })
     }
 
     /// Whether `agent` is the built-in hub.
@@ -367,6 +384,10 @@ impl CatalogBuilder {
         // Agents called as tools: each declaration becomes a tool.
         let mut with_agent_tools = Vec::with_capacity(self.agents.len());
         for spec in &self.agents {
+            spec.guardrails.validate().map_err(|reason| CatalogError::InvalidRule {
+                agent: spec.id.clone(),
+                reason,
+            })?;
             let mut spec = spec.clone();
             for declared in &spec.agent_tools {
                 let target = self.agents.iter().find(|a| a.id == declared.agent);

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::delegate::AgentCall;
 use crate::event::Event;
+use crate::guardrail::{Guardrail, Guardrails};
 use crate::id::{IdempotencyKey, RunId};
 use crate::message::ToolCall;
 use crate::model::ModelRequest;
@@ -28,6 +29,10 @@ pub enum Effect {
         call: u32,
         /// The system prompt, history and tools to send to the model.
         request: ModelRequest,
+        /// The agent's output guardrails: the engine checks the reply with
+        /// them before it answers the core (see [`ModelReply::guardrail`](crate::ModelReply::guardrail)).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        guardrails: Vec<Guardrail>,
     },
     /// Run a tool; answer with [`Input::ToolFinished`](crate::Input::ToolFinished).
     CallTool {
@@ -51,6 +56,11 @@ pub enum Effect {
         /// [`CallReport::checkpoint`](crate::CallReport::checkpoint)).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         checkpoint: Option<Value>,
+        /// The agent's tool guardrails (`tool_input` and `tool_output`): the
+        /// engine checks the arguments before the call runs and the result
+        /// before it answers the core.
+        #[serde(default, skip_serializing_if = "Guardrails::is_empty")]
+        guardrails: Guardrails,
     },
     /// Run an agent tool's call as a child run (see [`AgentCall`]); answer
     /// with [`Input::ToolFinished`](crate::Input::ToolFinished) (the child's

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::guardrail::GuardStage;
 use crate::hub::RouteSource;
 use crate::id::{AgentId, CallId, RunId, SessionId, ToolId, TurnId};
 use crate::message::Message;
@@ -221,6 +222,20 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reply: Option<String>,
     },
+    /// A guardrail stopped the run (it then finishes as `blocked`, its
+    /// reply saying why).
+    GuardrailTripped {
+        /// Where it checked: the person's message, the model's reply, a
+        /// tool call's arguments or its result.
+        stage: GuardStage,
+        /// The check's name.
+        guardrail: String,
+        /// Why, as a clause ("it contains a card number").
+        reason: String,
+        /// The tool whose call or result it checked.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<ToolId>,
+    },
     /// Something failed.
     Error {
         /// What failed, in words (the run then finishes as failed).
@@ -388,6 +403,7 @@ impl EventKind {
             EventKind::Usage { .. } => "usage",
             EventKind::CapReached { .. } => "cap_reached",
             EventKind::RunFinished { .. } => "run_finished",
+            EventKind::GuardrailTripped { .. } => "guardrail_tripped",
             EventKind::Error { .. } => "error",
             EventKind::DataChanged { .. } => "data_changed",
             EventKind::SessionOpened { .. } => "session_opened",

@@ -247,6 +247,11 @@ pub struct StartRun {
     /// answered with its recorded result, any other is refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<crate::fork::DoneCall>>,
+    /// The input guardrail that stopped the message, checked by the
+    /// runtime before it was journaled (the message is then not part of the
+    /// conversation, and the run ends saying why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<crate::guardrail::GuardrailTrip>,
     /// When the input was accepted, in milliseconds since the Unix epoch (engines supply it; the core reads no clock).
     pub at: Timestamp,
 }
@@ -271,6 +276,7 @@ impl StartRun {
             metadata: BTreeMap::new(),
             model: None,
             replay: None,
+            guardrail: None,
             at,
         }
     }

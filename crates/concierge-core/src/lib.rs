@@ -65,6 +65,7 @@ mod error;
 mod event;
 mod fork;
 mod gate;
+mod guardrail;
 mod handoff;
 mod history;
 mod hub;
@@ -102,6 +103,7 @@ pub use elicitation::{
 pub use error::StepError;
 pub use event::{Event, EventId, EventKind, InvalidEventId, ToolsState};
 pub use fork::{DoneCall, Fork, ForkError, ForkOrigin, REPLAY_REFUSAL};
+pub use guardrail::{GuardCheck, GuardStage, Guardrail, GuardrailTrip, Guardrails, PiiAction, PiiKind, TextVerdict};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,

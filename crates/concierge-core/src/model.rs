@@ -62,6 +62,10 @@ pub struct ModelReply {
     /// Why the model stopped, as the provider put it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_reason: Option<String>,
+    /// The output guardrail that stopped the reply, checked before it was
+    /// journaled (its text and calls are then withheld, and the run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<crate::guardrail::GuardrailTrip>,
 }
 
 impl ModelReply {

@@ -49,6 +49,9 @@ pub struct RunOutput {
     /// an answer (MCP elicitation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_elicitation: Option<crate::elicitation::PendingElicitation>,
+    /// The guardrail that stopped the run, when its status is `blocked`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<crate::guardrail::GuardrailTrip>,
 }
 
 impl RunOutput {
@@ -70,7 +73,7 @@ pub(crate) fn confidence(status: RunStatus, executions: &[ToolExecution], cap: O
         | RunStatus::AwaitingConfirmation
         | RunStatus::AwaitingChoice
         | RunStatus::AwaitingInput => 0.5,
-        RunStatus::Failed | RunStatus::Cancelled => return 0.0,
+        RunStatus::Failed | RunStatus::Cancelled | RunStatus::Blocked => return 0.0,
     };
     let ratio = if executions.is_empty() {
         1.0
@@ -101,6 +104,9 @@ pub enum RunStatus {
     AwaitingInput,
     /// The run failed (the model could not be reached, say).
     Failed,
+    /// A guardrail stopped the run; the reply says why (see
+    /// [`RunOutput::guardrail`]).
+    Blocked,
     /// The session was ended during the run.
     Cancelled,
 }

@@ -16,6 +16,7 @@ use crate::elicitation::{Asked, Elicitation, ElicitationAction, ElicitationAnswe
 use crate::error::StepError;
 use crate::event::EventKind;
 use crate::fork::DoneCall;
+use crate::guardrail::{Guardrail, GuardrailTrip};
 use crate::id::{AgentId, CallId, RunId, SessionId};
 use crate::input::Confirmation;
 use crate::model::{ModelRequest, Usage};
@@ -297,6 +298,9 @@ pub(crate) struct Run {
     /// For a replay: the replayed run's calls, which answer this run's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     replay: Option<Vec<DoneCall>>,
+    /// The guardrail that stopped the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    guardrail: Option<GuardrailTrip>,
 }
 
 /// The run's time: when it started and how long it was parked for the person.
@@ -356,6 +360,7 @@ impl Run {
             asked_at: None,
             model: start.model,
             replay: start.replay,
+            guardrail: None,
         }
     }
 
@@ -366,7 +371,8 @@ impl Run {
 
     /// The effect that asks the model `request` as the run's `call`-th
     /// model call, naming the run's model if it has one.
-    pub(crate) fn model_effect(&self, call: u32, mut request: ModelRequest) -> Effect {
+    /// `guardrails` are the agent's output guardrails.
+    pub(crate) fn model_effect(&self, call: u32, mut request: ModelRequest, guardrails: Vec<Guardrail>) -> Effect {
         if let Some(model) = &self.model {
             request.model = Some(model.clone());
         }
@@ -374,6 +380,7 @@ impl Run {
             run_id: self.id.clone(),
             call,
             request,
+            guardrails,
         }
     }
 
@@ -529,6 +536,11 @@ impl Run {
         self.error = Some(message);
     }
 
+    /// Records the guardrail that stopped the run.
+    pub(crate) fn set_guardrail(&mut self, trip: GuardrailTrip) {
+        self.guardrail = Some(trip);
+    }
+
     /// Stops the clock while the run waits for the person.
     pub(crate) fn park(&mut self, at: Timestamp) {
         self.clock.parked_at = Some(at);
@@ -588,6 +600,7 @@ impl RunOutput {
             pending_confirmation: outcome.pending_confirmation,
             pending_choice: outcome.pending_choice,
             pending_elicitation: None,
+            guardrail: run.guardrail.clone(),
         }
     }
 }

@@ -183,6 +183,10 @@ pub struct ToolError {
     /// For invalid arguments: each field that was wrong and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fields: Vec<FieldError>,
+    /// The tool guardrail that stopped the call or held back its result
+    /// (the kind is then [`ToolErrorKind::Blocked`], and the run ends).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub guardrail: Option<Box<crate::guardrail::GuardrailTrip>>,
 }
 
 impl ToolError {
@@ -192,6 +196,7 @@ impl ToolError {
             kind,
             message: message.into(),
             fields: Vec::new(),
+            guardrail: None,
         }
     }
 
@@ -206,6 +211,17 @@ impl ToolError {
             kind: ToolErrorKind::InvalidArguments,
             message: message.into(),
             fields,
+            guardrail: None,
+        }
+    }
+
+    /// A guardrail stopped the call or held back its result.
+    pub fn blocked(trip: crate::guardrail::GuardrailTrip) -> Self {
+        Self {
+            kind: ToolErrorKind::Blocked,
+            message: format!("stopped by the guardrail '{}': {}", trip.guardrail, trip.reason),
+            fields: Vec::new(),
+            guardrail: Some(Box::new(trip)),
         }
     }
 }
@@ -256,6 +272,8 @@ pub enum ToolErrorKind {
     /// The agent may not make this call (a read-only agent and a tool that
     /// changes things).
     NotAllowed,
+    /// A guardrail stopped the call before it ran, or held back its result.
+    Blocked,
 }
 
 impl ToolErrorKind {
@@ -273,6 +291,7 @@ impl ToolErrorKind {
             ToolErrorKind::LimitReached => "limit_reached",
             ToolErrorKind::Cancelled => "cancelled",
             ToolErrorKind::NotAllowed => "not_allowed",
+            ToolErrorKind::Blocked => "blocked",
         }
     }
 }

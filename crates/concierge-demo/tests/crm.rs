@@ -573,6 +573,7 @@ fn router_model() -> ScriptedModel {
             tool_calls: calls,
             usage: Some(concierge::Usage::tokens(100, 10)),
             finish_reason: Some("tool_calls".into()),
+            guardrail: None,
         })
     })
 }

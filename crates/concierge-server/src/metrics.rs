@@ -65,7 +65,7 @@ struct AgentLabels {
 struct RunLabels {
     agent: String,
     /// `completed`, `needs_input`, `awaiting_confirmation`, `awaiting_choice`,
-    /// `failed` or `cancelled`.
+    /// `awaiting_input`, `failed`, `cancelled` or `blocked`.
     status: String,
 }
 
@@ -119,6 +119,16 @@ struct WebhookLabels {
     outcome: String,
 }
 
+/// Labels of a guardrail that stopped a run.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GuardrailLabels {
+    agent: String,
+    /// `input`, `output`, `tool_input` or `tool_output`.
+    stage: String,
+    /// The check's name (its kind's, unless the agent named it).
+    guardrail: String,
+}
+
 type Latencies<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// Latency buckets from 1 ms to about 2 minutes (×2.5 each).
@@ -139,6 +149,7 @@ pub struct Metrics {
     tokens: Family<TokenLabels, Counter>,
     cost: Family<AgentLabels, Counter<f64, AtomicU64>>,
     webhook_attempts: Family<WebhookLabels, Counter>,
+    guardrail_trips: Family<GuardrailLabels, Counter>,
     /// When each run in progress started (removed when it stops).
     running: Mutex<HashMap<(SessionId, RunId), Instant>>,
 }
@@ -215,9 +226,16 @@ impl Metrics {
             "Attempts to deliver webhooks from this process, by event and outcome (delivered, failed and retried, gave up)",
             webhook_attempts.clone(),
         );
+        let guardrail_trips = Family::<GuardrailLabels, Counter>::default();
+        registry.register(
+            "guardrail_trips",
+            "Runs a guardrail stopped, by agent, stage and guardrail",
+            guardrail_trips.clone(),
+        );
         Self {
             registry,
             webhook_attempts,
+            guardrail_trips,
             runs_started,
             runs_stopped,
             run_seconds,
@@ -281,6 +299,15 @@ impl Metrics {
                 status: status_label(output.status).to_string(),
             })
             .inc();
+        if let Some(trip) = &output.guardrail {
+            self.guardrail_trips
+                .get_or_create(&GuardrailLabels {
+                    agent: agent.clone(),
+                    stage: trip.stage.as_str().to_string(),
+                    guardrail: trip.guardrail.clone(),
+                })
+                .inc();
+        }
         let started = {
             let mut running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
             running.remove(&(output.session_id.clone(), output.run_id.clone()))
@@ -359,6 +386,7 @@ fn status_label(status: RunStatus) -> &'static str {
         RunStatus::AwaitingInput => "awaiting_input",
         RunStatus::Failed => "failed",
         RunStatus::Cancelled => "cancelled",
+        RunStatus::Blocked => "blocked",
     }
 }
 

@@ -51,6 +51,9 @@ pub struct ModelCallInput {
     /// are numbered after it.
     #[serde(default)]
     pub after: u64,
+    /// The agent's output guardrails (the reply is checked with them here).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub guardrails: Vec<concierge_core::Guardrail>,
 }
 
 /// A tool call's input.
@@ -75,6 +78,9 @@ pub struct ToolCallInput {
     /// after a lost worker starts from its heartbeat details instead).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<Value>,
+    /// The agent's tool guardrails (the arguments and result are checked here).
+    #[serde(default, skip_serializing_if = "concierge_core::Guardrails::is_empty")]
+    pub guardrails: concierge_core::Guardrails,
 }
 
 /// Runs `work`, heartbeating meanwhile.
@@ -207,9 +213,14 @@ impl ModelActivities {
     ) -> Result<Input, ActivityError> {
         let request = self.request(&input).await?;
         let cx = self.delta_context(&input);
-        let call = self
-            .executor
-            .call_model(&input.session, input.run_id, input.call, &request, &cx);
+        let call = self.executor.call_model(
+            &input.session,
+            input.run_id,
+            input.call,
+            &request,
+            &cx,
+            &input.guardrails,
+        );
         let (answer, _) = heartbeating(&ctx, call).await;
         let model = self
             .executor
@@ -285,7 +296,7 @@ impl ToolActivities {
         };
         // The call ends at a new question: the person is asked, and the
         // call made again with the answer.
-        let call = self.executor.call_tool(cx, &input.call);
+        let call = self.executor.call_tool(cx, &input.call, &input.guardrails);
         let parked = channel.parked.clone();
         let work = async move {
             tokio::select! {

@@ -133,6 +133,7 @@ impl CallChannel for ActivityChannel {
                     0,
                     &request,
                     &ModelContext::default(),
+                    &[],
                 )
                 .await;
             match input {

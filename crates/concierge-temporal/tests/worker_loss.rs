@@ -38,7 +38,9 @@ fn append(ledger: &Path, line: &str) {
         .append(true)
         .open(ledger)
         .unwrap();
-    writeln!(file, "{line}").unwrap();
+    // One write: `writeln!` may write the line and its newline apart, and a
+    // worker killed between the two leaves a line without its end.
+    file.write_all(format!("{line}\n").as_bytes()).unwrap();
     file.sync_all().unwrap();
 }
 

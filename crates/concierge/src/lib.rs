@@ -56,6 +56,7 @@ pub mod dates;
 pub mod engine;
 pub mod error;
 pub mod fuzzy;
+pub mod guardrail;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 #[cfg(feature = "sqlite")]
@@ -85,6 +86,7 @@ pub use concierge_core::{
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionSummary};
 pub use error::{Error, Result};
+pub use guardrail::{Guard, GuardDecision, GuardStage, Guardrail, GuardrailTrip, Guardrails};
 pub use model::{Model, ModelError};
 pub use options::RunOptions;
 pub use runtime::{AgentClient, IntoMessages, RunHandle};

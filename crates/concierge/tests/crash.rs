@@ -96,7 +96,9 @@ async fn record_effect(args: EffectArgs, cx: ToolContext) -> Result<serde_json::
             .append(true)
             .open(&path)
             .map_err(|e| e.to_string())?;
-        writeln!(file, "{key}\t{}", args.label).map_err(|e| e.to_string())?;
+        // One write, so a kill cannot land between the line and its end.
+        file.write_all(format!("{key}\t{}\n", args.label).as_bytes())
+            .map_err(|e| e.to_string())?;
         file.sync_all().map_err(|e| e.to_string())?;
     }
     if crash_point() == "tool" && args.label == "second" {

@@ -59,6 +59,7 @@ async fn a_custom_planner_plans_a_typed_call_and_the_core_runs_it() {
         blackboard,
         asked_at,
         checkpoint,
+        ..
     }) = step.effects.iter().find(|e| matches!(e, Effect::CallTool { .. }))
     else {
         panic!("expected a tool call, got {:?}", step.effects)

@@ -243,6 +243,14 @@ pub async fn chat(rt: &Runtime, args: &ChatArgs) -> Result<ExitCode> {
                     clean(output.reply.as_deref().unwrap_or_default())
                 );
             }
+            // A guardrail's sentence is never streamed: the agent says it.
+            RunStatus::Blocked => {
+                println!(
+                    "{}: {}",
+                    clean(output.agent.as_str()),
+                    clean(output.reply.as_deref().unwrap_or_default())
+                );
+            }
             RunStatus::Completed | RunStatus::NeedsInput => {
                 if streamed.load(Ordering::Relaxed) {
                     println!();

@@ -50,7 +50,10 @@ impl Driver {
         let step = self.session.step(input.clone(), &self.catalog).unwrap();
         self.journal.push(input);
         for effect in &step.effects {
-            if let Effect::CallModel { run_id, call, request } = effect {
+            if let Effect::CallModel {
+                run_id, call, request, ..
+            } = effect
+            {
                 self.requests.push((run_id.clone(), *call, request.clone()));
             }
         }
@@ -59,7 +62,9 @@ impl Driver {
 
     fn model_call(step: &Step) -> Option<(RunId, u32, &ModelRequest)> {
         step.effects.iter().find_map(|e| match e {
-            Effect::CallModel { run_id, call, request } => Some((run_id.clone(), *call, request)),
+            Effect::CallModel {
+                run_id, call, request, ..
+            } => Some((run_id.clone(), *call, request)),
             _ => None,
         })
     }
@@ -232,7 +237,9 @@ fn the_summary_from_the_log_is_deterministic_and_bounded() {
     for input in a.journal.clone() {
         let step = replayed.step(input, &a.catalog).unwrap();
         requests.extend(step.effects.into_iter().filter_map(|e| match e {
-            Effect::CallModel { run_id, call, request } => Some((run_id, call, request)),
+            Effect::CallModel {
+                run_id, call, request, ..
+            } => Some((run_id, call, request)),
             _ => None,
         }));
     }

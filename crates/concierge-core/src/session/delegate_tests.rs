@@ -657,6 +657,7 @@ fn a_read_only_agent_refuses_writing_tools_when_built_and_when_called() {
                     }],
                     usage: None,
                     finish_reason: None,
+                    guardrail: None,
                 },
                 at: Timestamp(2),
             },

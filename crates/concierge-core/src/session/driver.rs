@@ -365,6 +365,10 @@ impl<'a> Driver<'a> {
             labels: start.labels,
             metadata: start.metadata,
         });
+        if let Some(trip) = start.guardrail {
+            // The message stays out of the conversation: the model never sees it.
+            return self.tripped(None, trip);
+        }
         let mut goal = None;
         for message in start.messages {
             if let Message::User { content } = &message {
@@ -467,7 +471,8 @@ impl<'a> Driver<'a> {
     pub(super) fn call_model(&mut self, request: ModelRequest) -> u32 {
         let call = self.run.next_model_call();
         self.emit(EventKind::ModelRequested { call });
-        self.out.effects.push(self.run.model_effect(call, request));
+        let guardrails = self.catalog.output_guardrails(&request.agent);
+        self.out.effects.push(self.run.model_effect(call, request, guardrails));
         call
     }
 
@@ -603,7 +608,9 @@ impl<'a> Driver<'a> {
 
     /// Moves to `Completion` (through `Error` for failures) and emits the output.
     pub(super) fn close(&mut self, status: RunStatus, reply: Option<String>) -> Flow {
-        if matches!(status, RunStatus::Failed | RunStatus::Cancelled) && self.run.phase() != Phase::Error {
+        if matches!(status, RunStatus::Failed | RunStatus::Cancelled | RunStatus::Blocked)
+            && self.run.phase() != Phase::Error
+        {
             self.move_to(Phase::Error)?;
         }
         self.move_to(Phase::Completion)?;

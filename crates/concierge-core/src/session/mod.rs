@@ -10,6 +10,7 @@
 mod answer;
 mod driver;
 mod elicit;
+mod guard;
 mod reading;
 mod report;
 mod routing;
@@ -237,6 +238,7 @@ impl Conversation {
             blackboard: self.blackboard.available.clone(),
             asked_at: run.asked_at(),
             checkpoint: slot.checkpoint.clone(),
+            guardrails: catalog.tool_guardrails(&self.agent),
         }
     }
 }
@@ -468,6 +470,11 @@ impl Session {
             } => {
                 self.active(&run_id)?.expect_model(call, "model_replied")?;
                 self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Model { .. } if reply.guardrail.is_some() => {
+                        d.count_usage(&reply);
+                        let trip = reply.guardrail.clone().ok_or_else(|| Fault::new("no guardrail"))?;
+                        d.tripped_waiting(waiting, None, trip)
+                    }
                     Waiting::Model { purpose, .. } => d.model_replied(purpose, reply),
                     Waiting::Reading {
                         parked,
@@ -503,6 +510,11 @@ impl Session {
             } => {
                 let slot = self.active(&run_id)?.expect_tool(&call_id)?;
                 self.drive(&mut out, catalog, |d, waiting| match waiting {
+                    Waiting::Tools { .. } if guard::tool_trip(&outcome).is_some() => {
+                        d.add_child_usage(usage);
+                        let trip = guard::tool_trip(&outcome).ok_or_else(|| Fault::new("no guardrail"))?;
+                        d.tripped_waiting(waiting, Some((slot, outcome, duration_ms)), trip)
+                    }
                     Waiting::Tools { batch } => {
                         d.add_child_usage(usage);
                         d.tool_finished(batch.into_batch(), slot, outcome, duration_ms)
@@ -674,7 +686,8 @@ impl Session {
                     },
                 });
                 if let Ok(Plan::CallModel(request)) = plan {
-                    effects.push(run.model_effect(*call, request));
+                    let guardrails = catalog.output_guardrails(&request.agent);
+                    effects.push(run.model_effect(*call, request, guardrails));
                 }
             }
             Waiting::Tools { batch } => {
@@ -691,7 +704,9 @@ impl Session {
                 if let (Some(pending), Some(owner), Some(spec)) =
                     (parked.pending(run.id()), owner, catalog.tool(call_name))
                 {
-                    effects.push(run.model_effect(*call, reading_request(&owner.spec, spec, &pending, text)));
+                    let request = reading_request(&owner.spec, spec, &pending, text);
+                    let guardrails = owner.spec.guardrails.output.clone();
+                    effects.push(run.model_effect(*call, request, guardrails));
                 }
             }
         }
@@ -803,3 +818,6 @@ mod tenant_tests;
 
 #[cfg(test)]
 mod elicit_tests;
+
+#[cfg(test)]
+mod guard_tests;

@@ -186,7 +186,9 @@ fn model_call(effects: &impl Out) -> (RunId, u32, ModelRequest) {
         .effects()
         .iter()
         .find_map(|e| match e {
-            Effect::CallModel { run_id, call, request } => Some((run_id.clone(), *call, request.clone())),
+            Effect::CallModel {
+                run_id, call, request, ..
+            } => Some((run_id.clone(), *call, request.clone())),
             _ => None,
         })
         .expect("expected a model call")

@@ -270,7 +270,7 @@ impl Driver<'_> {
     }
 
     /// Gives slot `index` its outcome and records it.
-    fn settle(&mut self, batch: &mut Batch, index: usize, outcome: ToolOutcome, duration_ms: u64) {
+    pub(super) fn settle(&mut self, batch: &mut Batch, index: usize, outcome: ToolOutcome, duration_ms: u64) {
         if let Some(slot) = batch.settle(index, outcome.clone()) {
             let (call, fp) = (slot.call.clone(), slot.fingerprint.clone());
             self.record(call, fp, outcome, duration_ms, None);

@@ -63,6 +63,8 @@ impl<'a> TaskView<'a> {
             Some(RunStatus::Completed) => TaskState::Completed,
             Some(RunStatus::Failed) => TaskState::Failed,
             Some(RunStatus::Cancelled) => TaskState::Canceled,
+            // A guardrail refused the message (or what came of it).
+            Some(RunStatus::Blocked) => TaskState::Rejected,
             Some(RunStatus::AwaitingConfirmation | RunStatus::AwaitingInput) => TaskState::InputRequired,
             // The run ended with a question: left when the conversation moved on.
             Some(RunStatus::AwaitingChoice | RunStatus::NeedsInput) if self.moved_on => TaskState::Completed,

@@ -339,7 +339,11 @@ impl RunStream {
         };
         let result = reply.as_ref().map(|r| json!(r));
         out.push(match status {
-            RunStatus::Completed | RunStatus::NeedsInput => finished(RunOutcome::Success, result, usage),
+            // A guardrail's stop is an answer (the sentence), told apart by
+            // the `guardrail_tripped` custom event before it.
+            RunStatus::Completed | RunStatus::NeedsInput | RunStatus::Blocked => {
+                finished(RunOutcome::Success, result, usage)
+            }
             RunStatus::Cancelled => finished(RunOutcome::Cancelled, None, usage),
             RunStatus::Failed => AguiEvent::error(
                 ErrorCode::RunFailed,

@@ -343,11 +343,13 @@ impl Translator {
         };
         let subagent_run_id = self.relabel.session(child).to_string();
         match status {
-            RunStatus::Completed | RunStatus::NeedsInput => out.push(AguiEvent::SubagentFinished {
-                subagent_run_id,
-                result: reply.map(|r| json!(r)),
-                outcome: SubagentOutcome::Success,
-            }),
+            RunStatus::Completed | RunStatus::NeedsInput | RunStatus::Blocked => {
+                out.push(AguiEvent::SubagentFinished {
+                    subagent_run_id,
+                    result: reply.map(|r| json!(r)),
+                    outcome: SubagentOutcome::Success,
+                })
+            }
             RunStatus::AwaitingConfirmation | RunStatus::AwaitingChoice | RunStatus::AwaitingInput => {
                 out.push(AguiEvent::SubagentFinished {
                     subagent_run_id,

@@ -472,6 +472,8 @@ pub enum RunStatusView {
     Failed,
     /// The session was ended during the run.
     Cancelled,
+    /// A guardrail stopped the run; the reply says why.
+    Blocked,
 }
 
 impl From<RunStatus> for RunStatusView {
@@ -484,6 +486,7 @@ impl From<RunStatus> for RunStatusView {
             RunStatus::AwaitingInput => Self::AwaitingInput,
             RunStatus::Failed => Self::Failed,
             RunStatus::Cancelled => Self::Cancelled,
+            RunStatus::Blocked => Self::Blocked,
         }
     }
 }
@@ -528,6 +531,10 @@ pub struct RunOutputView {
     /// The question a running call asks the person, when the run waits for an answer.
     #[schema(value_type = Option<Object>)]
     pub pending_elicitation: Option<PendingElicitation>,
+    /// The guardrail that stopped the run, when its status is `blocked`:
+    /// `stage`, `guardrail`, `reason` and the `tool` it checked.
+    #[schema(value_type = Option<Object>)]
+    pub guardrail: Option<concierge::GuardrailTrip>,
     /// Tokens and cost of this run.
     pub usage: UsageView,
 }
@@ -565,6 +572,7 @@ impl From<RunOutput> for RunOutputView {
             pending_confirmation: o.pending_confirmation.map(Into::into),
             pending_choice: o.pending_choice.map(Into::into),
             pending_elicitation: o.pending_elicitation,
+            guardrail: o.guardrail,
             usage: o.usage.into(),
         }
     }

@@ -184,7 +184,7 @@ impl ConciergeMcp {
             Err(error) => return Ok(CallToolResult::error(vec![ContentBlock::text(error)])),
         };
         let text = match out.status {
-            RunStatus::Completed | RunStatus::NeedsInput => out.reply.clone().unwrap_or_default(),
+            RunStatus::Completed | RunStatus::NeedsInput | RunStatus::Blocked => out.reply.clone().unwrap_or_default(),
             RunStatus::AwaitingConfirmation => match &out.pending_confirmation {
                 Some(pending) if !pending.message.is_empty() => {
                     format!("The agent is waiting for a person to answer: {}", pending.message)

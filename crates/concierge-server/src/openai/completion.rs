@@ -67,6 +67,18 @@ pub enum FinishReason {
     /// The run stopped: it answered, waits for the person (a confirmation
     /// or a choice, answered by the next message), or failed (the text says why).
     Stop,
+    /// A guardrail stopped the run; the text says why.
+    ContentFilter,
+}
+
+impl FinishReason {
+    /// Why a run's answer ends.
+    pub fn of(output: &RunOutput) -> Self {
+        match output.status {
+            RunStatus::Blocked => FinishReason::ContentFilter,
+            _ => FinishReason::Stop,
+        }
+    }
 }
 
 /// Tokens a run used.
@@ -119,6 +131,7 @@ pub fn answer_text(output: &RunOutput) -> String {
         RunStatus::Cancelled => "The session was ended before the answer came.".to_string(),
         RunStatus::Failed => "The run failed without saying why.".to_string(),
         RunStatus::Completed
+        | RunStatus::Blocked
         | RunStatus::NeedsInput
         | RunStatus::AwaitingConfirmation
         | RunStatus::AwaitingChoice
@@ -139,7 +152,7 @@ pub fn completion(output: &RunOutput, model: &str, created: u64) -> ChatCompleti
                 role: AssistantRole::Assistant,
                 content: answer_text(output),
             },
-            finish_reason: FinishReason::Stop,
+            finish_reason: FinishReason::of(output),
         }],
         usage: output.usage.into(),
     }

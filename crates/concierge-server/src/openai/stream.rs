@@ -163,11 +163,16 @@ async fn pump(handle: RunHandle, setup: StreamSetup, tx: mpsc::Sender<SseEvent>)
     }
     drop(events);
     let output = handle.wait().await;
-    let (text, usage) = match &output {
-        Ok(output) => (answer_text(output), CompletionUsage::from(output.usage)),
+    let (text, usage, finish) = match &output {
+        Ok(output) => (
+            answer_text(output),
+            CompletionUsage::from(output.usage),
+            FinishReason::of(output),
+        ),
         Err(error) => (
             format!("Something went wrong: {error}"),
             CompletionUsage::from(concierge::core::Usage::default()),
+            FinishReason::Stop,
         ),
     };
     let rest = remainder(streamed, &current, &text);
@@ -180,7 +185,7 @@ async fn pump(handle: RunHandle, setup: StreamSetup, tx: mpsc::Sender<SseEvent>)
             return;
         }
     }
-    if !send(&tx, &chunk(ChunkDelta::default(), Some(FinishReason::Stop))).await {
+    if !send(&tx, &chunk(ChunkDelta::default(), Some(finish))).await {
         return;
     }
     if setup.include_usage {

@@ -67,7 +67,12 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
         (session, agent, catalog, w.config.clone())
     });
     match effect {
-        Effect::CallModel { run_id, call, request } => {
+        Effect::CallModel {
+            run_id,
+            call,
+            request,
+            guardrails,
+        } => {
             let bytes = payload::size_of(&request);
             if bytes > config.max_payload_bytes {
                 let failed = payload::request_too_large(
@@ -99,6 +104,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 call,
                 request,
                 after: ctx.state(|w| w.st.session.as_ref().map_or(0, Session::last_seq)),
+                guardrails,
             };
             let activity_id = format!("{}/{run_id}/model-{call}", input.session);
             let models_queue = config.models_queue();
@@ -147,6 +153,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
             // details (see `channel.rs`); the session has one only where the
             // call stopped at a question.
             checkpoint,
+            guardrails,
         } => {
             // Tools that change nothing, or change it once whatever the
             // number of calls, run again after a lost worker; others do not.
@@ -185,6 +192,7 @@ pub(super) fn perform(ctx: &WorkflowContext<SessionWorkflow>, effect: Effect) ->
                 asked_at,
                 asked,
                 checkpoint,
+                guardrails,
             };
             let bytes = payload::size_of(&input);
             if bytes > config.max_payload_bytes {

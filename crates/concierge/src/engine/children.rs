@@ -112,6 +112,16 @@ fn answer(call: &AgentCall, output: &RunOutput) -> Answer {
         RunStatus::Completed | RunStatus::NeedsInput => Answer::Done(ToolOutcome::Ok(serde_json::Value::String(
             output.reply.clone().unwrap_or_default(),
         ))),
+        // The child's guardrail stopped the child, not the parent: its
+        // model reads why, as a call that could not be made.
+        RunStatus::Blocked => Answer::Done(ToolOutcome::Error(ToolError::new(
+            concierge_core::ToolErrorKind::Blocked,
+            format!(
+                "the {} agent was stopped by a guardrail: {}",
+                call.agent,
+                output.reply.clone().unwrap_or_default()
+            ),
+        ))),
         RunStatus::Failed | RunStatus::Cancelled => {
             let why = output
                 .error

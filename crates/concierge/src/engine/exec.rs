@@ -8,12 +8,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use concierge_core::{
-    AgentCall, AgentId, Choice, Effect, Input, ModelReply, ModelRequest, Question, RunId, RunOutput, SessionId,
-    ToolCall, ToolId, ToolOutcome, Usage,
+    AgentCall, AgentId, Choice, Effect, GuardStage, Guardrail, Guardrails, Input, ModelReply, ModelRequest, Question,
+    RunId, RunOutput, SessionId, ToolCall, ToolError, ToolId, ToolOutcome, Usage,
 };
 use tracing::Instrument;
 
 use crate::engine::now;
+use crate::guardrail::Guards;
 use crate::model::{ModelContext, ModelError, ModelErrorKind, Models, RetryPolicy, complete_with_retry};
 use crate::tool::{ToolContext, ToolRegistry};
 
@@ -180,6 +181,14 @@ pub enum Unavailable {
 /// [`Executor::prompt_builder`]).
 pub type PromptBuilder = Arc<dyn Fn(&serde_json::Value) -> String + Send + Sync>;
 
+/// Whose text is checked: the session and run a classifier's model call
+/// is counted for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Whose<'a> {
+    pub(crate) session: &'a SessionId,
+    pub(crate) run: &'a RunId,
+}
+
 /// Performs model and tool calls for any engine.
 #[derive(Clone)]
 pub struct Executor {
@@ -188,6 +197,7 @@ pub struct Executor {
     retry: Option<RetryPolicy>,
     hooks: Arc<dyn ExecHooks>,
     prompts: std::collections::HashMap<ToolId, PromptBuilder>,
+    guards: Guards,
 }
 
 impl std::fmt::Debug for Executor {
@@ -210,7 +220,19 @@ impl Executor {
             retry: Some(RetryPolicy::default()),
             hooks: Arc::new(TracingHooks::default()),
             prompts: std::collections::HashMap::new(),
+            guards: Guards::default(),
         }
+    }
+
+    /// Runs agents' `custom` guardrails with `guards`.
+    pub fn guards(mut self, guards: Guards) -> Self {
+        self.guards = guards;
+        self
+    }
+
+    /// The custom guardrails this executor knows.
+    pub fn custom_guards(&self) -> &Guards {
+        &self.guards
     }
 
     /// Builds the child's message of the agent tool `tool` with `builder`
@@ -281,6 +303,10 @@ impl Executor {
     /// core: `ModelReplied` (with usage and cost) or `ModelFailed`, with the
     /// failure itself (an engine may hold a `ModelFailed` back when the model
     /// was [unavailable](ModelError::is_unavailable), to try again elsewhere).
+    ///
+    /// `guardrails` are the agent's output guardrails: the reply is checked
+    /// with them before it is returned (redacted, or withheld with the trip
+    /// in [`ModelReply::guardrail`]); with any, the reply is not streamed.
     pub async fn call_model(
         &self,
         session: &SessionId,
@@ -288,7 +314,11 @@ impl Executor {
         call: u32,
         request: &ModelRequest,
         cx: &ModelContext,
+        guardrails: &[Guardrail],
     ) -> (Input, Option<ModelError>) {
+        let unstreamed = ModelContext::default();
+        // Text a guardrail has not checked is not shown as it streams.
+        let cx = if guardrails.is_empty() { cx } else { &unstreamed };
         let model = self.models.for_request(request);
         let name = model.as_ref().map_or_else(|| "none:none".to_string(), |m| m.name());
         let info = ModelCall {
@@ -327,6 +357,13 @@ impl Executor {
         });
         self.hooks
             .model_finished(&span, &info, result.as_ref(), started.elapsed());
+        let result = match result {
+            Ok(reply) if !guardrails.is_empty() => {
+                let whose = Whose { session, run: &run_id };
+                Ok(self.check_reply(reply, guardrails, whose).await)
+            }
+            other => other,
+        };
         match result {
             Ok(reply) => (
                 Input::ModelReplied {
@@ -351,10 +388,59 @@ impl Executor {
 
     /// Runs a tool call (validation, coercion, timeout, panic capture) and
     /// returns the `ToolFinished` input for the core.
-    pub async fn call_tool(&self, cx: ToolContext, call: &ToolCall) -> Input {
+    ///
+    /// `guardrails` are the agent's tool guardrails: the arguments are
+    /// checked before the call runs, the result before it is returned (a
+    /// trip answers with a [`ToolErrorKind::Blocked`](concierge_core::ToolErrorKind::Blocked) error).
+    pub async fn call_tool(&self, cx: ToolContext, call: &ToolCall, guardrails: &Guardrails) -> Input {
         let started = Instant::now();
         let run_id = cx.run_id.clone();
-        let (outcome, duration_ms) = self.tools.execute(call, cx.clone()).await;
+        let whose = Whose {
+            session: &cx.session_id,
+            run: &run_id,
+        };
+        let mut checked_call;
+        let mut call = call;
+        if !guardrails.tool_input.is_empty() {
+            let checked = self
+                .check_value(
+                    GuardStage::ToolInput,
+                    &guardrails.tool_input,
+                    &call.arguments,
+                    &call.name,
+                    whose,
+                )
+                .await;
+            if let Some(trip) = checked.trip {
+                return Input::ToolFinished {
+                    run_id,
+                    call_id: call.id.clone(),
+                    outcome: ToolOutcome::Error(ToolError::blocked(trip)),
+                    duration_ms: 0,
+                    usage: None,
+                    at: now(),
+                };
+            }
+            checked_call = call.clone();
+            checked_call.arguments = checked.value;
+            call = &checked_call;
+        }
+        let (mut outcome, duration_ms) = self.tools.execute(call, cx.clone()).await;
+        if let (ToolOutcome::Ok(value), false) = (&outcome, guardrails.tool_output.is_empty()) {
+            let checked = self
+                .check_value(
+                    GuardStage::ToolOutput,
+                    &guardrails.tool_output,
+                    value,
+                    &call.name,
+                    whose,
+                )
+                .await;
+            outcome = match checked.trip {
+                Some(trip) => ToolOutcome::Error(ToolError::blocked(trip)),
+                None => ToolOutcome::Ok(checked.value),
+            };
+        }
         self.hooks.tool_finished(
             &ToolCallInfo {
                 context: &cx,
@@ -383,5 +469,24 @@ impl Executor {
             usage: None,
             at: now(),
         }
+    }
+}
+
+impl Executor {
+    /// `reply` checked with the agent's output guardrails: its text
+    /// redacted, or withheld (text and calls) with the trip recorded.
+    async fn check_reply(&self, mut reply: ModelReply, guardrails: &[Guardrail], whose: Whose<'_>) -> ModelReply {
+        let checked = self
+            .check_text(GuardStage::Output, guardrails, &reply.text, whose)
+            .await;
+        match checked.trip {
+            Some(trip) => {
+                reply.text.clear();
+                reply.tool_calls.clear();
+                reply.guardrail = Some(trip);
+            }
+            None => reply.text = checked.value,
+        }
+        reply
     }
 }

@@ -172,6 +172,7 @@ impl Anthropic {
             tool_calls,
             usage,
             finish_reason: body.get("stop_reason").and_then(Value::as_str).map(str::to_string),
+            guardrail: None,
         })
     }
 
@@ -326,6 +327,7 @@ impl Anthropic {
             tool_calls,
             usage: Some(Usage::tokens(input_tokens, output_tokens)),
             finish_reason: stop_reason,
+            guardrail: None,
         })
     }
 

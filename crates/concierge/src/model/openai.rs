@@ -134,6 +134,7 @@ impl OpenAiCompatible {
             tool_calls,
             usage: body.get("usage").and_then(parse_usage),
             finish_reason: choice.get("finish_reason").and_then(Value::as_str).map(str::to_string),
+            guardrail: None,
         })
     }
 
@@ -261,6 +262,7 @@ impl OpenAiCompatible {
             tool_calls: calls.finish(),
             usage,
             finish_reason,
+            guardrail: None,
         }))
     }
 

@@ -64,6 +64,7 @@ pub struct RuntimeBuilder {
     webhooks: Option<crate::webhook::WebhookStore>,
     deliver_webhooks: bool,
     webhooks_to_private: bool,
+    guards: crate::guardrail::Guards,
 }
 
 /// The largest message a run may start with, by default (its text, in bytes).
@@ -112,6 +113,7 @@ impl Default for RuntimeBuilder {
             webhooks: None,
             deliver_webhooks: true,
             webhooks_to_private: true,
+            guards: crate::guardrail::Guards::default(),
         }
     }
 }
@@ -240,6 +242,13 @@ impl RuntimeBuilder {
     #[cfg(feature = "sqlite")]
     pub fn memory_store(mut self, store: crate::memory::MemoryStore) -> Self {
         self.memory = Some(store);
+        self
+    }
+
+    /// Registers a guardrail written in Rust under `name`: agents use it
+    /// with `{ kind = "custom", guard = "<name>" }` at any stage.
+    pub fn guard(mut self, name: impl Into<String>, guard: impl crate::guardrail::Guard) -> Self {
+        self.guards.insert(name, Arc::new(guard));
         self
     }
 
@@ -582,6 +591,7 @@ impl RuntimeBuilder {
                     )));
                 }
             }
+            check_guardrails(agent, &self.models, &self.guards)?;
             catalog = catalog.agent(agent.clone());
         }
         for (agent, planner) in self.planners {
@@ -599,7 +609,8 @@ impl RuntimeBuilder {
         });
         let mut executor = Executor::new(self.models, Arc::new(registry))
             .retry(self.retry)
-            .hooks(hooks);
+            .hooks(hooks)
+            .guards(self.guards);
         for (tool, builder) in self.prompts {
             executor = executor.prompt_builder(tool, builder);
         }
@@ -687,4 +698,41 @@ impl RuntimeBuilder {
         }
         Ok(runtime)
     }
+}
+
+/// Every custom guardrail `agent` names is registered, and every
+/// classifier's model configured.
+fn check_guardrails(agent: &AgentSpec, models: &Models, guards: &crate::guardrail::Guards) -> Result<()> {
+    use concierge_core::GuardCheck;
+    let g = &agent.guardrails;
+    for guardrail in g
+        .input
+        .iter()
+        .chain(&g.output)
+        .chain(&g.tool_input)
+        .chain(&g.tool_output)
+    {
+        match &guardrail.check {
+            GuardCheck::Custom { guard } if !guards.contains(guard) => {
+                return Err(Error::InvalidConfig(format!(
+                    "agent {} uses the guardrail {guard:?}, which is not registered; register it with RuntimeBuilder::guard",
+                    agent.id
+                )));
+            }
+            GuardCheck::Classifier { model, .. } => {
+                let known = match model {
+                    Some(model) => models.contains(model) || models.has_default(),
+                    None => models.has_default(),
+                };
+                if !known {
+                    return Err(Error::InvalidConfig(format!(
+                        "agent {}'s classifier guardrail needs a model, and none is configured: configure one (e.g. --model openai:<name> --base-url URL)",
+                        agent.id
+                    )));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

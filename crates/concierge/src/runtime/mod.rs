@@ -18,6 +18,7 @@ mod cursor;
 #[cfg(feature = "sqlite")]
 mod erase;
 mod fork;
+mod guard;
 #[cfg(feature = "mcp")]
 mod mcp;
 #[cfg(feature = "sqlite")]
@@ -273,6 +274,16 @@ impl Runtime {
         }
         self.check_message_size(messages.iter().map(|m| m.text().len()).sum())?;
         let engine = self.engine_or_err()?.clone();
+        let mut messages = messages;
+        let guardrail = self
+            .check_input(
+                engine.as_ref(),
+                &session,
+                agent.as_ref(),
+                options.run_id.as_ref(),
+                &mut messages,
+            )
+            .await;
         #[cfg(feature = "mcp")]
         {
             let text = messages.last().map(Message::text).unwrap_or_default();
@@ -312,6 +323,7 @@ impl Runtime {
             metadata: options.metadata,
             model: None,
             replay: None,
+            guardrail,
             at: crate::engine::now(),
         };
         let catalog = self.catalog();

@@ -94,7 +94,7 @@ impl WebhookEvent {
     /// The event a run that stopped with `status` is.
     pub fn of_status(status: RunStatus) -> Self {
         match status {
-            RunStatus::Completed | RunStatus::Cancelled => WebhookEvent::RunFinished,
+            RunStatus::Completed | RunStatus::Cancelled | RunStatus::Blocked => WebhookEvent::RunFinished,
             RunStatus::NeedsInput
             | RunStatus::AwaitingConfirmation
             | RunStatus::AwaitingChoice

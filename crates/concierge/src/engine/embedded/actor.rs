@@ -758,7 +758,12 @@ impl Actor {
     fn perform(&mut self, effects: Vec<Effect>) {
         for effect in effects {
             match effect {
-                Effect::CallModel { run_id, call, request } => self.call_model(run_id, call, request),
+                Effect::CallModel {
+                    run_id,
+                    call,
+                    request,
+                    guardrails,
+                } => self.call_model(run_id, call, request, guardrails),
                 Effect::CallTool {
                     run_id,
                     call,
@@ -767,6 +772,7 @@ impl Actor {
                     blackboard,
                     asked_at,
                     checkpoint,
+                    guardrails,
                 } => {
                     let executor = self.shared.parts.executor.clone();
                     let tx = self.tx.clone();
@@ -789,7 +795,7 @@ impl Actor {
                         checkpoint,
                     };
                     tokio::spawn(async move {
-                        let input = executor.call_tool(cx, &call).await;
+                        let input = executor.call_tool(cx, &call, &guardrails).await;
                         let _ = tx.send(Command::Input(Box::new(input))).await;
                     });
                 }
@@ -840,14 +846,23 @@ impl Actor {
         }
     }
 
-    fn call_model(&self, run_id: RunId, call: u32, request: concierge_core::ModelRequest) {
+    fn call_model(
+        &self,
+        run_id: RunId,
+        call: u32,
+        request: concierge_core::ModelRequest,
+        guardrails: Vec<concierge_core::Guardrail>,
+    ) {
         let executor = self.shared.parts.executor.clone();
         let tx = self.tx.clone();
         let cx = self.delta_context(&run_id);
         let session = self.id.clone();
         let resumed = self.resumed_run.as_ref() == Some(&run_id);
         tokio::spawn(async move {
-            let command = match executor.call_model(&session, run_id, call, &request, &cx).await {
+            let command = match executor
+                .call_model(&session, run_id, call, &request, &cx, &guardrails)
+                .await
+            {
                 (_, Some(error)) if resumed && error.is_unavailable() => Command::Stall(Unavailable::Unreachable {
                     reason: error.to_string(),
                 }),

@@ -68,6 +68,15 @@ pub(crate) fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
     }
 }
 
+/// The JSON text of a payload the embedded engine stored (journal inputs,
+/// events, snapshots), whatever its format; `None` for bytes it did not
+/// write. For tools that look inside a database file: what it holds,
+/// readable.
+pub fn payload_text(bytes: &[u8]) -> Option<String> {
+    let value: serde_json::Value = decode(bytes).ok()?;
+    Some(value.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use concierge_core::{Input, ModelReply, RunId, Timestamp};

@@ -29,6 +29,8 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use tokio::sync::{mpsc, oneshot};
 
+pub use self::codec::payload_text;
+
 use self::actor::{Actor, Command, MAILBOX};
 use self::live::Live;
 use self::memory::MemoryStore;

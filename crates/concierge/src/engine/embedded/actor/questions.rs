@@ -64,7 +64,7 @@ impl CallChannel for SessionChannel {
         let (session, run_id, call_id) = (self.session.clone(), self.run_id.clone(), self.call_id.clone());
         Box::pin(async move {
             let (input, _) = executor
-                .call_model(&session, run_id.clone(), 0, &request, &ModelContext::default())
+                .call_model(&session, run_id.clone(), 0, &request, &ModelContext::default(), &[])
                 .await;
             match input {
                 Input::ModelReplied { reply, at, .. } => {
