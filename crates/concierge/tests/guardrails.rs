@@ -8,12 +8,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use concierge::guardrail::{GuardCheck, PiiAction, PiiKind};
 use concierge::model::ScriptedModel;
 use concierge::{
     AgentSpec, EventKind, GuardDecision, GuardStage, Guardrail, ModelReply, RunOptions, RunStatus, Runtime,
     ToolContext, ToolOutcome, ToolSpec,
 };
-use concierge_core::{GuardCheck, PiiAction, PiiKind};
 use serde_json::{Value, json};
 
 const CARD: &str = "4111 1111 1111 1111";
