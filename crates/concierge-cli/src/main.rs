@@ -120,6 +120,10 @@ pub enum Command {
     /// Erases everything stored of a person, for good: their conversations'
     /// text, memories and schedules (`erase --user U --yes`).
     Erase(commands::erase::EraseArgs),
+    /// Runs datasets of conversations against the agents and model and
+    /// checks each turn: `eval evals/tasks.toml --replay evals/tasks.cassette.jsonl`
+    /// (docs/evals.md).
+    Eval(commands::eval::EvalArgs),
     /// API tokens for `concierge serve`: `token new --tenant T --user U`
     /// prints a token and the lines to put in concierge.toml.
     Token(commands::token::TokenArgs),

@@ -171,16 +171,8 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
             log_prompts: config.log_prompts,
         }));
     }
-    for (name, server) in servers {
-        builder = builder.mcp_server(name, server);
-    }
-    #[cfg(feature = "a2a")]
-    for (name, agent) in &config.a2a_agents {
-        builder = builder.a2a_agent(name.as_str(), agent.clone());
-    }
-    // The demo domains' files: the ones [paths] names (relative to the file
-    // that names them), the rest next to the engine's database.
-    builder = crate::demo::toolsets(builder, resolved.db.parent().unwrap_or_else(|| Path::new("")), paths)?;
+    let data = resolved.db.parent().unwrap_or_else(|| Path::new(""));
+    builder = tools(builder, config, servers, data, paths)?;
     if let Some(reference) = &resolved.model {
         builder = builder.model_arc(build_model(&config.model_settings(reference, true))?);
     }
@@ -194,6 +186,30 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         let default = resolved.model.as_deref() == Some(reference);
         builder = builder.named_model(reference, build_model(&config.model_settings(reference, default))?);
     }
+    let built = config.apply_hub(builder).agents(agents).build().await;
+    built.map_err(crate::demo::explain)
+}
+
+/// The configuration's tools on `builder`: the MCP servers, the A2A agents,
+/// the demo domains' toolsets over their files (the ones `paths` names, the
+/// rest in `data`), the tools' settings and the models' prices.
+pub fn tools(
+    mut builder: concierge::RuntimeBuilder,
+    config: &Config,
+    servers: BTreeMap<String, McpServerConfig>,
+    data: &Path,
+    paths: BTreeMap<String, PathBuf>,
+) -> Result<concierge::RuntimeBuilder> {
+    for (name, server) in servers {
+        builder = builder.mcp_server(name, server);
+    }
+    #[cfg(feature = "a2a")]
+    for (name, agent) in &config.a2a_agents {
+        builder = builder.a2a_agent(name.as_str(), agent.clone());
+    }
+    // The demo domains' files: the ones [paths] names (relative to the file
+    // that names them), the rest next to the engine's database.
+    builder = crate::demo::toolsets(builder, data, paths)?;
     for (tool, settings) in &config.tools {
         if let Some(question) = &settings.confirm {
             builder = builder.confirm_tool(tool.as_str(), question.clone());
@@ -205,8 +221,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
     for (reference, price) in &config.prices {
         builder = builder.price(reference.clone(), *price);
     }
-    let built = config.apply_hub(builder).agents(agents).build().await;
-    built.map_err(crate::demo::explain)
+    Ok(builder)
 }
 
 /// Lists the MCP servers whose tools the Temporal workers of this process

@@ -232,13 +232,30 @@ async fn call(rt: &Runtime, server: &str, tool: &str, args: &str, repeat: u32) -
         let started = std::time::Instant::now();
         let call = client.call(tool, arguments.clone(), &key);
         tokio::pin!(call);
+        let mut unfinished = false;
         let result = loop {
             tokio::select! {
                 result = &mut call => break result,
-                Ok(report) = progress.recv() => eprintln!("progress {report}"),
+                Ok(report) = progress.recv() => {
+                    unfinished = report.total.is_some_and(|total| report.progress < total);
+                    eprintln!("progress {report}");
+                }
             }
         };
-        while let Ok(report) = progress.try_recv() {
+        // A report the server sent just before its result may be handled
+        // after it: while the last one seen is short of its total, wait a
+        // moment for the rest.
+        loop {
+            let next = if unfinished {
+                tokio::time::timeout(std::time::Duration::from_millis(500), progress.recv())
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+            } else {
+                progress.try_recv().ok()
+            };
+            let Some(report) = next else { break };
+            unfinished = report.total.is_some_and(|total| report.progress < total);
             eprintln!("progress {report}");
         }
         took.push(started.elapsed());

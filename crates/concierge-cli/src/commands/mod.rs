@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod chat;
 pub mod erase;
+pub mod eval;
 pub mod fork;
 pub mod inspect;
 pub mod mcp;
@@ -31,6 +32,7 @@ use crate::{Cli, Command, setup};
 pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
     let (access, label) = match &cli.command {
         Command::Bench(args) => return bench::bench(&cli, args).await,
+        Command::Eval(args) => return eval::eval(&cli, args).await,
         Command::Token(args) => return token::token(args),
         Command::Mcp(args) if args.signs_in() => return mcp::sign_in(&cli, args).await,
         Command::Run(_) => (Access::Write, "concierge run"),
@@ -96,7 +98,7 @@ pub async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Command::Replay(args) => fork::replay(&rt, args).await,
         Command::Serve(args) => serve::serve(&cli, &rt, args, metrics).await,
         Command::Worker(args) => worker::worker(&rt, args).await,
-        Command::Bench(_) | Command::Token(_) => Ok(ExitCode::SUCCESS),
+        Command::Bench(_) | Command::Token(_) | Command::Eval(_) => Ok(ExitCode::SUCCESS),
     };
     rt.shutdown().await;
     result

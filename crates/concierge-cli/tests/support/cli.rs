@@ -39,18 +39,23 @@ pub fn concierge(dir: &Path, args: &[&str]) -> Output {
 }
 
 /// A copy of `examples/<name>/` in `dir`: its `concierge.toml`, its
-/// `knowledge.md` if it has one, and its `agents/` (the databases its
-/// commands make land in the copy).
+/// `knowledge.md` if it has one, its `agents/` and its `evals/` (the
+/// databases its commands make land in the copy).
 pub fn example(dir: &Path, name: &str) {
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name);
-    std::fs::create_dir(dir.join("agents")).unwrap();
     for file in ["concierge.toml", "knowledge.md"] {
         if example.join(file).exists() {
             std::fs::copy(example.join(file), dir.join(file)).unwrap();
         }
     }
-    for entry in std::fs::read_dir(example.join("agents")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(&path, dir.join("agents").join(path.file_name().unwrap())).unwrap();
+    for folder in ["agents", "evals"] {
+        let Ok(entries) = std::fs::read_dir(example.join(folder)) else {
+            continue;
+        };
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        for entry in entries {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, dir.join(folder).join(path.file_name().unwrap())).unwrap();
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Models: the [`Model`] trait, providers and the retry policy.
 
 mod anthropic;
+mod cassette;
 pub(crate) mod http;
 mod openai;
 mod price;
@@ -17,6 +18,7 @@ use concierge_core::{Event, EventKind, ModelReply, ModelRequest, RunId, SessionI
 use futures::future::BoxFuture;
 
 pub use anthropic::Anthropic;
+pub use cassette::{Cassette, CassetteError, CassetteMode, request_key};
 pub use http::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_MAX_REQUEST_BYTES, DEFAULT_TOTAL_TIMEOUT};
 pub use openai::OpenAiCompatible;
 pub use price::Price;

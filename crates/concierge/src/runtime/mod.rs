@@ -14,6 +14,7 @@ use serde_json::Value;
 mod builder;
 mod children;
 mod client;
+mod complete;
 mod cursor;
 #[cfg(feature = "sqlite")]
 mod erase;

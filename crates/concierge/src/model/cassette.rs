@@ -1,0 +1,296 @@
+//! Recorded model exchanges: a cassette answers a request with the reply a
+//! real model gave to the same request, so a run (an eval in CI, say) goes
+//! the same way again, offline and without a key.
+//!
+//! ```no_run
+//! # async fn f(real: std::sync::Arc<dyn concierge::Model>) -> Result<(), concierge::model::CassetteError> {
+//! use concierge::model::{Cassette, CassetteMode};
+//!
+//! // Record: each exchange with `real` is kept; `save` writes the file.
+//! let tape = Cassette::open("evals/tasks.cassette.jsonl", CassetteMode::Record)?;
+//! let model = tape.model(real);
+//! // ... runs ...
+//! tape.save()?;
+//!
+//! // Replay: the same requests get the same replies; another request is an error.
+//! let tape = Cassette::open("evals/tasks.cassette.jsonl", CassetteMode::Replay)?;
+//! let model = tape.replayer("openai:gpt-4o-mini");
+//! # let _ = model; Ok(()) }
+//! ```
+//!
+//! A request's key is a fingerprint of everything the model is sent (the
+//! agent, the model's name, the system prompt, the messages, the tools and
+//! their schemas, the settings): a change of prompt or catalog is a new key.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use concierge_core::{ModelReply, ModelRequest, fingerprint};
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use super::{Model, ModelContext, ModelError, ModelErrorKind};
+
+/// Whether a cassette records or replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CassetteMode {
+    /// Calls the real model and keeps each exchange (over any kept for the same request).
+    Record,
+    /// Answers from the kept exchanges only.
+    Replay,
+}
+
+/// What went wrong with a cassette file.
+#[derive(Debug, thiserror::Error)]
+pub enum CassetteError {
+    /// The file could not be read or written.
+    #[error("the cassette {path} could not be {doing}: {error}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// "read" or "written".
+        doing: &'static str,
+        /// Why.
+        error: std::io::Error,
+    },
+    /// A line of the file is not an exchange.
+    #[error("line {line} of the cassette {path} is not a recorded exchange ({error}): record it again with --record")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// Why.
+        error: String,
+    },
+}
+
+/// One recorded exchange (a line of the file).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Exchange {
+    /// The request's fingerprint.
+    key: String,
+    /// The model that answered.
+    model: String,
+    /// The agent that asked (for a person reading the file).
+    agent: String,
+    /// The reply.
+    reply: ModelReply,
+}
+
+/// A file of recorded exchanges, shared by the models that record into it
+/// or replay from it.
+#[derive(Clone, Debug)]
+pub struct Cassette {
+    shared: Arc<Shared>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    path: PathBuf,
+    mode: CassetteMode,
+    exchanges: Mutex<BTreeMap<String, Exchange>>,
+}
+
+impl Cassette {
+    /// The cassette at `path` (JSON Lines); a file that does not exist is
+    /// an empty cassette (to record into).
+    pub fn open(path: impl AsRef<Path>, mode: CassetteMode) -> Result<Self, CassetteError> {
+        let path = path.as_ref().to_path_buf();
+        let mut exchanges = BTreeMap::new();
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                for (n, line) in text.lines().enumerate() {
+                    if line.trim().is_empty() {
+                        continue;
+                    }
+                    let exchange: Exchange = serde_json::from_str(line).map_err(|e| CassetteError::Malformed {
+                        path: path.clone(),
+                        line: n + 1,
+                        error: e.to_string(),
+                    })?;
+                    exchanges.insert(exchange.key.clone(), exchange);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => {
+                return Err(CassetteError::Io {
+                    path,
+                    doing: "read",
+                    error,
+                });
+            }
+        }
+        Ok(Self {
+            shared: Arc::new(Shared {
+                path,
+                mode,
+                exchanges: Mutex::new(exchanges),
+            }),
+        })
+    }
+
+    /// Whether it records or replays.
+    pub fn mode(&self) -> CassetteMode {
+        self.shared.mode
+    }
+
+    /// How many exchanges it holds.
+    pub fn len(&self) -> usize {
+        self.exchanges().len()
+    }
+
+    /// The models whose replies it holds.
+    pub fn models(&self) -> std::collections::BTreeSet<String> {
+        self.exchanges().values().map(|e| e.model.clone()).collect()
+    }
+
+    /// Whether it holds none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// `real`, recording into this cassette (replaying from it in replay mode).
+    pub fn model(&self, real: Arc<dyn Model>) -> Arc<dyn Model> {
+        Arc::new(Taped {
+            name: real.name(),
+            real: (self.shared.mode == CassetteMode::Record).then_some(real),
+            cassette: self.clone(),
+        })
+    }
+
+    /// A model named `name` that answers from this cassette only.
+    pub fn replayer(&self, name: impl Into<String>) -> Arc<dyn Model> {
+        Arc::new(Taped {
+            name: name.into(),
+            real: None,
+            cassette: self.clone(),
+        })
+    }
+
+    /// Writes the exchanges to the file (sorted by key, so a file recorded
+    /// again changes only where the exchanges did).
+    pub fn save(&self) -> Result<(), CassetteError> {
+        let mut text = String::new();
+        for exchange in self.exchanges().values() {
+            if let Ok(line) = serde_json::to_string(exchange) {
+                text.push_str(&line);
+                text.push('\n');
+            }
+        }
+        let path = &self.shared.path;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|error| CassetteError::Io {
+                path: path.clone(),
+                doing: "written",
+                error,
+            })?;
+        }
+        std::fs::write(path, text).map_err(|error| CassetteError::Io {
+            path: path.clone(),
+            doing: "written",
+            error,
+        })
+    }
+
+    fn exchanges(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Exchange>> {
+        self.shared.exchanges.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The key of `request` sent to the model named `model`.
+pub fn request_key(model: &str, request: &ModelRequest) -> String {
+    let value = serde_json::json!({ "model": model, "request": request });
+    fingerprint(&value)
+}
+
+/// A model behind a cassette.
+struct Taped {
+    name: String,
+    real: Option<Arc<dyn Model>>,
+    cassette: Cassette,
+}
+
+impl Model for Taped {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a ModelRequest,
+        cx: &'a ModelContext,
+    ) -> BoxFuture<'a, Result<ModelReply, ModelError>> {
+        Box::pin(async move {
+            let key = request_key(&self.name, request);
+            let Some(real) = &self.real else {
+                let kept = self.cassette.exchanges().get(&key).map(|e| e.reply.clone());
+                return kept.ok_or_else(|| {
+                    ModelError::new(
+                        ModelErrorKind::NotConfigured,
+                        self.name.clone(),
+                        format!(
+                            "the cassette {} has no reply recorded for this request of agent {} (its prompt, tools or conversation changed): record it again with --record",
+                            self.cassette.shared.path.display(),
+                            request.agent
+                        ),
+                    )
+                });
+            };
+            let reply = real.complete(request, cx).await?;
+            self.cassette.exchanges().insert(
+                key.clone(),
+                Exchange {
+                    key,
+                    model: self.name.clone(),
+                    agent: request.agent.to_string(),
+                    reply: reply.clone(),
+                },
+            );
+            Ok(reply)
+        })
+    }
+
+    fn call_budget(&self) -> Option<std::time::Duration> {
+        self.real.as_ref().and_then(|m| m.call_budget())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ScriptedModel;
+
+    #[tokio::test]
+    async fn a_recorded_exchange_replays_offline_and_another_request_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tape.jsonl");
+        let request = ModelRequest {
+            agent: "a".into(),
+            model: None,
+            system: "Be brief.".into(),
+            messages: vec![concierge_core::Message::user("hi")],
+            tools: Arc::from([]),
+            tool_choice: Default::default(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let real = Arc::new(ScriptedModel::new().reply(ModelReply::text("Hello.")).named("test:m"));
+        let tape = Cassette::open(&path, CassetteMode::Record).unwrap();
+        let recording = tape.model(real.clone());
+        let cx = ModelContext::default();
+        assert_eq!(recording.complete(&request, &cx).await.unwrap().text, "Hello.");
+        tape.save().unwrap();
+
+        let tape = Cassette::open(&path, CassetteMode::Replay).unwrap();
+        assert_eq!(tape.len(), 1);
+        let replaying = tape.replayer("test:m");
+        assert_eq!(replaying.complete(&request, &cx).await.unwrap().text, "Hello.");
+        let mut other = request.clone();
+        other.messages = vec![concierge_core::Message::user("bye")];
+        let refused = replaying.complete(&other, &cx).await.unwrap_err();
+        assert!(refused.message.contains("record it again"), "{refused}");
+        assert_eq!(real.requests().len(), 1, "the replay asked the real model");
+    }
+}
