@@ -111,6 +111,22 @@ pub enum RunStatus {
     Cancelled,
 }
 
+impl RunStatus {
+    /// The snake_case name (as events, the API and metrics say it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Completed => "completed",
+            RunStatus::NeedsInput => "needs_input",
+            RunStatus::AwaitingConfirmation => "awaiting_confirmation",
+            RunStatus::AwaitingChoice => "awaiting_choice",
+            RunStatus::AwaitingInput => "awaiting_input",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+            RunStatus::Blocked => "blocked",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -40,7 +40,7 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use concierge::core::{ModelReply, RunId, RunOutput, RunStatus, SessionId, ToolOutcome};
+use concierge::core::{ModelReply, RunId, RunOutput, SessionId, ToolOutcome};
 use concierge::engine::{ExecHooks, ModelCall, RunInfo, ToolCallInfo, TracingHooks};
 use concierge::model::ModelError;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -296,7 +296,7 @@ impl Metrics {
         self.runs_stopped
             .get_or_create(&RunLabels {
                 agent: agent.clone(),
-                status: status_label(output.status).to_string(),
+                status: output.status.as_str().to_string(),
             })
             .inc();
         if let Some(trip) = &output.guardrail {
@@ -373,20 +373,6 @@ impl Metrics {
         self.tool_seconds
             .get_or_create(&ToolTimeLabels { agent, tool })
             .observe(elapsed.as_secs_f64());
-    }
-}
-
-/// A run status as the label says it (as events and the API say it).
-fn status_label(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Completed => "completed",
-        RunStatus::NeedsInput => "needs_input",
-        RunStatus::AwaitingConfirmation => "awaiting_confirmation",
-        RunStatus::AwaitingChoice => "awaiting_choice",
-        RunStatus::AwaitingInput => "awaiting_input",
-        RunStatus::Failed => "failed",
-        RunStatus::Cancelled => "cancelled",
-        RunStatus::Blocked => "blocked",
     }
 }
 

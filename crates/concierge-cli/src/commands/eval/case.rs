@@ -165,7 +165,7 @@ fn check_turn(turn: usize, expect: &Expect, output: &RunOutput, events: &[Event]
         }
     };
     let reply = output.reply.clone().unwrap_or_default();
-    let status = status_name(output.status);
+    let status = output.status.as_str();
     if let Some(agent) = &expect.agent {
         check(
             format!("{agent} answers"),
@@ -268,20 +268,6 @@ fn includes(actual: &Value, wanted: &Value) -> bool {
         (Value::Number(a), Value::Number(w)) => a.as_f64() == w.as_f64(),
         (Value::String(a), Value::String(w)) => a.eq_ignore_ascii_case(w),
         _ => actual == wanted,
-    }
-}
-
-/// A run status as events and reports name it.
-pub fn status_name(status: RunStatus) -> &'static str {
-    match status {
-        RunStatus::Completed => "completed",
-        RunStatus::NeedsInput => "needs_input",
-        RunStatus::AwaitingConfirmation => "awaiting_confirmation",
-        RunStatus::AwaitingChoice => "awaiting_choice",
-        RunStatus::AwaitingInput => "awaiting_input",
-        RunStatus::Failed => "failed",
-        RunStatus::Cancelled => "cancelled",
-        RunStatus::Blocked => "blocked",
     }
 }
 
