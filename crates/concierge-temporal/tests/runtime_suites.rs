@@ -307,6 +307,13 @@ mod forks {
     );
 }
 
+#[path = "../../concierge/tests/cases/guardrails.rs"]
+mod guardrails_cases;
+
+mod guardrails {
+    on_temporal!(guardrails_cases; guardrails_redact_and_stop_at_every_stage);
+}
+
 #[path = "../../concierge/tests/cases/replay.rs"]
 mod replay_cases;
 

@@ -4,6 +4,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[macro_use]
+#[path = "cases/embedded.rs"]
+mod embedded;
+#[path = "cases/guardrails.rs"]
+mod cases;
+
+use embedded::{EngineUnderTest, OnEngine};
+
+mod on_sqlite {
+    use super::*;
+    on_the_embedded_engine!(cases, EngineUnderTest::sqlite(); guardrails_redact_and_stop_at_every_stage);
+}
+
+mod in_memory {
+    use super::*;
+    on_the_embedded_engine!(cases, EngineUnderTest::memory(); guardrails_redact_and_stop_at_every_stage);
+}
+
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
