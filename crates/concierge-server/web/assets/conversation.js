@@ -274,6 +274,9 @@ export class Conversation {
       case 'cap_reached':
         if (root) this.add(note('info', 'This run reached one of its limits, so the assistant sums up what it has.'));
         break;
+      case 'guardrail_tripped':
+        if (root) this.add(note('info', guardrailNote(event)));
+        break;
       case 'run_finished':
         this.runFinished(event, into, root);
         break;
@@ -715,4 +718,15 @@ function moveFocus(event, buttons) {
   if (!step) return;
   event.preventDefault();
   buttons[(i + step + buttons.length) % buttons.length].focus();
+}
+
+/** Which guardrail stopped a run, and where, in words (its reason is the agent's reply). */
+function guardrailNote(event) {
+  const where = {
+    input: 'your message',
+    output: 'the answer',
+    tool_input: `the call to ${event.tool || 'a tool'}`,
+    tool_output: `the result of ${event.tool || 'a tool'}`,
+  }[event.stage] || 'the run';
+  return `The guardrail "${event.guardrail}" stopped ${where}.`;
 }

@@ -14,7 +14,7 @@ export const KINDS = [
   'tool_requested', 'tool_reused', 'awaiting_confirmation', 'confirmation_resolved', 'tool_finished',
   'child_started', 'choice_requested', 'choice_resolved', 'message', 'usage', 'cap_reached',
   'run_finished', 'error', 'session_ended', 'data_changed', 'session_opened', 'tools_status',
-  'elicitation_requested', 'elicitation_answered', 'tool_progress',
+  'elicitation_requested', 'elicitation_answered', 'tool_progress', 'guardrail_tripped',
 ];
 
 /** The most sessionStorage keeps of one session's events (characters of JSON). */
