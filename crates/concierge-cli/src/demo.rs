@@ -25,10 +25,18 @@ pub fn agents() -> Vec<AgentSpec> {
 /// names (relative to the file that names them), the rest in `dir`. Without
 /// the feature, a `[paths]` entry (a demo tool's file) is an error that says
 /// how to build the demo in.
-pub fn toolsets(builder: RuntimeBuilder, dir: &Path, paths: BTreeMap<String, PathBuf>) -> Result<RuntimeBuilder> {
+pub fn toolsets(
+    builder: RuntimeBuilder,
+    dir: &Path,
+    paths: BTreeMap<String, PathBuf>,
+    isolated: bool,
+) -> Result<RuntimeBuilder> {
     #[cfg(feature = "demo")]
     {
-        let paths = concierge_demo::DemoPaths::in_dir(dir).named(paths);
+        let mut paths = concierge_demo::DemoPaths::in_dir(dir).named(paths);
+        if isolated {
+            paths = paths.isolated();
+        }
         paths.check().map_err(Error::InvalidConfig)?;
         Ok(concierge_demo::toolsets_with(&paths)
             .into_iter()
@@ -36,7 +44,7 @@ pub fn toolsets(builder: RuntimeBuilder, dir: &Path, paths: BTreeMap<String, Pat
     }
     #[cfg(not(feature = "demo"))]
     {
-        let _ = dir;
+        let _ = (dir, isolated);
         match paths.keys().next() {
             Some(name) => Err(Error::InvalidConfig(format!("[paths] {name}: {NO_DEMO}"))),
             None => Ok(builder),

@@ -12,7 +12,7 @@ mod cli;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
-use cli::{concierge, example};
+use cli::{command, concierge, example};
 use serde_json::Value;
 
 fn stdout(out: &Output) -> String {
@@ -46,7 +46,15 @@ fn the_examples_suites_pass_offline_and_touch_no_data() {
         let before = listing(&folder);
         let reports = tempfile::tempdir().unwrap();
         let junit = reports.path().join("junit.xml");
-        let out = concierge(&folder, &["eval", suite, "--junit", junit.to_str().unwrap()]);
+        // A CONCIERGE_*_DB variable points at real data: the eval leaves it alone.
+        let real = reports.path().join("real.db");
+        let out = command(&folder)
+            .args(["eval", suite, "--junit", junit.to_str().unwrap()])
+            .env("CONCIERGE_CRM_DB", &real)
+            .env("CONCIERGE_TASKS_DB", &real)
+            .output()
+            .unwrap();
+        assert!(!real.exists(), "{name}: the eval opened the file the environment names");
         let text = stdout(&out);
         assert!(
             out.status.success(),

@@ -89,6 +89,9 @@ pub struct DemoPaths {
     pub dir: PathBuf,
     /// Files named in `[paths]` tables, by name.
     pub named: BTreeMap<String, PathBuf>,
+    /// The environment's variables ([`PATHS`]) are not read: only `named`
+    /// and `dir` say where files are (an eval's sandbox).
+    pub isolated: bool,
 }
 
 impl DemoPaths {
@@ -97,7 +100,14 @@ impl DemoPaths {
         Self {
             dir: dir.into(),
             named: BTreeMap::new(),
+            isolated: false,
         }
+    }
+
+    /// Reads no environment variable for files (see [`DemoPaths::isolated`]).
+    pub fn isolated(mut self) -> Self {
+        self.isolated = true;
+        self
     }
 
     /// Adds files named in a `[paths]` table.
@@ -127,6 +137,9 @@ impl DemoPaths {
 
     /// The file called `key` in [`PATHS`] (`dir` itself for a name not there).
     pub fn file(&self, key: &str) -> PathBuf {
+        if self.isolated {
+            return self.file_from(key, |_| None);
+        }
         self.file_from(key, |name| std::env::var_os(name))
     }
 

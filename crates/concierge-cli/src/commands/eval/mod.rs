@@ -244,7 +244,13 @@ async fn case_runtime(
         paths.insert(name.clone(), path);
     }
     let mut builder = Runtime::builder().in_memory().label("concierge eval");
-    builder = setup::tools(builder, config, declared.servers.clone(), sandbox, paths)?;
+    let servers = declared
+        .servers
+        .iter()
+        .map(|(name, server)| (name.clone(), in_sandbox(server, sandbox)))
+        .collect();
+    // The environment's CONCIERGE_*_DB files are real data: not read here.
+    builder = setup::tools(builder, config, servers, sandbox, paths, true)?;
     if let Some(model) = &models.default {
         builder = builder.model_arc(model.clone());
     }
@@ -253,4 +259,28 @@ async fn case_runtime(
     }
     let built = config.apply_hub(builder).agents(declared.agents.clone()).build().await;
     built.map_err(crate::demo::explain)
+}
+
+/// `server` run in `sandbox` when it names no directory of its own, so the
+/// files it makes in its working directory (a database, say) land there:
+/// its command and arguments that are paths here are made absolute first.
+fn in_sandbox(server: &concierge::mcp::McpServerConfig, sandbox: &Path) -> concierge::mcp::McpServerConfig {
+    let mut server = server.clone();
+    if server.cwd.is_some() || server.command.is_none() {
+        return server;
+    }
+    let here = |arg: &String| {
+        let path = Path::new(arg);
+        match std::fs::canonicalize(path) {
+            Ok(absolute) if path.is_relative() => absolute.to_string_lossy().into_owned(),
+            _ => arg.clone(),
+        }
+    };
+    server.command = server
+        .command
+        .as_ref()
+        .map(|c| if c.contains('/') { here(c) } else { c.clone() });
+    server.args = server.args.iter().map(here).collect();
+    server.cwd = Some(sandbox.to_path_buf());
+    server
 }
