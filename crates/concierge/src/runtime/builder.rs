@@ -591,7 +591,10 @@ impl RuntimeBuilder {
                     )));
                 }
             }
-            check_guardrails(agent, &self.models, &self.guards)?;
+            // A runtime that only reads runs no check: it needs no model for one.
+            if !self.embedded.is_read_only() {
+                check_guardrails(agent, &self.models, &self.guards)?;
+            }
             catalog = catalog.agent(agent.clone());
         }
         for (agent, planner) in self.planners {
