@@ -52,6 +52,7 @@ fn the_examples_suites_pass_offline_and_touch_no_data() {
             .args(["eval", suite, "--junit", junit.to_str().unwrap()])
             .env("CONCIERGE_CRM_DB", &real)
             .env("CONCIERGE_TASKS_DB", &real)
+            .env("CONCIERGE_ORDERS_DB", &real)
             .output()
             .unwrap();
         assert!(!real.exists(), "{name}: the eval opened the file the environment names");

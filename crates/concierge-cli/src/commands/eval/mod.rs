@@ -261,17 +261,19 @@ async fn case_runtime(
     built.map_err(crate::demo::explain)
 }
 
-/// `server` run in `sandbox` when it names no directory of its own, so the
-/// files it makes in its working directory (a database, say) land there:
-/// its command and arguments that are paths here are made absolute first.
+/// `server` (a stdio one) run in `sandbox`, so the files it makes in its
+/// working directory land there: its command and arguments that are paths
+/// relative to its own directory are made absolute first, and the
+/// `CONCIERGE_*_DB` variables (real data) it would read point into `sandbox`.
 fn in_sandbox(server: &concierge::mcp::McpServerConfig, sandbox: &Path) -> concierge::mcp::McpServerConfig {
     let mut server = server.clone();
-    if server.cwd.is_some() || server.command.is_none() {
+    if server.command.is_none() {
         return server;
     }
+    let base = server.cwd.clone().unwrap_or_else(|| PathBuf::from("."));
     let here = |arg: &String| {
         let path = Path::new(arg);
-        match std::fs::canonicalize(path) {
+        match std::fs::canonicalize(base.join(path)) {
             Ok(absolute) if path.is_relative() => absolute.to_string_lossy().into_owned(),
             _ => arg.clone(),
         }
@@ -281,6 +283,18 @@ fn in_sandbox(server: &concierge::mcp::McpServerConfig, sandbox: &Path) -> conci
         .as_ref()
         .map(|c| if c.contains('/') { here(c) } else { c.clone() });
     server.args = server.args.iter().map(here).collect();
+    let databases: Vec<(String, String)> = std::env::vars()
+        .chain(server.env.clone())
+        .filter(|(name, _)| name.starts_with("CONCIERGE_") && name.ends_with("_DB"))
+        .collect();
+    for (name, value) in databases {
+        let file = Path::new(&value)
+            .file_name()
+            .map_or_else(|| format!("{name}.db"), |f| f.to_string_lossy().into_owned());
+        server
+            .env
+            .insert(name, sandbox.join(file).to_string_lossy().into_owned());
+    }
     server.cwd = Some(sandbox.to_path_buf());
     server
 }
