@@ -14,8 +14,9 @@
 //! tripped, the [`GuardrailTrip`] — so a replay sees the same verdict and
 //! never asks a classifier again.
 
+use std::collections::HashMap;
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -110,20 +111,25 @@ impl Guardrails {
         }
     }
 
-    /// Checks that every check is well formed (its patterns compile): the
-    /// first fault, in words.
-    pub fn validate(&self) -> Result<(), String> {
-        for stage in [
+    /// Every check, with its stage, stage by stage.
+    pub fn iter(&self) -> impl Iterator<Item = (GuardStage, &Guardrail)> {
+        [
             GuardStage::Input,
             GuardStage::Output,
             GuardStage::ToolInput,
             GuardStage::ToolOutput,
-        ] {
-            for guardrail in self.stage(stage) {
-                guardrail
-                    .validate()
-                    .map_err(|e| format!("guardrail '{}' ({stage}): {e}", guardrail.name()))?;
-            }
+        ]
+        .into_iter()
+        .flat_map(move |stage| self.stage(stage).iter().map(move |g| (stage, g)))
+    }
+
+    /// Checks that every check is well formed (its patterns compile): the
+    /// first fault, in words.
+    pub fn validate(&self) -> Result<(), String> {
+        for (stage, guardrail) in self.iter() {
+            guardrail
+                .validate()
+                .map_err(|e| format!("guardrail '{}' ({stage}): {e}", guardrail.name()))?;
         }
         Ok(())
     }
@@ -205,10 +211,7 @@ impl Guardrail {
         let trip = |reason: String| Some(TextVerdict::Trip(reason));
         match &self.check {
             GuardCheck::Deny { patterns, reason } => {
-                let hit = patterns
-                    .iter()
-                    .filter_map(|p| Regex::new(p).ok())
-                    .any(|re| re.is_match(text));
+                let hit = patterns.iter().any(|p| matches(p, text));
                 if hit {
                     trip(
                         reason
@@ -423,6 +426,22 @@ fn email() -> Option<&'static Regex> {
     static RE: OnceLock<Option<Regex>> = OnceLock::new();
     RE.get_or_init(|| Regex::new(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}").ok())
         .as_ref()
+}
+
+/// Whether `text` matches the deny pattern `pattern` (one that does not
+/// compile matches nothing; the catalog refuses it). Each pattern is
+/// compiled once per process, not on every message.
+fn matches(pattern: &str, text: &str) -> bool {
+    static COMPILED: OnceLock<Mutex<HashMap<String, Option<Regex>>>> = OnceLock::new();
+    // A clone shares the compiled program: matching runs outside the lock.
+    let regex = COMPILED
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(pattern.to_owned())
+        .or_insert_with(|| Regex::new(pattern).ok())
+        .clone();
+    regex.is_some_and(|re| re.is_match(text))
 }
 
 /// Runs of digits with the punctuation phone and card numbers have (their candidates).

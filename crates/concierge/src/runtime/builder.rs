@@ -707,14 +707,7 @@ impl RuntimeBuilder {
 /// classifier's model configured.
 fn check_guardrails(agent: &AgentSpec, models: &Models, guards: &crate::guardrail::Guards) -> Result<()> {
     use concierge_core::GuardCheck;
-    let g = &agent.guardrails;
-    for guardrail in g
-        .input
-        .iter()
-        .chain(&g.output)
-        .chain(&g.tool_input)
-        .chain(&g.tool_output)
-    {
+    for (_, guardrail) in agent.guardrails.iter() {
         match &guardrail.check {
             GuardCheck::Custom { guard } if !guards.contains(guard) => {
                 return Err(Error::InvalidConfig(format!(
