@@ -6,7 +6,17 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use chrono::NaiveDate;
 use concierge::{AgentSpec, Error, Result, RuntimeBuilder};
+
+/// An eval's sandbox for the demo's files: no environment variable names
+/// one (they name real data), and the day may be pinned so seeded rows and
+/// relative dates read the same on any day.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Sandbox {
+    /// The day every domain takes for today, if pinned.
+    pub today: Option<NaiveDate>,
+}
 
 /// What a `concierge` built without the demo says when its files need it.
 #[cfg(not(feature = "demo"))]
@@ -22,20 +32,24 @@ pub fn agents() -> Vec<AgentSpec> {
 }
 
 /// Adds the demo's toolsets to `builder`: their files are the ones `paths`
-/// names (relative to the file that names them), the rest in `dir`. Without
+/// names (relative to the file that names them), the rest in `dir`; in a
+/// `sandbox`, the environment names none and the day may be pinned. Without
 /// the feature, a `[paths]` entry (a demo tool's file) is an error that says
 /// how to build the demo in.
 pub fn toolsets(
     builder: RuntimeBuilder,
     dir: &Path,
     paths: BTreeMap<String, PathBuf>,
-    isolated: bool,
+    sandbox: Option<Sandbox>,
 ) -> Result<RuntimeBuilder> {
     #[cfg(feature = "demo")]
     {
         let mut paths = concierge_demo::DemoPaths::in_dir(dir).named(paths);
-        if isolated {
+        if let Some(sandbox) = sandbox {
             paths = paths.isolated();
+            if let Some(day) = sandbox.today {
+                paths = paths.on(day);
+            }
         }
         paths.check().map_err(Error::InvalidConfig)?;
         Ok(concierge_demo::toolsets_with(&paths)
@@ -44,7 +58,7 @@ pub fn toolsets(
     }
     #[cfg(not(feature = "demo"))]
     {
-        let _ = (dir, isolated);
+        let _ = (dir, sandbox);
         match paths.keys().next() {
             Some(name) => Err(Error::InvalidConfig(format!("[paths] {name}: {NO_DEMO}"))),
             None => Ok(builder),

@@ -84,8 +84,9 @@ pub enum Command {
     Tools(commands::inspect::ToolsArgs),
     /// Shows a session's conversation.
     History(commands::inspect::HistoryArgs),
-    /// Lists the sessions in the database.
-    Sessions(commands::inspect::ListArgs),
+    /// Lists the sessions in the database, the most recently active first
+    /// (a tenant's with --tenant, a page with --limit and --after).
+    Sessions(commands::inspect::SessionsArgs),
     /// MCP: list a configured server's tools, or serve concierge over MCP.
     Mcp(commands::mcp::McpArgs),
     /// The MCP servers' prompts: `prompts list`, or `prompts get NAME --arg

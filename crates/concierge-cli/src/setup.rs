@@ -172,7 +172,7 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
         }));
     }
     let data = resolved.db.parent().unwrap_or_else(|| Path::new(""));
-    builder = tools(builder, config, servers, data, paths, false)?;
+    builder = tools(builder, config, servers, data, paths, None)?;
     if let Some(reference) = &resolved.model {
         builder = builder.model_arc(build_model(&config.model_settings(reference, true))?);
     }
@@ -192,15 +192,15 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
 
 /// The configuration's tools on `builder`: the MCP servers, the A2A agents,
 /// the demo domains' toolsets over their files (the ones `paths` names, the
-/// rest in `data`; `isolated`: the environment's `CONCIERGE_*_DB` variables
-/// are not read), the tools' settings and the models' prices.
+/// rest in `data`; in an eval's `sandbox` the environment's `CONCIERGE_*_DB`
+/// variables are not read), the tools' settings and the models' prices.
 pub fn tools(
     mut builder: concierge::RuntimeBuilder,
     config: &Config,
     servers: BTreeMap<String, McpServerConfig>,
     data: &Path,
     paths: BTreeMap<String, PathBuf>,
-    isolated: bool,
+    sandbox: Option<crate::demo::Sandbox>,
 ) -> Result<concierge::RuntimeBuilder> {
     for (name, server) in servers {
         builder = builder.mcp_server(name, server);
@@ -211,7 +211,7 @@ pub fn tools(
     }
     // The demo domains' files: the ones [paths] names (relative to the file
     // that names them), the rest next to the engine's database.
-    builder = crate::demo::toolsets(builder, data, paths, isolated)?;
+    builder = crate::demo::toolsets(builder, data, paths, sandbox)?;
     for (tool, settings) in &config.tools {
         if let Some(question) = &settings.confirm {
             builder = builder.confirm_tool(tool.as_str(), question.clone());

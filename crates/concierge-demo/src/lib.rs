@@ -28,7 +28,10 @@ pub mod travel;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use chrono::NaiveDate;
 use concierge::{AgentSpec, RuntimeBuilder, Toolset};
+
+use crate::domain_db::{Domain, Store, noon};
 
 /// Every demo toolset: the calculator's, the task manager's, the CRM's and
 /// the assistant's domains' (their agents are files in `examples/tasks/agents/`,
@@ -41,19 +44,25 @@ pub fn toolsets() -> Vec<Toolset> {
 
 /// Every demo toolset, on the files `paths` says.
 pub fn toolsets_with(paths: &DemoPaths) -> Vec<Toolset> {
-    let file = |key: &str| paths.file(key);
+    fn open<D: Domain>(paths: &DemoPaths, key: &str) -> Store<D> {
+        let store = Store::open(paths.file(key));
+        match paths.today {
+            Some(day) => store.at(noon(day)),
+            None => store,
+        }
+    }
     vec![
         calculator::toolset(),
         tasks::toolset_with(
-            tasks::TaskStore::open(file("tasks_db")),
-            tasks::Knowledge::open(file("tasks_knowledge")),
+            open(paths, "tasks_db"),
+            tasks::Knowledge::open(paths.file("tasks_knowledge")),
         ),
-        crm::toolset_with(crm::CrmStore::open(file("crm_db"))),
-        travel::toolset_with(travel::TravelStore::open(file("travel_db"))),
-        hint_game::toolset_with(hint_game::GameStore::open(file("hint_game_db"))),
-        finance::toolset_with(finance::FinanceStore::open(file("finance_db"))),
-        hr::toolset_with(hr::HrStore::open(file("hr_db"))),
-        food::toolset_with(food::FoodStore::open(file("food_db"))),
+        crm::toolset_with(open(paths, "crm_db")),
+        travel::toolset_with(open(paths, "travel_db")),
+        hint_game::toolset_with(open(paths, "hint_game_db")),
+        finance::toolset_with(open(paths, "finance_db")),
+        hr::toolset_with(open(paths, "hr_db")),
+        food::toolset_with(open(paths, "food_db")),
     ]
 }
 
@@ -92,6 +101,10 @@ pub struct DemoPaths {
     /// The environment's variables ([`PATHS`]) are not read: only `named`
     /// and `dir` say where files are (an eval's sandbox).
     pub isolated: bool,
+    /// The day every domain takes for today (at noon), whatever the
+    /// clock says: seeded rows and relative dates ("next Friday") come out
+    /// the same on any day (an eval replayed from a cassette).
+    pub today: Option<NaiveDate>,
 }
 
 impl DemoPaths {
@@ -101,7 +114,14 @@ impl DemoPaths {
             dir: dir.into(),
             named: BTreeMap::new(),
             isolated: false,
+            today: None,
         }
+    }
+
+    /// Takes `day` for today in every domain (see [`DemoPaths::today`]).
+    pub fn on(mut self, day: NaiveDate) -> Self {
+        self.today = Some(day);
+        self
     }
 
     /// Reads no environment variable for files (see [`DemoPaths::isolated`]).

@@ -1131,3 +1131,62 @@ async fn a_tenant_forks_and_replays_its_own_sessions_and_not_anothers() {
     assert_eq!(body["field"], "model");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_tenants_list_of_sessions_comes_in_pages_and_another_tenants_id_is_no_cursor() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(&dir.path().join("pages.db"), Arc::new(Semaphore::new(0)), 4).await;
+    for n in 0..5 {
+        let (status, body) = server
+            .post(
+                ACME,
+                "/api/v1/sessions",
+                json!({"id": format!("a{n}"), "agent": "desk"}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = server
+        .post(GLOBEX, "/api/v1/sessions", json!({"id": "g0", "agent": "desk"}))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let mut seen = Vec::new();
+    let mut path = "/api/v1/sessions?limit=2".to_string();
+    loop {
+        let (status, page) = server.get(ACME, &path).await;
+        assert_eq!(status, StatusCode::OK, "{page}");
+        let ids: Vec<String> = page["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap().to_string())
+            .collect();
+        assert!(ids.len() <= 2, "{page}");
+        seen.extend(ids);
+        match page["next"].as_str() {
+            Some(next) => path = format!("/api/v1/sessions?limit=2&after={next}"),
+            None => break,
+        }
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a0", "a1", "a2", "a3", "a4"], "each of acme's once: {seen:?}");
+
+    // The other tenant's session cannot be named as a place in this list, nor can junk.
+    for (query, field) in [
+        ("after=g0", "after"),
+        ("after=nope", "after"),
+        ("after=a%2Fb", "after"),
+        ("limit=0", "limit"),
+        ("limit=1001", "limit"),
+    ] {
+        let (status, body) = server.get(ACME, &format!("/api/v1/sessions?{query}")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+        assert_eq!(body["field"], field, "{query}: {body}");
+    }
+    let (_, theirs) = server.get(GLOBEX, "/api/v1/sessions").await;
+    assert_eq!(theirs["sessions"].as_array().unwrap().len(), 1, "{theirs}");
+    assert!(theirs.get("next").is_none(), "{theirs}");
+    server.stop().await;
+}

@@ -7,7 +7,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use concierge::{AgentSpec, Route, Rules, RunOptions, Runtime, SessionSummary, Tool, ToolContext, ToolError, ToolSpec};
+use concierge::{
+    AgentSpec, Route, Rules, RunOptions, Runtime, SessionQuery, SessionSummary, Tool, ToolContext, ToolError, ToolSpec,
+};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -132,4 +134,101 @@ async fn the_list_tells_a_finished_run_from_one_in_progress_on_sqlite() {
     let summary = listed(&rt, "s1").await;
     assert!(!summary.live, "{summary:?}");
     rt.shutdown().await;
+}
+
+/// Opens sessions for two tenants and none, then reads one tenant's a page at a time.
+async fn check_pages(rt: &Runtime) {
+    let client = rt.client("desk").unwrap();
+    for (tenant, count) in [("acme", 5), ("globex", 3)] {
+        for n in 0..count {
+            let options = RunOptions::new().session_id(format!("{tenant}/s{n}")).tenant(tenant);
+            client.run("hello", options).await.unwrap();
+        }
+    }
+    client.run("hello", RunOptions::new().session_id("solo")).await.unwrap();
+
+    let everyone = rt.sessions().await.unwrap();
+    let mut expected: Vec<SessionSummary> = everyone
+        .into_iter()
+        .filter(|s| s.tenant.as_deref() == Some("acme"))
+        .collect();
+    expected.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
+    let acme = SessionQuery::new().tenant(Some("acme")).limit(2);
+    let first = rt.session_page(acme.clone()).await.unwrap();
+    assert_eq!(first.sessions, expected[..2], "the newest first");
+    assert!(first.more);
+    let second = rt
+        .session_page(acme.clone().after(first.sessions[1].id.clone()))
+        .await
+        .unwrap();
+    assert_eq!(second.sessions, expected[2..4]);
+    let all = rt.every_session(acme.clone()).await.unwrap();
+    assert_eq!(all, expected, "every page, each session once");
+
+    // Another tenant's session is no place in this tenant's list.
+    let foreign = rt.session_page(acme.clone().after("globex/s0")).await;
+    assert!(
+        matches!(foreign, Err(concierge::Error::SessionNotFound(_))),
+        "{foreign:?}"
+    );
+    let untenanted = rt.every_session(SessionQuery::new().tenant(None)).await.unwrap();
+    let ids: Vec<&str> = untenanted.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["solo"]);
+    assert_eq!(rt.every_session(SessionQuery::new()).await.unwrap().len(), 9);
+}
+
+#[tokio::test]
+async fn a_tenants_sessions_come_a_page_at_a_time_in_memory() {
+    let rt = Runtime::builder()
+        .tool(Hold(Arc::new(Semaphore::new(0))))
+        .agent(desk())
+        .in_memory()
+        .build()
+        .await
+        .unwrap();
+    check_pages(&rt).await;
+    rt.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_tenants_sessions_come_a_page_at_a_time_on_sqlite_through_its_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("pages.db");
+    let rt = Runtime::builder()
+        .tool(Hold(Arc::new(Semaphore::new(0))))
+        .agent(desk())
+        .sqlite(&path)
+        .build()
+        .await
+        .unwrap();
+    check_pages(&rt).await;
+    rt.shutdown().await;
+    // Again from the store alone, once the process let the sessions go.
+    let rt = Runtime::builder()
+        .tool(Hold(Arc::new(Semaphore::new(0))))
+        .agent(desk())
+        .sqlite(&path)
+        .build()
+        .await
+        .unwrap();
+    let page = rt
+        .session_page(SessionQuery::new().tenant(Some("globex")).limit(10))
+        .await
+        .unwrap();
+    assert_eq!(page.sessions.len(), 3);
+    assert!(!page.more);
+    rt.shutdown().await;
+    // A tenant's list reads that tenant's rows through the index, not every session.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(
+            "EXPLAIN QUERY PLAN SELECT s.id FROM sessions s JOIN heads h ON h.no = s.no
+             WHERE h.head != 0 AND s.tenant IS ?1",
+        )
+        .unwrap()
+        .query_map(["acme"], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(plan.iter().any(|step| step.contains("sessions_by_tenant")), "{plan:?}");
 }

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Args;
-use concierge::{AgentSpec, Result, Runtime, ToolSpec};
+use concierge::{AgentSpec, Result, Runtime, SessionQuery, ToolSpec};
 use serde::Serialize;
 
 use crate::render;
@@ -12,6 +12,26 @@ use crate::render::clean;
 /// Options of the listing commands.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `concierge sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Only this tenant's sessions (as the server's tokens name tenants).
+    #[arg(long, value_name = "TENANT")]
+    pub tenant: Option<String>,
+    /// At most this many, the most recently active first.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub limit: Option<u16>,
+    /// The page after this session (the last one listed before; its full id).
+    #[arg(long, value_name = "SESSION")]
+    pub after: Option<String>,
+    /// Child runs' sessions too.
+    #[arg(long)]
+    pub children: bool,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -228,15 +248,36 @@ pub async fn history(rt: &Runtime, args: &HistoryArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub async fn sessions(rt: &Runtime, args: &ListArgs) -> Result<ExitCode> {
-    let sessions = rt.sessions().await?;
+/// Lists sessions, the most recently active first: everyone's, or a
+/// tenant's; every one, or a page of them.
+pub async fn sessions(rt: &Runtime, args: &SessionsArgs) -> Result<ExitCode> {
+    let mut query = SessionQuery::new();
+    if let Some(tenant) = &args.tenant {
+        query = query.tenant(Some(tenant.as_str()));
+    }
+    if args.children {
+        query = query.with_children();
+    }
+    if let Some(after) = &args.after {
+        query = query.after(after.as_str());
+    }
+    let (sessions, more) = match args.limit {
+        Some(limit) => {
+            let page = rt.session_page(query.limit(usize::from(limit))).await?;
+            (page.sessions, page.more)
+        }
+        None => (rt.every_session(query).await?, false),
+    };
     if args.json {
         print_json(&sessions)?;
         return Ok(ExitCode::SUCCESS);
     }
-    for s in sessions {
+    for s in &sessions {
         let state = if s.live { "live" } else { "idle" };
         println!("{}  {}  {state}", clean(s.id.as_str()), clean(s.agent.as_str()));
+    }
+    if let (true, Some(last)) = (more, sessions.last()) {
+        println!("-- more: --after {}", clean(last.id.as_str()));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -180,6 +180,15 @@ CREATE TABLE IF NOT EXISTS applied_calls (
 /// The table a seeded file remembers it was seeded in.
 const META: &str = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
 
+/// The environment variable that pins "today" (`YYYY-MM-DD`, noon) for
+/// every domain: demos and evals that must read the same whatever the day.
+pub const TODAY_ENV: &str = "CONCIERGE_TODAY";
+
+/// Noon of `day`: the time a pinned day stands for.
+pub fn noon(day: NaiveDate) -> NaiveDateTime {
+    day.and_time(NaiveTime::from_hms_opt(12, 0, 0).unwrap_or(NaiveTime::MIN))
+}
+
 /// One domain's SQLite file: where it is, how it is made, and its clock.
 #[derive(Clone, Debug)]
 pub struct DomainDb {
@@ -190,13 +199,16 @@ pub struct DomainDb {
 
 impl DomainDb {
     /// The database `spec` describes, at `path` (created and seeded on first
-    /// use), dated by the local clock, or by the day `spec.today_env` pins.
+    /// use), dated by the local clock, or by the day `spec.today_env` (else
+    /// [`TODAY_ENV`]) pins.
     pub fn open(spec: DbSpec, path: impl Into<PathBuf>) -> Self {
         let pinned = spec
             .today_env
-            .and_then(|env| std::env::var(env).ok())
+            .into_iter()
+            .chain([TODAY_ENV])
+            .find_map(|env| std::env::var(env).ok())
             .and_then(|day| NaiveDate::parse_from_str(day.trim(), "%Y-%m-%d").ok())
-            .map(|day| day.and_time(NaiveTime::from_hms_opt(12, 0, 0).unwrap_or(NaiveTime::MIN)));
+            .map(noon);
         Self {
             spec,
             path: path.into(),

@@ -7,7 +7,7 @@ use a2a::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, SendMessageRequest, Task, TaskState,
 };
 use concierge::core::Decision;
-use concierge::{AgentId, EventId, Session, SessionId, StreamCursor};
+use concierge::{AgentId, EventId, Session, SessionId, SessionQuery, StreamCursor};
 
 use super::answer::{self, Reading};
 use super::card::Door;
@@ -107,10 +107,8 @@ pub async fn list(ctx: Ctx<'_>, request: ListTasksRequest) -> Result<ListTasksRe
         },
         _ => {
             let mut sessions = Vec::new();
-            for summary in ctx.state.runtime().sessions().await? {
-                if !ctx.caller.owns(summary.tenant.as_deref()) || summary.id.parent_and_call().is_some() {
-                    continue;
-                }
+            let mine = SessionQuery::new().tenant(ctx.caller.tenant.as_deref());
+            for summary in ctx.state.runtime().every_session(mine).await? {
                 let Some(local) = summary.id.local_in(ctx.caller.tenant.as_deref()).map(str::to_string) else {
                     continue;
                 };

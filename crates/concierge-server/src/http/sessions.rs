@@ -5,7 +5,7 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use concierge::core::{Decision, StepError};
-use concierge::{AgentId, Multitask};
+use concierge::{AgentId, Multitask, SessionId, SessionQuery};
 
 use crate::ground::body::{JsonBody, OptionalJsonBody, QueryParams};
 use crate::ground::ids::{ID_RULE, valid_id};
@@ -13,7 +13,7 @@ use crate::ground::{ApiError, ApiState, Caller, ErrorBody};
 
 use super::types::{
     AnswerRequest, ChooseRequest, ConfirmRequest, CreateSession, DecisionKind, EndRequest, PostMessage, RunAccepted,
-    RunOutputView, SessionList, SessionListItem, SessionView, WaitQuery,
+    RunOutputView, SessionList, SessionListItem, SessionListQuery, SessionView, WaitQuery,
 };
 
 /// Creates a session, optionally with its id and the agent that takes its
@@ -88,29 +88,78 @@ fn check_id(id: &str) -> Result<(), ApiError> {
     }
 }
 
-/// Lists the caller's sessions, the most recently active first.
+/// Lists the caller's sessions, the most recently active first, a page at
+/// a time (`?limit=`, then `?after=` the `next` of the previous page).
 #[utoipa::path(
     get, path = "/api/v1/sessions", tag = "sessions",
-    responses((status = 200, description = "The sessions", body = SessionList))
+    params(SessionListQuery),
+    responses(
+        (status = 200, description = "A page of the sessions", body = SessionList),
+        (status = 400, description = "The query string is malformed, or `after` names no session of the caller's", body = ErrorBody),
+    )
 )]
-pub async fn list(State(state): State<ApiState>, caller: Caller) -> Result<Json<SessionList>, ApiError> {
-    let mut summaries = state.rt.sessions().await?;
-    // The caller's own sessions, named its way; child runs' sessions are
-    // reached through their parents'.
-    summaries.retain(|s| caller.owns(s.tenant.as_deref()) && s.id.parent_and_call().is_none());
-    summaries.sort_by(|a, b| b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id)));
-    let sessions = summaries
+pub async fn list(
+    State(state): State<ApiState>,
+    caller: Caller,
+    QueryParams(query): QueryParams<SessionListQuery>,
+) -> Result<Json<SessionList>, ApiError> {
+    let limit = match query.limit {
+        None => DEFAULT_PAGE,
+        Some(n @ 1..=1000) => n as usize,
+        Some(_) => {
+            return Err(ApiError::field(
+                StatusCode::BAD_REQUEST,
+                "limit",
+                "limit is from 1 to 1000 sessions",
+            ));
+        }
+    };
+    // The caller's own conversations; child runs' sessions are reached
+    // through their parents'.
+    let tenant = caller.tenant.as_deref();
+    let mut page = SessionQuery::new().tenant(tenant).limit(limit);
+    if let Some(after) = &query.after {
+        if !valid_id(after) {
+            return Err(ApiError::field(
+                StatusCode::BAD_REQUEST,
+                "after",
+                format!("after is a session id: {ID_RULE}"),
+            ));
+        }
+        page = page.after(SessionId::in_tenant(tenant, after));
+    }
+    let page = match state.rt.session_page(page).await {
+        Ok(page) => page,
+        Err(concierge::Error::SessionNotFound(_)) => {
+            return Err(ApiError::field(
+                StatusCode::BAD_REQUEST,
+                "after",
+                "after names no session of yours (it may have been erased): list again from the first page",
+            ));
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let sessions: Vec<SessionListItem> = page
+        .sessions
         .into_iter()
         .filter_map(|s| {
-            let local = s.id.local_in(caller.tenant.as_deref())?.to_string();
+            let local = s.id.local_in(tenant)?.to_string();
             Some(SessionListItem {
                 id: local,
                 ..SessionListItem::from(s)
             })
         })
         .collect();
-    Ok(Json(SessionList { sessions }))
+    let next = if page.more {
+        sessions.last().map(|s| s.id.clone())
+    } else {
+        None
+    };
+    Ok(Json(SessionList { sessions, next }))
 }
+
+/// Sessions in a page when the caller does not say.
+const DEFAULT_PAGE: usize = 100;
 
 /// Shows a session: its agent, phase, history, blackboard, what it waits
 /// for and its usage.

@@ -201,11 +201,30 @@ impl From<SessionSummary> for SessionListItem {
     }
 }
 
-/// `GET /api/v1/sessions`.
+/// `GET /api/v1/sessions`: a page of the caller's sessions.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct SessionList {
     /// The sessions, most recently active first.
     pub sessions: Vec<SessionListItem>,
+    /// When more follow: what to pass as `?after=` for the next page (the
+    /// last session's id).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub next: Option<String>,
+}
+
+/// `?limit=&after=` for the list of sessions.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SessionListQuery {
+    /// At most this many sessions (default 100, most 1,000).
+    #[serde(default)]
+    #[param(minimum = 1, maximum = 1000)]
+    pub limit: Option<u32>,
+    /// The page after this session: the `next` of the previous page.
+    #[serde(default)]
+    #[param(nullable = false, pattern = "^[A-Za-z0-9_.-]{1,128}$")]
+    pub after: Option<String>,
 }
 
 /// One message of a session's history.

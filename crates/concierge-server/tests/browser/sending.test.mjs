@@ -306,3 +306,29 @@ test('a run that waits for a slow tool server shows its status under the message
   assert.deepEqual(await order(), drawn);
   assert.deepEqual(errors, []);
 });
+
+test('a long list of conversations comes a page at a time; the older ones a click away', async (t) => {
+  const server = await startServer();
+  t.after(() => server.stop());
+  const post = (path, body) => fetch(new URL(path, server.url), {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body),
+  });
+  for (let n = 1; n <= 103; n++) {
+    const made = await post('/api/v1/sessions', { id: `c${n}`, agent: 'calculator' });
+    assert.equal(made.status, 201);
+    const out = await post(`/api/v1/sessions/c${n}/messages?wait=true`, { text: `calculate ${n} + 1` });
+    assert.equal(out.status, 200);
+  }
+  const { page, errors } = await browse(t, server.url);
+  const list = page.locator('#session-list');
+  const more = list.locator('button.session-more');
+  await more.waitFor();
+  assert.equal(await list.locator('button.session').count(), 100);
+  // The newest first: the last one made is at the top.
+  await list.locator('button.session').first().locator('.session-title', { hasText: 'calculate 103 + 1' }).waitFor();
+  await more.click();
+  await list.locator('button.session[data-session="c1"]').waitFor();
+  assert.equal(await list.locator('button.session').count(), 103);
+  assert.equal(await more.count(), 0);
+  assert.deepEqual(errors, []);
+});

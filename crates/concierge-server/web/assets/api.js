@@ -70,7 +70,7 @@ const session = (id) => `/sessions/${encodeURIComponent(id)}`;
 export const api = {
   goals: () => call('GET', '/goals'),
   agents: () => call('GET', '/agents'),
-  sessions: () => call('GET', '/sessions'),
+  sessions: (after) => call('GET', after ? `/sessions?after=${encodeURIComponent(after)}` : '/sessions'),
   session: (id) => call('GET', session(id)),
   create: (agent) => call('POST', '/sessions', agent ? { agent } : {}),
   // A message typed while the agent still works on the last one runs after it.

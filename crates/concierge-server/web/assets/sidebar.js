@@ -60,24 +60,52 @@ export function drawGoals(list, goals, onPick, compact) {
  * names the open session while this browser has no title for it yet.
  */
 export async function drawSessions(list, current, onOpen, currentTitle) {
-  let sessions;
+  let page;
   try {
-    // The server lists conversations only (child runs are reached through them).
-    sessions = (await api.sessions()).sessions ?? [];
+    // The server lists conversations only (child runs are reached through them), a page at a time.
+    page = await api.sessions();
   } catch (error) {
     clear(list).append(h('li', { class: 'empty' }, error.message));
     return;
   }
+  clear(list);
+  const none = h('li', { class: 'empty' }, 'No conversations yet.');
+  list.append(none);
+  const showNone = () => (none.hidden = [...list.children].some((li) => li !== none && !li.hidden));
+  // Each page's sessions, then a button for the older ones while there are more.
+  const drawPage = async ({ sessions = [], next }) => {
+    const untitled = drawItems(list, sessions, current, onOpen, currentTitle);
+    showNone();
+    if (next) {
+      const more = h('li', { class: 'more' });
+      more.append(h('button', {
+        type: 'button', class: 'session-more',
+        onclick: async () => {
+          try {
+            const older = await api.sessions(next);
+            more.remove();
+            await drawPage(older);
+          } catch (error) {
+            more.replaceChildren(h('span', { class: 'empty' }, error.message));
+          }
+        },
+      }, 'Show older conversations'));
+      list.append(more);
+    }
+    await titleUntitled(untitled, current);
+    showNone();
+  };
+  await drawPage(page);
+}
+
+/** Adds `sessions` to the list; returns those whose title is still to be looked up. */
+function drawItems(list, sessions, current, onOpen, currentTitle) {
   const meta = sessionMeta();
   // A session with no message yet is not a conversation to go back to:
   // looking it up found no message of the person's, as of its `updated_at`.
   const empty = (s) => s.id !== current && probed.get(s.id)?.empty && probed.get(s.id).at === s.updated_at;
-  sessions = sessions.filter((s) => !empty(s));
-  clear(list);
-  const none = h('li', { class: 'empty' }, 'No conversations yet.');
-  list.append(none);
   const untitled = [];
-  for (const s of sessions) {
+  for (const s of sessions.filter((s) => !empty(s))) {
     const known = meta[s.id]?.title ?? probed.get(s.id)?.title ?? (s.id === current ? currentTitle : null);
     const title = h('span', { class: 'session-title' }, known ?? 'New conversation');
     // One without a title is shown once it is known to have a message (the open one at once).
@@ -99,10 +127,14 @@ export async function drawSessions(list, current, onOpen, currentTitle) {
       ),
     );
   }
-  const showNone = () => (none.hidden = [...list.children].some((li) => li !== none && !li.hidden));
-  showNone();
-  // Sessions started elsewhere: their first message is their title, and
-  // one without any is left out.
+  return untitled;
+}
+
+/**
+ * Sessions started elsewhere: their first message is their title, and
+ * one without any is left out.
+ */
+async function titleUntitled(untitled, current) {
   await Promise.all(
     untitled.map(async ({ session, title, item }) => {
       try {
@@ -119,5 +151,4 @@ export async function drawSessions(list, current, onOpen, currentTitle) {
       }
     }),
   );
-  showNone();
 }

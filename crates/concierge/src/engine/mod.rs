@@ -16,15 +16,14 @@ mod children;
 mod embedded;
 mod exec;
 mod guard;
+mod listing;
 mod options;
 mod schedules;
 mod setup;
 
 use std::sync::Arc;
 
-use concierge_core::{
-    AgentId, CallId, Decision, Event, EventId, OpenSession, RunId, RunOutput, Session, SessionId, StartRun, Timestamp,
-};
+use concierge_core::{CallId, Decision, Event, EventId, OpenSession, RunId, RunOutput, Session, SessionId, StartRun};
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use serde::Serialize;
@@ -37,6 +36,7 @@ pub use embedded::bench;
 pub use embedded::{Embedded, payload_text};
 pub(crate) use exec::Whose;
 pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
+pub use listing::{SessionPage, SessionQuery, SessionSummary, TenantScope};
 pub use options::EngineOptions;
 pub use schedules::{FireSchedules, ScheduleFiring};
 pub use setup::RunSetup;
@@ -81,22 +81,6 @@ pub struct Started {
     pub first_seq: u64,
     /// Resolves with the run's output once it finishes or parks for a confirmation.
     pub stop: RunStop,
-}
-
-/// A session as listed by [`Engine::sessions`].
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SessionSummary {
-    /// The session's id.
-    pub id: SessionId,
-    /// The agent that has the conversation now.
-    pub agent: AgentId,
-    /// Whether it has a run under way (in this process or another).
-    pub live: bool,
-    /// When its last input was accepted, in milliseconds since the Unix epoch.
-    pub updated_at: Timestamp,
-    /// The tenant it belongs to, if its first input named one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tenant: Option<String>,
 }
 
 /// What an engine's store has written so far (for benchmarks and notes).
@@ -180,6 +164,12 @@ pub trait Engine: Send + Sync + 'static {
 
     /// Every session.
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>>;
+
+    /// A page of sessions, the most recently active first (every session
+    /// read and sorted unless the engine has an index for it).
+    fn session_page(&self, query: SessionQuery) -> BoxFuture<'_, Result<SessionPage>> {
+        Box::pin(async move { query.page_of(self.sessions().await?) })
+    }
 
     /// The session's events after `after` (exclusive; `EventId::default()`
     /// for all), stored ones first, then live ones as they happen.

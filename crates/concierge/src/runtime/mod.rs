@@ -30,6 +30,7 @@ mod readiness;
 mod resources;
 #[cfg(feature = "sqlite")]
 mod schedules;
+mod sessions;
 #[cfg(feature = "sqlite")]
 mod webhooks;
 
@@ -46,7 +47,7 @@ pub use readiness::Readiness;
 #[cfg(feature = "sqlite")]
 pub use webhooks::PushRenderer;
 
-use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionSummary};
+use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop};
 use crate::error::{Error, Result};
 use crate::options::RunOptions;
 
@@ -474,11 +475,6 @@ impl Runtime {
     /// The session's messages.
     pub async fn history(&self, session: impl Into<SessionId>) -> Result<Vec<Message>> {
         Ok(self.session(session).await?.history().to_vec())
-    }
-
-    /// Every session the engine knows.
-    pub async fn sessions(&self) -> Result<Vec<SessionSummary>> {
-        self.engine_or_err()?.sessions().await
     }
 
     /// Lets idle sessions go (recording where they end) and waits for the

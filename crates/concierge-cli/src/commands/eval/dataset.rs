@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -11,6 +12,9 @@ use serde_json::Value;
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Dataset {
+    /// The day the cases take for today (`YYYY-MM-DD`), unless a case says.
+    #[serde(default)]
+    pub today: Option<NaiveDate>,
     /// The cases.
     #[serde(default, rename = "case")]
     pub cases: Vec<Case>,
@@ -26,6 +30,11 @@ pub struct Case {
     /// multi mode, otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The day the domain data takes for today (`YYYY-MM-DD`): seeded rows
+    /// and relative dates ("next Friday") read the same on any day, so a
+    /// cassette recorded today replays tomorrow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub today: Option<NaiveDate>,
     /// Who is asking (what `--user` says: "my" contacts are theirs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user: Option<String>,
@@ -125,7 +134,11 @@ pub fn load(path: &Path) -> Result<Vec<Case>, String> {
         cases
     } else {
         let dataset: Dataset = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
-        dataset.cases
+        let mut cases = dataset.cases;
+        for case in &mut cases {
+            case.today = case.today.or(dataset.today);
+        }
+        cases
     };
     if cases.is_empty() {
         return Err(format!("the dataset {} has no cases ([[case]] tables)", path.display()));

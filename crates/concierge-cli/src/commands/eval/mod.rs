@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use chrono::NaiveDate;
 use clap::Args;
 use concierge::config::build_model;
 use concierge::model::{Cassette, CassetteMode};
@@ -24,7 +25,11 @@ use futures::StreamExt;
 use self::dataset::Case;
 use self::report::Report;
 use crate::Cli;
+use crate::demo::Sandbox;
 use crate::setup::{self, Declared, Resolved};
+
+/// The variable every domain's store (the orders server's too) reads its pinned day from.
+const TODAY_ENV: &str = "CONCIERGE_TODAY";
 
 /// `concierge eval`.
 #[derive(Debug, Args)]
@@ -54,6 +59,10 @@ pub struct EvalArgs {
     /// Also write the report as JUnit XML here (for CI).
     #[arg(long, value_name = "PATH")]
     pub junit: Option<PathBuf>,
+    /// The day the domain data takes for today (`YYYY-MM-DD`), for every
+    /// case (a dataset's or case's `today` otherwise; the real day without either).
+    #[arg(long, value_name = "DAY")]
+    pub today: Option<NaiveDate>,
     /// Compare with an earlier JSON report (model A vs B, before vs after a prompt change).
     #[arg(long, value_name = "REPORT")]
     pub compare: Option<PathBuf>,
@@ -102,7 +111,7 @@ pub async fn eval(cli: &Cli, args: &EvalArgs) -> Result<ExitCode> {
         .filter(|t| t.expect.judge.is_some())
         .count();
     let reports: Vec<_> = futures::stream::iter(cases.iter())
-        .map(|case| run_case(&resolved, &declared, &models, case, judge))
+        .map(|case| run_case(&resolved, &declared, &models, case, args.today.or(case.today), judge))
         .buffered(usize::from(args.jobs))
         .collect()
         .await;
@@ -207,10 +216,11 @@ async fn run_case(
     declared: &Declared,
     models: &EvalModels,
     case: &Case,
+    today: Option<NaiveDate>,
     judge: bool,
 ) -> Result<case::CaseReport> {
     let sandbox = tempfile::tempdir().map_err(|e| Error::Storage(format!("no directory for the case's data: {e}")))?;
-    let rt = case_runtime(resolved, declared, models, sandbox.path()).await?;
+    let rt = case_runtime(resolved, declared, models, sandbox.path(), today).await?;
     let report = case::run(&rt, case, judge).await;
     rt.shutdown().await;
     Ok(report)
@@ -218,12 +228,13 @@ async fn run_case(
 
 /// A runtime in memory whose domain files live in `sandbox`: the ones the
 /// configuration names are copied there first (a database a path names,
-/// as it is now), the rest start fresh (seeded).
+/// as it is now), the rest start fresh (seeded), every one on `today` if pinned.
 async fn case_runtime(
     resolved: &Resolved,
     declared: &Declared,
     models: &EvalModels,
     sandbox: &Path,
+    today: Option<NaiveDate>,
 ) -> Result<Runtime> {
     let config = &resolved.config;
     let mut paths = BTreeMap::new();
@@ -247,10 +258,10 @@ async fn case_runtime(
     let servers = declared
         .servers
         .iter()
-        .map(|(name, server)| (name.clone(), in_sandbox(server, sandbox)))
+        .map(|(name, server)| (name.clone(), in_sandbox(server, sandbox, today)))
         .collect();
     // The environment's CONCIERGE_*_DB files are real data: not read here.
-    builder = setup::tools(builder, config, servers, sandbox, paths, true)?;
+    builder = setup::tools(builder, config, servers, sandbox, paths, Some(Sandbox { today }))?;
     if let Some(model) = &models.default {
         builder = builder.model_arc(model.clone());
     }
@@ -263,9 +274,14 @@ async fn case_runtime(
 
 /// `server` (a stdio one) run in `sandbox`, so the files it makes in its
 /// working directory land there: its command and arguments that are paths
-/// relative to its own directory are made absolute first, and the
-/// `CONCIERGE_*_DB` variables (real data) it would read point into `sandbox`.
-fn in_sandbox(server: &concierge::mcp::McpServerConfig, sandbox: &Path) -> concierge::mcp::McpServerConfig {
+/// relative to its own directory are made absolute first, the
+/// `CONCIERGE_*_DB` variables (real data) it would read point into
+/// `sandbox`, and `CONCIERGE_TODAY` pins its day when the case does.
+fn in_sandbox(
+    server: &concierge::mcp::McpServerConfig,
+    sandbox: &Path,
+    today: Option<NaiveDate>,
+) -> concierge::mcp::McpServerConfig {
     let mut server = server.clone();
     if server.command.is_none() {
         return server;
@@ -294,6 +310,11 @@ fn in_sandbox(server: &concierge::mcp::McpServerConfig, sandbox: &Path) -> conci
         server
             .env
             .insert(name, sandbox.join(file).to_string_lossy().into_owned());
+    }
+    if let Some(day) = today {
+        server
+            .env
+            .insert(TODAY_ENV.to_string(), day.format("%Y-%m-%d").to_string());
     }
     server.cwd = Some(sandbox.to_path_buf());
     server

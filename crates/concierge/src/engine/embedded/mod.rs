@@ -40,7 +40,8 @@ use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
 use crate::engine::{
-    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionSummary, Started,
+    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionPage, SessionQuery,
+    SessionSummary, Started,
 };
 use crate::error::{Error, Result};
 
@@ -303,6 +304,19 @@ impl Shared {
         let mut lives = lock(&self.lives);
         if lives.get(id).is_some_and(|l| l.listeners() == 0) {
             lives.remove(id);
+        }
+    }
+
+    /// What this process knows better than the store of the sessions it
+    /// holds (the store hears when they leave memory): whether a run is
+    /// under way, and when each last changed.
+    fn overlay_activity(&self, listed: &mut [SessionSummary]) {
+        let activity = lock(&self.activity);
+        for summary in listed {
+            if let Some(now) = activity.get(&summary.id) {
+                summary.live = now.live;
+                summary.updated_at = summary.updated_at.max(now.changed_at);
+            }
         }
     }
 
@@ -633,16 +647,16 @@ impl Engine for EmbeddedEngine {
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(async move {
             let mut listed = self.shared.store.sessions().await?;
-            // The store hears of a session when it leaves memory; what this
-            // process holds it knows better.
-            let activity = lock(&self.shared.activity);
-            for summary in &mut listed {
-                if let Some(now) = activity.get(&summary.id) {
-                    summary.live = now.live;
-                    summary.updated_at = summary.updated_at.max(now.changed_at);
-                }
-            }
+            self.shared.overlay_activity(&mut listed);
             Ok(listed)
+        })
+    }
+
+    fn session_page(&self, query: SessionQuery) -> BoxFuture<'_, Result<SessionPage>> {
+        Box::pin(async move {
+            let mut listed = self.shared.store.sessions_for(query.clone()).await?;
+            self.shared.overlay_activity(&mut listed);
+            query.page_of(listed)
         })
     }
 

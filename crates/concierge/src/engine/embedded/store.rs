@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use concierge_core::{AgentId, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 
-use crate::engine::{JournalStats, SessionSummary};
+use crate::engine::{JournalStats, SessionQuery, SessionSummary};
 use crate::error::Result;
 
 /// Where a session's entries end in a store; the engine keeps it and hands
@@ -145,6 +145,16 @@ pub trait Store: Send + Sync + 'static {
     fn changes(&self, after: i64) -> BoxFuture<'static, Result<(i64, Vec<SessionId>)>>;
     /// Every session.
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>>;
+    /// Every session `query` holds, its cursor and limit aside (every one
+    /// read and filtered, unless the store has an index for it).
+    fn sessions_for(&self, query: SessionQuery) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
+        let all = self.sessions();
+        Box::pin(async move {
+            let mut all = all.await?;
+            all.retain(|s| query.holds(s));
+            Ok(all)
+        })
+    }
     /// Records a catalog version (JSON of its discovered toolsets).
     fn save_catalog(&self, version: &str, recorded: String);
     /// Remembers a toolset discovered at run time (JSON).

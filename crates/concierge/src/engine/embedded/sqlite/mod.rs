@@ -40,13 +40,14 @@ use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::oneshot;
 
+mod listing;
 mod read;
 mod schema;
 
 use super::codec::{decode, encode};
 use super::owner::Process;
 use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, StatsCell, Store};
-use crate::engine::{JournalStats, SessionSummary, now};
+use crate::engine::{JournalStats, SessionQuery, SessionSummary, now};
 use crate::error::{Error, Result};
 use read::{follow, load, lock_reader};
 use schema::{SCHEMA, check_ours, connect, migrate, tune};
@@ -743,22 +744,11 @@ impl Store for SqliteStore {
     }
 
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
-        self.read(|conn| {
-            let mut stmt = conn.prepare(
-                "SELECT s.id, s.agent, h.live, h.at, s.tenant FROM sessions s JOIN heads h ON h.no = s.no
-                 WHERE h.head != 0 ORDER BY s.id",
-            )?;
-            let rows = stmt.query_map([], |r| {
-                Ok(SessionSummary {
-                    id: r.get::<_, String>(0)?.into(),
-                    agent: r.get::<_, String>(1)?.into(),
-                    live: r.get::<_, bool>(2)?,
-                    updated_at: Timestamp(r.get::<_, i64>(3)? as u64),
-                    tenant: r.get(4)?,
-                })
-            })?;
-            Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
-        })
+        self.read(listing::sessions)
+    }
+
+    fn sessions_for(&self, query: SessionQuery) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
+        self.read(move |conn| listing::sessions_for(conn, &query))
     }
 
     fn save_catalog(&self, version: &str, recorded: String) {

@@ -164,5 +164,7 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
     if !columns.iter().any(|c| c == "tenant") {
         conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
     }
+    // A tenant's page of sessions reads that tenant's rows only.
+    conn.execute_batch("CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);")?;
     Ok(())
 }

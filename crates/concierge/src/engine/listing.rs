@@ -1,0 +1,190 @@
+//! Listing sessions: what a list shows of each one, and a page of one
+//! tenant's sessions, the most recently active first.
+
+use concierge_core::{AgentId, SessionId, Timestamp};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+
+/// A session as listed by [`Engine::sessions`](super::Engine::sessions).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SessionSummary {
+    /// The session's id.
+    pub id: SessionId,
+    /// The agent that has the conversation now.
+    pub agent: AgentId,
+    /// Whether it has a run under way (in this process or another).
+    pub live: bool,
+    /// When its last input was accepted, in milliseconds since the Unix epoch.
+    pub updated_at: Timestamp,
+    /// The tenant it belongs to, if its first input named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// Whose sessions a list holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum TenantScope {
+    /// Everyone's (an operator's view).
+    #[default]
+    Any,
+    /// One tenant's, or (`None`) those of no tenant.
+    Only(Option<String>),
+}
+
+impl TenantScope {
+    /// Whether a session of `tenant` is in scope.
+    pub fn holds(&self, tenant: Option<&str>) -> bool {
+        match self {
+            TenantScope::Any => true,
+            TenantScope::Only(only) => only.as_deref() == tenant,
+        }
+    }
+}
+
+/// Which sessions to list, a page at a time: the most recently active
+/// first (then by id), after the last one of the previous page.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionQuery {
+    /// Whose sessions.
+    pub tenant: TenantScope,
+    /// The sessions of child runs too (by default only conversations: a
+    /// child's is reached through its parent's).
+    pub children: bool,
+    /// The last session of the previous page; `None` for the first page.
+    pub after: Option<SessionId>,
+    /// At most this many sessions.
+    pub limit: usize,
+}
+
+impl SessionQuery {
+    /// The largest page an engine hands out.
+    pub const MAX_LIMIT: usize = 1000;
+
+    /// The first page (of [`SessionQuery::MAX_LIMIT`]) of everyone's conversations.
+    pub fn new() -> Self {
+        Self {
+            tenant: TenantScope::Any,
+            children: false,
+            after: None,
+            limit: Self::MAX_LIMIT,
+        }
+    }
+
+    /// Only the sessions of `tenant` (`None`: of no tenant).
+    pub fn tenant(mut self, tenant: Option<&str>) -> Self {
+        self.tenant = TenantScope::Only(tenant.map(str::to_string));
+        self
+    }
+
+    /// The page after `session` (the last one of the previous page).
+    pub fn after(mut self, session: impl Into<SessionId>) -> Self {
+        self.after = Some(session.into());
+        self
+    }
+
+    /// At most `limit` sessions (1 to [`SessionQuery::MAX_LIMIT`]).
+    pub fn limit(mut self, limit: usize) -> Self {
+        self.limit = limit.clamp(1, Self::MAX_LIMIT);
+        self
+    }
+
+    /// Child runs' sessions too.
+    pub fn with_children(mut self) -> Self {
+        self.children = true;
+        self
+    }
+
+    /// Whether `summary` is one this query lists (its cursor aside).
+    pub fn holds(&self, summary: &SessionSummary) -> bool {
+        self.tenant.holds(summary.tenant.as_deref()) && (self.children || summary.id.parent_and_call().is_none())
+    }
+
+    /// The page of `all` (every session, in any order) this query asks
+    /// for: how an engine without an index lists. An `after` that names no
+    /// session in scope is [`Error::SessionNotFound`].
+    pub fn page_of(&self, mut all: Vec<SessionSummary>) -> Result<SessionPage> {
+        all.retain(|s| self.holds(s));
+        all.sort_by(newest_first);
+        let start = match &self.after {
+            None => 0,
+            Some(after) => match all.iter().position(|s| &s.id == after) {
+                Some(at) => at + 1,
+                None => return Err(Error::SessionNotFound(after.clone())),
+            },
+        };
+        let mut sessions: Vec<SessionSummary> = all.into_iter().skip(start).take(self.limit + 1).collect();
+        let more = sessions.len() > self.limit;
+        sessions.truncate(self.limit);
+        Ok(SessionPage { sessions, more })
+    }
+}
+
+impl Default for SessionQuery {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The order of a list: the most recently active first, then by id.
+pub fn newest_first(a: &SessionSummary, b: &SessionSummary) -> std::cmp::Ordering {
+    b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id))
+}
+
+/// A page of sessions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct SessionPage {
+    /// The sessions, the most recently active first.
+    pub sessions: Vec<SessionSummary>,
+    /// Whether more follow (ask again `after` the last one).
+    pub more: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn summary(id: &str, tenant: Option<&str>, at: u64) -> SessionSummary {
+        SessionSummary {
+            id: SessionId::new(id),
+            agent: AgentId::new("a"),
+            live: false,
+            updated_at: Timestamp(at),
+            tenant: tenant.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn pages_hold_one_tenants_conversations_newest_first_and_follow_on() {
+        let all = vec![
+            summary("t/a", Some("t"), 1),
+            summary("t/b", Some("t"), 3),
+            summary("t/b:call_1", Some("t"), 4),
+            summary("u/c", Some("u"), 5),
+            summary("t/d", Some("t"), 3),
+            summary("e", None, 9),
+        ];
+        let query = SessionQuery::new().tenant(Some("t")).limit(2);
+        let first = query.page_of(all.clone()).unwrap();
+        let ids: Vec<&str> = first.sessions.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["t/b", "t/d"]);
+        assert!(first.more);
+        let second = query.clone().after("t/d").page_of(all.clone()).unwrap();
+        let ids: Vec<&str> = second.sessions.iter().map(|s| s.id.as_str()).collect();
+        assert_eq!(ids, ["t/a"]);
+        assert!(!second.more);
+        // Another tenant's session is no cursor of this one's.
+        assert!(matches!(
+            query.clone().after("u/c").page_of(all.clone()),
+            Err(Error::SessionNotFound(_))
+        ));
+        let untenanted = SessionQuery::new().tenant(None).page_of(all.clone()).unwrap();
+        assert_eq!(untenanted.sessions.len(), 1);
+        assert_eq!(
+            SessionQuery::new().with_children().page_of(all).unwrap().sessions.len(),
+            6
+        );
+    }
+}
