@@ -30,7 +30,7 @@ use concierge_core::{ModelReply, ModelRequest, fingerprint};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use super::{Model, ModelContext, ModelError, ModelErrorKind};
+use super::{Model, ModelContext, ModelError, ModelErrorKind, RetryPolicy, complete_with_retry};
 
 /// Whether a cassette records or replays.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,8 +75,42 @@ struct Exchange {
     model: String,
     /// The agent that asked (for a person reading the file).
     agent: String,
-    /// The reply.
-    reply: ModelReply,
+    /// The reply, or (`None`) the failure below.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reply: Option<ModelReply>,
+    /// How the call failed, when it did (every attempt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    failed: Option<Failure>,
+}
+
+/// A model failure as kept in a cassette: it replays as the same failure,
+/// once (not retried again), so a run goes the way it went when recorded.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Failure {
+    /// Whether the model could not be reached or used at all (as opposed
+    /// to answering something unusable): runs treat the two apart.
+    unavailable: bool,
+    /// What happened.
+    message: String,
+}
+
+impl Failure {
+    fn of(error: &ModelError) -> Self {
+        Self {
+            unavailable: error.is_unavailable(),
+            message: error.message.clone(),
+        }
+    }
+
+    /// The failure again, as an error no retry repeats.
+    fn error(&self, model: &str) -> ModelError {
+        let kind = if self.unavailable {
+            ModelErrorKind::NotConfigured
+        } else {
+            ModelErrorKind::Protocol
+        };
+        ModelError::new(kind, model, self.message.clone())
+    }
 }
 
 /// A file of recorded exchanges, shared by the models that record into it
@@ -225,9 +259,13 @@ impl Model for Taped {
         Box::pin(async move {
             let key = request_key(&self.name, request);
             let Some(real) = &self.real else {
-                let kept = self.cassette.exchanges().get(&key).map(|e| e.reply.clone());
-                return kept.ok_or_else(|| {
-                    ModelError::new(
+                let kept = self.cassette.exchanges().get(&key).cloned();
+                return match kept {
+                    Some(Exchange { reply: Some(reply), .. }) => Ok(reply),
+                    Some(Exchange {
+                        failed: Some(failure), ..
+                    }) => Err(failure.error(&self.name)),
+                    _ => Err(ModelError::new(
                         ModelErrorKind::NotConfigured,
                         self.name.clone(),
                         format!(
@@ -235,25 +273,53 @@ impl Model for Taped {
                             self.cassette.shared.path.display(),
                             request.agent
                         ),
-                    )
-                });
+                    )),
+                };
             };
-            let reply = real.complete(request, cx).await?;
-            self.cassette.exchanges().insert(
-                key.clone(),
-                Exchange {
-                    key,
-                    model: self.name.clone(),
-                    agent: request.agent.to_string(),
-                    reply: reply.clone(),
-                },
-            );
-            Ok(reply)
+            // The whole call, retries included, is the exchange: a failure
+            // is kept as the call ended, and returned as one no retry repeats.
+            let result = complete_with_retry(real.as_ref(), request, cx, &RetryPolicy::default()).await;
+            let mut exchanges = self.cassette.exchanges();
+            let exchange = Exchange {
+                key: key.clone(),
+                model: self.name.clone(),
+                agent: request.agent.to_string(),
+                reply: None,
+                failed: None,
+            };
+            match result {
+                Ok(reply) => {
+                    exchanges.insert(
+                        key,
+                        Exchange {
+                            reply: Some(reply.clone()),
+                            ..exchange
+                        },
+                    );
+                    Ok(reply)
+                }
+                // Kept unless another call with the same request answered.
+                Err(error) => {
+                    let failure = Failure::of(&error);
+                    let answered = exchanges.get(&key).is_some_and(|e| e.reply.is_some());
+                    if !answered {
+                        exchanges.insert(
+                            key,
+                            Exchange {
+                                failed: Some(failure.clone()),
+                                ..exchange
+                            },
+                        );
+                    }
+                    Err(failure.error(&self.name))
+                }
+            }
         })
     }
 
+    /// None: a recording call keeps to the real model's budget by itself.
     fn call_budget(&self) -> Option<std::time::Duration> {
-        self.real.as_ref().and_then(|m| m.call_budget())
+        None
     }
 }
 
@@ -292,5 +358,50 @@ mod tests {
         let refused = replaying.complete(&other, &cx).await.unwrap_err();
         assert!(refused.message.contains("record it again"), "{refused}");
         assert_eq!(real.requests().len(), 1, "the replay asked the real model");
+    }
+
+    #[tokio::test]
+    async fn a_call_that_failed_when_recorded_fails_the_same_way_once_on_replay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tape.jsonl");
+        let request = |text: &str| ModelRequest {
+            agent: "a".into(),
+            model: None,
+            system: "Be brief.".into(),
+            messages: vec![concierge_core::Message::user(text)],
+            tools: Arc::from([]),
+            tool_choice: Default::default(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let slow = ModelError::new(ModelErrorKind::Timeout, "test:m", "did not answer within 120 s");
+        let unreadable = ModelError::new(ModelErrorKind::Protocol, "test:m", "the answer is not JSON");
+        let real = Arc::new(
+            ScriptedModel::new()
+                .fail(slow)
+                .reply(ModelReply::text("Late, but here."))
+                .fail(unreadable.clone())
+                .named("test:m"),
+        );
+        let tape = Cassette::open(&path, CassetteMode::Record).unwrap();
+        let recording = tape.model(real);
+        let cx = ModelContext::default();
+        // A timeout, then (retried) an answer: the answer is kept.
+        assert!(recording.complete(&request("hi"), &cx).await.is_ok());
+        // A call that failed for good: the failure is kept.
+        let failed = recording.complete(&request("bye"), &cx).await.unwrap_err();
+        assert!(!failed.is_retryable(), "{failed:?}");
+        tape.save().unwrap();
+
+        let tape = Cassette::open(&path, CassetteMode::Replay).unwrap();
+        let replaying = tape.replayer("test:m");
+        assert_eq!(
+            replaying.complete(&request("hi"), &cx).await.unwrap().text,
+            "Late, but here."
+        );
+        let failed = replaying.complete(&request("bye"), &cx).await.unwrap_err();
+        assert_eq!(failed.message, unreadable.message);
+        assert!(!failed.is_retryable(), "a recorded failure is not tried again");
+        assert!(!failed.is_unavailable(), "the model answered, unusably: {failed:?}");
     }
 }

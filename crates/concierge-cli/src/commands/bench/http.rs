@@ -104,6 +104,7 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
         fsyncs_per_turn: None,
         idle_streams: None,
         idle_stream_kib: None,
+        listing: None,
         temporal: None,
     })
 }

@@ -26,6 +26,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 mod http;
+mod listing;
 pub(crate) mod measure;
 mod temporal;
 
@@ -69,6 +70,10 @@ pub struct BenchArgs {
     /// one session after another.
     #[arg(long)]
     pub streams_on_one_session: bool,
+    /// Spread the sessions over this many tenants, then measure what a page
+    /// of one tenant's sessions costs (and reading every session, beside it).
+    #[arg(long, value_name = "N", conflicts_with_all = ["http", "temporal"])]
+    pub tenants: Option<usize>,
     /// Print a table instead of a JSON line.
     #[arg(long, conflicts_with = "json")]
     pub table: bool,
@@ -173,6 +178,9 @@ pub struct Report {
     /// Resident memory each idle stream added, in KiB.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle_stream_kib: Option<f64>,
+    /// What a page of one tenant's sessions costs (`--tenants`).
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<listing::ListFigures>,
     /// What the Temporal engine adds (its workers' and server's CPU, history).
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub temporal: Option<TemporalFigures>,
@@ -315,6 +323,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         let semaphore = semaphore.clone();
         let bar = bar.clone();
         let turns = args.turns;
+        let tenant = args.tenants.map(|n| listing::tenant_of(s, n));
         tasks.push(tokio::spawn(async move {
             let Ok(_permit) = semaphore.acquire_owned().await else {
                 return (Vec::new(), turns as u64);
@@ -330,9 +339,11 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             for t in 0..turns {
                 let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
                 let start = Instant::now();
-                let result = client
-                    .run(question, RunOptions::new().session_id(session.as_str()))
-                    .await;
+                let mut options = RunOptions::new().session_id(session.as_str());
+                if let Some(tenant) = &tenant {
+                    options = options.tenant(tenant.as_str());
+                }
+                let result = client.run(question, options).await;
                 latencies.push(start.elapsed().as_secs_f64() * 1000.0);
                 match result {
                     Ok(out) if out.status == RunStatus::Completed && out.error.is_none() => {}
@@ -366,6 +377,10 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     let idle_stream_kib = match args.idle_streams {
         0 => None,
         n => Some(idle_streams(&rt, args, n).await),
+    };
+    let listing = match args.tenants {
+        Some(n) => Some(listing::measure(&rt, n).await?),
+        None => None,
     };
     latencies.sort_by(f64::total_cmp);
     let turns = total as f64;
@@ -417,6 +432,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         fsyncs_per_turn: durable_run.then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
         idle_streams: (args.idle_streams > 0).then_some(args.idle_streams),
         idle_stream_kib,
+        listing,
         temporal,
     })
 }
@@ -481,6 +497,12 @@ fn print_table(r: &Report) {
     }
     if let (Some(n), Some(kib)) = (r.idle_streams, r.idle_stream_kib) {
         println!("{:<18} {kib:.1} KiB each ({n} open)", "idle streams");
+    }
+    if let Some(l) = &r.listing {
+        println!(
+            "{:<18} {:.3} ms a page of one tenant's (p50; p95 {:.3}), {:.2} ms every session ({} tenants)",
+            "session list", l.list_page_ms_p50, l.list_page_ms_p95, l.list_every_session_ms, l.tenants
+        );
     }
     if let Some(t) = &r.temporal {
         println!("{:<18} {}", "temporal", t.temporal);

@@ -1,0 +1,56 @@
+//! `concierge bench --tenants N`: what a page of one tenant's sessions costs
+//! once the benchmark's sessions are spread over N tenants, beside reading
+//! every session (what a list cost before it was indexed by tenant).
+
+use std::time::Instant;
+
+use concierge::{Result, Runtime, SessionQuery};
+use serde::Serialize;
+
+use super::measure::{percentile, round};
+
+/// Pages read to measure.
+const PAGES: usize = 200;
+
+/// The sessions in a page (the HTTP list's default).
+const PAGE: usize = 100;
+
+/// What listing costs.
+#[derive(Debug, Serialize)]
+pub struct ListFigures {
+    /// The tenants the sessions are spread over.
+    pub tenants: usize,
+    /// A first page of one tenant's sessions, in milliseconds (median).
+    pub list_page_ms_p50: f64,
+    /// The same, 95th percentile.
+    pub list_page_ms_p95: f64,
+    /// Reading every session once, in milliseconds.
+    pub list_every_session_ms: f64,
+}
+
+/// The tenant of session number `s` of `tenants`.
+pub fn tenant_of(s: usize, tenants: usize) -> String {
+    format!("tenant-{}", s % tenants.max(1))
+}
+
+/// Reads [`PAGES`] first pages, one tenant after another, then every session once.
+pub async fn measure(rt: &Runtime, tenants: usize) -> Result<ListFigures> {
+    let mut times = Vec::with_capacity(PAGES);
+    for n in 0..PAGES {
+        let tenant = tenant_of(n, tenants);
+        let query = SessionQuery::new().tenant(Some(tenant.as_str())).limit(PAGE);
+        let started = Instant::now();
+        rt.session_page(query).await?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    times.sort_by(f64::total_cmp);
+    let started = Instant::now();
+    rt.sessions().await?;
+    let every = started.elapsed().as_secs_f64() * 1000.0;
+    Ok(ListFigures {
+        tenants,
+        list_page_ms_p50: round(percentile(&times, 50.0), 3),
+        list_page_ms_p95: round(percentile(&times, 95.0), 3),
+        list_every_session_ms: round(every, 2),
+    })
+}
