@@ -89,6 +89,34 @@ fn history_agents_and_tools() {
     assert!(!out.status.success() && stderr(&out).contains(", calculator, "));
     let out = concierge(dir.path(), &["--db", db, "sessions"]);
     assert!(stdout(&out).contains("h  calculator  idle"), "{}", stdout(&out));
+
+    // A page at a time: the newest first, then after the last one listed.
+    for session in ["p1", "p2"] {
+        let out = concierge(dir.path(), &["--db", db, "run", "--session", session, "2 + 2"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let out = concierge(dir.path(), &["--db", db, "sessions", "--limit", "2"]);
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    let after = lines[2]
+        .strip_prefix("-- more: --after ")
+        .expect("where the next page starts");
+    let out = concierge(dir.path(), &["--db", db, "sessions", "--limit", "2", "--after", after]);
+    let rest = stdout(&out);
+    assert_eq!(rest.lines().count(), 1, "{rest}");
+    let mut seen: Vec<&str> = lines[..2]
+        .iter()
+        .chain(rest.lines().collect::<Vec<_>>().iter())
+        .map(|l| l.split("  ").next().unwrap())
+        .collect();
+    seen.sort_unstable();
+    assert_eq!(seen, ["h", "p1", "p2"]);
+    let out = concierge(dir.path(), &["--db", db, "sessions", "--tenant", "acme"]);
+    assert!(out.status.success() && stdout(&out).is_empty(), "{}", stdout(&out));
+    let out = concierge(dir.path(), &["--db", db, "sessions", "--after", "nope"]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("nope"), "{}", stderr(&out));
 }
 
 #[test]

@@ -75,6 +75,67 @@ fn the_examples_suites_pass_offline_and_touch_no_data() {
     }
 }
 
+/// The examples' suites replay the local test model's recorded answers
+/// offline, and come out as they did when recorded: the same replies, the
+/// same checks held or not, the same calls and tokens, the same failures.
+#[test]
+fn the_examples_suites_replay_the_local_models_recorded_run_as_it_went() {
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    for (name, suite) in [("assistant", "intents"), ("crm", "crm"), ("tasks", "tasks")] {
+        let folder = examples.join(name);
+        let before = listing(&folder);
+        let reports = tempfile::tempdir().unwrap();
+        let replayed = reports.path().join("replayed.json");
+        let out = command(&folder)
+            .args([
+                "eval",
+                &format!("evals/{suite}.toml"),
+                "--replay",
+                &format!("evals/{suite}.cassette.jsonl"),
+                "--threshold",
+                "0",
+                "--json",
+                replayed.to_str().unwrap(),
+            ])
+            .output()
+            .unwrap();
+        let text = stdout(&out);
+        assert!(
+            out.status.success(),
+            "{name}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let replayed = report(&replayed);
+        let recorded = report(&folder.join(format!("evals/{suite}.recorded.json")));
+        assert_eq!(replayed["model"], recorded["model"], "{name}");
+        let (now, then) = (
+            replayed["cases"].as_array().unwrap(),
+            recorded["cases"].as_array().unwrap(),
+        );
+        assert_eq!(now.len(), then.len(), "{name}");
+        for (a, b) in now.iter().zip(then) {
+            let case = &b["name"];
+            for field in [
+                "name",
+                "passed",
+                "checks",
+                "replies",
+                "error",
+                "model_calls",
+                "input_tokens",
+                "output_tokens",
+            ] {
+                assert_eq!(a[field], b[field], "{name}: {case}: {field}");
+            }
+        }
+        assert!(
+            replayed["model_calls"].as_u64().unwrap() > 0,
+            "{name}: the answers came from the cassette, not the rules"
+        );
+        assert_eq!(listing(&folder), before, "{name}: the replay wrote beside the example");
+    }
+}
+
 const MIXED: &str = r#"
 [[case]]
 name = "creates a task"
