@@ -190,27 +190,26 @@ async fn a_tenants_sessions_come_a_page_at_a_time_in_memory() {
     rt.shutdown().await;
 }
 
+/// The desk on the SQLite file at `path`.
+async fn on_sqlite(path: &std::path::Path) -> Runtime {
+    Runtime::builder()
+        .tool(Hold(Arc::new(Semaphore::new(0))))
+        .agent(desk())
+        .sqlite(path)
+        .build()
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_tenants_sessions_come_a_page_at_a_time_on_sqlite_through_its_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pages.db");
-    let rt = Runtime::builder()
-        .tool(Hold(Arc::new(Semaphore::new(0))))
-        .agent(desk())
-        .sqlite(&path)
-        .build()
-        .await
-        .unwrap();
+    let rt = on_sqlite(&path).await;
     check_pages(&rt).await;
     rt.shutdown().await;
     // Again from the store alone, once the process let the sessions go.
-    let rt = Runtime::builder()
-        .tool(Hold(Arc::new(Semaphore::new(0))))
-        .agent(desk())
-        .sqlite(&path)
-        .build()
-        .await
-        .unwrap();
+    let rt = on_sqlite(&path).await;
     let page = rt
         .session_page(SessionQuery::new().tenant(Some("globex")).limit(10))
         .await
