@@ -95,7 +95,8 @@ fn check_id(id: &str) -> Result<(), ApiError> {
     params(SessionListQuery),
     responses(
         (status = 200, description = "A page of the sessions", body = SessionList),
-        (status = 400, description = "The query string is malformed, or `after` names no session of the caller's", body = ErrorBody),
+        (status = 400, description = "The query string is malformed", body = ErrorBody),
+        (status = 404, description = "`after` names no session of the caller's", body = ErrorBody),
     )
 )]
 pub async fn list(
@@ -132,7 +133,7 @@ pub async fn list(
         Ok(page) => page,
         Err(concierge::Error::SessionNotFound(_)) => {
             return Err(ApiError::field(
-                StatusCode::BAD_REQUEST,
+                StatusCode::NOT_FOUND,
                 "after",
                 "after names no session of yours (it may have been erased): list again from the first page",
             ));
