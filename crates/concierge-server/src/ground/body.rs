@@ -31,7 +31,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// An optional JSON body: empty (or JSON `null`) means `None`. A body that
+/// An optional JSON body: none (or JSON `null`) means `None`. A body that
 /// is there must be sent as JSON, as [`JsonBody`]'s.
 #[derive(Debug)]
 pub struct OptionalJsonBody<T>(pub Option<T>);
@@ -42,11 +42,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for OptionalJsonBody<T>
     async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
         json_content_type(req.headers())?;
         let bytes = Bytes::from_request(req, state).await.map_err(unreadable)?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(OptionalJsonBody(None));
-        }
-        parse::<Option<T>>(&bytes).map(OptionalJsonBody)
+        parse_optional(&bytes).map(OptionalJsonBody)
     }
+}
+
+/// No body is `None`; anything else must be JSON (whitespace alone is not).
+fn parse_optional<T: DeserializeOwned>(bytes: &[u8]) -> Result<Option<T>, ApiError> {
+    if bytes.is_empty() {
+        return Ok(None);
+    }
+    parse::<Option<T>>(bytes)
 }
 
 /// Query parameters of type `T`; a malformed query string is refused with
@@ -263,6 +268,13 @@ mod tests {
         let array = parse::<Message>(br#"["hi", null]"#).unwrap_err();
         assert_eq!(array.status, StatusCode::UNPROCESSABLE_ENTITY);
         assert!(parse::<Option<Message>>(b"null").unwrap().is_none());
+        // An optional body: none at all is none; whitespace alone is not JSON.
+        assert!(parse_optional::<Message>(b"").unwrap().is_none());
+        assert_eq!(
+            parse_optional::<Message>(b"\t").unwrap_err().status,
+            StatusCode::BAD_REQUEST
+        );
+        assert!(parse_optional::<Message>(br#"{"text": "hi"}"#).unwrap().is_some());
     }
 
     #[test]
