@@ -261,12 +261,14 @@ pub async fn sessions(rt: &Runtime, args: &SessionsArgs) -> Result<ExitCode> {
     if let Some(after) = &args.after {
         query = query.after(after.as_str());
     }
-    let (sessions, more) = match args.limit {
-        Some(limit) => {
-            let page = rt.session_page(query.limit(usize::from(limit))).await?;
-            (page.sessions, page.more)
-        }
-        None => (rt.every_session(query).await?, false),
+    if let Some(limit) = args.limit {
+        query = query.limit(usize::from(limit));
+    }
+    let (sessions, more) = if args.limit.is_some() || args.after.is_some() {
+        let page = rt.session_page(query).await?;
+        (page.sessions, page.more)
+    } else {
+        (rt.every_session(query).await?, false)
     };
     if args.json {
         print_json(&sessions)?;

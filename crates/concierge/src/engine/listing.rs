@@ -100,20 +100,27 @@ impl SessionQuery {
         self.tenant.holds(summary.tenant.as_deref()) && (self.children || summary.id.parent_and_call().is_none())
     }
 
-    /// The page of `all` (every session, in any order) this query asks
-    /// for: how an engine without an index lists. An `after` that names no
-    /// session in scope is [`Error::SessionNotFound`].
-    pub fn page_of(&self, mut all: Vec<SessionSummary>) -> Result<SessionPage> {
+    /// The sessions of `all` (in any order) this query holds, its cursor
+    /// and limit aside, the most recently active first: how an engine
+    /// without an index lists.
+    pub fn list_of(&self, mut all: Vec<SessionSummary>) -> Vec<SessionSummary> {
         all.retain(|s| self.holds(s));
         all.sort_by(newest_first);
+        all
+    }
+
+    /// The page of `listed` (what [`SessionQuery::list_of`] keeps, in its
+    /// order) this query asks for. An `after` that names no session there
+    /// is [`Error::SessionNotFound`].
+    pub fn page_of(&self, listed: Vec<SessionSummary>) -> Result<SessionPage> {
         let start = match &self.after {
             None => 0,
-            Some(after) => match all.iter().position(|s| &s.id == after) {
+            Some(after) => match listed.iter().position(|s| &s.id == after) {
                 Some(at) => at + 1,
                 None => return Err(Error::SessionNotFound(after.clone())),
             },
         };
-        let mut sessions: Vec<SessionSummary> = all.into_iter().skip(start).take(self.limit + 1).collect();
+        let mut sessions: Vec<SessionSummary> = listed.into_iter().skip(start).take(self.limit + 1).collect();
         let more = sessions.len() > self.limit;
         sessions.truncate(self.limit);
         Ok(SessionPage { sessions, more })
@@ -167,24 +174,23 @@ mod tests {
             summary("e", None, 9),
         ];
         let query = SessionQuery::new().tenant(Some("t")).limit(2);
-        let first = query.page_of(all.clone()).unwrap();
+        let first = query.page_of(query.list_of(all.clone())).unwrap();
         let ids: Vec<&str> = first.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["t/b", "t/d"]);
         assert!(first.more);
-        let second = query.clone().after("t/d").page_of(all.clone()).unwrap();
+        let second = query.clone().after("t/d").page_of(query.list_of(all.clone())).unwrap();
         let ids: Vec<&str> = second.sessions.iter().map(|s| s.id.as_str()).collect();
         assert_eq!(ids, ["t/a"]);
         assert!(!second.more);
         // Another tenant's session is no cursor of this one's.
         assert!(matches!(
-            query.clone().after("u/c").page_of(all.clone()),
+            query.clone().after("u/c").page_of(query.list_of(all.clone())),
             Err(Error::SessionNotFound(_))
         ));
-        let untenanted = SessionQuery::new().tenant(None).page_of(all.clone()).unwrap();
-        assert_eq!(untenanted.sessions.len(), 1);
-        assert_eq!(
-            SessionQuery::new().with_children().page_of(all).unwrap().sessions.len(),
-            6
-        );
+        let untenanted = SessionQuery::new().tenant(None);
+        let page = untenanted.page_of(untenanted.list_of(all.clone())).unwrap();
+        assert_eq!(page.sessions.len(), 1);
+        let everyone = SessionQuery::new().with_children();
+        assert_eq!(everyone.page_of(everyone.list_of(all)).unwrap().sessions.len(), 6);
     }
 }

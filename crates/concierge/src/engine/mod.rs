@@ -36,7 +36,7 @@ pub use embedded::bench;
 pub use embedded::{Embedded, payload_text};
 pub(crate) use exec::Whose;
 pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
-pub use listing::{SessionPage, SessionQuery, SessionSummary, TenantScope};
+pub use listing::{SessionPage, SessionQuery, SessionSummary, TenantScope, newest_first};
 pub use options::EngineOptions;
 pub use schedules::{FireSchedules, ScheduleFiring};
 pub use setup::RunSetup;
@@ -165,10 +165,19 @@ pub trait Engine: Send + Sync + 'static {
     /// Every session.
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>>;
 
-    /// A page of sessions, the most recently active first (every session
-    /// read and sorted unless the engine has an index for it).
+    /// Every session `query` holds (its cursor and limit aside), the most
+    /// recently active first: every session read and filtered, unless the
+    /// engine has an index for it.
+    fn sessions_of(&self, query: SessionQuery) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
+        Box::pin(async move { Ok(query.list_of(self.sessions().await?)) })
+    }
+
+    /// A page of sessions, the most recently active first.
     fn session_page(&self, query: SessionQuery) -> BoxFuture<'_, Result<SessionPage>> {
-        Box::pin(async move { query.page_of(self.sessions().await?) })
+        Box::pin(async move {
+            let listed = self.sessions_of(query.clone()).await?;
+            query.page_of(listed)
+        })
     }
 
     /// The session's events after `after` (exclusive; `EventId::default()`

@@ -1,4 +1,4 @@
-//! Listing sessions: every one, a page of one tenant's, or every page of it.
+//! Listing sessions: every one, a page of one tenant's, or all of one tenant's.
 
 use super::Runtime;
 use crate::engine::{SessionPage, SessionQuery, SessionSummary};
@@ -18,19 +18,9 @@ impl Runtime {
         self.engine_or_err()?.session_page(query).await
     }
 
-    /// Every session `query` holds (its `limit` is the size of the pages
-    /// read), the most recently active first.
-    pub async fn every_session(&self, mut query: SessionQuery) -> Result<Vec<SessionSummary>> {
-        let engine = self.engine_or_err()?;
-        let mut all = Vec::new();
-        loop {
-            let page = engine.session_page(query.clone()).await?;
-            let next = page.sessions.last().map(|s| s.id.clone());
-            all.extend(page.sessions);
-            match next {
-                Some(last) if page.more => query.after = Some(last),
-                _ => return Ok(all),
-            }
-        }
+    /// Every session `query` holds, the most recently active first (its
+    /// cursor and limit aside).
+    pub async fn every_session(&self, query: SessionQuery) -> Result<Vec<SessionSummary>> {
+        self.engine_or_err()?.sessions_of(query).await
     }
 }

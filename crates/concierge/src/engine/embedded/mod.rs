@@ -40,8 +40,8 @@ use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
 use crate::engine::{
-    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionPage, SessionQuery,
-    SessionSummary, Started,
+    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionQuery, SessionSummary,
+    Started, newest_first,
 };
 use crate::error::{Error, Result};
 
@@ -652,11 +652,12 @@ impl Engine for EmbeddedEngine {
         })
     }
 
-    fn session_page(&self, query: SessionQuery) -> BoxFuture<'_, Result<SessionPage>> {
+    fn sessions_of(&self, query: SessionQuery) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(async move {
-            let mut listed = self.shared.store.sessions_for(query.clone()).await?;
+            let mut listed = self.shared.store.sessions_for(query).await?;
             self.shared.overlay_activity(&mut listed);
-            query.page_of(listed)
+            listed.sort_by(newest_first);
+            Ok(listed)
         })
     }
 
