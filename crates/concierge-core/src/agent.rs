@@ -99,8 +99,9 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
     /// How much of a long conversation the model sees (`[history]` in an
-    /// agent file); off by default: every message is sent.
-    #[serde(default, skip_serializing_if = "HistoryPolicy::is_off")]
+    /// agent file); by default the last 40 turns in full and a summary of
+    /// the rest ([`HistoryPolicy::default`]).
+    #[serde(default, skip_serializing_if = "HistoryPolicy::is_default")]
     pub history: HistoryPolicy,
     /// MCP resources put into the model's context at the start of each run,
     /// as `server:uri` (e.g. `docs:file:///handbook.md`): the runtime reads

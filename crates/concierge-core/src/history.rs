@@ -61,10 +61,17 @@ pub enum SummaryMode {
     Off,
 }
 
+/// How many of the latest turns an agent sends in full unless its
+/// `[history]` says otherwise ([`HistoryPolicy::default`]).
+pub const DEFAULT_LAST_TURNS: usize = 40;
+
 /// Per agent, how much of the conversation a model request carries.
 ///
-/// Off by default (every message is sent, as before the policy existed); it
-/// is on once `last_turns` or `max_request_bytes` is set. In an agent file:
+/// By default the last [`DEFAULT_LAST_TURNS`] turns are sent in full and the
+/// older ones as a summary written from the log, so a request stops growing
+/// with the conversation (what it costs to build and what the model reads).
+/// `last_turns = 0` with no `max_request_bytes` sends every message
+/// ([`HistoryPolicy::everything`]). In an agent file:
 ///
 /// ```toml
 /// [history]
@@ -72,19 +79,32 @@ pub enum SummaryMode {
 /// max_request_bytes = 200000
 /// summary = "model"   # or "log" (the default), or "off"
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+///
+/// A field left out of a `[history]` table takes its default value.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct HistoryPolicy {
-    /// How many of the latest turns are sent in full (all when unset).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// How many of the latest turns are sent in full (every turn when 0 or
+    /// unset).
     pub last_turns: Option<usize>,
     /// The most bytes a serialized model request may take; older turns go
     /// first. The latest turn is always sent, even when it alone is larger.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_request_bytes: Option<usize>,
     /// How the turns left out are summarized.
-    #[serde(default, skip_serializing_if = "is_default_mode")]
+    #[serde(skip_serializing_if = "is_default_mode")]
     pub summary: SummaryMode,
+}
+
+impl Default for HistoryPolicy {
+    /// The last [`DEFAULT_LAST_TURNS`] turns in full, the rest summarized from the log.
+    fn default() -> Self {
+        Self {
+            last_turns: Some(DEFAULT_LAST_TURNS),
+            max_request_bytes: None,
+            summary: SummaryMode::default(),
+        }
+    }
 }
 
 fn is_default_mode(mode: &SummaryMode) -> bool {
@@ -111,6 +131,25 @@ pub struct Window {
 }
 
 impl HistoryPolicy {
+    /// A policy that sends every message, however long the conversation.
+    pub fn everything() -> Self {
+        Self {
+            last_turns: None,
+            max_request_bytes: None,
+            summary: SummaryMode::default(),
+        }
+    }
+
+    /// Whether this is the default policy (an agent file without `[history]`).
+    pub fn is_default(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// The number of latest turns sent in full, if bounded.
+    fn turn_bound(&self) -> Option<usize> {
+        self.last_turns.filter(|&n| n > 0)
+    }
+
     /// A policy that sends the last `turns` turns in full.
     pub fn last_turns(turns: usize) -> Self {
         Self {
@@ -133,33 +172,36 @@ impl HistoryPolicy {
 
     /// Whether the policy leaves the history alone (every message is sent).
     pub fn is_off(&self) -> bool {
-        self.last_turns.is_none() && self.max_request_bytes.is_none()
+        self.turn_bound().is_none() && self.max_request_bytes.is_none()
     }
 
     /// The first turn sent, by turn count and size alone (no model summary
-    /// considered). `sizes` are the turns' sizes in bytes; `fixed` is the
-    /// request's size without messages.
-    fn base_start(&self, sizes: &[usize], fixed: usize) -> usize {
+    /// considered); `fixed` is the request's size without messages. Only the
+    /// turns that may be sent are measured, from the newest back.
+    fn base_start(&self, sizes: &mut TurnSizes<'_>, fixed: usize) -> usize {
         let total = sizes.len();
-        let mut start = self.last_turns.map_or(0, |n| total.saturating_sub(n.max(1)));
-        if let Some(max) = self.max_request_bytes {
-            let reserve = match self.summary {
-                SummaryMode::Off => 0,
-                SummaryMode::Log => MAX_LOG_SUMMARY_BYTES + 256,
-                SummaryMode::Model => SUMMARY_RESERVE,
-            };
-            let mut tail: usize = sizes[start..].iter().sum();
-            while start + 1 < total && fixed + reserve + tail > max {
-                tail -= sizes[start];
-                start += 1;
-            }
+        let start = self.turn_bound().map_or(0, |n| total.saturating_sub(n));
+        let Some(max) = self.max_request_bytes.filter(|_| total > 0) else {
+            return start;
+        };
+        let reserve = match self.summary {
+            SummaryMode::Off => 0,
+            SummaryMode::Log => MAX_LOG_SUMMARY_BYTES + 256,
+            SummaryMode::Model => SUMMARY_RESERVE,
+        };
+        // The latest turn is always sent; older ones while they fit.
+        let mut first = total - 1;
+        let mut tail = sizes.of(first);
+        while first > start && fixed + reserve + tail + sizes.of(first - 1) <= max {
+            first -= 1;
+            tail += sizes.of(first);
         }
-        start
+        first
     }
 
     /// How many turns the window moves before the model is asked for a new summary.
     fn batch(&self, total: usize, base: usize) -> usize {
-        let kept = self.last_turns.unwrap_or(total - base);
+        let kept = self.turn_bound().unwrap_or(total - base);
         (kept / 2).max(1)
     }
 
@@ -173,9 +215,9 @@ impl HistoryPolicy {
             };
         }
         let turns = turns(history);
-        let sizes: Vec<usize> = turns.iter().map(|t| bytes_of(&history[t.clone()])).collect();
+        let mut sizes = TurnSizes::new(history, &turns);
         let total = turns.len();
-        let base = self.base_start(&sizes, fixed);
+        let base = self.base_start(&mut sizes, fixed);
         // The model's summary counts only under the model mode, and only
         // while it covers no turn the window still sends.
         let running = running.filter(|s| self.summary == SummaryMode::Model && s.turns <= base);
@@ -183,9 +225,9 @@ impl HistoryPolicy {
         // A fresh model summary: the window reaches back to it, so no turn
         // is summarized from the log meanwhile (the window is then up to
         // half as long again as `last_turns`).
-        let fits = |start: usize| {
+        let mut fits = |start: usize| {
             self.max_request_bytes
-                .is_none_or(|max| fixed + SUMMARY_RESERVE + sizes[start..].iter().sum::<usize>() <= max)
+                .is_none_or(|max| fixed + SUMMARY_RESERVE + sizes.tail(start) <= max)
         };
         let start = if running.is_some() && base - covered < self.batch(total, base) && fits(covered) {
             covered
@@ -224,8 +266,7 @@ impl HistoryPolicy {
             return None;
         }
         let turns = turns(history);
-        let sizes: Vec<usize> = turns.iter().map(|t| bytes_of(&history[t.clone()])).collect();
-        let base = self.base_start(&sizes, fixed);
+        let base = self.base_start(&mut TurnSizes::new(history, &turns), fixed);
         let covered = running.map_or(0, |s| s.turns).min(base);
         (base > covered && base - covered >= self.batch(turns.len(), base)).then_some(base)
     }
@@ -308,10 +349,60 @@ pub fn turns(history: &[Message]) -> Vec<Range<usize>> {
 
 /// The serialized size of `messages`, with a separator each.
 pub fn bytes_of(messages: &[Message]) -> usize {
-    messages
-        .iter()
-        .map(|m| serde_json::to_vec(m).map_or(0, |v| v.len()) + 1)
-        .sum()
+    messages.iter().map(|m| json_len(m) + 1).sum()
+}
+
+/// The size of `value` serialized as JSON, without writing it anywhere.
+pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+    let mut count = ByteCount(0);
+    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
+}
+
+/// Counts the bytes written to it (a size without the buffer).
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The serialized sizes of a history's turns, each measured when first
+/// asked for: a window measures the turns it may send, not the whole history.
+struct TurnSizes<'a> {
+    history: &'a [Message],
+    turns: &'a [Range<usize>],
+    sizes: Vec<Option<usize>>,
+}
+
+impl<'a> TurnSizes<'a> {
+    fn new(history: &'a [Message], turns: &'a [Range<usize>]) -> Self {
+        Self {
+            history,
+            turns,
+            sizes: vec![None; turns.len()],
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// The size of turn `i`, in bytes.
+    fn of(&mut self, i: usize) -> usize {
+        let (history, turns) = (self.history, self.turns);
+        *self.sizes[i].get_or_insert_with(|| bytes_of(&history[turns[i].clone()]))
+    }
+
+    /// The size of the turns from `start` on.
+    fn tail(&mut self, start: usize) -> usize {
+        (start..self.len()).map(|i| self.of(i)).sum()
+    }
 }
 
 /// A compact, bounded summary of `turns` of `history` from the log: what
@@ -320,13 +411,15 @@ pub fn log_summary(history: &[Message], turns: &[Range<usize>]) -> Option<String
     let first = turns.first()?.start;
     let last = turns.last()?.end;
     let messages = &history[first..last];
-    let mut asked = Vec::new();
-    let mut answers = Vec::new();
+    // Only the messages quoted are copied: a summary of a thousand turns
+    // quotes five questions and two answers.
+    let mut asked: Vec<&str> = Vec::new();
+    let mut answers: Vec<&str> = Vec::new();
     let mut tools: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
     for message in messages {
         match message {
-            Message::User { content } => asked.push(quote(content)),
-            Message::Assistant { content, .. } if !content.trim().is_empty() => answers.push(quote(content)),
+            Message::User { content } => asked.push(content),
+            Message::Assistant { content, .. } if !content.trim().is_empty() => answers.push(content),
             Message::Tool { tool, outcome, .. } => {
                 let counts = tools.entry(tool.as_str()).or_default();
                 match outcome {
@@ -372,14 +465,15 @@ pub fn log_summary(history: &[Message], turns: &[Range<usize>]) -> Option<String
     Some(cut(&text, MAX_LOG_SUMMARY_BYTES))
 }
 
-/// The first `head` and last `tail` items, with how many were left out between.
-fn elide(items: &[String], head: usize, tail: usize) -> String {
+/// The first `head` and last `tail` texts, quoted, with how many were left
+/// out between.
+fn elide(items: &[&str], head: usize, tail: usize) -> String {
     if items.len() <= head + tail {
-        return items.join(", ");
+        return items.iter().map(|t| quote(t)).collect::<Vec<_>>().join(", ");
     }
-    let mut parts: Vec<String> = items[..head].to_vec();
+    let mut parts: Vec<String> = items[..head].iter().map(|t| quote(t)).collect();
     parts.push(format!("({} more)", items.len() - head - tail));
-    parts.extend_from_slice(&items[items.len() - tail..]);
+    parts.extend(items[items.len() - tail..].iter().map(|t| quote(t)));
     parts.join(", ")
 }
 

@@ -106,7 +106,8 @@ pub use fork::{DoneCall, Fork, ForkError, ForkOrigin, REPLAY_REFUSAL};
 pub use guardrail::{GuardCheck, GuardStage, Guardrail, GuardrailTrip, Guardrails, PiiAction, PiiKind, TextVerdict};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
-    HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of, log_summary, turns,
+    DEFAULT_LAST_TURNS, HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of,
+    log_summary, turns,
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};
@@ -126,6 +127,7 @@ pub use policy::{Cap, ConfirmationPolicy, MemoryPolicy, PolicyDelta, RunPolicy};
 pub use record::RunRecord;
 pub use report::CallReport;
 pub use session::Session;
+pub use text::{NOT_BLANK_PATTERN, trim_blank};
 pub use time::Timestamp;
 pub use tool::{FieldError, ToolAnnotations, ToolDef, ToolError, ToolErrorKind, ToolOutcome, ToolSpec};
 

@@ -97,7 +97,7 @@ async fn measure(name: &str, policy: HistoryPolicy, turns: usize) -> concierge::
 async fn main() -> concierge::Result<()> {
     let turns = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000);
     println!("largest model request of the turn, serialized:");
-    measure("policy off", HistoryPolicy::default(), turns).await?;
+    measure("policy off", HistoryPolicy::everything(), turns).await?;
     measure(
         "last_turns = 20, summary = \"log\"",
         HistoryPolicy::last_turns(20),
@@ -112,7 +112,7 @@ async fn main() -> concierge::Result<()> {
     .await?;
     measure(
         "max_request_bytes = 8000, summary = \"log\"",
-        HistoryPolicy::default().max_request_bytes(8_000),
+        HistoryPolicy::everything().max_request_bytes(8_000),
         turns,
     )
     .await?;

@@ -81,7 +81,7 @@ pub use concierge_core::{
     HistoryPolicy, IdempotencyKey, Intents, Message, Mode, ModelReply, ModelRequest, Multitask, PendingChoice,
     PendingConfirmation, PendingElicitation, Phase, PlannerMode, PolicyDelta, Route, RouteSource, Rules, RunId,
     RunOutput, RunPolicy, RunStatus, Session, SessionId, StepError, SummaryMode, Timestamp, ToolAnnotations, ToolCall,
-    ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, ToolsState, Usage,
+    ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, ToolsState, Usage, trim_blank,
 };
 pub use concierge_macros::tool;
 pub use engine::{Embedded, Engine, JournalStats, SessionPage, SessionQuery, SessionSummary, TenantScope};

@@ -175,13 +175,33 @@ fn assert_pairs_intact(messages: &[Message]) {
 
 #[test]
 fn with_the_policy_off_every_message_is_sent() {
-    let mut d = Driver::new(HistoryPolicy::default());
+    let mut d = Driver::new(HistoryPolicy::everything());
     for n in 1..=12 {
         d.turn(n);
     }
     let request = d.last_plan_request();
     assert_eq!(users(&request.messages).len(), 12);
     assert!(!matches!(request.messages[0], Message::System { .. }));
+}
+
+#[test]
+fn by_default_a_long_conversation_sends_its_last_forty_turns_and_a_summary() {
+    let mut d = Driver::new(HistoryPolicy::default());
+    for n in 1..=DEFAULT_LAST_TURNS + 5 {
+        d.turn(n);
+    }
+    let request = d.last_plan_request();
+    let Message::System { content } = &request.messages[0] else {
+        panic!("the summary comes first: {:?}", request.messages[0])
+    };
+    assert!(
+        content.starts_with("Earlier in this conversation (5 turns, not shown)"),
+        "{content}"
+    );
+    let sent = users(&request.messages);
+    assert_eq!(sent.len(), DEFAULT_LAST_TURNS);
+    assert_eq!(sent.last(), users(d.session.history()).last());
+    assert_pairs_intact(&request.messages);
 }
 
 #[test]
@@ -274,19 +294,21 @@ fn a_turn_is_kept_or_left_out_whole() {
     assert_eq!(window.left_out, 1);
     assert_eq!(&window.messages[1..], &history[4..]);
     // A bound that the second turn alone exceeds still sends it, whole.
-    let tiny = HistoryPolicy::default().max_request_bytes(10).summary(SummaryMode::Off);
+    let tiny = HistoryPolicy::everything()
+        .max_request_bytes(10)
+        .summary(SummaryMode::Off);
     let window = tiny.window(&history, None, 0);
     assert_eq!(window.messages, history[4..].to_vec());
     // A bound both turns fit in keeps both.
-    let roomy = HistoryPolicy::default().max_request_bytes(100_000);
+    let roomy = HistoryPolicy::everything().max_request_bytes(100_000);
     assert_eq!(roomy.window(&history, None, 0).messages, history);
 }
 
 #[test]
 fn requests_are_trimmed_to_the_size_bound_oldest_turns_first() {
     let max = 12_000;
-    let mut d = Driver::new(HistoryPolicy::default().max_request_bytes(max));
-    let mut off = Driver::new(HistoryPolicy::default());
+    let mut d = Driver::new(HistoryPolicy::everything().max_request_bytes(max));
+    let mut off = Driver::new(HistoryPolicy::everything());
     for n in 1..=60 {
         d.turn(n);
         off.turn(n);
@@ -474,9 +496,31 @@ fn agent_files_read_the_history_table_and_old_files_still_load() {
             .summary(SummaryMode::Model)
     );
     let old: AgentSpec = serde_json::from_value(json!({"id": "a"})).unwrap();
-    assert!(old.history.is_off());
+    assert_eq!(
+        old.history,
+        HistoryPolicy::default(),
+        "without [history], the default policy"
+    );
+    assert_eq!(old.history.last_turns, Some(DEFAULT_LAST_TURNS));
+    assert!(!old.history.is_off());
     let text = serde_json::to_value(&old).unwrap();
-    assert_eq!(text.get("history"), None::<&Value>, "an unset policy is not written");
+    assert_eq!(text.get("history"), None::<&Value>, "the default policy is not written");
+    let partial: AgentSpec = serde_json::from_value(json!({"id": "a", "history": {"summary": "off"}})).unwrap();
+    assert_eq!(
+        partial.history.last_turns,
+        Some(DEFAULT_LAST_TURNS),
+        "a field left out takes its default"
+    );
+    let all: AgentSpec = serde_json::from_value(json!({"id": "a", "history": {"last_turns": 0}})).unwrap();
+    assert!(all.history.is_off(), "last_turns = 0 sends every message");
+    let mut everything = old.clone();
+    everything.history = HistoryPolicy::everything();
+    let again: AgentSpec = serde_json::from_value(serde_json::to_value(&everything).unwrap()).unwrap();
+    assert_eq!(
+        again.history,
+        HistoryPolicy::everything(),
+        "a policy that sends everything survives a round trip"
+    );
     let bad = serde_json::from_value::<AgentSpec>(json!({"id": "a", "history": {"last_turn": 2}}));
     assert!(bad.is_err());
 }

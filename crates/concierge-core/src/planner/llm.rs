@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::rules::summarize_results;
 use super::{Plan, PlanView, PlannedCall, Planner};
+use crate::history::{SummaryMode, json_len};
 use crate::model::{ModelReply, ModelRequest, ToolChoice};
 use crate::policy::Cap;
 
@@ -90,8 +91,7 @@ impl LlmPlanner {
     /// request of a step, so the window and the summary agree on it.
     fn fixed_bytes(view: &PlanView<'_>) -> usize {
         const SLACK: usize = 512;
-        let frame = Self::frame(view, ToolChoice::Auto, None);
-        serde_json::to_vec(&frame).map_or(0, |v| v.len()) + SLACK
+        json_len(&Self::frame(view, ToolChoice::Auto, None)) + SLACK
     }
 
     fn request(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
@@ -112,6 +112,9 @@ impl LlmPlanner {
     /// new summary covers.
     pub fn summary_request(view: &PlanView<'_>) -> Option<(usize, ModelRequest)> {
         let policy = &view.agent.history;
+        if policy.is_off() || policy.summary != SummaryMode::Model {
+            return None;
+        }
         let upto = policy.summary_due(view.history, view.summary, Self::fixed_bytes(view))?;
         let frame = Self::frame(view, ToolChoice::None, None);
         Some((upto, policy.summary_request(&frame, view.history, view.summary, upto)))

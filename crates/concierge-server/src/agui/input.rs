@@ -20,7 +20,7 @@ pub struct RunAgentInput {
     #[schema(pattern = "^[A-Za-z0-9_.-]{1,128}$")]
     pub thread_id: String,
     /// The run's id, chosen by the client; the events name it.
-    #[schema(min_length = 1, max_length = 128, pattern = "\\S")]
+    #[schema(min_length = 1, max_length = 128, pattern = "[^\\s\\u0085\\u001c-\\u001f\\ufeff]")]
     pub run_id: String,
     /// The conversation so far; the last `user` message is the new one.
     pub messages: Vec<InputMessage>,
@@ -103,7 +103,7 @@ impl RunAgentInput {
     /// Checks the ids (a 422 naming the field when one is not usable).
     pub fn check(&self) -> Result<(), ApiError> {
         check_id("threadId", &self.thread_id)?;
-        if self.run_id.trim().is_empty() || self.run_id.chars().count() > MAX_ID_LEN {
+        if concierge::trim_blank(&self.run_id).is_empty() || self.run_id.chars().count() > MAX_ID_LEN {
             return Err(ApiError::field(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "runId",
@@ -172,7 +172,7 @@ impl RunAgentInput {
             }
             None => String::new(),
         };
-        if text.trim().is_empty() {
+        if concierge::trim_blank(&text).is_empty() {
             return Err(ApiError::field(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 field.clone(),

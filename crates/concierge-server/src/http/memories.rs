@@ -65,7 +65,7 @@ pub struct MemoryQuery {
 #[serde(deny_unknown_fields)]
 pub struct RememberRequest {
     /// The fact, in words (at most 2,000 characters).
-    #[schema(min_length = 1, max_length = 2000, pattern = "\\S")]
+    #[schema(min_length = 1, max_length = 2000, pattern = "[^\\s\\u0085\\u001c-\\u001f\\ufeff]")]
     pub text: String,
 }
 

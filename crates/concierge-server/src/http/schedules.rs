@@ -110,7 +110,7 @@ pub struct ScheduleList {
 #[serde(deny_unknown_fields)]
 pub struct ScheduleRequest {
     /// The message each run starts with (at most 4,000 characters).
-    #[schema(min_length = 1, max_length = 4000, pattern = "\\S")]
+    #[schema(min_length = 1, max_length = 4000, pattern = "[^\\s\\u0085\\u001c-\\u001f\\ufeff]")]
     pub message: String,
     /// Once, at this time (RFC 3339: 2026-12-01T09:00:00Z; a time already
     /// passed runs at once).

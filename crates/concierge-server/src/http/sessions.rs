@@ -206,7 +206,7 @@ pub async fn post_message(
     QueryParams(query): QueryParams<WaitQuery>,
     JsonBody(body): JsonBody<PostMessage>,
 ) -> Result<Response, ApiError> {
-    if body.text.trim().is_empty() {
+    if concierge::trim_blank(&body.text).is_empty() {
         return Err(ApiError::field(
             StatusCode::UNPROCESSABLE_ENTITY,
             "text",

@@ -31,7 +31,7 @@ pub struct CreateSession {
 #[serde(deny_unknown_fields)]
 pub struct PostMessage {
     /// What the person says (not blank).
-    #[schema(min_length = 1, pattern = "\\S")]
+    #[schema(min_length = 1, pattern = "[^\\s\\u0085\\u001c-\\u001f\\ufeff]")]
     pub text: String,
     /// The run's id, new in the session (a run id names one run: an id an
     /// earlier run had is a 409); a random one (`run-` and 32 hex digits)

@@ -20,7 +20,7 @@ pub const EMPTY_MODEL: &str = "model is empty: name an agent (GET /v1/models lis
 pub struct ChatCompletionRequest {
     /// An agent's id, or `concierge` for the default agent (the hub, which
     /// routes each message as `concierge run` without `--agent` does).
-    #[schema(min_length = 1, pattern = "\\S")]
+    #[schema(min_length = 1, pattern = "[^\\s\\u0085\\u001c-\\u001f\\ufeff]")]
     pub model: String,
     /// The conversation. Only the last message is new (it must be the
     /// user's): the session named by `X-Concierge-Session` holds the rest.
@@ -179,7 +179,7 @@ pub struct Turn {
 impl ChatCompletionRequest {
     /// Checks the request: the error names the field at fault.
     pub fn into_turn(self) -> Result<Turn, OpenAiError> {
-        if self.model.trim().is_empty() {
+        if concierge::trim_blank(&self.model).is_empty() {
             return Err(OpenAiError::invalid("model", EMPTY_MODEL));
         }
         if let Some(n) = self.n
@@ -216,7 +216,7 @@ impl ChatCompletionRequest {
             ));
         }
         let text = text_of(last, at)?.unwrap_or_default();
-        if text.trim().is_empty() {
+        if concierge::trim_blank(&text).is_empty() {
             return Err(OpenAiError::invalid(
                 format!("messages[{at}].content"),
                 "the user's message is empty; say something",

@@ -120,7 +120,7 @@ impl MemoryStore {
     /// Remembers `text` for `owner`; with [`MemoryOrigin::key`] set, the
     /// memory already remembered under that key is returned instead.
     pub async fn remember(&self, owner: &MemoryOwner, text: &str, origin: MemoryOrigin) -> Result<Memory, MemoryError> {
-        let text = text.trim().to_owned();
+        let text = concierge_core::trim_blank(text).to_owned();
         if text.is_empty() {
             return Err(MemoryError::Empty);
         }

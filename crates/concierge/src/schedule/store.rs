@@ -143,7 +143,7 @@ impl ScheduleStore {
     /// expression that parses). With [`NewSchedule::key`] set, the schedule
     /// already added under that key is returned instead.
     pub async fn add(&self, new: NewSchedule) -> Result<Schedule, ScheduleError> {
-        let message = new.message.trim().to_owned();
+        let message = concierge_core::trim_blank(&new.message).to_owned();
         if message.is_empty() {
             return Err(ScheduleError::EmptyMessage);
         }

@@ -99,6 +99,7 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
             if args.stream { ", streamed" } else { "" }
         ),
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
+        cpu_ms_per_turn_by_tenth: Vec::new(),
         bytes_written_per_turn: None,
         journal_bytes_per_turn: None,
         fsyncs_per_turn: None,

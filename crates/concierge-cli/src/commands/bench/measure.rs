@@ -1,6 +1,9 @@
 //! What a benchmark measures of this process (procfs), and the arithmetic
 //! its report uses.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 /// What this process has used so far, from procfs.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Usage {
@@ -74,4 +77,55 @@ pub(crate) async fn gather(
         }
     }
     (latencies, errors)
+}
+
+/// The CPU this process used in each tenth of a benchmark's turns, in the
+/// order they finished: with as many sessions at once as there are, the
+/// last tenth is what the conversations' last turns cost, history and all.
+pub(crate) struct Tenths {
+    total: u64,
+    done: AtomicU64,
+    marks: Mutex<Vec<f64>>,
+}
+
+impl Tenths {
+    /// Starts counting `total` turns, from the CPU used so far.
+    pub(crate) fn start(total: u64) -> Self {
+        Self {
+            total,
+            done: AtomicU64::new(0),
+            marks: Mutex::new(vec![proc_usage().cpu_s]),
+        }
+    }
+
+    /// Counts a finished turn; at the end of a tenth, notes the CPU used.
+    pub(crate) fn turn_done(&self) {
+        let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
+        let tenth = self.total.div_ceil(10).max(1);
+        if done % tenth == 0 || done == self.total {
+            let cpu_s = proc_usage().cpu_s;
+            if let Ok(mut marks) = self.marks.lock() {
+                marks.push(cpu_s);
+            }
+        }
+    }
+
+    /// Milliseconds of CPU per turn in each tenth (empty under ten turns).
+    pub(crate) fn per_turn_ms(&self) -> Vec<f64> {
+        let tenth = self.total.div_ceil(10).max(1);
+        if self.total < 10 {
+            return Vec::new();
+        }
+        let Ok(marks) = self.marks.lock() else {
+            return Vec::new();
+        };
+        marks
+            .windows(2)
+            .enumerate()
+            .map(|(i, w)| {
+                let turns = tenth.min(self.total - tenth * i as u64).max(1);
+                round((w[1] - w[0]) * 1000.0 / turns as f64, 3)
+            })
+            .collect()
+    }
 }

@@ -166,6 +166,11 @@ pub struct Report {
     pub errors: u64,
     pub variant: String,
     pub cpu_ms_per_turn: f64,
+    /// CPU per turn in each tenth of the turns, in the order they finished
+    /// (with --concurrency equal to --sessions, the last tenth is the cost
+    /// of the conversations' last turns, their history the longest).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cpu_ms_per_turn_by_tenth: Vec<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bytes_written_per_turn: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -315,6 +320,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         _ => None,
     };
     let stats_before = rt.journal_stats();
+    let tenths = Arc::new(measure::Tenths::start(total));
     let started = Instant::now();
     let mut tasks = Vec::with_capacity(args.sessions);
     for s in 0..args.sessions {
@@ -322,6 +328,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         let rt = rt.clone();
         let semaphore = semaphore.clone();
         let bar = bar.clone();
+        let tenths = tenths.clone();
         let turns = args.turns;
         let tenant = args.tenants.map(|n| listing::tenant_of(s, n));
         tasks.push(tokio::spawn(async move {
@@ -357,6 +364,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
                     }
                 }
                 bar.inc(1);
+                tenths.turn_done();
             }
             if let Some(drain) = drain {
                 drain.abort();
@@ -427,6 +435,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             if args.stream { ", streamed" } else { "" }
         ),
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
+        cpu_ms_per_turn_by_tenth: tenths.per_turn_ms(),
         bytes_written_per_turn: durable(after.write_bytes.saturating_sub(before.write_bytes) as f64),
         journal_bytes_per_turn: durable((stats.payload_bytes - stats_before.payload_bytes) as f64),
         fsyncs_per_turn: durable_run.then(|| round((stats.commits - stats_before.commits) as f64 / turns, 3)),
@@ -478,6 +487,14 @@ fn print_table(r: &Report) {
         ("wall", format!("{:.3} s", r.wall_s)),
         ("turns/s", format!("{:.1}", r.turns_per_s)),
         ("CPU", format!("{:.2} s ({:.3} ms/turn)", r.cpu_s, r.cpu_ms_per_turn)),
+        (
+            "CPU by tenth",
+            r.cpu_ms_per_turn_by_tenth
+                .iter()
+                .map(|ms| format!("{ms:.3}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        ),
         ("max RSS", format!("{:.1} MB", r.max_rss_mb)),
         ("LLM calls", r.llm_calls.to_string()),
         (
