@@ -644,7 +644,8 @@ impl Actor {
         };
         let running = session.active_run().is_some();
         let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
-        let snapshot = (!running && self.bytes_since_snapshot >= min).then(|| session.clone());
+        let snapshot = (!running && self.bytes_since_snapshot >= min && self.shared.store.keeps_snapshots())
+            .then(|| session.clone());
         let compact = match (&snapshot, self.compacting) {
             (Some(_), true) => self.unarchived().await.map(|mut events| {
                 events.extend(step.events.iter().cloned());

@@ -76,6 +76,10 @@ impl MemoryStore {
 }
 
 impl Store for MemoryStore {
+    fn keeps_snapshots(&self) -> bool {
+        false
+    }
+
     fn claim(&self, _session: &SessionId, _agent: &AgentId) -> BoxFuture<'static, Result<Claim>> {
         Box::pin(async { Ok(Claim::Owned { session_no: 1 }) })
     }

@@ -163,6 +163,12 @@ pub trait Store: Send + Sync + 'static {
     fn toolsets(&self) -> Result<Vec<(String, String)>>;
     /// Counters.
     fn stats(&self) -> JournalStats;
+    /// Whether the store keeps snapshots ([`Entry::snapshot`]): the memory
+    /// store does not, so the engine does not copy a session for it (a copy
+    /// of a long conversation costs more than a turn).
+    fn keeps_snapshots(&self) -> bool {
+        true
+    }
     /// Whether the store compacts journals ([`Entry::compact`]); the memory
     /// store keeps every input (nothing outlives the process anyway).
     fn compacts(&self) -> bool {
