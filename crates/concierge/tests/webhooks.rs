@@ -157,8 +157,9 @@ async fn a_finished_run_is_posted_signed_once_and_only_to_its_tenant() {
         .unwrap();
     rt.send("again", acme("s1")).await.unwrap();
 
-    eventually("two run.finished deliveries", || {
-        receiver.of_type("run.finished").len() == 2
+    // The counter moves once the delivery is recorded as delivered.
+    eventually("two run.finished deliveries, recorded", || {
+        receiver.of_type("run.finished").len() == 2 && rt.webhook_stats().delivered == 2
     })
     .await;
     tokio::time::sleep(Duration::from_millis(1_500)).await;
@@ -200,8 +201,8 @@ async fn a_receiver_that_is_down_gets_the_delivery_when_it_is_back() {
         .unwrap();
     *receiver.secret.lock().unwrap() = created.secret.clone();
     rt.send("hello", acme("s1")).await.unwrap();
-    eventually("the delivery after three refusals", || {
-        receiver.of_type("run.finished").len() == 1
+    eventually("the delivery after three refusals, recorded", || {
+        receiver.of_type("run.finished").len() == 1 && rt.webhook_stats().delivered == 1
     })
     .await;
     assert_eq!(receiver.requests.load(Ordering::SeqCst), 4);

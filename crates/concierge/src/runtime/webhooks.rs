@@ -563,20 +563,12 @@ async fn round(runtime: &Runtime, client: &reqwest::Client, following: &mut Foll
     let recorded: Vec<Result<()>> = futures::stream::iter(due)
         .map(|due| async move {
             let attempt = post(client, &due).await;
-            let outcome = match &attempt {
-                Attempt::Delivered(_) => {
-                    hooks.delivered.fetch_add(1, Ordering::Relaxed);
-                    "delivered"
-                }
-                Attempt::Failed { retry_at: Some(_), .. } => {
-                    hooks.failed_attempts.fetch_add(1, Ordering::Relaxed);
-                    "failed"
-                }
+            let (outcome, delivered, gave_up) = match &attempt {
+                Attempt::Delivered(_) => ("delivered", true, false),
+                Attempt::Failed { retry_at: Some(_), .. } => ("failed", false, false),
                 Attempt::Failed { error, retry_at: None } => {
                     tracing::warn!(%error, "a webhook delivery was given up after its last attempt");
-                    hooks.failed_attempts.fetch_add(1, Ordering::Relaxed);
-                    hooks.gave_up.fetch_add(1, Ordering::Relaxed);
-                    "gave_up"
+                    ("gave_up", false, true)
                 }
             };
             runtime
@@ -584,7 +576,17 @@ async fn round(runtime: &Runtime, client: &reqwest::Client, following: &mut Foll
                 .executor
                 .exec_hooks()
                 .webhook_attempted(&due.event, outcome);
-            Ok(hooks.store.record_attempt(due.row, attempt).await?)
+            hooks.store.record_attempt(due.row, attempt).await?;
+            // Counted once written, so the counters never run ahead of what
+            // the deliveries say.
+            match delivered {
+                true => hooks.delivered.fetch_add(1, Ordering::Relaxed),
+                false => hooks.failed_attempts.fetch_add(1, Ordering::Relaxed),
+            };
+            if gave_up {
+                hooks.gave_up.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
         })
         .buffer_unordered(IN_FLIGHT)
         .collect()
