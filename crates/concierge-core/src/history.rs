@@ -170,6 +170,12 @@ impl HistoryPolicy {
         self
     }
 
+    /// Whether the model is ever asked for the running summary (the model
+    /// mode, with the policy on).
+    pub fn asks_model_for_summary(&self) -> bool {
+        !self.is_off() && self.summary == SummaryMode::Model
+    }
+
     /// Whether the policy leaves the history alone (every message is sent).
     pub fn is_off(&self) -> bool {
         self.turn_bound().is_none() && self.max_request_bytes.is_none()
@@ -262,7 +268,7 @@ impl HistoryPolicy {
     /// turns the new summary covers, once the turns left out and not yet
     /// summarized reach half the window. `None` outside the model mode.
     pub fn summary_due(&self, history: &[Message], running: Option<&RunningSummary>, fixed: usize) -> Option<usize> {
-        if self.is_off() || self.summary != SummaryMode::Model {
+        if !self.asks_model_for_summary() {
             return None;
         }
         let turns = turns(history);
@@ -349,13 +355,14 @@ pub fn turns(history: &[Message]) -> Vec<Range<usize>> {
 
 /// The serialized size of `messages`, with a separator each.
 pub fn bytes_of(messages: &[Message]) -> usize {
-    messages.iter().map(|m| json_len(m) + 1).sum()
+    messages.iter().map(|m| json_size(m).unwrap_or(0) + 1).sum()
 }
 
-/// The size of `value` serialized as JSON, without writing it anywhere.
-pub(crate) fn json_len<T: Serialize + ?Sized>(value: &T) -> usize {
+/// The size of `value` serialized as JSON, counted without writing it out.
+pub fn json_size<T: Serialize + ?Sized>(value: &T) -> serde_json::Result<usize> {
     let mut count = ByteCount(0);
-    serde_json::to_writer(&mut count, value).map_or(0, |()| count.0)
+    serde_json::to_writer(&mut count, value)?;
+    Ok(count.0)
 }
 
 /// Counts the bytes written to it (a size without the buffer).

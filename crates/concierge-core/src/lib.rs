@@ -107,7 +107,7 @@ pub use guardrail::{GuardCheck, GuardStage, Guardrail, GuardrailTrip, Guardrails
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
     DEFAULT_LAST_TURNS, HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of,
-    log_summary, turns,
+    json_size, log_summary, turns,
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};

@@ -8,28 +8,10 @@
 use concierge_core::{CallId, Input, RunId, Timestamp, ToolError, ToolOutcome};
 use serde::Serialize;
 
-/// Counts the bytes written to it.
-struct Counter(usize);
-
-impl std::io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The size of `value` as the payload converter writes it (JSON), in bytes.
 pub(crate) fn size_of<T: Serialize>(value: &T) -> usize {
-    let mut counter = Counter(0);
-    match serde_json::to_writer(&mut counter, value) {
-        Ok(()) => counter.0,
-        // Not serializable: Temporal would refuse it anyway, as too large.
-        Err(_) => usize::MAX,
-    }
+    // Not serializable: Temporal would refuse it anyway, as too large.
+    concierge_core::json_size(value).unwrap_or(usize::MAX)
 }
 
 /// A size in words (`3.1 MB`, `12.0 kB`, `300 bytes`).

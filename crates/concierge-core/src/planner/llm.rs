@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::rules::summarize_results;
 use super::{Plan, PlanView, PlannedCall, Planner};
-use crate::history::{SummaryMode, json_len};
+use crate::history::json_size;
 use crate::model::{ModelReply, ModelRequest, ToolChoice};
 use crate::policy::Cap;
 
@@ -91,7 +91,7 @@ impl LlmPlanner {
     /// request of a step, so the window and the summary agree on it.
     fn fixed_bytes(view: &PlanView<'_>) -> usize {
         const SLACK: usize = 512;
-        json_len(&Self::frame(view, ToolChoice::Auto, None)) + SLACK
+        json_size(&Self::frame(view, ToolChoice::Auto, None)).unwrap_or(0) + SLACK
     }
 
     fn request(view: &PlanView<'_>, tool_choice: ToolChoice, extra: Option<&str>) -> ModelRequest {
@@ -112,7 +112,7 @@ impl LlmPlanner {
     /// new summary covers.
     pub fn summary_request(view: &PlanView<'_>) -> Option<(usize, ModelRequest)> {
         let policy = &view.agent.history;
-        if policy.is_off() || policy.summary != SummaryMode::Model {
+        if !policy.asks_model_for_summary() {
             return None;
         }
         let upto = policy.summary_due(view.history, view.summary, Self::fixed_bytes(view))?;

@@ -152,21 +152,10 @@ fn is_event_too_large(error: &SseError) -> bool {
     matches!(error, SseError::Body(inner) if inner.to_string().contains("exceeded the maximum size"))
 }
 
-/// The serialized size of `message`, counted without writing it out.
+/// The serialized size of `message`, counted without writing it out (a
+/// message that cannot be serialized counts as empty).
 fn serialized_size(message: &ServerJsonRpcMessage) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, message);
-    count.0
+    concierge_core::json_size(message).unwrap_or(0)
 }
 
 impl StreamableHttpClient for GuardedHttp {
