@@ -13,9 +13,56 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde_json::{Value, json};
 
-#[derive(Default)]
-struct Counter {
+/// The fixture's state: what it was asked, and whether it answers yet.
+pub struct Fixture {
     calls: AtomicU64,
+    /// Requests waiting for the gate to open.
+    held: AtomicU64,
+    /// Final answers (replies to a tool result) given.
+    answers: AtomicU64,
+    gate: tokio::sync::watch::Sender<bool>,
+}
+
+impl Fixture {
+    /// A fixture that answers at once (`open`) or holds every request until
+    /// [`Fixture::open`].
+    pub fn new(open: bool) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            calls: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+            answers: AtomicU64::new(0),
+            gate: tokio::sync::watch::Sender::new(open),
+        })
+    }
+
+    /// Holds every request from now on, until [`Fixture::open`].
+    pub fn close(&self) {
+        self.gate.send_replace(false);
+    }
+
+    /// Answers every request from now on, the held ones too.
+    pub fn open(&self) {
+        self.gate.send_replace(true);
+    }
+
+    /// Requests waiting for the gate.
+    pub fn held(&self) -> u64 {
+        self.held.load(Ordering::Relaxed)
+    }
+
+    /// Final answers given so far (one per finished calculator turn).
+    pub fn answers(&self) -> u64 {
+        self.answers.load(Ordering::Relaxed)
+    }
+
+    /// Serves the fixture on `listener` until the process ends.
+    pub async fn serve(self: std::sync::Arc<Self>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        let app = Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .route("/chat/completions", post(chat))
+            .with_state(self);
+        axum::serve(listener, app).await
+    }
 }
 
 /// The reply the fixture gives to a chat request body.
@@ -144,10 +191,38 @@ pub fn stream(reply: &Value) -> String {
     body
 }
 
-async fn chat(State(counter): State<std::sync::Arc<Counter>>, Json(body): Json<Value>) -> axum::response::Response {
+/// Counts a request as held while it lives (its connection may close first).
+struct Held<'a>(&'a AtomicU64);
+
+impl<'a> Held<'a> {
+    fn new(count: &'a AtomicU64) -> Self {
+        count.fetch_add(1, Ordering::Relaxed);
+        Self(count)
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+async fn chat(State(fixture): State<std::sync::Arc<Fixture>>, Json(body): Json<Value>) -> axum::response::Response {
     use axum::response::IntoResponse;
-    let n = counter.calls.fetch_add(1, Ordering::Relaxed) + 1;
-    match answer(&body, n) {
+    let n = fixture.calls.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut gate = fixture.gate.subscribe();
+    if !*gate.borrow_and_update() {
+        let _held = Held::new(&fixture.held);
+        let _ = gate.wait_for(|open| *open).await;
+    }
+    let reply = answer(&body, n);
+    if reply
+        .as_ref()
+        .is_ok_and(|r| r["choices"][0]["message"]["tool_calls"].is_null())
+    {
+        fixture.answers.fetch_add(1, Ordering::Relaxed);
+    }
+    match reply {
         Ok(reply) if body.get("stream").and_then(Value::as_bool) == Some(true) => (
             StatusCode::OK,
             [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
@@ -165,14 +240,9 @@ async fn chat(State(counter): State<std::sync::Arc<Counter>>, Json(body): Json<V
 
 /// Serves the fixture on `addr` until the process is stopped. Prints the base URL.
 pub async fn serve(addr: SocketAddr) -> std::io::Result<()> {
-    let counter = std::sync::Arc::new(Counter::default());
-    let app = Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .route("/chat/completions", post(chat))
-        .with_state(counter);
     let listener = tokio::net::TcpListener::bind(addr).await?;
     println!("http://{}/v1", listener.local_addr()?);
-    axum::serve(listener, app).await
+    Fixture::new(true).serve(listener).await
 }
 
 #[cfg(test)]

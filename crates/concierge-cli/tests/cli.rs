@@ -893,3 +893,21 @@ fn output_to_a_reader_that_has_gone_ends_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(out.status.success(), "{:?}: {stderr}", out.status);
 }
+
+#[test]
+fn bench_recovery_kills_a_server_with_runs_in_flight_and_a_new_one_finishes_each_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = concierge(
+        dir.path(),
+        &["bench", "--recovery", "4", "--idle-sessions", "3", "--concurrency", "2"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert_eq!(report["runs"], 4, "{report}");
+    assert_eq!(report["idle_sessions"], 3, "{report}");
+    assert_eq!(report["lost"], 0, "{report}");
+    assert_eq!(report["doubled"], 0, "{report}");
+    for field in ["live_ms", "ready_ms", "answered_ms", "server_cpu_s"] {
+        assert!(report[field].as_f64().is_some_and(|v| v >= 0.0), "{field}: {report}");
+    }
+}

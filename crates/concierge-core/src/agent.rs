@@ -99,7 +99,7 @@ pub struct AgentSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
     /// How much of a long conversation the model sees (`[history]` in an
-    /// agent file); by default the last 40 turns in full and a summary of
+    /// agent file); by default the last 10 turns in full and a summary of
     /// the rest ([`HistoryPolicy::default`]).
     #[serde(default, skip_serializing_if = "HistoryPolicy::is_default")]
     pub history: HistoryPolicy,

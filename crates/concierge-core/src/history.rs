@@ -63,7 +63,7 @@ pub enum SummaryMode {
 
 /// How many of the latest turns an agent sends in full unless its
 /// `[history]` says otherwise ([`HistoryPolicy::default`]).
-pub const DEFAULT_LAST_TURNS: usize = 40;
+pub const DEFAULT_LAST_TURNS: usize = 10;
 
 /// Per agent, how much of the conversation a model request carries.
 ///

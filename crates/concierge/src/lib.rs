@@ -84,7 +84,9 @@ pub use concierge_core::{
     ToolError, ToolErrorKind, ToolExecution, ToolId, ToolOutcome, ToolSpec, ToolsState, Usage, trim_blank,
 };
 pub use concierge_macros::tool;
-pub use engine::{Embedded, Engine, JournalStats, SessionPage, SessionQuery, SessionSummary, TenantScope};
+pub use engine::{
+    Embedded, Engine, JournalStats, SessionFacts, SessionPage, SessionQuery, SessionSummary, TenantScope,
+};
 pub use error::{Error, Result};
 pub use guardrail::{Guard, GuardDecision, GuardStage, Guardrail, GuardrailTrip, Guardrails};
 pub use model::{Model, ModelError};

@@ -185,7 +185,7 @@ fn with_the_policy_off_every_message_is_sent() {
 }
 
 #[test]
-fn by_default_a_long_conversation_sends_its_last_forty_turns_and_a_summary() {
+fn by_default_a_long_conversation_sends_its_last_ten_turns_and_a_summary() {
     let mut d = Driver::new(HistoryPolicy::default());
     for n in 1..=DEFAULT_LAST_TURNS + 5 {
         d.turn(n);

@@ -89,8 +89,13 @@ impl LlmPlanner {
     /// The size of a request for `view` without its messages, in bytes, with
     /// room for a forced tool choice or a closing note: the same for every
     /// request of a step, so the window and the summary agree on it.
+    /// Measured only when the agent's history policy bounds a request's
+    /// size (the window needs it for nothing else).
     fn fixed_bytes(view: &PlanView<'_>) -> usize {
         const SLACK: usize = 512;
+        if view.agent.history.max_request_bytes.is_none() {
+            return 0;
+        }
         json_size(&Self::frame(view, ToolChoice::Auto, None)).unwrap_or(0) + SLACK
     }
 

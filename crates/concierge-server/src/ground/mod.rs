@@ -14,7 +14,7 @@ pub mod limit;
 pub mod scope;
 pub mod sse;
 
-use concierge::{Runtime, Session};
+use concierge::{Runtime, Session, SessionFacts};
 use tokio::sync::watch;
 
 pub use auth::{Caller, TokenError, Tokens};
@@ -75,14 +75,22 @@ impl ApiState {
     /// The session `caller` names `id`, `None` if it has none by this id
     /// (another tenant's session of the same name is not its, and not seen).
     pub async fn maybe_session_of(&self, caller: &Caller, id: &str) -> Result<Option<Session>, ApiError> {
-        match self.rt.session(caller.session_id(id)).await {
-            // The id space is the tenant's; the check holds sessions made
-            // before it was (and any made by other means) to the rule too.
-            Ok(session) if caller.owns(session.tenant()) && session.parent().is_none() => Ok(Some(session)),
-            Ok(_) => Err(ApiError::unknown_session(id)),
-            Err(concierge::Error::SessionNotFound(_)) => Ok(None),
-            Err(error) => Err(error.into()),
-        }
+        let found = self.rt.session(caller.session_id(id)).await;
+        seen(caller, id, found, |s| (s.tenant(), s.parent().is_some()))
+    }
+
+    /// What a front door checks of the session `caller` names `id` (404 if
+    /// it has none by this id), read without copying the session.
+    pub async fn facts_of(&self, caller: &Caller, id: &str) -> Result<SessionFacts, ApiError> {
+        self.maybe_facts_of(caller, id)
+            .await?
+            .ok_or_else(|| ApiError::unknown_session(id))
+    }
+
+    /// [`ApiState::facts_of`], `None` if the caller has no session by this id.
+    pub async fn maybe_facts_of(&self, caller: &Caller, id: &str) -> Result<Option<SessionFacts>, ApiError> {
+        let found = self.rt.facts(caller.session_id(id)).await;
+        seen(caller, id, found, |f| (f.tenant.as_deref(), f.child))
     }
 
     /// A place for one more run of the caller's tenant (429 past the cap);
@@ -94,5 +102,25 @@ impl ApiState {
     /// Turns true when the server begins to shut down (event streams end then).
     pub fn stopping(&self) -> watch::Receiver<bool> {
         self.stopping.clone()
+    }
+}
+
+/// What `caller` may see of a session read as `found` under its id `id`:
+/// its own (by `tenant` and not a child run's, from `facts`), or nothing.
+/// The id space is the tenant's; the check holds sessions made before it
+/// was (and any made by other means) to the rule too.
+fn seen<T>(
+    caller: &Caller,
+    id: &str,
+    found: concierge::Result<T>,
+    facts: impl Fn(&T) -> (Option<&str>, bool),
+) -> Result<Option<T>, ApiError> {
+    match found {
+        Ok(session) => match facts(&session) {
+            (tenant, false) if caller.owns(tenant) => Ok(Some(session)),
+            _ => Err(ApiError::unknown_session(id)),
+        },
+        Err(concierge::Error::SessionNotFound(_)) => Ok(None),
+        Err(error) => Err(error.into()),
     }
 }

@@ -52,7 +52,7 @@ pub async fn fork(
     OptionalJsonBody(body): OptionalJsonBody<ForkRequest>,
 ) -> Result<Response, ApiError> {
     let at = body.unwrap_or_default().at;
-    state.session_of(&caller, &id).await?;
+    state.facts_of(&caller, &id).await?;
     let into = state.new_session_id()?;
     state
         .rt
@@ -174,7 +174,7 @@ pub async fn replay(
 ) -> Result<Json<ReplayView>, ApiError> {
     let body = body.unwrap_or_default();
     // A run id the session does not have, malformed or not, is a 404 (`run`).
-    state.session_of(&caller, &id).await?;
+    state.facts_of(&caller, &id).await?;
     let _permit = state.run_permit(&caller)?;
     let into = state.new_session_id()?;
     let mut options = ReplayOptions::new()

@@ -220,7 +220,7 @@ pub async fn add(
         }
         Some(session) => {
             // A session of the caller's, or one that does not exist yet.
-            state.maybe_session_of(&caller, &session).await?;
+            state.maybe_facts_of(&caller, &session).await?;
             session
         }
         None => state.new_session_id()?,

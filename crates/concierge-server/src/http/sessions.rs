@@ -244,7 +244,7 @@ async fn start(
     multitask: Option<Multitask>,
     wait: bool,
 ) -> Result<Response, ApiError> {
-    state.session_of(caller, id).await?;
+    state.facts_of(caller, id).await?;
     let permit = state.run_permit(caller)?;
     // A run the client does not name gets a random id; one it names must be new.
     let run = match run_id {
@@ -471,7 +471,7 @@ pub async fn end(
     let reason = body
         .and_then(|b| b.reason)
         .unwrap_or_else(|| "ended through the HTTP API".to_string());
-    state.session_of(&caller, &id).await?;
+    state.facts_of(&caller, &id).await?;
     let output = state.rt.end(caller.session_id(&id), reason).await?;
     Ok(Json(output.map(|output| RunOutputView::of(output, &id))))
 }

@@ -67,8 +67,8 @@ pub async fn resolve(
             agent: agent_for(target, None),
         });
     };
-    let new = match state.maybe_session_of(caller, &id).await {
-        Ok(Some(session)) => session.history().is_empty(),
+    let new = match state.maybe_facts_of(caller, &id).await {
+        Ok(Some(facts)) => facts.messages == 0,
         Ok(None) => true,
         Err(error) if error.status == StatusCode::NOT_FOUND => {
             return Err(OpenAiError::from(error)

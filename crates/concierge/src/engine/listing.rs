@@ -1,10 +1,37 @@
 //! Listing sessions: what a list shows of each one, and a page of one
 //! tenant's sessions, the most recently active first.
 
-use concierge_core::{AgentId, SessionId, Timestamp};
+use concierge_core::{AgentId, Session, SessionId, Timestamp};
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+
+/// What a front door checks of a session before it acts on it (whose it
+/// is, whether it is a child run's, whether it has begun), read without
+/// copying its history: [`Engine::facts`](super::Engine::facts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SessionFacts {
+    /// The agent that has the conversation now.
+    pub agent: AgentId,
+    /// The tenant it belongs to, if its first input named one.
+    pub tenant: Option<String>,
+    /// Whether it is a child run's session (an agent called as a tool).
+    pub child: bool,
+    /// How many messages its history holds.
+    pub messages: usize,
+}
+
+impl SessionFacts {
+    /// The facts of `session`.
+    pub fn of(session: &Session) -> Self {
+        Self {
+            agent: session.agent().clone(),
+            tenant: session.tenant().map(str::to_string),
+            child: session.parent().is_some(),
+            messages: session.history().len(),
+        }
+    }
+}
 
 /// A session as listed by [`Engine::sessions`](super::Engine::sessions).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

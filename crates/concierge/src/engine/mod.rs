@@ -36,7 +36,7 @@ pub use embedded::bench;
 pub use embedded::{Embedded, payload_text};
 pub(crate) use exec::Whose;
 pub use exec::{ExecHooks, Executor, ModelCall, PromptBuilder, RunInfo, ToolCallInfo, TracingHooks, Unavailable};
-pub use listing::{SessionPage, SessionQuery, SessionSummary, TenantScope, newest_first};
+pub use listing::{SessionFacts, SessionPage, SessionQuery, SessionSummary, TenantScope, newest_first};
 pub use options::EngineOptions;
 pub use schedules::{FireSchedules, ScheduleFiring};
 pub use setup::RunSetup;
@@ -156,6 +156,13 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The session as it stands, `None` if it never existed.
     fn session(&self, session: SessionId) -> BoxFuture<'_, Result<Option<Session>>>;
+
+    /// What a front door checks of the session, `None` if it never existed.
+    /// By default read from [`Engine::session`]; an engine that holds
+    /// sessions in memory answers without copying the history.
+    fn facts(&self, session: SessionId) -> BoxFuture<'_, Result<Option<SessionFacts>>> {
+        Box::pin(async move { Ok(self.session(session).await?.as_ref().map(SessionFacts::of)) })
+    }
 
     /// Erases a session for good: its journal, snapshots and events (a
     /// person's stored text, erased at their request). A run in progress is

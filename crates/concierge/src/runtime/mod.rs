@@ -47,7 +47,7 @@ pub use readiness::Readiness;
 #[cfg(feature = "sqlite")]
 pub use webhooks::PushRenderer;
 
-use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop};
+use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionFacts};
 use crate::error::{Error, Result};
 use crate::options::RunOptions;
 
@@ -468,6 +468,16 @@ impl Runtime {
         let id = session.into();
         self.engine_or_err()?
             .session(id.clone())
+            .await?
+            .ok_or(Error::SessionNotFound(id))
+    }
+
+    /// What a front door checks of the session (its agent, tenant, whether
+    /// it is a child run's, how long its history is), without copying it.
+    pub async fn facts(&self, session: impl Into<SessionId>) -> Result<SessionFacts> {
+        let id = session.into();
+        self.engine_or_err()?
+            .facts(id.clone())
             .await?
             .ok_or(Error::SessionNotFound(id))
     }

@@ -13,8 +13,13 @@ pub(crate) struct Usage {
 }
 
 pub(crate) fn proc_usage() -> Usage {
+    usage_of("self")
+}
+
+/// What the process `pid` (or `self`) has used so far, from procfs.
+pub(crate) fn usage_of(pid: &str) -> Usage {
     // Linux reports CPU time in clock ticks of 1/100 s (USER_HZ).
-    let cpu_s = std::fs::read_to_string("/proc/self/stat")
+    let cpu_s = std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
         .and_then(|stat| {
             let after = stat.rsplit_once(')')?.1;
@@ -26,8 +31,8 @@ pub(crate) fn proc_usage() -> Usage {
         .unwrap_or_default();
     Usage {
         cpu_s,
-        write_bytes: field("/proc/self/io", "write_bytes:").unwrap_or_default(),
-        max_rss_mb: field("/proc/self/status", "VmHWM:").unwrap_or_default() as f64 / 1024.0,
+        write_bytes: field(&format!("/proc/{pid}/io"), "write_bytes:").unwrap_or_default(),
+        max_rss_mb: field(&format!("/proc/{pid}/status"), "VmHWM:").unwrap_or_default() as f64 / 1024.0,
     }
 }
 

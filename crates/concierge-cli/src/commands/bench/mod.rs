@@ -28,6 +28,7 @@ use tokio::sync::Semaphore;
 mod http;
 mod listing;
 pub(crate) mod measure;
+mod recovery;
 mod temporal;
 
 use crate::{Cli, fake_server};
@@ -74,6 +75,15 @@ pub struct BenchArgs {
     /// of one tenant's sessions costs (and reading every session, beside it).
     #[arg(long, value_name = "N", conflicts_with_all = ["http", "temporal"])]
     pub tenants: Option<usize>,
+    /// Measure a restart instead: N runs in flight when a `concierge serve`
+    /// on SQLite is killed, then how long a new one takes to be live, to be
+    /// ready and to finish them all (and whether any was lost or doubled).
+    #[arg(long, value_name = "N", conflicts_with_all = ["http", "temporal", "serve_fake", "tenants", "idle_streams"])]
+    pub recovery: Option<usize>,
+    /// With --recovery: this many sessions with a finished turn in the
+    /// database beforehand (a restart should not read them).
+    #[arg(long, value_name = "M", default_value_t = 0, requires = "recovery")]
+    pub idle_sessions: usize,
     /// Print a table instead of a JSON line.
     #[arg(long, conflicts_with = "json")]
     pub table: bool,
@@ -197,6 +207,15 @@ pub async fn bench(cli: &Cli, args: &BenchArgs) -> Result<ExitCode> {
             .await
             .map_err(|e| Error::InvalidConfig(format!("cannot serve the fixture on {addr}: {e}")))?;
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(runs) = args.recovery {
+        if runs == 0 || args.concurrency == 0 {
+            return Err(Error::InvalidConfig(
+                "--recovery and --concurrency must be at least 1".into(),
+            ));
+        }
+        let report = recovery::run(args, runs).await?;
+        return recovery::print(args, &report);
     }
     if args.sessions == 0 || args.turns == 0 || args.concurrency == 0 {
         return Err(Error::InvalidConfig(

@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
 use super::{Shared, lock};
-use crate::engine::{RunSetup, RunStop, Started, Unavailable, call_agent, now, refuse_invalid_ask};
+use crate::engine::{RunSetup, RunStop, SessionFacts, Started, Unavailable, call_agent, now, refuse_invalid_ask};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
 use crate::tool::ToolContext;
@@ -290,6 +290,17 @@ impl Actor {
             }
             Command::Inspect { reply } => {
                 let result = self.inspect().await;
+                let _ = reply.send(result);
+            }
+            Command::Facts { reply } => {
+                let result = match self.owned {
+                    true => Ok(self.session.as_ref().map(SessionFacts::of)),
+                    false => self
+                        .shared
+                        .read(&self.id)
+                        .await
+                        .map(|s| s.as_ref().map(SessionFacts::of)),
+                };
                 let _ = reply.send(result);
             }
             Command::Recover { reply } => {

@@ -40,8 +40,8 @@ use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
 use crate::engine::{
-    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionQuery, SessionSummary,
-    Started, newest_first,
+    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionFacts, SessionQuery,
+    SessionSummary, Started, newest_first,
 };
 use crate::error::{Error, Result};
 
@@ -631,6 +631,15 @@ impl Engine for EmbeddedEngine {
                 return self.shared.send(&session, |reply| Command::Inspect { reply }).await?;
             }
             self.shared.read(&session).await
+        })
+    }
+
+    fn facts(&self, session: SessionId) -> BoxFuture<'_, Result<Option<SessionFacts>>> {
+        Box::pin(async move {
+            if self.shared.has_actor(&session) {
+                return self.shared.send(&session, |reply| Command::Facts { reply }).await?;
+            }
+            Ok(self.shared.read(&session).await?.as_ref().map(SessionFacts::of))
         })
     }
 

@@ -4,7 +4,7 @@ use concierge_core::ElicitationAnswer;
 use concierge_core::{CallId, Decision, Input, OpenSession, RunId, RunOutput, Session, StartRun};
 use tokio::sync::oneshot;
 
-use crate::engine::{RunSetup, RunStop, Started, Unavailable};
+use crate::engine::{RunSetup, RunStop, SessionFacts, Started, Unavailable};
 use crate::error::Result;
 use crate::tool::ChannelError;
 
@@ -41,6 +41,10 @@ pub(crate) enum Command {
     },
     Inspect {
         reply: oneshot::Sender<Result<Option<Session>>>,
+    },
+    /// What a front door checks of the session, without copying it.
+    Facts {
+        reply: oneshot::Sender<Result<Option<SessionFacts>>>,
     },
     /// Erase the session from the store (ending its run first), then leave.
     Erase {

@@ -221,6 +221,11 @@ impl SqliteStore {
 }
 
 /// Which recorded processes are alive, by owner number.
+/// The sessions with a run in progress that another owner (or none) holds:
+/// read through the `live_heads` index, so idle sessions are never read.
+const UNFINISHED: &str = "SELECT h.no, h.head, h.owner, s.id FROM heads h JOIN sessions s ON s.no = h.no
+     WHERE h.live = 1 AND (h.owner IS NULL OR h.owner != ?1)";
+
 fn living(conn: &Connection, here: &Process, lease: Duration) -> rusqlite::Result<HashMap<i64, (bool, String)>> {
     let now = millis();
     let mut stmt = conn.prepare_cached("SELECT owner, pid, space, started, label, beat FROM owners")?;
@@ -672,10 +677,7 @@ impl Store for SqliteStore {
         let recovered = self.recovered.clone();
         self.read(move |conn| {
             let living = living(conn, &here, lease)?;
-            let mut stmt = conn.prepare_cached(
-                "SELECT h.no, h.head, h.owner, s.id FROM heads h JOIN sessions s ON s.no = h.no
-                 WHERE h.live = 1 AND (h.owner IS NULL OR h.owner != ?1)",
-            )?;
+            let mut stmt = conn.prepare_cached(UNFINISHED)?;
             let rows = stmt
                 .query_map([me], |r| {
                     Ok((

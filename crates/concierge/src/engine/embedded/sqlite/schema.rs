@@ -164,7 +164,12 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
     if !columns.iter().any(|c| c == "tenant") {
         conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
     }
-    // A tenant's page of sessions reads that tenant's rows only.
-    conn.execute_batch("CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);")?;
+    // A tenant's page of sessions reads that tenant's rows only; looking for
+    // unfinished runs reads the live sessions' heads only, however many idle
+    // sessions there are.
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);
+         CREATE INDEX IF NOT EXISTS live_heads ON heads (no) WHERE live = 1;",
+    )?;
     Ok(())
 }

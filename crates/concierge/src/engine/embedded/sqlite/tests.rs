@@ -122,6 +122,31 @@ fn a_new_database_has_small_pages() {
 }
 
 #[test]
+fn looking_for_unfinished_runs_reads_only_the_live_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    drop(SqliteStore::open(&path, options("x")).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    let plan: Vec<String> = conn
+        .prepare(&format!("EXPLAIN QUERY PLAN {UNFINISHED}"))
+        .unwrap()
+        .query_map([1], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    // A scan of the partial index reads the live heads only; a scan of
+    // the table would read every session's.
+    let heads: Vec<&String> = plan
+        .iter()
+        .filter(|step| step.contains(" h ") || step.ends_with(" h"))
+        .collect();
+    assert!(
+        !heads.is_empty() && heads.iter().all(|step| step.contains("live_heads")),
+        "the heads are read through the partial index: {plan:?}"
+    );
+}
+
+#[test]
 fn another_programs_database_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("other.db");
