@@ -9,6 +9,10 @@ use serde_json::Value;
 use crate::id::{CallId, RunId, ToolId};
 use crate::tool::{ToolOutcome, ToolSpec};
 
+/// How many of the latest tool executions a cacheable call's result is
+/// looked for in.
+pub const CACHE_WINDOW: usize = 256;
+
 /// Shared knowledge of a session: the goal, required versus available
 /// information, and the log of every tool execution.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -62,12 +66,15 @@ impl Blackboard {
         })
     }
 
-    /// A successful execution of `tool` with arguments of this fingerprint.
+    /// A successful execution of `tool` with arguments of this fingerprint,
+    /// among the latest [`CACHE_WINDOW`] executions (so a lookup costs the
+    /// same however long the conversation).
     pub fn cached(&self, tool: &ToolId, fingerprint: &str) -> Option<&ToolExecution> {
         self.log
             .iter()
             .rev()
-            .find(|e| &e.tool == tool && e.fingerprint == fingerprint && e.outcome.is_ok())
+            .take(CACHE_WINDOW)
+            .find(|e| e.fingerprint == fingerprint && &e.tool == tool && e.outcome.is_ok())
     }
 
     /// Keeps what a successful call of `spec` provides (its declared
@@ -82,9 +89,11 @@ impl Blackboard {
     /// A successful call of `tool` with arguments of this fingerprint made
     /// before the conversation was forked: done there, not to be done again.
     pub fn done_before_fork(&self, tool: &ToolId, fingerprint: &str) -> Option<&ToolExecution> {
+        // A fork's executions open the log (the fork starts with them).
         self.log
             .iter()
-            .find(|e| e.forked && &e.tool == tool && e.fingerprint == fingerprint && e.outcome.is_ok())
+            .take_while(|e| e.forked)
+            .find(|e| e.fingerprint == fingerprint && &e.tool == tool && e.outcome.is_ok())
     }
 }
 
@@ -132,5 +141,38 @@ impl ToolExecution {
     /// Whether the call succeeded.
     pub fn success(&self) -> bool {
         self.outcome.is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn execution(n: usize, forked: bool) -> ToolExecution {
+        ToolExecution {
+            run_id: "r".into(),
+            call_id: format!("c{n}").into(),
+            tool: "lookup".into(),
+            arguments: Value::Null,
+            fingerprint: format!("f{n}"),
+            duration_ms: 0,
+            outcome: ToolOutcome::Ok(Value::from(n)),
+            reused_from: None,
+            forked,
+        }
+    }
+
+    #[test]
+    fn a_cached_result_is_found_among_the_latest_executions_and_a_forks_among_its_first() {
+        let mut board = Blackboard::default();
+        board.log.extend((0..3).map(|n| execution(n, true)));
+        board.log.extend((3..CACHE_WINDOW + 10).map(|n| execution(n, false)));
+        let tool = ToolId::from("lookup");
+        assert!(board.cached(&tool, &format!("f{}", CACHE_WINDOW + 9)).is_some());
+        assert!(board.cached(&tool, "f10").is_some(), "within the latest {CACHE_WINDOW}");
+        assert!(board.cached(&tool, "f5").is_none(), "older than the window");
+        assert!(board.cached(&ToolId::from("other"), "f20").is_none());
+        assert!(board.done_before_fork(&tool, "f1").is_some());
+        assert!(board.done_before_fork(&tool, "f4").is_none(), "made after the fork");
     }
 }

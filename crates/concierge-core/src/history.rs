@@ -214,14 +214,25 @@ impl HistoryPolicy {
     /// The messages a request carries of `history`, given the request's size
     /// without messages (`fixed`) and the model's running summary, if any.
     pub fn window(&self, history: &[Message], running: Option<&RunningSummary>, fixed: usize) -> Window {
+        self.window_in(history, &turns(history), running, fixed)
+    }
+
+    /// [`HistoryPolicy::window`] of a history whose `turns` are known
+    /// ([`TurnIndex::ranges`]), so the history is not read to find them.
+    pub fn window_in(
+        &self,
+        history: &[Message],
+        turns: &[Range<usize>],
+        running: Option<&RunningSummary>,
+        fixed: usize,
+    ) -> Window {
         if self.is_off() {
             return Window {
                 messages: history.to_vec(),
                 left_out: 0,
             };
         }
-        let turns = turns(history);
-        let mut sizes = TurnSizes::new(history, &turns);
+        let mut sizes = TurnSizes::new(history, turns);
         let total = turns.len();
         let base = self.base_start(&mut sizes, fixed);
         // The model's summary counts only under the model mode, and only
@@ -268,11 +279,21 @@ impl HistoryPolicy {
     /// turns the new summary covers, once the turns left out and not yet
     /// summarized reach half the window. `None` outside the model mode.
     pub fn summary_due(&self, history: &[Message], running: Option<&RunningSummary>, fixed: usize) -> Option<usize> {
+        self.summary_due_in(history, &turns(history), running, fixed)
+    }
+
+    /// [`HistoryPolicy::summary_due`] of a history whose `turns` are known.
+    pub fn summary_due_in(
+        &self,
+        history: &[Message],
+        turns: &[Range<usize>],
+        running: Option<&RunningSummary>,
+        fixed: usize,
+    ) -> Option<usize> {
         if !self.asks_model_for_summary() {
             return None;
         }
-        let turns = turns(history);
-        let base = self.base_start(&mut TurnSizes::new(history, &turns), fixed);
+        let base = self.base_start(&mut TurnSizes::new(history, turns), fixed);
         let covered = running.map_or(0, |s| s.turns).min(base);
         (base > covered && base - covered >= self.batch(turns.len(), base)).then_some(base)
     }
@@ -353,6 +374,56 @@ pub fn turns(history: &[Message]) -> Vec<Range<usize>> {
     turns
 }
 
+/// Where each turn of a growing history begins, kept as messages are
+/// appended, so that a window finds its turns without reading the whole
+/// history again. A cache: never serialized, and equal to any other.
+#[derive(Clone, Debug, Default)]
+pub struct TurnIndex {
+    starts: Vec<usize>,
+    seen: usize,
+}
+
+impl TurnIndex {
+    /// The index of `history`.
+    pub fn of(history: &[Message]) -> Self {
+        let mut index = Self::default();
+        index.catch_up(history);
+        index
+    }
+
+    /// Takes in the messages appended to `history` since the last call
+    /// (all of them again if it is shorter than it was).
+    pub fn catch_up(&mut self, history: &[Message]) {
+        if self.seen > history.len() {
+            *self = Self::default();
+        }
+        for (i, message) in history.iter().enumerate().skip(self.seen) {
+            if i == 0 || matches!(message, Message::User { .. }) {
+                self.starts.push(i);
+            }
+        }
+        self.seen = history.len();
+    }
+
+    /// Whether it indexes `history` as it is now.
+    pub fn covers(&self, history: &[Message]) -> bool {
+        self.seen == history.len()
+    }
+
+    /// The turns, as [`turns`] finds them.
+    pub fn ranges(&self) -> Vec<Range<usize>> {
+        let ends = self.starts.iter().skip(1).copied().chain(std::iter::once(self.seen));
+        self.starts.iter().zip(ends).map(|(&start, end)| start..end).collect()
+    }
+}
+
+impl PartialEq for TurnIndex {
+    /// A cache of what the history says: it never makes two sessions differ.
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
 /// The serialized size of `messages`, with a separator each.
 pub fn bytes_of(messages: &[Message]) -> usize {
     messages.iter().map(|m| json_size(m).unwrap_or(0) + 1).sum()
@@ -412,18 +483,29 @@ impl<'a> TurnSizes<'a> {
     }
 }
 
+/// How many of the latest turns left out a summary from the log reads in
+/// full (their questions, answers and tool runs): of older turns it counts
+/// them and quotes the first questions, so it costs the same however long
+/// the conversation.
+pub const LOG_SUMMARY_TURNS: usize = 50;
+
 /// A compact, bounded summary of `turns` of `history` from the log: what
-/// the person asked, the last answers, the tools that ran. `None` for no turns.
+/// the person asked, the last answers, the tools that ran (of the latest
+/// [`LOG_SUMMARY_TURNS`] turns). `None` for no turns.
 pub fn log_summary(history: &[Message], turns: &[Range<usize>]) -> Option<String> {
-    let first = turns.first()?.start;
-    let last = turns.last()?.end;
-    let messages = &history[first..last];
+    let question = |turn: &Range<usize>| match &history[turn.start] {
+        Message::User { content } => Some(content.as_str()),
+        _ => None,
+    };
+    let read = &turns[turns.len().saturating_sub(LOG_SUMMARY_TURNS)..];
+    let older = &turns[..turns.len() - read.len()];
     // Only the messages quoted are copied: a summary of a thousand turns
     // quotes five questions and two answers.
+    let first: Vec<&str> = older.iter().filter_map(question).take(2).collect();
     let mut asked: Vec<&str> = Vec::new();
     let mut answers: Vec<&str> = Vec::new();
     let mut tools: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
-    for message in messages {
+    for message in &history[read.first()?.start..read.last()?.end] {
         match message {
             Message::User { content } => asked.push(content),
             Message::Assistant { content, .. } if !content.trim().is_empty() => answers.push(content),
@@ -438,7 +520,23 @@ pub fn log_summary(history: &[Message], turns: &[Range<usize>]) -> Option<String
         }
     }
     let mut text = format!("Earlier in this conversation ({} turns, not shown):", turns.len());
-    if !asked.is_empty() {
+    let asked_before = older.iter().filter(|t| question(t).is_some()).count();
+    if asked_before > 0 {
+        // The first questions, then the latest turns in full.
+        let mut quoted: Vec<String> = first.iter().map(|t| quote(t)).collect();
+        if asked_before > first.len() {
+            quoted.push(format!("({} more)", asked_before - first.len()));
+        }
+        text.push_str(" the person first asked ");
+        text.push_str(&quoted.join(", "));
+        text.push(';');
+        let _ = write!(text, " in the latest {} turns", read.len());
+        if !asked.is_empty() {
+            text.push_str(" the person asked ");
+            text.push_str(&elide(&asked, 0, 3));
+        }
+        text.push(';');
+    } else if !asked.is_empty() {
         text.push_str(" the person asked ");
         text.push_str(&elide(&asked, 2, 3));
         text.push(';');

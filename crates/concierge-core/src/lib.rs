@@ -90,7 +90,7 @@ mod time;
 mod tool;
 
 pub use agent::{AgentSpec, AgentTool, ExampleTurn, Intents, Route, RouteAction, Rules, Then};
-pub use blackboard::{Blackboard, Goal, ToolExecution};
+pub use blackboard::{Blackboard, CACHE_WINDOW, Goal, ToolExecution};
 pub use canonical::{canonical_json, fingerprint};
 pub use catalog::{Catalog, CatalogBuilder, CatalogError, ResolvedAgent};
 pub use choice::{CHOICE_KEY, Choice, ChoiceOption};
@@ -106,8 +106,8 @@ pub use fork::{DoneCall, Fork, ForkError, ForkOrigin, REPLAY_REFUSAL};
 pub use guardrail::{GuardCheck, GuardStage, Guardrail, GuardrailTrip, Guardrails, PiiAction, PiiKind, TextVerdict};
 pub use handoff::{HANDOFF_PREFIX, handoff_tool_name};
 pub use history::{
-    DEFAULT_LAST_TURNS, HistoryPolicy, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode, Window, bytes_of,
-    json_size, log_summary, turns,
+    DEFAULT_LAST_TURNS, HistoryPolicy, LOG_SUMMARY_TURNS, MAX_MODEL_SUMMARY_BYTES, RunningSummary, SummaryMode,
+    TurnIndex, Window, bytes_of, json_size, log_summary, turns,
 };
 pub use hub::{CHANGE_GOAL, GOAL_COMPLETE, HUB_AGENT, LIST_AGENTS, Mode, RouteSource};
 pub use id::{AgentId, CallId, IdempotencyKey, RunId, SessionId, ToolId, TurnId, check_name};

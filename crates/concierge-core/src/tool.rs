@@ -20,7 +20,8 @@ pub struct ToolAnnotations {
     /// The person must approve each call before it runs.
     pub requires_confirmation: bool,
     /// A successful result may be reused for a later call with the same arguments
-    /// in the same session, so the same lookup is not made twice.
+    /// in the same session (among its latest 256 tool executions), so the same
+    /// lookup is not made twice.
     pub cacheable: bool,
 }
 

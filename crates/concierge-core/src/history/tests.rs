@@ -524,3 +524,64 @@ fn agent_files_read_the_history_table_and_old_files_still_load() {
     let bad = serde_json::from_value::<AgentSpec>(json!({"id": "a", "history": {"last_turn": 2}}));
     assert!(bad.is_err());
 }
+
+#[test]
+fn a_summary_of_many_turns_quotes_the_first_questions_and_reads_only_the_latest_turns() {
+    let mut history = Vec::new();
+    for n in 1..=LOG_SUMMARY_TURNS + 70 {
+        history.push(Message::user(format!("question {n}")));
+        history.push(Message::Tool {
+            agent: "main".into(),
+            call_id: format!("c{n}").into(),
+            tool: if n <= 70 { "old".into() } else { "add".into() },
+            outcome: crate::ToolOutcome::Ok(json!(n)),
+        });
+        history.push(Message::assistant("main", format!("answer {n}")));
+    }
+    let turns = turns(&history);
+    let summary = log_summary(&history, &turns).unwrap();
+    let total = LOG_SUMMARY_TURNS + 70;
+    assert!(
+        summary.starts_with(&format!(
+            "Earlier in this conversation ({total} turns, not shown): the person first asked \"question 1\", \"question 2\", (68 more); in the latest {LOG_SUMMARY_TURNS} turns the person asked"
+        )),
+        "{summary}"
+    );
+    assert!(summary.contains(&format!("\"question {total}\"")), "{summary}");
+    assert!(summary.contains(&format!("\"answer {total}\"")), "{summary}");
+    // Tools are counted over the latest turns only.
+    assert!(
+        summary.contains(&format!("tools ran: add ({LOG_SUMMARY_TURNS} ok).")),
+        "{summary}"
+    );
+    assert!(!summary.contains("old"), "{summary}");
+    // Fewer turns than that: every one is read, as before.
+    let few = log_summary(&history, &turns[..7]).unwrap();
+    assert!(
+        few.starts_with("Earlier in this conversation (7 turns, not shown): the person asked \"question 1\", \"question 2\", (2 more)"),
+        "{few}"
+    );
+    assert!(few.contains("tools ran: old (7 ok)."), "{few}");
+}
+
+#[test]
+fn a_turn_index_kept_as_messages_come_finds_the_turns_the_history_has() {
+    let mut history = vec![Message::system("be brief")];
+    let mut index = TurnIndex::default();
+    for n in 0..12 {
+        history.push(if n % 3 == 0 {
+            Message::user(format!("q{n}"))
+        } else {
+            Message::assistant("main", format!("a{n}"))
+        });
+        index.catch_up(&history);
+        assert!(index.covers(&history));
+        assert_eq!(index.ranges(), turns(&history), "after {} messages", history.len());
+    }
+    // A shorter history (a session read again) is indexed from the start.
+    history.truncate(5);
+    assert!(!index.covers(&history));
+    index.catch_up(&history);
+    assert_eq!(index.ranges(), turns(&history));
+    assert_eq!(TurnIndex::of(&[]).ranges(), Vec::<std::ops::Range<usize>>::new());
+}

@@ -106,7 +106,12 @@ impl LlmPlanner {
             view.history.to_vec()
         } else {
             policy
-                .window(view.history, view.summary, Self::fixed_bytes(view))
+                .window_in(
+                    view.history,
+                    &view.turns.ranges(),
+                    view.summary,
+                    Self::fixed_bytes(view),
+                )
                 .messages
         };
         request
@@ -120,7 +125,12 @@ impl LlmPlanner {
         if !policy.asks_model_for_summary() {
             return None;
         }
-        let upto = policy.summary_due(view.history, view.summary, Self::fixed_bytes(view))?;
+        let upto = policy.summary_due_in(
+            view.history,
+            &view.turns.ranges(),
+            view.summary,
+            Self::fixed_bytes(view),
+        )?;
         let frame = Self::frame(view, ToolChoice::None, None);
         Some((upto, policy.summary_request(&frame, view.history, view.summary, upto)))
     }

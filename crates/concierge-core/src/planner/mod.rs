@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::agent::AgentSpec;
 use crate::blackboard::Blackboard;
-use crate::history::RunningSummary;
+use crate::history::{RunningSummary, TurnIndex};
 use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest};
 use crate::policy::Cap;
@@ -36,6 +36,8 @@ pub struct PlanView<'a> {
     pub tools: &'a Arc<[ToolDef]>,
     /// The conversation so far.
     pub history: &'a [Message],
+    /// Where each of its turns begins.
+    pub turns: &'a TurnIndex,
     /// Shared knowledge: the goal, what is known so far, and every tool execution.
     pub blackboard: &'a Blackboard,
     /// The model's running summary of the conversation's first turns, if it wrote one.

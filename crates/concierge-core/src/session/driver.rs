@@ -15,7 +15,7 @@ use crate::batch::{Batch, Parked};
 use crate::catalog::Catalog;
 use crate::effect::Effect;
 use crate::event::EventKind;
-use crate::history::{fallback_summary, running_summary};
+use crate::history::{TurnIndex, fallback_summary, running_summary};
 use crate::hub::{is_builtin, wants_menu};
 use crate::id::{AgentId, RunId};
 use crate::input::StartRun;
@@ -142,10 +142,21 @@ pub(super) fn consult<R>(
             None => return Err(format!("agent {agent} has no custom planner")),
         },
     };
+    // The index follows every message appended; a session just read from a
+    // snapshot has it once its next message is.
+    let fresh;
+    let turns = match conv.turns.covers(&conv.history) {
+        true => &conv.turns,
+        false => {
+            fresh = TurnIndex::of(&conv.history);
+            &fresh
+        }
+    };
     let view = PlanView {
         agent: &resolved.spec,
         tools: &resolved.defs,
         history: &conv.history,
+        turns,
         blackboard: &conv.blackboard,
         summary: conv.summary.as_ref(),
     };

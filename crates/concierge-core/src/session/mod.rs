@@ -30,7 +30,7 @@ use crate::elicitation::{Asked, PendingElicitation};
 use crate::error::StepError;
 use crate::event::{Event, EventKind};
 use crate::fork::{Fork, ForkOrigin};
-use crate::history::RunningSummary;
+use crate::history::{RunningSummary, TurnIndex};
 use crate::hub::Offer;
 use crate::id::{AgentId, CallId, IdempotencyKey, RunId, SessionId};
 use crate::input::{Input, StartRun};
@@ -125,6 +125,9 @@ struct Conversation {
     /// For a fork: where it came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     forked_from: Option<ForkOrigin>,
+    /// Where the history's turns begin (rebuilt, not stored).
+    #[serde(skip)]
+    turns: TurnIndex,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -155,6 +158,7 @@ impl Conversation {
     /// Appends a message to the history and emits it.
     fn push_message(&mut self, out: &mut Outbox, run: Option<&RunId>, message: Message) {
         self.history.push(message.clone());
+        self.turns.catch_up(&self.history);
         self.emit(out, run, EventKind::Message { message });
     }
 
@@ -270,6 +274,7 @@ impl Session {
                 parent: None,
                 summary: None,
                 forked_from: None,
+                turns: TurnIndex::default(),
             },
             run: None,
         }
