@@ -520,7 +520,9 @@ pub fn log_summary(history: &[Message], turns: &[Range<usize>]) -> Option<String
         }
     }
     let mut text = format!("Earlier in this conversation ({} turns, not shown):", turns.len());
-    let asked_before = older.iter().filter(|t| question(t).is_some()).count();
+    // Every turn begins with a question but perhaps the first (instructions
+    // said before anything was asked): counted without reading the turns.
+    let asked_before = older.len() - usize::from(older.first().is_some_and(|t| question(t).is_none()));
     if asked_before > 0 {
         // The first questions, then the latest turns in full.
         let mut quoted: Vec<String> = first.iter().map(|t| quote(t)).collect();

@@ -303,9 +303,13 @@ impl Actor {
                 };
                 let _ = reply.send(result);
             }
-            Command::Recover { reply } => {
-                let stop = self.recover().await;
+            Command::Recover { reply, mut go } => {
+                let (stop, effects) = self.recover().await;
                 let _ = reply.send(stop);
+                if let Some(effects) = effects {
+                    let _ = go.wait_for(|go| *go).await;
+                    self.perform(effects);
+                }
             }
             Command::Ask {
                 run_id,
@@ -437,15 +441,21 @@ impl Actor {
     /// Issues the effects a loaded run still waits for, if this process can
     /// perform them all; otherwise the run waits, untouched, for one that can.
     fn resume(&mut self) {
-        let Some(session) = &self.session else {
-            return;
-        };
+        if let Some(effects) = self.to_resume() {
+            self.perform(effects);
+        }
+    }
+
+    /// The effects a loaded run still waits for, if this process can
+    /// perform them all (else the run is marked stalled).
+    fn to_resume(&mut self) -> Option<Vec<Effect>> {
+        let session = self.session.as_ref()?;
         let effects = session.pending_effects(&self.catalog());
         self.resumed_since_claim = true;
         if let Some(missing) = effects.iter().find_map(|e| self.shared.parts.executor.check(e).err()) {
             tracing::info!(session = %self.id, reason = %missing, "an unfinished run waits for a process that can run it");
             self.stalled = Some(missing);
-            return;
+            return None;
         }
         if effects.iter().any(|e| {
             matches!(
@@ -456,7 +466,7 @@ impl Actor {
             tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
             self.resumed_run = session.active_run().cloned();
         }
-        self.perform(effects);
+        Some(effects)
     }
 
     /// An error for a writer when the session's run cannot go on here.
@@ -471,16 +481,18 @@ impl Actor {
         }
     }
 
-    async fn recover(&mut self) -> Option<RunStop> {
+    /// Takes the session over and loads it: where its run will stop, and
+    /// the effects that resume it (`None` when there is nothing to resume here).
+    async fn recover(&mut self) -> (Option<RunStop>, Option<Vec<Effect>>) {
         if self.owned || self.shared.settings.read_only {
-            return None;
+            return (None, None);
         }
         match self.shared.store.claim(&self.id, &"unknown".into()).await {
             Ok(Claim::Owned { session_no }) => self.took(session_no),
-            Ok(Claim::Busy(_)) => return None,
+            Ok(Claim::Busy(_)) => return (None, None),
             Err(error) => {
                 tracing::warn!(session = %self.id, %error, "cannot take over the session");
-                return None;
+                return (None, None);
             }
         }
         if let Err(error) = self.load().await {
@@ -488,14 +500,14 @@ impl Actor {
             self.shared.stall(&self.id);
             self.session = None;
             self.release_as(true);
-            return None;
+            return (None, None);
         }
-        self.resume();
+        let effects = self.to_resume();
         if self.stalled.is_some() {
             self.shared.stall(&self.id);
-            return None;
+            return (None, None);
         }
-        self.stop_of_active()
+        (self.stop_of_active(), effects)
     }
 
     fn stop_of_active(&mut self) -> Option<RunStop> {

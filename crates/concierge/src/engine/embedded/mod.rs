@@ -27,7 +27,7 @@ use concierge_core::{
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 pub use self::codec::payload_text;
 
@@ -385,12 +385,19 @@ async fn recover(shared: &Arc<Shared>) -> Result<Vec<(SessionId, RunStop)>> {
     let orphans = shared.store.orphans().await?;
     let skip: HashSet<SessionId> = lock(&shared.stalled).clone();
     let mut probes = Vec::with_capacity(orphans.len());
+    // Every run found is taken over and loaded first, then all go on: the
+    // first ones' model and tool calls do not slow the loading of the rest.
+    let (go, ready) = watch::channel(false);
     for id in orphans {
         if skip.contains(&id) || shared.has_actor(&id) {
             continue;
         }
         let (reply, rx) = oneshot::channel();
-        if shared.actor(&id).send(Command::Recover { reply }).await.is_ok() {
+        let recover = Command::Recover {
+            reply,
+            go: ready.clone(),
+        };
+        if shared.actor(&id).send(recover).await.is_ok() {
             probes.push((id, rx));
         }
     }
@@ -400,6 +407,7 @@ async fn recover(shared: &Arc<Shared>) -> Result<Vec<(SessionId, RunStop)>> {
             resumed.push((id, stop));
         }
     }
+    go.send_replace(true);
     Ok(resumed)
 }
 

@@ -2,7 +2,7 @@
 
 use concierge_core::ElicitationAnswer;
 use concierge_core::{CallId, Decision, Input, OpenSession, RunId, RunOutput, Session, StartRun};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, watch};
 
 use crate::engine::{RunSetup, RunStop, SessionFacts, Started, Unavailable};
 use crate::error::Result;
@@ -50,9 +50,12 @@ pub(crate) enum Command {
     Erase {
         reply: oneshot::Sender<Result<()>>,
     },
-    /// Take the session over if its owner is gone, and resume its run.
+    /// Take the session over if its owner is gone and load it; say where
+    /// its run will stop, then resume it once `go` turns true (or its
+    /// sender is gone), so that every run found is loaded before any runs.
     Recover {
         reply: oneshot::Sender<Option<RunStop>>,
+        go: watch::Receiver<bool>,
     },
     /// Another process asked for the session: let it go if idle.
     Release,
