@@ -28,6 +28,7 @@ use crate::tool::ToolContext;
 mod command;
 mod end;
 mod questions;
+mod recovery;
 
 pub(crate) use command::{Command, MAILBOX};
 
@@ -438,79 +439,7 @@ impl Actor {
         Ok(())
     }
 
-    /// Issues the effects a loaded run still waits for, if this process can
-    /// perform them all; otherwise the run waits, untouched, for one that can.
-    fn resume(&mut self) {
-        if let Some(effects) = self.to_resume() {
-            self.perform(effects);
-        }
-    }
-
-    /// The effects a loaded run still waits for, if this process can
-    /// perform them all (else the run is marked stalled).
-    fn to_resume(&mut self) -> Option<Vec<Effect>> {
-        let session = self.session.as_ref()?;
-        let effects = session.pending_effects(&self.catalog());
-        self.resumed_since_claim = true;
-        if let Some(missing) = effects.iter().find_map(|e| self.shared.parts.executor.check(e).err()) {
-            tracing::info!(session = %self.id, reason = %missing, "an unfinished run waits for a process that can run it");
-            self.stalled = Some(missing);
-            return None;
-        }
-        if effects.iter().any(|e| {
-            matches!(
-                e,
-                Effect::CallModel { .. } | Effect::CallTool { .. } | Effect::CallAgent(_)
-            )
-        }) {
-            tracing::info!(session = %self.id, effects = effects.len(), "resuming an unfinished run");
-            self.resumed_run = session.active_run().cloned();
-        }
-        Some(effects)
-    }
-
-    /// An error for a writer when the session's run cannot go on here.
-    fn check_stalled(&self) -> Result<()> {
-        match &self.stalled {
-            Some(reason) => Err(Error::RunStartFailed(format!(
-                "session {} has an unfinished run this process cannot resume ({reason}); \
-                 it resumes in a process that has it, or end the session",
-                self.id
-            ))),
-            None => Ok(()),
-        }
-    }
-
-    /// Takes the session over and loads it: where its run will stop, and
-    /// the effects that resume it (`None` when there is nothing to resume here).
-    async fn recover(&mut self) -> (Option<RunStop>, Option<Vec<Effect>>) {
-        if self.owned || self.shared.settings.read_only {
-            return (None, None);
-        }
-        match self.shared.store.claim(&self.id, &"unknown".into()).await {
-            Ok(Claim::Owned { session_no }) => self.took(session_no),
-            Ok(Claim::Busy(_)) => return (None, None),
-            Err(error) => {
-                tracing::warn!(session = %self.id, %error, "cannot take over the session");
-                return (None, None);
-            }
-        }
-        if let Err(error) = self.load().await {
-            tracing::error!(session = %self.id, %error, "an unfinished run cannot be resumed here; it is left for a process that can");
-            self.shared.stall(&self.id);
-            self.session = None;
-            self.release_as(true);
-            return (None, None);
-        }
-        let effects = self.to_resume();
-        if self.stalled.is_some() {
-            self.shared.stall(&self.id);
-            return (None, None);
-        }
-        (self.stop_of_active(), effects)
-    }
-
-    fn stop_of_active(&mut self) -> Option<RunStop> {
+    pub(super) fn stop_of_active(&mut self) -> Option<RunStop> {
         let session = self.session.as_ref()?;
         let run = session.active_run()?.clone();
         if session.waits_for_person() || session.pending_elicitation().is_some() {
