@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use concierge::model::ScriptedModel;
-use concierge::{AgentSpec, Event, Message, ModelReply, RunOptions, Runtime, tool};
+use concierge::{AgentSpec, Event, HistoryPolicy, Message, ModelReply, RunOptions, Runtime, tool};
 use futures::StreamExt;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -48,7 +48,13 @@ fn model() -> ScriptedModel {
 async fn runtime(db: &Path, keep: bool) -> Runtime {
     Runtime::builder()
         .tool(Add)
-        .agent(AgentSpec::new("helper").instructions("Add.").tool("add"))
+        // The model counts every question: it sees the whole conversation.
+        .agent(
+            AgentSpec::new("helper")
+                .instructions("Add.")
+                .tool("add")
+                .history(HistoryPolicy::everything()),
+        )
         .model(model())
         .sqlite(db)
         .snapshot_after_bytes(1)
