@@ -364,14 +364,7 @@ fn model_summary_text(summary: &RunningSummary) -> String {
 
 /// The turns of `history`, as ranges of message indexes.
 pub fn turns(history: &[Message]) -> Vec<Range<usize>> {
-    let mut turns: Vec<Range<usize>> = Vec::new();
-    for (i, message) in history.iter().enumerate() {
-        match turns.last_mut() {
-            Some(turn) if !matches!(message, Message::User { .. }) => turn.end = i + 1,
-            _ => turns.push(i..i + 1),
-        }
-    }
-    turns
+    TurnIndex::of(history).ranges()
 }
 
 /// Where each turn of a growing history begins, kept as messages are
@@ -410,7 +403,8 @@ impl TurnIndex {
         self.seen == history.len()
     }
 
-    /// The turns, as [`turns`] finds them.
+    /// The turns: ranges of the history, each from a message of the
+    /// person's (or the first message) to the next.
     pub fn ranges(&self) -> Vec<Range<usize>> {
         let ends = self.starts.iter().skip(1).copied().chain(std::iter::once(self.seen));
         self.starts.iter().zip(ends).map(|(&start, end)| start..end).collect()
