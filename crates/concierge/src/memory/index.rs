@@ -104,15 +104,17 @@ impl MemoryStore {
         })
     }
 
-    /// Runs `work` on the store's connection, again if the schema changed
-    /// under it (see [`again_if_schema_changed`]).
+    /// Runs `work` on the store's connection in one transaction of the kind
+    /// `access` names, again if the schema changed under it (see
+    /// [`again_if_schema_changed`]).
     async fn with_conn<T: Send + 'static>(
         &self,
-        mut work: impl FnMut(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+        access: Access,
+        mut work: impl FnMut(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, MemoryError> {
         self.db
             .run(MemoryError::Storage, move |conn| {
-                Ok(again_if_schema_changed(|| work(conn))?)
+                Ok(again_if_schema_changed(|| in_one_transaction(conn, access, &mut work))?)
             })
             .await
     }
@@ -136,8 +138,7 @@ impl MemoryStore {
         let at = crate::clock::now();
         let (row_id, row_text, row_origin) = (id.clone(), text.clone(), origin.clone());
         let found = self
-            .with_conn(move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            .with_conn(Access::Write, move |tx| {
                 if let Some(key) = &row_origin.key {
                     let found = tx
                         .query_row(
@@ -168,7 +169,6 @@ impl MemoryStore {
                     "INSERT INTO memories_fts (rowid, terms) VALUES (?1, ?2)",
                     params![tx.last_insert_rowid(), owned_terms(&owner_token(&owner), &row_text)],
                 )?;
-                tx.commit()?;
                 Ok(None)
             })
             .await?;
@@ -190,7 +190,7 @@ impl MemoryStore {
         }
         let owner = owner.clone();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
+        self.with_conn(Access::Read, move |conn| {
             let token = owner_token(&owner);
             let kept = informative_words(conn, &token, &words)?;
             if kept.is_empty() {
@@ -217,7 +217,7 @@ impl MemoryStore {
     pub async fn list(&self, owner: &MemoryOwner, limit: Option<usize>) -> Result<Vec<Memory>, MemoryError> {
         let owner = owner.clone();
         let limit = limit.map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
-        self.with_conn(move |conn| {
+        self.with_conn(Access::Read, move |conn| {
             let mut statement = conn.prepare_cached(&format!(
                 "{SELECT} WHERE tenant = ?1 AND user = ?2 ORDER BY id DESC LIMIT ?3"
             ))?;
@@ -231,7 +231,7 @@ impl MemoryStore {
     pub async fn forget(&self, owner: &MemoryOwner, id: &str) -> Result<bool, MemoryError> {
         let owner = owner.clone();
         let id = id.to_owned();
-        self.with_conn(move |conn| {
+        self.with_conn(Access::Write, move |conn| {
             let n = conn.execute(
                 "DELETE FROM memories WHERE memory_id = ?1 AND tenant = ?2 AND user = ?3",
                 params![id, owner.tenant_key(), owner.user],
@@ -244,7 +244,7 @@ impl MemoryStore {
     /// Forgets everything remembered about `owner`; returns how many memories went.
     pub async fn forget_all(&self, owner: &MemoryOwner) -> Result<usize, MemoryError> {
         let owner = owner.clone();
-        self.with_conn(move |conn| {
+        self.with_conn(Access::Write, move |conn| {
             conn.execute(
                 "DELETE FROM memories WHERE tenant = ?1 AND user = ?2",
                 params![owner.tenant_key(), owner.user],
@@ -252,6 +252,36 @@ impl MemoryStore {
         })
         .await
     }
+}
+
+/// What a call does to the store.
+#[derive(Clone, Copy)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// Runs `work` in one transaction that sees one schema. SQLite prepares a
+/// statement again when the schema changed, but an FTS5 table connects while
+/// it is prepared and fails if another connection changes the schema in the
+/// meantime (another store creating its tables). So a write takes the write
+/// lock before preparing anything, and a read pins its snapshot first: the
+/// schema cannot change under either.
+fn in_one_transaction<T>(
+    conn: &mut Connection,
+    access: Access,
+    work: &mut impl FnMut(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    let tx = conn.transaction_with_behavior(match access {
+        Access::Read => TransactionBehavior::Deferred,
+        Access::Write => TransactionBehavior::Immediate,
+    })?;
+    if matches!(access, Access::Read) {
+        tx.query_row("PRAGMA schema_version", [], |row| row.get::<_, i64>(0))?;
+    }
+    let done = work(&tx)?;
+    tx.commit()?;
+    Ok(done)
 }
 
 const SELECT: &str = "SELECT memory_id, text, created_at, session, agent FROM memories";
