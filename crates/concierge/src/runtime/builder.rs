@@ -335,6 +335,15 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How many calls of the runs taken over at start are under way at once
+    /// on the embedded engine (default 128): after a restart with thousands
+    /// of runs in flight, they resume in waves instead of all calling the
+    /// model at once.
+    pub fn resume_concurrency(mut self, calls: usize) -> Self {
+        self.embedded = self.embedded.resume_concurrency(calls);
+        self
+    }
+
     /// How long a command waits for a session that another live process
     /// drives before failing with [`Error::SessionBusy`] (default 30 s).
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {

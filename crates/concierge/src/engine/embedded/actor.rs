@@ -31,6 +31,7 @@ mod questions;
 mod recovery;
 
 pub(crate) use command::{Command, MAILBOX};
+pub(crate) use recovery::Resume;
 
 pub(crate) struct Actor {
     shared: Arc<Shared>,
@@ -60,6 +61,9 @@ pub(crate) struct Actor {
     /// The run this process resumed after its owner was gone: an unreachable
     /// model leaves it pending instead of failing it.
     resumed_run: Option<RunId>,
+    /// While the effects of a run taken over at start are issued: the
+    /// slots its calls wait for (see [`recovery::Resume`]).
+    pace: Option<Arc<tokio::sync::Semaphore>>,
     /// Whether the loaded run's effects were issued again since the claim
     /// (once: a call in flight is not issued twice).
     resumed_since_claim: bool,
@@ -97,6 +101,7 @@ impl Actor {
             waiters: HashMap::new(),
             broken: false,
             resumed_run: None,
+            pace: None,
             resumed_since_claim: false,
             asks: HashMap::new(),
             open: HashMap::new(),
@@ -304,12 +309,15 @@ impl Actor {
                 };
                 let _ = reply.send(result);
             }
-            Command::Recover { reply, mut go } => {
+            Command::Recover { reply, mut resume } => {
                 let (stop, effects) = self.recover().await;
                 let _ = reply.send(stop);
                 if let Some(effects) = effects {
-                    let _ = go.wait_for(|go| *go).await;
+                    // Closed: the engine is gone, and the run with it.
+                    let _ = resume.go.wait_for(|go| *go).await;
+                    self.pace = Some(resume.slots);
                     self.perform(effects);
+                    self.pace = None;
                 }
             }
             Command::Ask {
@@ -747,8 +755,9 @@ impl Actor {
                         channel: Some(channel),
                         checkpoint,
                     };
+                    let pace = self.pace.clone();
                     tokio::spawn(async move {
-                        let input = executor.call_tool(cx, &call, &guardrails).await;
+                        let input = recovery::paced(pace, executor.call_tool(cx, &call, &guardrails)).await;
                         let _ = tx.send(Command::Input(Box::new(input))).await;
                     });
                 }
@@ -758,13 +767,14 @@ impl Actor {
                     let parts = &self.shared.parts;
                     let setup = parts.setup.clone();
                     let call = parts.executor.agent_call(*call);
+                    let pace = self.pace.clone();
                     tokio::spawn(async move {
                         // Without the engine the process is closing: the
                         // call is issued again by whoever resumes the run.
                         let Some(engine) = engine else {
                             return;
                         };
-                        let input = call_agent(engine.as_ref(), &setup, &call).await;
+                        let input = recovery::paced(pace, call_agent(engine.as_ref(), &setup, &call)).await;
                         drop(engine);
                         let _ = tx.send(Command::Input(Box::new(input))).await;
                     });
@@ -811,11 +821,10 @@ impl Actor {
         let cx = self.delta_context(&run_id);
         let session = self.id.clone();
         let resumed = self.resumed_run.as_ref() == Some(&run_id);
+        let pace = self.pace.clone();
         tokio::spawn(async move {
-            let command = match executor
-                .call_model(&session, run_id, call, &request, &cx, &guardrails)
-                .await
-            {
+            let called = executor.call_model(&session, run_id, call, &request, &cx, &guardrails);
+            let command = match recovery::paced(pace, called).await {
                 (_, Some(error)) if resumed && error.is_unavailable() => Command::Stall(Unavailable::Unreachable {
                     reason: error.to_string(),
                 }),

@@ -27,11 +27,11 @@ use concierge_core::{
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 pub use self::codec::payload_text;
 
-use self::actor::{Actor, Command, MAILBOX};
+use self::actor::{Actor, Command, MAILBOX, Resume};
 use self::live::Live;
 use self::memory::MemoryStore;
 use self::replay::replay;
@@ -55,6 +55,10 @@ enum Kind {
     Memory,
 }
 
+/// How many calls of the runs taken over at start are under way at once,
+/// unless [`Embedded::resume_concurrency`] says otherwise.
+pub(crate) const DEFAULT_RESUME_CONCURRENCY: usize = 128;
+
 /// Settings of the embedded engine.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
@@ -65,6 +69,7 @@ pub(crate) struct Settings {
     lease: Duration,
     busy_timeout: Duration,
     read_only: bool,
+    resume_concurrency: usize,
     label: String,
 }
 
@@ -78,6 +83,7 @@ impl Default for Settings {
             lease: Duration::from_secs(10),
             busy_timeout: Duration::from_secs(30),
             read_only: false,
+            resume_concurrency: DEFAULT_RESUME_CONCURRENCY,
             label: String::new(),
         }
     }
@@ -190,6 +196,15 @@ impl Embedded {
     /// seen; nothing is resumed, taken over or run.
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.settings.read_only = read_only;
+        self
+    }
+
+    /// How many calls of the runs taken over at start are under way at once
+    /// (default 128; at least 1): after a restart with thousands of runs in
+    /// flight, they resume in waves instead of all calling the model at
+    /// once. A call holds its place for at most two seconds.
+    pub fn resume_concurrency(mut self, calls: usize) -> Self {
+        self.settings.resume_concurrency = calls.max(1);
         self
     }
 
@@ -388,6 +403,10 @@ async fn recover(shared: &Arc<Shared>) -> Result<Vec<(SessionId, RunStop)>> {
     // Every run found is taken over and loaded first, then all go on: the
     // first ones' model and tool calls do not slow the loading of the rest.
     let (go, ready) = watch::channel(false);
+    let resume = Resume {
+        go: ready,
+        slots: Arc::new(Semaphore::new(shared.settings.resume_concurrency.max(1))),
+    };
     for id in orphans {
         if skip.contains(&id) || shared.has_actor(&id) {
             continue;
@@ -395,7 +414,7 @@ async fn recover(shared: &Arc<Shared>) -> Result<Vec<(SessionId, RunStop)>> {
         let (reply, rx) = oneshot::channel();
         let recover = Command::Recover {
             reply,
-            go: ready.clone(),
+            resume: resume.clone(),
         };
         if shared.actor(&id).send(recover).await.is_ok() {
             probes.push((id, rx));

@@ -2,8 +2,9 @@
 
 use concierge_core::ElicitationAnswer;
 use concierge_core::{CallId, Decision, Input, OpenSession, RunId, RunOutput, Session, StartRun};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::oneshot;
 
+use super::recovery::Resume;
 use crate::engine::{RunSetup, RunStop, SessionFacts, Started, Unavailable};
 use crate::error::Result;
 use crate::tool::ChannelError;
@@ -51,11 +52,10 @@ pub(crate) enum Command {
         reply: oneshot::Sender<Result<()>>,
     },
     /// Take the session over if its owner is gone and load it; say where
-    /// its run will stop, then resume it once `go` turns true (or its
-    /// sender is gone), so that every run found is loaded before any runs.
+    /// its run will stop, then resume it when `resume` lets it.
     Recover {
         reply: oneshot::Sender<Option<RunStop>>,
-        go: watch::Receiver<bool>,
+        resume: Resume,
     },
     /// Another process asked for the session: let it go if idle.
     Release,

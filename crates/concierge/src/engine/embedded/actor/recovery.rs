@@ -1,12 +1,49 @@
 //! Taking over a session another process left with a run unfinished:
 //! claiming it, loading it, and the effects that resume its run.
 
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
 use concierge_core::Effect;
+use tokio::sync::{Semaphore, watch};
 
 use super::super::store::Claim;
 use super::Actor;
 use crate::engine::RunStop;
 use crate::error::{Error, Result};
+
+/// How long a resumed call holds its slot at most: a long tool call lets
+/// the next resumed run start.
+const SLOT_HELD: Duration = Duration::from_secs(2);
+
+/// When the runs taken over at start go on: all of them once every one is
+/// loaded (`go`), then at most as many calls at once as `slots` has permits,
+/// so ten thousand runs do not all open a connection to the model at once.
+#[derive(Clone)]
+pub(crate) struct Resume {
+    pub(crate) go: watch::Receiver<bool>,
+    pub(crate) slots: Arc<Semaphore>,
+}
+
+/// Runs `call`, first waiting for a slot when it resumes a run taken over at
+/// start; the slot is given back when the call is done (or after
+/// [`SLOT_HELD`], the call going on).
+pub(super) async fn paced<T>(slots: Option<Arc<Semaphore>>, call: impl Future<Output = T>) -> T {
+    let Some(slots) = slots else {
+        return call.await;
+    };
+    // Closed slots (never, in practice) let the call go unpaced.
+    let slot = slots.acquire_owned().await.ok();
+    let mut call = std::pin::pin!(call);
+    match tokio::time::timeout(SLOT_HELD, call.as_mut()).await {
+        Ok(done) => done,
+        Err(_) => {
+            drop(slot);
+            call.await
+        }
+    }
+}
 
 impl Actor {
     /// Issues the effects a loaded run still waits for, if this process can
