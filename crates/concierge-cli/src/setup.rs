@@ -160,6 +160,9 @@ pub async fn runtime(cli: &Cli, role: Role<'_>) -> Result<Runtime> {
                 ));
             }
             builder = builder.sqlite(&resolved.db);
+            if let Some(calls) = config.resume_concurrency {
+                builder = builder.resume_concurrency(calls);
+            }
             if access == Access::Read {
                 builder = builder.read_only();
             }

@@ -75,6 +75,10 @@ pub struct Config {
     pub temporal: toml::Table,
     /// The database of the embedded engine.
     pub db: Option<PathBuf>,
+    /// How many model, tool and agent calls of the runs taken over at start
+    /// are under way at once on the embedded engine (default 128): after a
+    /// restart with thousands of runs in flight, they resume in waves.
+    pub resume_concurrency: Option<usize>,
     /// The default model, `provider:name` (e.g. `openai:gpt-4o-mini`).
     pub model: Option<String>,
     /// The default model's provider base URL.
