@@ -50,7 +50,7 @@ fn first_line(child: &mut Child) -> String {
 }
 
 #[test]
-fn bench_http_drives_serve_through_the_openai_endpoint() {
+fn bench_http_drives_serve_through_the_openai_endpoint_and_the_sessions_api() {
     let dir = tempfile::tempdir().unwrap();
     let concierge = || {
         let mut command = Command::new(env!("CARGO_BIN_EXE_concierge"));
@@ -84,11 +84,17 @@ fn bench_http_drives_serve_through_the_openai_endpoint() {
         .unwrap();
     let url = first_line(&mut serve);
     let _serve = Server(serve);
-    for stream in [false, true] {
+    for (door, stream, path) in [
+        ("openai", false, "/v1/chat/completions"),
+        ("openai", true, "/v1/chat/completions"),
+        ("messages", false, "/api/v1/sessions/{id}/messages?wait=true"),
+    ] {
         let mut args = vec![
             "bench",
             "--http",
             &url,
+            "--door",
+            door,
             "--sessions",
             "3",
             "--turns",
@@ -110,10 +116,7 @@ fn bench_http_drives_serve_through_the_openai_endpoint() {
         assert_eq!(report["errors"], 0, "{report}");
         assert_eq!(report["sessions"], 3);
         assert!(report["turns_per_s"].as_f64().unwrap() > 0.0, "{report}");
-        assert!(
-            report["variant"].as_str().unwrap().contains("/v1/chat/completions"),
-            "{report}"
-        );
+        assert!(report["variant"].as_str().unwrap().contains(path), "{report}");
     }
     let out = concierge().args(["bench", "--http", "localhost:1"]).output().unwrap();
     assert!(!out.status.success());

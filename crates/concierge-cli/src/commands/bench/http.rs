@@ -1,9 +1,12 @@
 //! `concierge bench --http URL`: the same load as `concierge bench` (S
 //! sessions of T turns asking the calculator agent, C sessions at a time),
-//! sent through a running `concierge serve`'s OpenAI-compatible endpoint:
-//! `POST URL/v1/chat/completions` with model `calculator`, each session named
-//! by the `X-Concierge-Session` header (with `--stream`, streamed answers read
-//! to `[DONE]`). Start the server on a model, e.g. the fixture:
+//! sent through a running `concierge serve`. By default through its
+//! OpenAI-compatible endpoint: `POST URL/v1/chat/completions` with model
+//! `calculator`, each session named by the `X-Concierge-Session` header
+//! (with `--stream`, streamed answers read to `[DONE]`). With `--door
+//! messages`, through the sessions API: each session created with `POST
+//! URL/api/v1/sessions`, each turn `POST …/messages?wait=true`. Start the
+//! server on a model, e.g. the fixture:
 //!
 //! ```sh
 //! concierge bench --serve-fake 127.0.0.1:8090 &
@@ -27,9 +30,27 @@ use tokio::sync::Semaphore;
 use super::measure::{gather, percentile, proc_usage, round};
 use super::{BenchArgs, Report};
 
+/// A door of the server the turns go through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Door {
+    /// `POST /v1/chat/completions`, the session named by a header.
+    Openai,
+    /// `POST /api/v1/sessions/{id}/messages?wait=true`.
+    Messages,
+}
+
 /// Runs the load against the server at `url` (its root, e.g. `http://127.0.0.1:8080`).
 pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
-    let endpoint = format!("{}/v1/chat/completions", url.trim_end_matches('/'));
+    if args.door == Door::Messages && args.stream {
+        return Err(Error::InvalidConfig(
+            "--stream reads /v1/chat/completions' streamed answers; drop it with --door messages".into(),
+        ));
+    }
+    let root = url.trim_end_matches('/').to_string();
+    let endpoint = match args.door {
+        Door::Openai => format!("{root}/v1/chat/completions"),
+        Door::Messages => format!("{root}/api/v1/sessions"),
+    };
     let http = reqwest::Client::new();
     let total = (args.sessions * args.turns) as u64;
     let bar = ProgressBar::with_draw_target(
@@ -53,7 +74,7 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
         let endpoint = endpoint.clone();
         let semaphore = semaphore.clone();
         let bar = bar.clone();
-        let (turns, stream) = (args.turns, args.stream);
+        let (turns, stream, door) = (args.turns, args.stream, args.door);
         tasks.push(tokio::spawn(async move {
             let Ok(_permit) = semaphore.acquire_owned().await else {
                 return (Vec::new(), turns as u64);
@@ -61,10 +82,19 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
             let session = format!("bench-{run_id}-{s}");
             let mut latencies = Vec::with_capacity(turns);
             let mut errors = 0u64;
+            if door == Door::Messages
+                && let Err(error) = create_session(&http, &endpoint, &session).await
+            {
+                tracing::warn!(session, %error, "the session could not be created");
+                return (latencies, turns as u64);
+            }
             for t in 0..turns {
                 let question = format!("what is {} plus {}?", 10 + s % 90, t + 1);
                 let start = Instant::now();
-                let result = turn(&http, &endpoint, &session, &question, stream).await;
+                let result = match door {
+                    Door::Openai => turn(&http, &endpoint, &session, &question, stream).await,
+                    Door::Messages => message(&http, &endpoint, &session, &question).await,
+                };
                 latencies.push(start.elapsed().as_secs_f64() * 1000.0);
                 if let Err(error) = result {
                     errors += 1;
@@ -95,7 +125,11 @@ pub async fn run(args: &BenchArgs, url: &str) -> Result<Report> {
         p95_turn_ms: round(percentile(&latencies, 95.0), 2),
         errors,
         variant: format!(
-            "http {endpoint}{} (CPU and memory: this driver's)",
+            "http {}{} (CPU and memory: this driver's)",
+            match args.door {
+                Door::Openai => endpoint,
+                Door::Messages => format!("{endpoint}/{{id}}/messages?wait=true"),
+            },
             if args.stream { ", streamed" } else { "" }
         ),
         cpu_ms_per_turn: round(cpu * 1000.0 / turns, 3),
@@ -162,6 +196,48 @@ async fn turn(
         return Err(format!("the answer is not one: {text:?}"));
     }
     Ok(())
+}
+
+/// Creates `session` for the calculator agent through the sessions API at `endpoint`.
+async fn create_session(http: &reqwest::Client, endpoint: &str, session: &str) -> std::result::Result<(), String> {
+    let response = http
+        .post(endpoint)
+        .json(&json!({"id": session, "agent": "calculator"}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return Err(format!("{status}: {text}"));
+    }
+    Ok(())
+}
+
+/// One turn through the sessions API: the question posted to `session` and
+/// waited for; an error unless the answer is a 200 with a reply.
+async fn message(
+    http: &reqwest::Client,
+    endpoint: &str,
+    session: &str,
+    question: &str,
+) -> std::result::Result<(), String> {
+    let response = http
+        .post(format!("{endpoint}/{session}/messages?wait=true"))
+        .json(&json!({"text": question}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = response.status();
+    if !status.is_success() {
+        let text = response.text().await.unwrap_or_default();
+        return Err(format!("{status}: {text}"));
+    }
+    let answer: Value = response.json().await.map_err(|e| e.to_string())?;
+    match answer["reply"].as_str() {
+        Some(reply) if !reply.trim().is_empty() && !reply.starts_with("Something went wrong") => Ok(()),
+        _ => Err(format!("the answer is not one: {answer}")),
+    }
 }
 
 /// `--http` needs a URL the server answers at.

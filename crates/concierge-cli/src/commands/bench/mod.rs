@@ -94,6 +94,9 @@ pub struct BenchArgs {
     /// OpenAI-compatible `/v1/chat/completions`) instead of in process.
     #[arg(long, value_name = "URL", conflicts_with = "serve_fake")]
     pub http: Option<String>,
+    /// Which of the server's doors `--http` sends the turns through.
+    #[arg(long, value_enum, default_value_t = http::Door::Openai, requires = "http")]
+    pub door: http::Door,
     /// Run the sessions on the Temporal server at this address (host:port),
     /// with the workers (sessions, models, tools) in this process.
     #[arg(long, value_name = "ADDRESS", conflicts_with_all = ["http", "serve_fake"])]
