@@ -7,9 +7,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
+mod support {
+    pub mod child;
+}
+
+use std::ffi::OsStr;
+use std::io::{BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use concierge::model::{Model, ModelContext, ModelError};
@@ -18,6 +23,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use support::child::{read_until, spawn as spawn_child};
 
 const SESSION: &str = "s1";
 const RUN: &str = "r1";
@@ -164,36 +170,16 @@ fn spawn(db: &Path, effects: &Path, crash_at: &str, mode: &str) -> (Child, BufRe
 }
 
 fn spawn_with(db: &Path, effects: &Path, crash_at: &str, mode: &str, tree: bool) -> (Child, BufReader<ChildStdout>) {
-    let mut command = Command::new(std::env::current_exe().unwrap());
+    let mut envs: Vec<(&str, &OsStr)> = vec![
+        ("CRASH_DB", db.as_os_str()),
+        ("CRASH_EFFECTS", effects.as_os_str()),
+        ("CRASH_AT", OsStr::new(crash_at)),
+        ("CRASH_MODE", OsStr::new(mode)),
+    ];
     if tree {
-        command.env("CRASH_TREE", "1");
+        envs.push(("CRASH_TREE", OsStr::new("1")));
     }
-    let mut child = command
-        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("CRASH_DB", db)
-        .env("CRASH_EFFECTS", effects)
-        .env("CRASH_AT", crash_at)
-        .env("CRASH_MODE", mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    (child, stdout)
-}
-
-/// Reads the child's output until a line containing `prefix`; returns what follows it.
-fn read_until(stdout: &mut BufReader<ChildStdout>, prefix: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stdout.read_line(&mut line).unwrap();
-        assert!(n > 0, "the child exited before printing {prefix:?}");
-        // libtest prints `test crash_child ... ` without a newline first.
-        if let Some(at) = line.find(prefix) {
-            return line[at + prefix.len()..].trim().to_string();
-        }
-    }
+    spawn_child("crash_child", &envs)
 }
 
 fn history_of(stdout: &mut BufReader<ChildStdout>) -> Vec<Message> {

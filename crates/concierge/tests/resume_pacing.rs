@@ -5,14 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdout, Command, Stdio};
+mod support {
+    pub mod child;
+}
+
+use std::ffi::OsStr;
+use std::io::{BufReader, Write};
+use std::process::{Child, ChildStdout};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use concierge::model::{Model, ModelContext, ModelError};
 use concierge::{AgentSpec, ModelReply, ModelRequest, RunOptions, Runtime};
 use futures::future::BoxFuture;
+use support::child::{read_until, spawn as spawn_child};
 
 const RUNS: usize = 6;
 const SLOTS: usize = 2;
@@ -122,35 +128,10 @@ impl Model for SharedModel {
 }
 
 fn spawn(db: &std::path::Path, mode: &str) -> (Child, BufReader<ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "pacing_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("PACING_DB", db)
-        .env("PACING_MODE", mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    (child, stdout)
-}
-
-/// Reads the child's output until a line containing `prefix`; returns what follows it.
-fn read_until(stdout: &mut BufReader<ChildStdout>, prefix: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stdout.read_line(&mut line).unwrap();
-        assert!(n > 0, "the child exited before printing {prefix:?}");
-        if let Some(at) = line.find(prefix) {
-            return line[at + prefix.len()..].trim().to_string();
-        }
-    }
+    spawn_child(
+        "pacing_child",
+        &[("PACING_DB", db.as_os_str()), ("PACING_MODE", OsStr::new(mode))],
+    )
 }
 
 #[test]

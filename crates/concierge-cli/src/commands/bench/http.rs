@@ -165,11 +165,7 @@ async fn turn(
         .send()
         .await
         .map_err(|e| e.to_string())?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(format!("{status}: {text}"));
-    }
+    let response = succeeded(response).await?;
     let text = if stream {
         let mut body = response.bytes_stream();
         let mut raw = Vec::new();
@@ -206,12 +202,7 @@ async fn create_session(http: &reqwest::Client, endpoint: &str, session: &str) -
         .send()
         .await
         .map_err(|e| e.to_string())?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(format!("{status}: {text}"));
-    }
-    Ok(())
+    succeeded(response).await.map(drop)
 }
 
 /// One turn through the sessions API: the question posted to `session` and
@@ -228,16 +219,22 @@ async fn message(
         .send()
         .await
         .map_err(|e| e.to_string())?;
-    let status = response.status();
-    if !status.is_success() {
-        let text = response.text().await.unwrap_or_default();
-        return Err(format!("{status}: {text}"));
-    }
+    let response = succeeded(response).await?;
     let answer: Value = response.json().await.map_err(|e| e.to_string())?;
     match answer["reply"].as_str() {
         Some(reply) if !reply.trim().is_empty() && !reply.starts_with("Something went wrong") => Ok(()),
         _ => Err(format!("the answer is not one: {answer}")),
     }
+}
+
+/// `response` if it is a success; else its status and body as the error.
+async fn succeeded(response: reqwest::Response) -> std::result::Result<reqwest::Response, String> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let text = response.text().await.unwrap_or_default();
+    Err(format!("{status}: {text}"))
 }
 
 /// `--http` needs a URL the server answers at.
