@@ -901,7 +901,13 @@ fn bench_recovery_kills_a_server_with_runs_in_flight_and_a_new_one_finishes_each
         dir.path(),
         &["bench", "--recovery", "4", "--idle-sessions", "3", "--concurrency", "2"],
     );
-    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        out.status.success(),
+        "{:?}\n{}\n{}",
+        out.status,
+        stdout(&out),
+        stderr(&out)
+    );
     let report: serde_json::Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert_eq!(report["runs"], 4, "{report}");
     assert_eq!(report["idle_sessions"], 3, "{report}");

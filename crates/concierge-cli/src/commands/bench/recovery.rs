@@ -29,6 +29,10 @@ use crate::fake_server::Fixture;
 /// How long the bench waits for any one stage before it gives up.
 const PATIENCE: Duration = Duration::from_secs(300);
 
+/// How long after the model's last answer a run may still be journaling it
+/// before it counts as lost.
+const SETTLE: Duration = Duration::from_secs(30);
+
 /// What a restart with runs in flight cost.
 #[derive(Debug, Serialize)]
 pub struct RecoveryReport {
@@ -100,7 +104,16 @@ pub async fn run(args: &BenchArgs, runs: usize) -> Result<RecoveryReport> {
     }
     let answered = second.started.elapsed();
     let usage = usage_of(&second.pid.to_string());
-    let (lost, doubled) = count_answers(&http, &second.url, runs, args.concurrency).await?;
+    // The model has answered every run; an answer is in its session once
+    // journaled, a moment later: read back until none is missing, or long
+    // enough that one missing is lost.
+    let mut counted = count_answers(&http, &second.url, runs, args.concurrency).await?;
+    let settling = Instant::now();
+    while counted.0 > 0 && settling.elapsed() < SETTLE {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        counted = count_answers(&http, &second.url, runs, args.concurrency).await?;
+    }
+    let (lost, doubled) = counted;
     second.kill().await;
     Ok(RecoveryReport {
         runs,
