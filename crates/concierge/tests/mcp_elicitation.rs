@@ -5,10 +5,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::BufRead;
+mod support {
+    pub mod child;
+}
+
+use std::io::BufReader;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout};
 use std::sync::atomic::Ordering;
 
 #[macro_use]
@@ -136,41 +140,17 @@ async fn elicitation_child() {
     }
 }
 
-fn spawn(db: &Path, addr: SocketAddr, mode: &str) -> (Child, std::io::BufReader<ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "elicitation_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("ELICIT_DB", db)
-        .env("ELICIT_ADDR", addr.to_string())
-        .env("ELICIT_MODE", mode)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    (child, stdout)
+fn spawn(db: &Path, addr: SocketAddr, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    support::child::spawn(
+        "elicitation_child",
+        &[
+            ("ELICIT_DB", db.as_os_str()),
+            ("ELICIT_ADDR", addr.to_string().as_ref()),
+            ("ELICIT_MODE", mode.as_ref()),
+        ],
+    )
 }
 
-fn read_until(stdout: &mut std::io::BufReader<ChildStdout>, prefix: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stdout.read_line(&mut line).unwrap();
-        assert!(n > 0, "the child exited before printing {prefix:?}");
-        if let Some(at) = line.find(prefix) {
-            return line[at + prefix.len()..].trim().to_string();
-        }
-    }
-}
-
-/// A child's question stays the parent's across a kill -9: the next process
-/// takes the answer in the parent's session and the child ships once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_childs_question_survives_a_killed_process() {
     let server = Shipping::default();
@@ -179,14 +159,14 @@ async fn a_childs_question_survives_a_killed_process() {
     let db = dir.path().join("db");
 
     let (mut first, mut out) = spawn(&db, addr, "desk_ask");
-    let question = read_until(&mut out, "QUESTION ");
+    let question = support::child::read_until(&mut out, "QUESTION ");
     assert!(question.contains("Where should the lamp go?"), "{question}");
     first.kill().unwrap(); // SIGKILL, with the child's question open
     first.wait().unwrap();
 
     let (mut second, mut out) = spawn(&db, addr, "desk_answer");
     assert_eq!(
-        read_until(&mut out, "DONE "),
+        support::child::read_until(&mut out, "DONE "),
         "the shop says: done: shipped the lamp to Lima"
     );
     assert!(second.wait().unwrap().success());
@@ -202,7 +182,7 @@ async fn a_process_killed_while_the_person_thinks_asks_once_and_ships_once() {
     let db = dir.path().join("db");
 
     let (mut first, mut out) = spawn(&db, addr, "ask");
-    let question = read_until(&mut out, "QUESTION ");
+    let question = support::child::read_until(&mut out, "QUESTION ");
     assert!(question.contains("Where should the lamp go?"), "{question}");
     first.kill().unwrap(); // SIGKILL, with the question open
     first.wait().unwrap();
@@ -210,13 +190,13 @@ async fn a_process_killed_while_the_person_thinks_asks_once_and_ships_once() {
     // The run resumes, the call is made again, the server asks again: the
     // same open question, not a second one. The person answers it.
     let (mut second, mut out) = spawn(&db, addr, "answer");
-    assert_eq!(read_until(&mut out, "REASKED "), "0");
+    assert_eq!(support::child::read_until(&mut out, "REASKED "), "0");
     while server.asked.load(Ordering::SeqCst) < 2 {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     use std::io::Write;
     writeln!(second.stdin.as_mut().unwrap(), "go").unwrap();
-    read_until(&mut out, "ANSWERED");
+    support::child::read_until(&mut out, "ANSWERED");
     while server.hang_after_accept.load(Ordering::SeqCst) != 0 {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
@@ -230,7 +210,10 @@ async fn a_process_killed_while_the_person_thinks_asks_once_and_ships_once() {
 
     // Again: the server asks a third time and gets the journaled answer.
     let (mut third, mut out) = spawn(&db, addr, "finish");
-    assert_eq!(read_until(&mut out, "DONE "), "done: shipped the lamp to Oslo");
+    assert_eq!(
+        support::child::read_until(&mut out, "DONE "),
+        "done: shipped the lamp to Oslo"
+    );
     assert!(third.wait().unwrap().success());
     assert_eq!(
         server.asked.load(Ordering::SeqCst),

@@ -7,9 +7,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
 
-use std::io::BufRead;
+mod support {
+    pub mod child;
+}
+
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout};
 
 use concierge::mcp::{McpServerConfig, SamplingPolicy};
 use concierge::model::{Model, ModelContext};
@@ -149,36 +153,15 @@ async fn python_elicitation_child() {
     }
 }
 
-fn spawn(db: &Path, effects: &Path, mode: &str) -> (Child, std::io::BufReader<ChildStdout>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "python_elicitation_child",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("ELICIT_DB", db)
-        .env("ELICIT_EFFECTS", effects)
-        .env("ELICIT_MODE", mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    (child, stdout)
-}
-
-fn read_until(stdout: &mut std::io::BufReader<ChildStdout>, prefix: &str) -> String {
-    let mut line = String::new();
-    loop {
-        line.clear();
-        let n = stdout.read_line(&mut line).unwrap();
-        assert!(n > 0, "the child exited before printing {prefix:?}");
-        if let Some(at) = line.find(prefix) {
-            return line[at + prefix.len()..].trim().to_string();
-        }
-    }
+fn spawn(db: &Path, effects: &Path, mode: &str) -> (Child, BufReader<ChildStdout>) {
+    support::child::spawn(
+        "python_elicitation_child",
+        &[
+            ("ELICIT_DB", db.as_os_str()),
+            ("ELICIT_EFFECTS", effects.as_os_str()),
+            ("ELICIT_MODE", mode.as_ref()),
+        ],
+    )
 }
 
 #[test]
@@ -190,14 +173,14 @@ fn python_server_a_sigkill_while_the_question_is_open_asks_once_and_ships_once()
     let _ = python();
 
     let (mut first, mut out) = spawn(&db, &effects, "ask");
-    let question = read_until(&mut out, "QUESTION ");
+    let question = support::child::read_until(&mut out, "QUESTION ");
     assert!(question.contains("Where should the lamp go?"), "{question}");
     first.kill().unwrap(); // SIGKILL while the person thinks
     first.wait().unwrap();
     assert!(!effects.exists() || std::fs::read_to_string(&effects).unwrap().is_empty());
 
     let (mut second, mut out) = spawn(&db, &effects, "answer");
-    let done = read_until(&mut out, "DONE ");
+    let done = support::child::read_until(&mut out, "DONE ");
     assert!(done.contains("shipped the lamp to Oslo"), "{done}");
     assert!(second.wait().unwrap().success());
     assert_eq!(
