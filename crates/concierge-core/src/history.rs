@@ -20,7 +20,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
@@ -226,6 +226,32 @@ impl HistoryPolicy {
         running: Option<&RunningSummary>,
         fixed: usize,
     ) -> Window {
+        self.window_with(history, turns, running, fixed, |of| log_summary(history, &turns[of]))
+    }
+
+    /// [`HistoryPolicy::window`] of a history `index` keeps up with: its
+    /// turns are not searched for, and the summary of the turns left out is
+    /// written once for all the requests that leave out the same turns.
+    pub fn window_indexed(
+        &self,
+        history: &[Message],
+        index: &TurnIndex,
+        running: Option<&RunningSummary>,
+        fixed: usize,
+    ) -> Window {
+        let turns = index.ranges();
+        self.window_with(history, turns, running, fixed, |of| index.log_summary(history, of))
+    }
+
+    /// The window, with `summarize` writing the log's summary of a range of turns.
+    fn window_with(
+        &self,
+        history: &[Message],
+        turns: &[Range<usize>],
+        running: Option<&RunningSummary>,
+        fixed: usize,
+        summarize: impl Fn(Range<usize>) -> Option<String>,
+    ) -> Window {
         if self.is_off() {
             return Window {
                 messages: history.to_vec(),
@@ -254,9 +280,9 @@ impl HistoryPolicy {
         let mut messages = Vec::new();
         let summary = match self.summary {
             SummaryMode::Off => None,
-            SummaryMode::Log => log_summary(history, &turns[..start]),
+            SummaryMode::Log => summarize(0..start),
             SummaryMode::Model => {
-                let from_log = log_summary(history, &turns[covered..start]);
+                let from_log = summarize(covered..start);
                 match (running, from_log) {
                     (None, from_log) => from_log,
                     (Some(s), None) => Some(model_summary_text(s)),
@@ -364,16 +390,38 @@ fn model_summary_text(summary: &RunningSummary) -> String {
 
 /// The turns of `history`, as ranges of message indexes.
 pub fn turns(history: &[Message]) -> Vec<Range<usize>> {
-    TurnIndex::of(history).ranges()
+    TurnIndex::of(history).ranges
 }
 
 /// Where each turn of a growing history begins, kept as messages are
 /// appended, so that a window finds its turns without reading the whole
-/// history again. A cache: never serialized, and equal to any other.
-#[derive(Clone, Debug, Default)]
+/// history again; and the last summary from the log a window asked for. A
+/// cache: never serialized, and equal to any other.
+#[derive(Debug, Default)]
 pub struct TurnIndex {
-    starts: Vec<usize>,
+    ranges: Vec<Range<usize>>,
     seen: usize,
+    summary: Mutex<Option<LogSummary>>,
+}
+
+/// A summary from the log of a range of turns, kept while the window leaves
+/// out the same turns (a turn's requests all do, until the next question).
+#[derive(Clone, Debug)]
+struct LogSummary {
+    turns: Range<usize>,
+    /// Where the last turn summarized ends in the history.
+    end: usize,
+    text: Option<String>,
+}
+
+impl Clone for TurnIndex {
+    fn clone(&self) -> Self {
+        Self {
+            ranges: self.ranges.clone(),
+            seen: self.seen,
+            summary: Mutex::new(self.cached_summary().clone()),
+        }
+    }
 }
 
 impl TurnIndex {
@@ -391,8 +439,9 @@ impl TurnIndex {
             *self = Self::default();
         }
         for (i, message) in history.iter().enumerate().skip(self.seen) {
-            if i == 0 || matches!(message, Message::User { .. }) {
-                self.starts.push(i);
+            match self.ranges.last_mut() {
+                Some(last) if !matches!(message, Message::User { .. }) => last.end = i + 1,
+                _ => self.ranges.push(i..i + 1),
             }
         }
         self.seen = history.len();
@@ -405,9 +454,29 @@ impl TurnIndex {
 
     /// The turns: ranges of the history, each from a message of the
     /// person's (or the first message) to the next.
-    pub fn ranges(&self) -> Vec<Range<usize>> {
-        let ends = self.starts.iter().skip(1).copied().chain(std::iter::once(self.seen));
-        self.starts.iter().zip(ends).map(|(&start, end)| start..end).collect()
+    pub fn ranges(&self) -> &[Range<usize>] {
+        &self.ranges
+    }
+
+    /// [`log_summary`] of the turns `of` of `history` (which this index
+    /// covers), written again only when they are not the turns last asked for.
+    pub fn log_summary(&self, history: &[Message], of: Range<usize>) -> Option<String> {
+        let end = self.ranges[of.clone()].last().map_or(0, |t| t.end);
+        let mut cached = self.cached_summary();
+        if let Some(hit) = cached.as_ref().filter(|c| c.turns == of && c.end == end) {
+            return hit.text.clone();
+        }
+        let text = log_summary(history, &self.ranges[of.clone()]);
+        *cached = Some(LogSummary {
+            turns: of,
+            end,
+            text: text.clone(),
+        });
+        text
+    }
+
+    fn cached_summary(&self) -> std::sync::MutexGuard<'_, Option<LogSummary>> {
+        self.summary.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 

@@ -583,5 +583,51 @@ fn a_turn_index_kept_as_messages_come_finds_the_turns_the_history_has() {
     assert!(!index.covers(&history));
     index.catch_up(&history);
     assert_eq!(index.ranges(), turns(&history));
-    assert_eq!(TurnIndex::of(&[]).ranges(), Vec::<std::ops::Range<usize>>::new());
+    assert!(TurnIndex::of(&[]).ranges().is_empty());
+}
+
+#[test]
+fn a_window_from_the_index_is_the_window_from_the_history_while_it_grows_and_is_replaced() {
+    let policies = [
+        HistoryPolicy::last_turns(3).summary(SummaryMode::Log),
+        HistoryPolicy::last_turns(4).summary(SummaryMode::Model),
+        HistoryPolicy::last_turns(2).max_request_bytes(600),
+    ];
+    for policy in policies {
+        let mut history = vec![Message::system("be brief")];
+        let mut index = TurnIndex::default();
+        let check = |history: &[Message], index: &mut TurnIndex, step: usize| {
+            index.catch_up(history);
+            let running = (step > 20).then(|| RunningSummary {
+                turns: 3,
+                text: "they asked about numbers".into(),
+            });
+            let expected = policy.window(history, running.as_ref(), 100);
+            // Asked twice, as a turn's two requests do: the second from the cache.
+            for _ in 0..2 {
+                assert_eq!(
+                    policy.window_indexed(history, index, running.as_ref(), 100),
+                    expected,
+                    "{policy:?} after {step} messages"
+                );
+            }
+        };
+        for n in 0..45 {
+            history.push(match n % 3 {
+                0 => Message::user(format!("question {n}")),
+                1 => Message::assistant("main", format!("answer {n}")),
+                _ => Message::assistant("main", ""),
+            });
+            check(&history, &mut index, n);
+        }
+        // The session read again, shorter, then growing with other words.
+        history.truncate(20);
+        for n in 0..9 {
+            history.push(match n % 2 {
+                0 => Message::user(format!("another question {n}")),
+                _ => Message::assistant("main", format!("another answer {n}")),
+            });
+            check(&history, &mut index, 45 + n);
+        }
+    }
 }

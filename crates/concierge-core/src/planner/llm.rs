@@ -106,12 +106,7 @@ impl LlmPlanner {
             view.history.to_vec()
         } else {
             policy
-                .window_in(
-                    view.history,
-                    &view.turns.ranges(),
-                    view.summary,
-                    Self::fixed_bytes(view),
-                )
+                .window_indexed(view.history, view.turns, view.summary, Self::fixed_bytes(view))
                 .messages
         };
         request
@@ -125,12 +120,7 @@ impl LlmPlanner {
         if !policy.asks_model_for_summary() {
             return None;
         }
-        let upto = policy.summary_due_in(
-            view.history,
-            &view.turns.ranges(),
-            view.summary,
-            Self::fixed_bytes(view),
-        )?;
+        let upto = policy.summary_due_in(view.history, view.turns.ranges(), view.summary, Self::fixed_bytes(view))?;
         let frame = Self::frame(view, ToolChoice::None, None);
         Some((upto, policy.summary_request(&frame, view.history, view.summary, upto)))
     }
