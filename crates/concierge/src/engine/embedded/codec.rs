@@ -45,14 +45,23 @@ fn storage(e: impl std::fmt::Display) -> Error {
 
 /// Serializes and compresses `value`.
 pub(crate) fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
-    let json = serde_json::to_vec(value).map_err(storage)?;
+    compress(&serde_json::to_vec(value).map_err(storage)?)
+}
+
+/// Serializes `value` as plain JSON, which [`decode`] reads as it is.
+pub(crate) fn encode_plain<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    serde_json::to_vec(value).map_err(storage)
+}
+
+/// Compresses serialized JSON as [`encode`] does.
+pub(crate) fn compress(json: &[u8]) -> Result<Vec<u8>> {
     COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let compressor = match slot.as_mut() {
             Some(c) => c,
             None => slot.insert(zstd::bulk::Compressor::with_prepared_dictionary(&ENCODER_V1).map_err(storage)?),
         };
-        let compressed = compressor.compress(&json).map_err(storage)?;
+        let compressed = compressor.compress(json).map_err(storage)?;
         let mut out = Vec::with_capacity(compressed.len() + 1);
         out.push(ZSTD_V1);
         out.extend_from_slice(&compressed);

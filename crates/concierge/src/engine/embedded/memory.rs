@@ -1,31 +1,60 @@
 //! The memory store: nothing survives the process, but an idle session
-//! costs little: its inputs and its released state are kept compressed, as
-//! the SQLite store keeps them, and past events are rebuilt by replay. One
-//! process only, so it owns every session.
+//! costs little: when a session leaves memory, its inputs are compressed
+//! together and its state is kept compressed, as the SQLite store keeps
+//! them, and past events are rebuilt by replay. While a session is in use
+//! its new inputs stay plain JSON: compressing each on its own cost more
+//! than the rest of what the store does for it. One process only, so it
+//! owns every session.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use concierge_core::{AgentId, Input, Session, SessionId};
 use futures::future::BoxFuture;
 
-use super::codec::{decode, encode};
+use super::codec::{compress, decode, encode, encode_plain};
 use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, StatsCell, Store};
 use crate::engine::{JournalStats, SessionSummary};
 use crate::error::Result;
 
 struct Stored {
     summary: SessionSummary,
-    /// Every accepted input, compressed.
-    inputs: Vec<Vec<u8>>,
+    /// The inputs accepted before the session last left memory, compressed
+    /// together each time it left (a JSON array per batch), oldest first.
+    packed: Vec<Vec<u8>>,
+    /// The inputs accepted since, each as plain JSON.
+    fresh: Vec<Vec<u8>>,
+    /// How many inputs were accepted in all.
+    count: u64,
     /// The state when the session left memory, compressed.
     parked: Option<Vec<u8>>,
+}
+
+impl Stored {
+    /// Compresses the fresh inputs into one batch (the session leaves memory).
+    fn pack(&mut self) -> Result<()> {
+        if self.fresh.is_empty() {
+            return Ok(());
+        }
+        let mut array = Vec::with_capacity(self.fresh.iter().map(|f| f.len() + 1).sum::<usize>() + 1);
+        array.push(b'[');
+        for (i, input) in self.fresh.iter().enumerate() {
+            if i > 0 {
+                array.push(b',');
+            }
+            array.extend_from_slice(input);
+        }
+        array.push(b']');
+        self.packed.push(compress(&array)?);
+        self.fresh.clear();
+        Ok(())
+    }
 }
 
 /// Keeps sessions in this process's memory.
 #[derive(Default, Clone)]
 pub struct MemoryStore {
-    sessions: Arc<Mutex<HashMap<SessionId, Stored>>>,
+    sessions: Arc<Mutex<HashMap<SessionId, Arc<Mutex<Stored>>>>>,
     stats: Arc<StatsCell>,
 }
 
@@ -35,37 +64,45 @@ impl MemoryStore {
         Self::default()
     }
 
+    fn stored(&self, session: &SessionId) -> Option<Arc<Mutex<Stored>>> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.get(session).cloned()
+    }
+
     fn decoded(&self, session: &SessionId, from: LoadFrom) -> Result<Option<Loaded>> {
-        let (inputs, parked) = {
-            let Ok(mut sessions) = self.sessions.lock() else {
-                return Ok(None);
-            };
-            let Some(stored) = sessions.get_mut(session) else {
-                return Ok(None);
-            };
-            if stored.inputs.is_empty() {
+        let Some(stored) = self.stored(session) else {
+            return Ok(None);
+        };
+        let (packed, fresh, parked) = {
+            let mut stored = stored.lock().unwrap_or_else(PoisonError::into_inner);
+            if stored.count == 0 {
                 return Ok(None);
             }
             let parked = match from {
                 LoadFrom::Snapshot => stored.parked.take(),
                 LoadFrom::Start => None,
             };
-            let inputs = if parked.is_some() {
-                Vec::new()
-            } else {
-                stored.inputs.clone()
-            };
-            (inputs, parked.map(|p| (stored.inputs.len() as u64 - 1, p)))
+            match parked {
+                Some(bytes) => (Vec::new(), Vec::new(), Some((stored.count - 1, bytes))),
+                None => (stored.packed.clone(), stored.fresh.clone(), None),
+            }
         };
         let snapshot = match parked {
             Some((index, bytes)) => Some((index, decode::<Session>(&bytes)?)),
             None => None,
         };
+        let mut inputs = Vec::new();
+        for batch in &packed {
+            inputs.extend(decode::<Vec<Input>>(batch)?);
+        }
+        for input in &fresh {
+            inputs.push(decode::<Input>(input)?);
+        }
         let inputs = inputs
-            .iter()
+            .into_iter()
             .enumerate()
-            .map(|(i, bytes)| Ok((i as u64, decode::<Input>(bytes)?)))
-            .collect::<Result<Vec<_>>>()?;
+            .map(|(i, input)| (i as u64, input))
+            .collect();
         Ok(Some(Loaded {
             snapshot,
             inputs,
@@ -85,32 +122,40 @@ impl Store for MemoryStore {
     }
 
     fn append(&self, entry: Entry, cursor: Cursor) -> BoxFuture<'static, Result<Appended>> {
-        let result = encode(&entry.input).map(|bytes| {
+        let result = encode_plain(&entry.input).map(|bytes| {
             let size = bytes.len() as u64;
-            if let Ok(mut sessions) = self.sessions.lock() {
-                let at = entry.input.at();
-                let stored = sessions.entry(entry.session.clone()).or_insert_with(|| Stored {
-                    summary: SessionSummary {
-                        id: entry.session.clone(),
-                        agent: entry.agent.clone().unwrap_or_else(|| "unknown".into()),
-                        live: true,
-                        updated_at: at,
-                        tenant: None,
-                    },
-                    inputs: Vec::new(),
-                    parked: None,
+            let at = entry.input.at();
+            let stored = {
+                let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+                let stored = sessions.entry(entry.session.clone()).or_insert_with(|| {
+                    Arc::new(Mutex::new(Stored {
+                        summary: SessionSummary {
+                            id: entry.session.clone(),
+                            agent: entry.agent.clone().unwrap_or_else(|| "unknown".into()),
+                            live: true,
+                            updated_at: at,
+                            tenant: None,
+                        },
+                        packed: Vec::new(),
+                        fresh: Vec::new(),
+                        count: 0,
+                        parked: None,
+                    }))
                 });
-                if let Some(agent) = entry.agent {
-                    stored.summary.agent = agent;
-                }
-                if let Some(tenant) = entry.tenant {
-                    stored.summary.tenant = Some(tenant);
-                }
-                stored.summary.live = true;
-                stored.summary.updated_at = at;
-                stored.parked = None;
-                stored.inputs.push(bytes);
+                Arc::clone(stored)
+            };
+            let mut stored = stored.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(agent) = entry.agent {
+                stored.summary.agent = agent;
             }
+            if let Some(tenant) = entry.tenant {
+                stored.summary.tenant = Some(tenant);
+            }
+            stored.summary.live = true;
+            stored.summary.updated_at = at;
+            stored.parked = None;
+            stored.fresh.push(bytes);
+            stored.count += 1;
             self.stats.record(1, 0, size, 0);
             Appended {
                 cursor,
@@ -127,9 +172,10 @@ impl Store for MemoryStore {
     }
 
     fn erase(&self, session: &SessionId) -> BoxFuture<'static, Result<()>> {
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.remove(session);
-        }
+        self.sessions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(session);
         Box::pin(async { Ok(()) })
     }
 
@@ -144,12 +190,16 @@ impl Store for MemoryStore {
                 return;
             }
         };
-        if let Ok(mut sessions) = self.sessions.lock() {
-            if let Some(stored) = sessions.get_mut(session.id()) {
-                stored.summary.live = release.unfinished;
-                stored.summary.updated_at = stored.summary.updated_at.max(release.changed_at);
-                stored.parked = Some(encoded);
-            }
+        let Some(stored) = self.stored(session.id()) else {
+            return;
+        };
+        let mut stored = stored.lock().unwrap_or_else(PoisonError::into_inner);
+        stored.summary.live = release.unfinished;
+        stored.summary.updated_at = stored.summary.updated_at.max(release.changed_at);
+        stored.parked = Some(encoded);
+        // Kept plain if they cannot be compressed: they still read.
+        if let Err(error) = stored.pack() {
+            tracing::error!(%error, "cannot compress a released session's inputs; they are kept as they are");
         }
     }
 
@@ -173,11 +223,17 @@ impl Store for MemoryStore {
     }
 
     fn sessions(&self) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
-        let mut all: Vec<SessionSummary> = self
+        let stored: Vec<Arc<Mutex<Stored>>> = self
             .sessions
             .lock()
-            .map(|s| s.values().map(|stored| stored.summary.clone()).collect())
-            .unwrap_or_default();
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        let mut all: Vec<SessionSummary> = stored
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).summary.clone())
+            .collect();
         all.sort_by(|a, b| a.id.cmp(&b.id));
         Box::pin(async move { Ok(all) })
     }
@@ -200,5 +256,88 @@ impl Store for MemoryStore {
 
     fn close(&self) -> BoxFuture<'static, ()> {
         Box::pin(async {})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use concierge_core::Timestamp;
+
+    use super::*;
+
+    fn tick(session: &str, index: u64) -> Entry {
+        Entry {
+            session: session.into(),
+            index,
+            input: Input::Tick {
+                at: Timestamp(index + 1),
+            },
+            agent: None,
+            tenant: None,
+            first_since_claim: index == 0,
+            snapshot: None,
+            compact: None,
+        }
+    }
+
+    fn ticks(loaded: &Loaded) -> Vec<(u64, u64)> {
+        loaded.inputs.iter().map(|(i, input)| (*i, input.at().0)).collect()
+    }
+
+    /// Inputs stay in order and readable across the session leaving memory
+    /// twice (each time its new inputs are compressed together), and the
+    /// state kept when it left is what a load from the snapshot gets.
+    #[tokio::test]
+    async fn inputs_read_back_in_order_across_each_time_the_session_left_memory() {
+        let store = MemoryStore::new();
+        let cursor = Cursor { session_no: 1, head: 0 };
+        let mut index = 0;
+        for round in 0..3 {
+            for _ in 0..4 {
+                store.append(tick("s", index), cursor).await.unwrap();
+                index += 1;
+            }
+            if round < 2 {
+                store.release(Release {
+                    cursor,
+                    index: index - 1,
+                    unfinished: false,
+                    state: Some(Session::new("s", "main")),
+                    changed_at: Timestamp(index),
+                });
+            }
+        }
+        {
+            let stored = store.stored(&"s".into()).unwrap();
+            let stored = stored.lock().unwrap();
+            assert_eq!((stored.packed.len(), stored.fresh.len(), stored.count), (2, 4, 12));
+            assert!(
+                stored.parked.is_none(),
+                "an append after the release drops the kept state"
+            );
+        }
+        let expected: Vec<(u64, u64)> = (0..12).map(|i| (i, i + 1)).collect();
+        let loaded = store.load(&"s".into(), LoadFrom::Start).await.unwrap().unwrap();
+        assert_eq!(ticks(&loaded), expected);
+        assert!(loaded.snapshot.is_none());
+
+        store.release(Release {
+            cursor,
+            index: 11,
+            unfinished: true,
+            state: Some(Session::new("s", "main")),
+            changed_at: Timestamp(12),
+        });
+        let loaded = store.load(&"s".into(), LoadFrom::Snapshot).await.unwrap().unwrap();
+        let (at, session) = loaded.snapshot.unwrap();
+        assert_eq!((at, session.id().as_str()), (11, "s"));
+        assert!(loaded.inputs.is_empty(), "the snapshot stands for every input");
+        let loaded = store.load(&"s".into(), LoadFrom::Start).await.unwrap().unwrap();
+        assert_eq!(ticks(&loaded), expected);
+        let listed = store.sessions().await.unwrap();
+        assert_eq!((listed.len(), listed[0].live), (1, true));
+        assert!(store.load(&"t".into(), LoadFrom::Start).await.unwrap().is_none());
     }
 }
