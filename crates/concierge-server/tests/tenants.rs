@@ -269,6 +269,11 @@ async fn two_tenants_cannot_see_each_others_sessions_over_any_endpoint_or_stream
     assert_eq!(response.headers()["x-concierge-session"], "a1");
     let answer: Value = response.json().await.unwrap();
     assert_eq!(answer["choices"][0]["message"]["content"], "You are sam.");
+    // The completion's id names the session the client's way and a run id
+    // the server drew at random (not the engine's `globex/a1` nor `r1`).
+    let id = answer["id"].as_str().unwrap();
+    let run = id.strip_prefix("chatcmpl-a1.run-").unwrap_or_else(|| panic!("{id}"));
+    assert!(run.len() >= 32 && run.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
     let (_, shown) = server.get(ACME, "/api/v1/sessions/a1").await;
     assert_eq!(
         shown["history"].as_array().unwrap().len(),

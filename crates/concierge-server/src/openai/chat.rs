@@ -96,11 +96,12 @@ pub async fn completions(
     let created = unix_now();
     if !turn.stream {
         let output = run(&state, &caller, &conversation, &turn).await?;
-        let answer: ChatCompletion = completion(&output, &turn.model, created);
+        let answer: ChatCompletion = completion(&output, &conversation.local, &turn.model, created);
         return Ok(([header], Json(answer)).into_response());
     }
     let handle = start(&state, &caller, &conversation, &turn).await?;
     let setup = StreamSetup {
+        session: conversation.local.clone(),
         model: turn.model,
         created,
         include_usage: turn.include_usage,

@@ -102,9 +102,10 @@ impl From<Usage> for CompletionUsage {
     }
 }
 
-/// The completion id of a run.
-pub fn completion_id(output_session: &str, run: &str) -> String {
-    format!("chatcmpl-{output_session}.{run}")
+/// The completion id of the run `run` in the caller's session `session`
+/// (the id the client named or was given, never the engine's own).
+pub fn completion_id(session: &str, run: &str) -> String {
+    format!("chatcmpl-{session}.{run}")
 }
 
 /// What the run says to the person: its reply (the answer, the question,
@@ -140,9 +141,9 @@ pub fn answer_text(output: &RunOutput) -> String {
 }
 
 /// The completion for a run's output, under the model name the request used.
-pub fn completion(output: &RunOutput, model: &str, created: u64) -> ChatCompletion {
+pub fn completion(output: &RunOutput, session: &str, model: &str, created: u64) -> ChatCompletion {
     ChatCompletion {
-        id: completion_id(output.session_id.as_str(), output.run_id.as_str()),
+        id: completion_id(session, output.run_id.as_str()),
         object: CompletionObject::ChatCompletion,
         created,
         model: model.to_string(),

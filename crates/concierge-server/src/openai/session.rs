@@ -118,7 +118,13 @@ pub async fn start(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = with_multitask(caller.options_for(conversation.id.clone()).caller_waits(), conversation);
+    let options = with_multitask(
+        caller
+            .options_for(conversation.id.clone())
+            .run_id(state.new_run_id()?)
+            .caller_waits(),
+        conversation,
+    );
     let handle = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.start(messages, options).await,
         None => state.rt.start(messages, options).await,
@@ -146,7 +152,10 @@ pub async fn run(
         .run_permit(caller)
         .map_err(|e| OpenAiError::from(e).code("rate_limit_exceeded"))?;
     let messages = messages(state, conversation, turn);
-    let options = with_multitask(caller.options_for(conversation.id.clone()), conversation);
+    let options = with_multitask(
+        caller.options_for(conversation.id.clone()).run_id(state.new_run_id()?),
+        conversation,
+    );
     let output = match &conversation.agent {
         Some(agent) => state.rt.client(agent.clone())?.run(messages, options).await,
         None => state.rt.send(messages, options).await,

@@ -76,6 +76,8 @@ pub struct ChunkDelta {
 /// What a stream needs to know besides the run.
 #[derive(Clone, Debug)]
 pub struct StreamSetup {
+    /// The session as the client names it.
+    pub session: String,
     /// The model as the request named it.
     pub model: String,
     /// Unix seconds.
@@ -111,7 +113,7 @@ pub fn respond(
 /// Writes the run's chunks to `tx` until the run stops (or the client goes).
 async fn pump(handle: RunHandle, setup: StreamSetup, tx: mpsc::Sender<SseEvent>) {
     let root: SessionId = handle.session_id().clone();
-    let id = completion_id(root.as_str(), handle.run_id().as_str());
+    let id = completion_id(&setup.session, handle.run_id().as_str());
     let chunk = |delta: ChunkDelta, finish: Option<FinishReason>| ChatCompletionChunk {
         id: id.clone(),
         object: ChunkObject::ChatCompletionChunk,
