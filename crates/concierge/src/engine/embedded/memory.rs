@@ -267,21 +267,6 @@ mod tests {
 
     use super::*;
 
-    fn tick(session: &str, index: u64) -> Entry {
-        Entry {
-            session: session.into(),
-            index,
-            input: Input::Tick {
-                at: Timestamp(index + 1),
-            },
-            agent: None,
-            tenant: None,
-            first_since_claim: index == 0,
-            snapshot: None,
-            compact: None,
-        }
-    }
-
     fn ticks(loaded: &Loaded) -> Vec<(u64, u64)> {
         loaded.inputs.iter().map(|(i, input)| (*i, input.at().0)).collect()
     }
@@ -296,7 +281,7 @@ mod tests {
         let mut index = 0;
         for round in 0..3 {
             for _ in 0..4 {
-                store.append(tick("s", index), cursor).await.unwrap();
+                store.append(Entry::tick("s", index, index == 0), cursor).await.unwrap();
                 index += 1;
             }
             if round < 2 {

@@ -44,6 +44,25 @@ pub struct Entry {
     pub compact: Option<Vec<Event>>,
 }
 
+#[cfg(test)]
+impl Entry {
+    /// A tick at `index` (time `index + 1`), for the stores' tests.
+    pub(crate) fn tick(session: &str, index: u64, first_since_claim: bool) -> Self {
+        Self {
+            session: session.into(),
+            index,
+            input: Input::Tick {
+                at: concierge_core::Timestamp(index + 1),
+            },
+            agent: None,
+            tenant: None,
+            first_since_claim,
+            snapshot: None,
+            compact: None,
+        }
+    }
+}
+
 /// What an append wrote.
 #[derive(Clone, Copy, Debug)]
 pub struct Appended {

@@ -12,18 +12,7 @@ fn options(label: &str) -> Options {
 }
 
 fn entry(session: &str, index: u64, first: bool) -> Entry {
-    Entry {
-        session: session.into(),
-        index,
-        input: Input::Tick {
-            at: Timestamp(index + 1),
-        },
-        agent: None,
-        tenant: None,
-        first_since_claim: first,
-        snapshot: None,
-        compact: None,
-    }
+    Entry::tick(session, index, first)
 }
 
 async fn owned(store: &SqliteStore, session: &str) -> Cursor {
