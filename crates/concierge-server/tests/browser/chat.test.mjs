@@ -265,6 +265,25 @@ test('a conversation without a goal starts at the hub; each handoff is marked an
   assert.deepEqual(errors, []);
 });
 
+test('a question the hub asked which agent to send to is passed on once, not said again by the person', async (t) => {
+  const { page, errors } = await chat(t);
+  await say(page, 'I need help with money and PTO');
+  await log(page).locator('li.msg.assistant .bubble', { hasText: 'Banking or HR?' }).waitFor();
+  await say(page, 'I want HR help');
+  await log(page).locator('li.divider', { hasText: 'The hub hands you to HR' }).waitFor();
+  await replied(page, 'days of PTO');
+  const passed = log(page).locator('li.note.passed-on');
+  assert.equal(await passed.textContent(), 'Passed on: “I need help with money and PTO”');
+  assert.deepEqual(await userTexts(page), ['I need help with money and PTO', 'I want HR help']);
+  // The same after a reload, from the session's events alone.
+  await page.reload();
+  await page.locator('body[data-stream="live"]').waitFor();
+  await log(page).locator('li.note.passed-on').waitFor();
+  assert.equal(await log(page).locator('li.note.passed-on').count(), 1);
+  assert.deepEqual(await userTexts(page), ['I need help with money and PTO', 'I want HR help']);
+  assert.deepEqual(errors, []);
+});
+
 test('the side panel shows what the session knows as it learns it, and the run timeline', async (t) => {
   const { page, errors } = await chat(t);
   await startGoal(page, 'travel_events');

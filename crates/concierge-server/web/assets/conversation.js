@@ -314,6 +314,13 @@ export class Conversation {
       const content = message.content ?? '';
       // The message shown when the person sent it: it is this one.
       const shown = this.claim(content, event.run);
+      const last = this.list.lastElementChild;
+      if (!shown && event.run && last?.classList.contains('divider') && last.dataset.run === String(event.run)) {
+        // The question a choice of agent answered, passed on to the agent
+        // chosen: the person asked it once, above.
+        this.add(note('passed-on', `Passed on: “${content}”`));
+        return;
+      }
       if (shown) this.settle(shown, content);
       const li = shown?.li ?? h('li', { class: 'msg user' }, h('div', { class: 'bubble' }, content));
       this.editable(li, content, event.seq);
@@ -622,7 +629,11 @@ function divider(event) {
         : byHub
           ? `The hub hands you from ${from} to ${to}`
           : `${from} hands the conversation to ${to}`;
-  return h('li', { class: 'divider', role: 'separator', 'aria-label': text, title: event.reason ?? '' }, h('span', {}, text));
+  return h(
+    'li',
+    { class: 'divider', role: 'separator', 'aria-label': text, title: event.reason ?? '', 'data-run': event.run },
+    h('span', {}, text),
+  );
 }
 
 function note(kind, text) {
