@@ -26,7 +26,7 @@ export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=none
 if [[ ! -x $bin ]]; then
   echo "Building concierge: the first build compiles every dependency and takes a few minutes" >&2
-  echo "(about 3 minutes on 2 cores); later runs start at once." >&2
+  echo "(3 to 5 minutes on 2 cores); later runs start at once." >&2
 fi
 cargo build --locked --no-default-features --features demo -p concierge-cli -p concierge-orders
 
