@@ -459,14 +459,19 @@ impl TurnIndex {
     }
 
     /// [`log_summary`] of the turns `of` of `history` (which this index
-    /// covers), written again only when they are not the turns last asked for.
+    /// covers), written again only when they are not the turns last asked
+    /// for. `None` for turns it does not have.
     pub fn log_summary(&self, history: &[Message], of: Range<usize>) -> Option<String> {
-        let end = self.ranges[of.clone()].last().map_or(0, |t| t.end);
+        let turns = self.ranges.get(of.clone())?;
+        let end = turns.last().map_or(0, |t| t.end);
+        if end > history.len() {
+            return None;
+        }
         let mut cached = self.cached_summary();
         if let Some(hit) = cached.as_ref().filter(|c| c.turns == of && c.end == end) {
             return hit.text.clone();
         }
-        let text = log_summary(history, &self.ranges[of.clone()]);
+        let text = log_summary(history, turns);
         *cached = Some(LogSummary {
             turns: of,
             end,

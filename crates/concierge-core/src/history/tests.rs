@@ -631,3 +631,16 @@ fn a_window_from_the_index_is_the_window_from_the_history_while_it_grows_and_is_
         }
     }
 }
+
+#[test]
+fn an_index_asked_for_turns_it_does_not_have_says_none() {
+    let history = vec![Message::user("q1"), Message::user("q2")];
+    let index = TurnIndex::of(&history);
+    assert!(index.log_summary(&history, 0..1).is_some());
+    assert_eq!(index.log_summary(&history, 1..5), None);
+    assert_eq!(
+        index.log_summary(&history[..1], 0..2),
+        None,
+        "a history shorter than the index"
+    );
+}
