@@ -36,15 +36,7 @@ impl Stored {
         if self.fresh.is_empty() {
             return Ok(());
         }
-        let mut array = Vec::with_capacity(self.fresh.iter().map(|f| f.len() + 1).sum::<usize>() + 1);
-        array.push(b'[');
-        for (i, input) in self.fresh.iter().enumerate() {
-            if i > 0 {
-                array.push(b',');
-            }
-            array.extend_from_slice(input);
-        }
-        array.push(b']');
+        let array = [&b"["[..], &self.fresh.join(&b','), b"]"].concat();
         self.packed.push(compress(&array)?);
         self.fresh.clear();
         Ok(())
