@@ -190,6 +190,11 @@ pub(crate) fn failed(e: StoreError) -> concierge::ToolError {
     concierge::ToolError::failed(e.to_string())
 }
 
+/// How a person chooses who they are, whichever door they came in by:
+/// the sentence that ends an "I do not know who you are" answer.
+pub(crate) const HOW_TO_BE_SOMEONE: &str = "To ask as one of them, sign in with a token made for that user \
+     (`concierge token new --user NAME`), or pass --user NAME on the command line.";
+
 /// Whether the run's `user` ("jordan", "jordan.avery@example.com",
 /// "C-1001", "Jordan Avery") names the person with this id, name and email.
 pub(crate) fn names_person(user: &str, id: &str, name: &str, email: &str) -> bool {

@@ -367,7 +367,9 @@ async fn my_overdue_contacts_are_the_asking_members_and_nothing_is_written() {
     let e = call(&tool, "k3", None, json!({"overdue": true, "team_member": "me"}))
         .await
         .unwrap_err();
-    assert!(e.to_string().contains("--user"), "{e}");
+    let said = e.to_string();
+    assert!(said.contains("I don't know who you are"), "{said}");
+    assert!(said.contains("token") && said.contains("--user"), "{said}");
     // Searches are not filtered by team member.
     let johns = call(&tool, "k4", Some("maya"), json!({"search": "john"}))
         .await

@@ -63,6 +63,16 @@ async fn rules_an_overdraft_is_refused_with_a_sentence_and_nothing_moves() {
 }
 
 #[tokio::test]
+async fn rules_someone_who_is_not_a_customer_is_told_who_is_and_how_to_ask_as_them() {
+    let a = assistant(None).await;
+    let out = a.say_as("hank", "s1", "what are my account balances?").await;
+    let reply = out.reply.unwrap_or_default();
+    assert!(reply.contains("I do not know a bank customer called 'hank'"), "{reply}");
+    assert!(reply.contains("Priya Natarajan"), "{reply}");
+    assert!(reply.contains("a token made for that user"), "{reply}");
+}
+
+#[tokio::test]
 async fn rules_another_customer_moves_their_own_money() {
     let a = assistant(None).await;
     let out = a

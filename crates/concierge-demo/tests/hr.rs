@@ -14,6 +14,17 @@ fn balance(a: &assistant::Assistant, id: &str) -> f64 {
 }
 
 #[tokio::test]
+async fn rules_someone_who_is_not_an_employee_is_told_who_is_and_how_to_ask_as_them() {
+    let a = assistant(None).await;
+    let out = a.say_as("hank", "s1", "how much PTO do I have?").await;
+    let reply = out.reply.unwrap_or_default();
+    assert!(reply.contains("I do not know an employee called 'hank'"), "{reply}");
+    assert!(reply.contains("Jordan Avery"), "{reply}");
+    assert!(reply.contains("a token made for that user"), "{reply}");
+    assert!(!reply.contains("Ask with --user"), "{reply}");
+}
+
+#[tokio::test]
 async fn rules_take_next_friday_off_books_after_yes_and_the_balance_drops_by_one_day() {
     let a = assistant(None).await;
     let out = a.say("s1", "I'd like to take next Friday off").await;
@@ -46,6 +57,35 @@ async fn rules_take_next_friday_off_books_after_yes_and_the_balance_drops_by_one
         sessions.iter().find(|s| s.id.as_str() == "s1").unwrap().agent.as_str(),
         "hub"
     );
+}
+
+#[tokio::test]
+async fn rules_pto_is_booked_in_whole_days_and_other_hours_are_asked_about_again() {
+    let a = assistant(None).await;
+    let out = a.say("s1", "book PTO on next Friday for 8 hours").await;
+    assert_eq!(out.agent.as_str(), "hr", "{out:?}");
+    assert_eq!(
+        out.pending_confirmation.as_ref().map(|p| p.message.as_str()),
+        Some("I'll book PTO for next Friday. Proceed?"),
+        "{out:?}"
+    );
+    a.say("s1", "no").await;
+    for (session, asked) in [
+        ("s2", "book PTO on next Friday for 4 hours"),
+        ("s3", "I'd like to take half a day off tomorrow"),
+        ("s4", "can I take two hours off on Monday?"),
+    ] {
+        let out = a.say(session, asked).await;
+        assert_eq!(out.agent.as_str(), "hr", "{asked}: {out:?}");
+        assert_eq!(out.status, RunStatus::Completed, "{asked}: {out:?}");
+        let reply = out.reply.unwrap_or_default();
+        assert!(
+            reply.starts_with("I book PTO in whole working days of 8 hours"),
+            "{asked}: {reply}"
+        );
+    }
+    assert!(a.hr.bookings().unwrap().is_empty());
+    assert_eq!(balance(&a, "E-1001"), 12.5);
 }
 
 #[tokio::test]

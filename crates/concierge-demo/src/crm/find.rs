@@ -8,6 +8,7 @@ use concierge::fuzzy::{self, Candidate, Match, Thresholds};
 use serde_json::{Value, json};
 
 use super::store::{Company, Contact, Crm, TeamMember};
+use crate::toolkit::HOW_TO_BE_SOMEONE;
 
 /// A question with options, for when a name fits several contacts: the
 /// person picks one, and the chosen option's id is filled into the tool's
@@ -237,7 +238,7 @@ pub fn current_member<'c>(crm: &'c Crm, user: Option<&str>) -> Result<Option<&'c
         None => Ok(None),
         Some(user) => find_member(crm, user).map(Some).ok_or_else(|| {
             format!(
-                "'{user}' is not on the team, so I cannot tell whose contacts are yours. The team: {}.",
+                "'{user}' is not on the team, so I cannot tell whose contacts are yours. The team: {}. {HOW_TO_BE_SOMEONE}",
                 team_list(crm)
             )
         }),

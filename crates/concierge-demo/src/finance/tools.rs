@@ -17,7 +17,7 @@ use crate::domain_db::{Applied, stored_time};
 use crate::money::{cents, dollars};
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
-use crate::toolkit::{answer, db_tool, failed, names_person, writes};
+use crate::toolkit::{HOW_TO_BE_SOMEONE, answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The customer the run acts for: its user, else [`DEFAULT_CUSTOMER`].
@@ -29,7 +29,7 @@ fn customer(conn: &Connection, store: &FinanceStore, cx: &ToolContext) -> Result
     };
     found.cloned().ok_or_else(|| {
         ToolError::failed(format!(
-            "I do not know a bank customer called '{}'. Ask with --user set to one of: {}.",
+            "I do not know a bank customer called '{}', so I cannot answer for them. The customers are {}. {HOW_TO_BE_SOMEONE}",
             cx.user().unwrap_or_default(),
             all.iter()
                 .map(|c| format!("{} ({})", c.name, c.email))

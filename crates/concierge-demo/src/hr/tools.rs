@@ -20,7 +20,7 @@ use crate::domain_db::{Applied, stored_time};
 use crate::money::dollars;
 use crate::toolkit::invalid;
 use crate::toolkit::read_only;
-use crate::toolkit::{answer, db_tool, failed, names_person, writes};
+use crate::toolkit::{HOW_TO_BE_SOMEONE, answer, db_tool, failed, names_person, writes};
 use concierge::{ToolContext, ToolError};
 
 /// The employee the run acts for: its user, else [`DEFAULT_EMPLOYEE`].
@@ -32,7 +32,7 @@ fn employee(conn: &Connection, store: &HrStore, cx: &ToolContext) -> Result<Empl
     };
     found.cloned().ok_or_else(|| {
         ToolError::failed(format!(
-            "I do not know an employee called '{}'. Ask with --user set to one of: {}.",
+            "I do not know an employee called '{}', so I cannot answer for them. The employees are {}. {HOW_TO_BE_SOMEONE}",
             cx.user().unwrap_or_default(),
             all.iter()
                 .map(|e| format!("{} ({})", e.name, e.email))

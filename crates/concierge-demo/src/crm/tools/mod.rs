@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use super::find::{Ambiguity, Found, current_member, find_contact, find_member, team_list};
 use super::store::{Contact, Crm, TeamMember};
 use crate::domain_db::stored_day;
-use crate::toolkit::{Answer, invalid, plural};
+use crate::toolkit::{Answer, HOW_TO_BE_SOMEONE, invalid, plural};
 
 /// What a tool came to: a result, or a choice to put to the person first.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,7 +99,7 @@ fn member_arg<'c>(crm: &'c Crm, cx: &ToolContext, who: Option<&str>) -> Result<O
         return match me(crm, cx)? {
             Some(member) => Ok(Some(member)),
             None => Err(ToolError::failed(format!(
-                "I don't know who you are, so I cannot tell which contacts are yours. Run with --user and your user name (the team: {}).",
+                "I don't know who you are, so I cannot tell which contacts are yours. The team: {}. {HOW_TO_BE_SOMEONE}",
                 team_list(crm)
             ))),
         };
