@@ -3,6 +3,7 @@
 //! reading JSON bodies and the assembly of streamed tool calls.
 
 use std::error::Error as StdError;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use concierge_core::{ModelReply, ModelToolCall};
@@ -35,6 +36,9 @@ pub(crate) struct Connection {
     pub total_timeout: Duration,
     pub max_request_bytes: usize,
     pub stream: bool,
+    /// The endpoint as text and parsed, once: reqwest parses a URL given as
+    /// text again for every request.
+    endpoint: Arc<OnceLock<Option<(String, reqwest::Url)>>>,
 }
 
 impl Connection {
@@ -49,7 +53,14 @@ impl Connection {
             total_timeout: DEFAULT_TOTAL_TIMEOUT,
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             stream: true,
+            endpoint: Arc::default(),
         }
+    }
+
+    /// Sets the base URL (without its trailing slashes).
+    pub(crate) fn set_base_url(&mut self, url: &str) {
+        self.base_url = url.trim_end_matches('/').to_string();
+        self.endpoint = Arc::default();
     }
 
     /// The pooled client.
@@ -98,8 +109,14 @@ impl Connection {
 
     /// A POST of a JSON `body` to `url`, with the extra headers and the attempt timeout.
     pub(crate) fn post(&self, client: &reqwest::Client, url: &str, body: Vec<u8>) -> RequestBuilder {
-        let mut request = client
-            .post(url)
+        let parsed = self
+            .endpoint
+            .get_or_init(|| reqwest::Url::parse(url).ok().map(|parsed| (url.to_string(), parsed)));
+        let request = match parsed {
+            Some((text, parsed)) if text == url => client.post(parsed.clone()),
+            _ => client.post(url),
+        };
+        let mut request = request
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
         for (name, value) in &self.headers {
@@ -128,14 +145,16 @@ impl Connection {
 
     /// Reads a whole response body as JSON.
     pub(crate) async fn read_json(&self, model: &str, response: Response) -> Result<Value, ModelError> {
-        let text = response.text().await.map_err(|e| self.transport_error(model, &e))?;
-        serde_json::from_str(&text).map_err(|e| {
-            ModelError::new(
-                ModelErrorKind::Protocol,
-                model,
-                format!("the answer is not JSON ({e}): {}", snippet(&text)),
-            )
-        })
+        json_of(model, &self.read_bytes(model, response).await?)
+    }
+
+    /// Reads a whole response body.
+    pub(crate) async fn read_bytes(
+        &self,
+        model: &str,
+        response: Response,
+    ) -> Result<impl std::ops::Deref<Target = [u8]> + use<>, ModelError> {
+        response.bytes().await.map_err(|e| self.transport_error(model, &e))
     }
 
     /// A failure of the transport, named by its cause: a timeout (connect or
@@ -218,10 +237,12 @@ impl Connection {
     }
 }
 
-/// Idle connections kept to one model server: a burst of calls (thousands of
-/// runs resumed at once) opens more, which close once they are idle
-/// instead of staying open.
-const IDLE_CONNECTIONS_PER_SERVER: usize = 64;
+/// Idle connections kept to one model server: as many as the calls of runs
+/// taken over after a restart that go at once (`resume_concurrency`'s
+/// default), so a steady load of that many calls reuses its connections; a
+/// burst of calls (thousands of runs resumed at once) opens more, which
+/// close once they are idle instead of staying open.
+const IDLE_CONNECTIONS_PER_SERVER: usize = 128;
 
 fn build_client(connect_timeout: Duration, pool: bool) -> reqwest::Client {
     crate::tls::install_crypto_provider();
@@ -232,6 +253,20 @@ fn build_client(connect_timeout: Duration, pool: bool) -> reqwest::Client {
     // Building fails only when the TLS backend cannot start; the default
     // client then reports the same failure on its first request.
     builder.build().unwrap_or_default()
+}
+
+/// A response body parsed as JSON, or the error that says it is not JSON.
+pub(crate) fn json_of(model: &str, body: &[u8]) -> Result<Value, ModelError> {
+    serde_json::from_slice(body).map_err(|e| {
+        ModelError::new(
+            ModelErrorKind::Protocol,
+            model,
+            format!(
+                "the answer is not JSON ({e}): {}",
+                snippet(&String::from_utf8_lossy(body))
+            ),
+        )
+    })
 }
 
 /// The sources of an error, outermost first (the error itself excluded).
@@ -384,7 +419,7 @@ macro_rules! connection_setters {
     (base_url: $base_doc:literal, api_key: $key_doc:literal) => {
         #[doc = $base_doc]
         pub fn base_url(mut self, url: impl Into<String>) -> Self {
-            self.connection.base_url = url.into().trim_end_matches('/').to_string();
+            self.connection.set_base_url(&url.into());
             self
         }
 

@@ -164,7 +164,16 @@ impl OpenAiCompatible {
         let name = self.name();
         let post = self.post_with(client, &self.wire_body(request, false))?;
         let response = self.connection.send(&name, &self.endpoint(), post).await?;
-        self.parse_response(&self.connection.read_json(&name, response).await?)
+        let body = self.connection.read_bytes(&name, response).await?;
+        // The usual answer read straight into its fields; anything else
+        // (another shape, an error) read as JSON and explained.
+        if let Some(reply) = serde_json::from_slice::<wire::Response>(&body)
+            .ok()
+            .and_then(wire::Response::into_reply)
+        {
+            return Ok(reply);
+        }
+        self.parse_response(&super::http::json_of(&name, &body)?)
     }
 
     /// Streams a completion; `Ok(None)` when the server answered 200 with an
@@ -305,7 +314,7 @@ fn arguments_text(arguments: Option<&Value>) -> String {
 mod wire {
     use std::borrow::Cow;
 
-    use serde::Serialize;
+    use serde::{Deserialize, Serialize};
     use serde_json::Value;
 
     #[derive(Serialize)]
@@ -378,6 +387,93 @@ mod wire {
     pub struct CallFunction<'a> {
         pub name: &'a str,
         pub arguments: Cow<'a, str>,
+    }
+
+    /// A whole (not streamed) answer, as OpenAI-compatible servers give it.
+    #[derive(Deserialize)]
+    pub struct Response {
+        #[serde(default)]
+        choices: Vec<Choice>,
+        #[serde(default)]
+        usage: Option<ResponseUsage>,
+    }
+
+    #[derive(Deserialize)]
+    struct Choice {
+        #[serde(default)]
+        message: Option<ResponseMessage>,
+        #[serde(default)]
+        finish_reason: Option<String>,
+    }
+
+    #[derive(Deserialize)]
+    struct ResponseMessage {
+        #[serde(default)]
+        content: Option<String>,
+        #[serde(default)]
+        tool_calls: Option<Vec<ResponseCall>>,
+    }
+
+    #[derive(Deserialize)]
+    struct ResponseCall {
+        #[serde(default)]
+        function: Option<ResponseFunction>,
+    }
+
+    #[derive(Deserialize)]
+    struct ResponseFunction {
+        #[serde(default)]
+        name: Option<String>,
+        #[serde(default)]
+        arguments: Option<Value>,
+    }
+
+    #[derive(Deserialize)]
+    struct ResponseUsage {
+        #[serde(default)]
+        prompt_tokens: Option<u64>,
+        #[serde(default)]
+        completion_tokens: Option<u64>,
+    }
+
+    impl Response {
+        /// The reply, read as [`super::OpenAiCompatible::parse_response`]
+        /// reads it; `None` when there is no choice (that error is said there).
+        pub fn into_reply(self) -> Option<concierge_core::ModelReply> {
+            let choice = self.choices.into_iter().next()?;
+            let message = choice.message.unwrap_or(ResponseMessage {
+                content: None,
+                tool_calls: None,
+            });
+            let tool_calls = message
+                .tool_calls
+                .unwrap_or_default()
+                .into_iter()
+                .map(|call| {
+                    let function = call.function.unwrap_or(ResponseFunction {
+                        name: None,
+                        arguments: None,
+                    });
+                    concierge_core::ModelToolCall {
+                        name: function.name.unwrap_or_default(),
+                        arguments: super::arguments_text(function.arguments.as_ref()),
+                    }
+                })
+                .collect();
+            let usage = self.usage.and_then(|u| {
+                Some(concierge_core::Usage::tokens(
+                    u.prompt_tokens?,
+                    u.completion_tokens.unwrap_or(0),
+                ))
+            });
+            Some(concierge_core::ModelReply {
+                text: message.content.unwrap_or_default(),
+                tool_calls,
+                usage,
+                finish_reason: choice.finish_reason,
+                guardrail: None,
+            })
+        }
     }
 
     impl<'a> Message<'a> {
@@ -521,5 +617,40 @@ mod tests {
         assert_eq!(reply.usage, Some(Usage::tokens(12, 3)));
         assert_eq!(reply.finish_reason.as_deref(), Some("tool_calls"));
         assert!(model.parse_response(&json!({"error": "x"})).is_err());
+    }
+
+    #[test]
+    fn an_answer_read_into_its_fields_is_the_answer_read_as_json() {
+        let model = OpenAiCompatible::new("m");
+        let bodies = [
+            json!({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi", "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "add", "arguments": "{\"a\":1}"}},
+                {"id": "c2", "type": "function", "function": {"name": "add", "arguments": {"a": 2}}},
+                {"id": "c3", "type": "function", "function": {"name": "add"}},
+                {"id": "c4", "type": "function"}
+            ]}, "finish_reason": "tool_calls"}], "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}}),
+            json!({"choices": [{"message": {"content": null}, "finish_reason": null}], "usage": {"prompt_tokens": 7}}),
+            json!({"choices": [{"finish_reason": "stop"}], "usage": {"completion_tokens": 7}}),
+            json!({"choices": [{"message": {"content": "a"}}, {"message": {"content": "b"}}], "usage": null}),
+            json!({"choices": [{"message": {"content": "ok", "tool_calls": null}}]}),
+        ];
+        for body in bodies {
+            let typed = serde_json::from_value::<wire::Response>(body.clone())
+                .ok()
+                .and_then(wire::Response::into_reply)
+                .unwrap_or_else(|| panic!("{body} is read into its fields"));
+            assert_eq!(Some(typed), model.parse_response(&body).ok(), "{body}");
+        }
+        // What the fields cannot hold is left to the JSON reading (and its errors).
+        for body in [
+            json!({"choices": []}),
+            json!({"error": {"message": "no"}}),
+            json!({"choices": [{"message": {"content": [{"type": "text", "text": "hi"}]}}]}),
+        ] {
+            let typed = serde_json::from_value::<wire::Response>(body.clone())
+                .ok()
+                .and_then(wire::Response::into_reply);
+            assert_eq!(typed, None, "{body}");
+        }
     }
 }
