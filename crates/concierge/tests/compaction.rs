@@ -57,7 +57,10 @@ async fn runtime(db: &Path, keep: bool) -> Runtime {
         )
         .model(model())
         .sqlite(db)
+        // A snapshot as soon as the inputs since the last one outweigh it:
+        // compaction after a few turns.
         .snapshot_after_bytes(1)
+        .snapshot_growth(1)
         .keep_journal(keep)
         .build()
         .await
@@ -189,4 +192,76 @@ async fn a_journal_kept_whole_is_compacted_when_a_process_compacts_it() {
         before.history()[..]
     );
     assert_eq!(replayed(&rt, 1, live.len()).await, live);
+}
+
+/// The snapshot in `db` (its entry's index and size), if any.
+fn snapshot(db: &Path) -> Option<(i64, i64)> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT idx, length(state) FROM snapshots", [], |r| {
+        Ok((r.get(0)?, r.get(1)?))
+    })
+    .ok()
+}
+
+/// The bytes of the inputs journaled after index `after` and before `before`.
+fn input_bytes(db: &Path, after: i64, before: i64) -> i64 {
+    rusqlite::Connection::open(db)
+        .unwrap()
+        .query_row(
+            "SELECT COALESCE(SUM(length(input)), 0) FROM log WHERE idx > ?1 AND idx < ?2",
+            [after, before],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_session_is_snapshotted_again_once_its_journal_grew_by_the_growth_factor() {
+    let mut taken = Vec::new();
+    for growth in [1_u64, 4] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("c.db");
+        let rt = Runtime::builder()
+            .tool(Add)
+            .agent(
+                AgentSpec::new("helper")
+                    .instructions("Add.")
+                    .tool("add")
+                    .history(HistoryPolicy::everything()),
+            )
+            .model(model())
+            .sqlite(&db)
+            .snapshot_after_bytes(1)
+            .snapshot_growth(growth)
+            .keep_journal(true)
+            .build()
+            .await
+            .unwrap();
+        // Every snapshot seen after a turn, with the one before it.
+        let mut snapshots: Vec<(i64, i64)> = Vec::new();
+        for i in 0..60 {
+            rt.client("helper")
+                .unwrap()
+                .run(format!("turn {i}"), RunOptions::new().session_id("s"))
+                .await
+                .unwrap();
+            if let Some(now) = snapshot(&db)
+                && snapshots.last() != Some(&now)
+            {
+                snapshots.push(now);
+            }
+        }
+        rt.shutdown().await;
+        assert!(snapshots.len() >= 2, "growth {growth}: snapshots {snapshots:?}");
+        for pair in snapshots.windows(2) {
+            let ((from, size), (at, _)) = (pair[0], pair[1]);
+            let since = input_bytes(&db, from, at);
+            assert!(
+                since >= growth as i64 * size,
+                "growth {growth}: a snapshot at input {at} after {since} bytes since the last one of {size} bytes"
+            );
+        }
+        taken.push(snapshots.len());
+    }
+    assert!(taken[1] < taken[0], "fewer snapshots with growth 4: {taken:?}");
 }

@@ -398,9 +398,17 @@ impl RuntimeBuilder {
     }
 
     /// Input bytes journaled since the last snapshot before a session is
-    /// snapshotted again (default 16 KiB; never less than the last snapshot's size).
+    /// snapshotted again (default 16 KiB; never less than the last
+    /// snapshot's size times [`Embedded::snapshot_growth`]).
     pub fn snapshot_after_bytes(mut self, bytes: u64) -> Self {
         self.embedded = self.embedded.snapshot_after_bytes(bytes);
+        self
+    }
+
+    /// How many times its last snapshot's size a session's journal grows
+    /// before it is snapshotted again (see [`Embedded::snapshot_growth`]).
+    pub fn snapshot_growth(mut self, factor: u64) -> Self {
+        self.embedded = self.embedded.snapshot_growth(factor);
         self
     }
 

@@ -57,6 +57,11 @@ pub struct BenchArgs {
     /// The durable journal's group-commit window, in microseconds.
     #[arg(long, value_name = "MICROSECONDS", default_value_t = 1000)]
     pub commit_window_us: u64,
+    /// How many times its last snapshot's size a session's journal grows
+    /// before it is snapshotted again (with --durable) [default: the
+    /// engine's, 4].
+    #[arg(long, value_name = "FACTOR")]
+    pub snapshot_growth: Option<u64>,
     /// Stream model answers (each session has a live subscriber, so the
     /// runtime asks for deltas and publishes them as events).
     #[arg(long)]
@@ -312,6 +317,9 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
     let mut builder = crate::demo::install(Runtime::builder())?
         .model(model)
         .commit_window(std::time::Duration::from_micros(args.commit_window_us));
+    if let Some(factor) = args.snapshot_growth {
+        builder = builder.snapshot_growth(factor);
+    }
     builder = match &target {
         #[cfg(feature = "temporal")]
         Target::Temporal(config) => builder.engine(Temporal::new(config.as_ref().clone()).workers(Workers::all())),

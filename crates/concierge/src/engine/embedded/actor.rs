@@ -603,7 +603,10 @@ impl Actor {
             _ => None,
         };
         let running = session.active_run().is_some();
-        let min = self.shared.settings.snapshot_min_bytes.max(self.snapshot_bytes);
+        let settings = &self.shared.settings;
+        let min = settings
+            .snapshot_min_bytes
+            .max(self.snapshot_bytes.saturating_mul(settings.snapshot_growth));
         let snapshot = (!running && self.bytes_since_snapshot >= min && self.shared.store.keeps_snapshots())
             .then(|| session.clone());
         let compact = match (&snapshot, self.compacting) {

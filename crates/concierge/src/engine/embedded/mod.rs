@@ -59,11 +59,17 @@ enum Kind {
 /// unless [`Embedded::resume_concurrency`] says otherwise.
 pub(crate) const DEFAULT_RESUME_CONCURRENCY: usize = 128;
 
+/// How many times its last snapshot's size a session's journal grows before
+/// the session is snapshotted again, unless [`Embedded::snapshot_growth`]
+/// says otherwise.
+pub(crate) const DEFAULT_SNAPSHOT_GROWTH: u64 = 4;
+
 /// Settings of the embedded engine.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
     idle: Duration,
     snapshot_min_bytes: u64,
+    snapshot_growth: u64,
     keep_journal: bool,
     commit_window: Duration,
     lease: Duration,
@@ -78,6 +84,7 @@ impl Default for Settings {
         Self {
             idle: Duration::from_secs(30),
             snapshot_min_bytes: 16 * 1024,
+            snapshot_growth: DEFAULT_SNAPSHOT_GROWTH,
             keep_journal: false,
             commit_window: DEFAULT_COMMIT_WINDOW,
             lease: Duration::from_secs(10),
@@ -153,9 +160,20 @@ impl Embedded {
     }
 
     /// Input bytes journaled since the last snapshot before a session is
-    /// snapshotted again (default 16 KiB; never less than the last snapshot's size).
+    /// snapshotted again (default 16 KiB; never less than the last
+    /// snapshot's size times [`Embedded::snapshot_growth`]).
     pub fn snapshot_after_bytes(mut self, bytes: u64) -> Self {
         self.settings.snapshot_min_bytes = bytes;
+        self
+    }
+
+    /// How many times its last snapshot's size the input journaled since
+    /// must reach before a session is snapshotted again (default 4; 0 is
+    /// taken as 1). Higher writes fewer snapshots of long conversations, each
+    /// a copy of the whole session; loading one then replays more of its
+    /// journal (at most this many times the snapshot's size).
+    pub fn snapshot_growth(mut self, factor: u64) -> Self {
+        self.settings.snapshot_growth = factor.max(1);
         self
     }
 
