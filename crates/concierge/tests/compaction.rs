@@ -45,7 +45,15 @@ fn model() -> ScriptedModel {
     })
 }
 
+/// A snapshot as soon as the inputs since the last one outweigh it:
+/// compaction after a few turns.
 async fn runtime(db: &Path, keep: bool) -> Runtime {
+    runtime_growing(db, keep, 1).await
+}
+
+/// The runtime, snapshotting a session again once the inputs since its last
+/// snapshot weigh `growth` times that snapshot.
+async fn runtime_growing(db: &Path, keep: bool, growth: u64) -> Runtime {
     Runtime::builder()
         .tool(Add)
         // The model counts every question: it sees the whole conversation.
@@ -57,10 +65,8 @@ async fn runtime(db: &Path, keep: bool) -> Runtime {
         )
         .model(model())
         .sqlite(db)
-        // A snapshot as soon as the inputs since the last one outweigh it:
-        // compaction after a few turns.
         .snapshot_after_bytes(1)
-        .snapshot_growth(1)
+        .snapshot_growth(growth)
         .keep_journal(keep)
         .build()
         .await
@@ -221,22 +227,7 @@ async fn a_session_is_snapshotted_again_once_its_journal_grew_by_the_growth_fact
     for growth in [1_u64, 4] {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("c.db");
-        let rt = Runtime::builder()
-            .tool(Add)
-            .agent(
-                AgentSpec::new("helper")
-                    .instructions("Add.")
-                    .tool("add")
-                    .history(HistoryPolicy::everything()),
-            )
-            .model(model())
-            .sqlite(&db)
-            .snapshot_after_bytes(1)
-            .snapshot_growth(growth)
-            .keep_journal(true)
-            .build()
-            .await
-            .unwrap();
+        let rt = runtime_growing(&db, true, growth).await;
         // Every snapshot seen after a turn, with the one before it.
         let mut snapshots: Vec<(i64, i64)> = Vec::new();
         for i in 0..60 {
