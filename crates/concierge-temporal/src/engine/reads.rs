@@ -3,6 +3,7 @@
 //! Temporal's visibility store), a page of events, a kept model request.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
 use concierge::Result;
 use concierge::engine::{RunStop, SessionSummary};
@@ -13,13 +14,22 @@ use temporalio_client::WorkflowListOptions;
 use temporalio_client::errors::WorkflowQueryError;
 use temporalio_client::tonic::{Code, Request};
 use temporalio_common::protos::temporal::api::common::v1::WorkflowExecution;
-use temporalio_common::protos::temporal::api::workflowservice::v1::DeleteWorkflowExecutionRequest;
+use temporalio_common::protos::temporal::api::workflowservice::v1::{
+    DeleteWorkflowExecutionRequest, DescribeWorkflowExecutionRequest, DescribeWorkflowExecutionResponse,
+};
 
 use super::TemporalEngine;
 use crate::activities::ModelRequests;
 use crate::connection::server_error;
 use crate::wire::{Current, EventsPage, Summary};
 use crate::workflow::{SessionWorkflow, WORKFLOW_TYPE};
+
+/// How long an erase waits for Temporal to delete what it accepted to.
+const ERASE_WAIT: Duration = Duration::from_secs(30);
+
+fn not_erased(session: &SessionId, why: &str) -> concierge::Error {
+    concierge::Error::Storage(format!("Temporal did not erase session {session}: {why}"))
+}
 
 impl TemporalEngine {
     pub(super) async fn query_events(&self, session: &SessionId, after: u64) -> Result<Option<EventsPage>> {
@@ -65,6 +75,8 @@ impl TemporalEngine {
 
     /// Deletes every run of the session's workflow (Temporal terminates a
     /// running one first): its history, and with it the session's text.
+    /// Temporal deletes in the background, so this returns once no run of
+    /// the session can be read any more. `false` if there was none.
     pub(super) async fn do_erase(&self, session: SessionId) -> Result<bool> {
         let workflow_id = self.config.workflow_id(&session);
         let query = format!("WorkflowId = '{}'", workflow_id.replace('\'', "\\'"));
@@ -74,35 +86,98 @@ impl TemporalEngine {
             let execution = execution.map_err(|e| server_error(&self.config, "find the session to erase", e))?;
             runs.push(execution.run_id().to_string());
         }
-        if runs.is_empty() {
-            return Ok(false);
+        // The visibility store lags: the current run may not be listed yet.
+        if let Some(current) = self.current_run(&session, &workflow_id).await?
+            && !runs.contains(&current)
+        {
+            runs.push(current);
         }
-        for run_id in runs {
-            let request = Request::new(DeleteWorkflowExecutionRequest {
-                namespace: self.config.namespace.clone(),
-                workflow_execution: Some(WorkflowExecution {
-                    workflow_id: workflow_id.clone(),
-                    run_id,
-                }),
-            });
-            match self
-                .client
-                .connection()
-                .workflow_service()
-                .delete_workflow_execution(request)
-                .await
-            {
-                Ok(_) => {}
-                Err(status) if status.code() == Code::NotFound => {}
-                Err(status) => {
-                    return Err(concierge::Error::Storage(format!(
-                        "Temporal did not erase session {session}: {}",
-                        status.message()
-                    )));
-                }
+        let mut erased = false;
+        for run_id in &runs {
+            erased |= self.delete_run(&session, &workflow_id, run_id).await?;
+        }
+        for run_id in &runs {
+            self.wait_deleted(&session, &workflow_id, run_id).await?;
+        }
+        Ok(erased)
+    }
+
+    /// The id of the session workflow's current run, if it has one.
+    async fn current_run(&self, session: &SessionId, workflow_id: &str) -> Result<Option<String>> {
+        Ok(self
+            .describe_run(session, workflow_id, "")
+            .await?
+            .and_then(|d| d.workflow_execution_info)
+            .and_then(|info| info.execution)
+            .map(|execution| execution.run_id))
+    }
+
+    async fn describe_run(
+        &self,
+        session: &SessionId,
+        workflow_id: &str,
+        run_id: &str,
+    ) -> Result<Option<DescribeWorkflowExecutionResponse>> {
+        let request = Request::new(DescribeWorkflowExecutionRequest {
+            namespace: self.config.namespace.clone(),
+            execution: Some(WorkflowExecution {
+                workflow_id: workflow_id.to_string(),
+                run_id: run_id.to_string(),
+            }),
+        });
+        match self
+            .client
+            .connection()
+            .workflow_service()
+            .describe_workflow_execution(request)
+            .await
+        {
+            Ok(response) => Ok(Some(response.into_inner())),
+            Err(status) if status.code() == Code::NotFound => Ok(None),
+            Err(status) => Err(not_erased(session, status.message())),
+        }
+    }
+
+    /// Asks Temporal to delete one run; `false` if it was already gone.
+    async fn delete_run(&self, session: &SessionId, workflow_id: &str, run_id: &str) -> Result<bool> {
+        let request = Request::new(DeleteWorkflowExecutionRequest {
+            namespace: self.config.namespace.clone(),
+            workflow_execution: Some(WorkflowExecution {
+                workflow_id: workflow_id.to_string(),
+                run_id: run_id.to_string(),
+            }),
+        });
+        match self
+            .client
+            .connection()
+            .workflow_service()
+            .delete_workflow_execution(request)
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(status) if status.code() == Code::NotFound => Ok(false),
+            Err(status) => Err(not_erased(session, status.message())),
+        }
+    }
+
+    /// Waits until Temporal has deleted the run it was asked to.
+    async fn wait_deleted(&self, session: &SessionId, workflow_id: &str, run_id: &str) -> Result<()> {
+        let deadline = Instant::now() + ERASE_WAIT;
+        let mut pause = Duration::from_millis(20);
+        while self.describe_run(session, workflow_id, run_id).await?.is_some() {
+            if Instant::now() >= deadline {
+                return Err(not_erased(
+                    session,
+                    &format!(
+                        "it can still be read {} s after Temporal accepted erasing it; erase it again",
+                        ERASE_WAIT.as_secs()
+                    ),
+                ));
             }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(500));
         }
-        Ok(true)
+        Ok(())
     }
 
     pub(super) async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {
