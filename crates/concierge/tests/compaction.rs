@@ -9,6 +9,7 @@ use std::path::Path;
 use concierge::model::ScriptedModel;
 use concierge::{AgentSpec, Event, HistoryPolicy, Message, ModelReply, RunOptions, Runtime, tool};
 use futures::StreamExt;
+use rusqlite::OptionalExtension;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -206,7 +207,8 @@ fn snapshot(db: &Path) -> Option<(i64, i64)> {
     conn.query_row("SELECT idx, length(state) FROM snapshots", [], |r| {
         Ok((r.get(0)?, r.get(1)?))
     })
-    .ok()
+    .optional()
+    .unwrap()
 }
 
 /// The bytes of the inputs journaled after index `after` and before `before`.

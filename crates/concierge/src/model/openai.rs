@@ -390,49 +390,41 @@ mod wire {
     }
 
     /// A whole (not streamed) answer, as OpenAI-compatible servers give it.
+    /// Fields it lacks are `None`; fields it has in another shape fail the
+    /// read, and the answer is then read as a JSON value.
     #[derive(Deserialize)]
     pub struct Response {
         #[serde(default)]
         choices: Vec<Choice>,
-        #[serde(default)]
         usage: Option<ResponseUsage>,
     }
 
     #[derive(Deserialize)]
     struct Choice {
-        #[serde(default)]
         message: Option<ResponseMessage>,
-        #[serde(default)]
         finish_reason: Option<String>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Default, Deserialize)]
     struct ResponseMessage {
-        #[serde(default)]
         content: Option<String>,
-        #[serde(default)]
         tool_calls: Option<Vec<ResponseCall>>,
     }
 
     #[derive(Deserialize)]
     struct ResponseCall {
-        #[serde(default)]
         function: Option<ResponseFunction>,
     }
 
-    #[derive(Deserialize)]
+    #[derive(Default, Deserialize)]
     struct ResponseFunction {
-        #[serde(default)]
         name: Option<String>,
-        #[serde(default)]
         arguments: Option<Value>,
     }
 
     #[derive(Deserialize)]
     struct ResponseUsage {
-        #[serde(default)]
         prompt_tokens: Option<u64>,
-        #[serde(default)]
         completion_tokens: Option<u64>,
     }
 
@@ -441,19 +433,13 @@ mod wire {
         /// reads it; `None` when there is no choice (that error is said there).
         pub fn into_reply(self) -> Option<concierge_core::ModelReply> {
             let choice = self.choices.into_iter().next()?;
-            let message = choice.message.unwrap_or(ResponseMessage {
-                content: None,
-                tool_calls: None,
-            });
+            let message = choice.message.unwrap_or_default();
             let tool_calls = message
                 .tool_calls
                 .unwrap_or_default()
                 .into_iter()
                 .map(|call| {
-                    let function = call.function.unwrap_or(ResponseFunction {
-                        name: None,
-                        arguments: None,
-                    });
+                    let function = call.function.unwrap_or_default();
                     concierge_core::ModelToolCall {
                         name: function.name.unwrap_or_default(),
                         arguments: super::arguments_text(function.arguments.as_ref()),
