@@ -288,7 +288,10 @@ impl Writer {
                         }
                     }
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    if batch.len() >= MAX_BATCH || left.is_zero() {
+                    // As many as the last commit carried have come: the
+                    // writers it answered are back, so waiting longer only
+                    // delays them.
+                    if batch.len() >= MAX_BATCH.min(previous) || left.is_zero() {
                         break;
                     }
                     std::thread::sleep(left.min(self.window / WINDOW_STEPS));
