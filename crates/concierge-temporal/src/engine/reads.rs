@@ -12,7 +12,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use temporalio_client::WorkflowListOptions;
 use temporalio_client::errors::WorkflowQueryError;
-use temporalio_client::tonic::{Code, Request};
+use temporalio_client::tonic::{Code, Request, Response, Status};
 use temporalio_common::protos::temporal::api::common::v1::WorkflowExecution;
 use temporalio_common::protos::temporal::api::workflowservice::v1::{
     DeleteWorkflowExecutionRequest, DescribeWorkflowExecutionRequest, DescribeWorkflowExecutionResponse,
@@ -29,6 +29,22 @@ const ERASE_WAIT: Duration = Duration::from_secs(30);
 
 fn not_erased(session: &SessionId, why: &str) -> concierge::Error {
     concierge::Error::Storage(format!("Temporal did not erase session {session}: {why}"))
+}
+
+fn execution(workflow_id: &str, run_id: &str) -> WorkflowExecution {
+    WorkflowExecution {
+        workflow_id: workflow_id.to_string(),
+        run_id: run_id.to_string(),
+    }
+}
+
+/// What Temporal answered an erase's call, `None` if the run is not there.
+fn found<T>(session: &SessionId, answer: std::result::Result<Response<T>, Status>) -> Result<Option<T>> {
+    match answer {
+        Ok(response) => Ok(Some(response.into_inner())),
+        Err(status) if status.code() == Code::NotFound => Ok(None),
+        Err(status) => Err(not_erased(session, status.message())),
+    }
 }
 
 impl TemporalEngine {
@@ -112,6 +128,8 @@ impl TemporalEngine {
             .map(|execution| execution.run_id))
     }
 
+    /// What Temporal knows of one run of the session (`""`: its current
+    /// run), `None` if there is no such run.
     async fn describe_run(
         &self,
         session: &SessionId,
@@ -120,44 +138,30 @@ impl TemporalEngine {
     ) -> Result<Option<DescribeWorkflowExecutionResponse>> {
         let request = Request::new(DescribeWorkflowExecutionRequest {
             namespace: self.config.namespace.clone(),
-            execution: Some(WorkflowExecution {
-                workflow_id: workflow_id.to_string(),
-                run_id: run_id.to_string(),
-            }),
+            execution: Some(execution(workflow_id, run_id)),
         });
-        match self
+        let described = self
             .client
             .connection()
             .workflow_service()
             .describe_workflow_execution(request)
-            .await
-        {
-            Ok(response) => Ok(Some(response.into_inner())),
-            Err(status) if status.code() == Code::NotFound => Ok(None),
-            Err(status) => Err(not_erased(session, status.message())),
-        }
+            .await;
+        found(session, described)
     }
 
     /// Asks Temporal to delete one run; `false` if it was already gone.
     async fn delete_run(&self, session: &SessionId, workflow_id: &str, run_id: &str) -> Result<bool> {
         let request = Request::new(DeleteWorkflowExecutionRequest {
             namespace: self.config.namespace.clone(),
-            workflow_execution: Some(WorkflowExecution {
-                workflow_id: workflow_id.to_string(),
-                run_id: run_id.to_string(),
-            }),
+            workflow_execution: Some(execution(workflow_id, run_id)),
         });
-        match self
+        let deleted = self
             .client
             .connection()
             .workflow_service()
             .delete_workflow_execution(request)
-            .await
-        {
-            Ok(_) => Ok(true),
-            Err(status) if status.code() == Code::NotFound => Ok(false),
-            Err(status) => Err(not_erased(session, status.message())),
-        }
+            .await;
+        Ok(found(session, deleted)?.is_some())
     }
 
     /// Waits until Temporal has deleted the run it was asked to.
