@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode};
 
@@ -83,13 +83,47 @@ impl SideDb {
     }
 }
 
+/// How long a connection waits for another's lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Puts the database in WAL mode. SQLite converts a database to WAL under an
+/// exclusive lock without waiting for it (the busy timeout does not apply):
+/// while another connection reads the file, the conversion fails as locked
+/// or is quietly refused. So when processes open a new database at once,
+/// all but one would go on in the old mode or fail; they try again until
+/// the file is in WAL mode, for as long as the busy timeout. A database
+/// already in WAL mode takes no lock at all.
+pub(crate) fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let deadline = Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0))?;
+        if mode.eq_ignore_ascii_case("wal") {
+            return Ok(());
+        }
+        let converted = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0));
+        match converted {
+            Ok(mode) if mode.eq_ignore_ascii_case("wal") => return Ok(()),
+            Ok(_) => {}
+            Err(error) if error.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) => {}
+            Err(error) => return Err(error),
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(%mode, "the database could not be put in WAL mode; it stays in its mode");
+            return Ok(());
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
 /// Opens the database (in memory without a path) and creates the tables.
 fn connect(path: Option<&Path>, schema: &str) -> rusqlite::Result<Connection> {
     let conn = match path {
         Some(path) => {
             let conn = Connection::open(path)?;
-            conn.busy_timeout(Duration::from_secs(10))?;
-            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.busy_timeout(BUSY_TIMEOUT)?;
+            use_wal(&conn)?;
             conn
         }
         None => Connection::open_in_memory()?,
@@ -131,4 +165,41 @@ pub(crate) fn random_id(prefix: &str) -> Result<String, String> {
         "{prefix}{}",
         bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    /// A connection reading a new database keeps it from being converted
+    /// to WAL: the conversion waits for the read to end, then converts it.
+    #[test]
+    fn converting_to_wal_waits_for_a_reader_of_the_database() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("new.db");
+        let reader = Connection::open(&path).unwrap();
+        reader
+            .execute_batch("CREATE TABLE t (x); BEGIN; SELECT count(*) FROM t;")
+            .unwrap();
+        let converter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let conn = Connection::open(&path)?;
+                conn.busy_timeout(BUSY_TIMEOUT)?;
+                use_wal(&conn)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!converter.is_finished(), "it waits while the reader reads");
+        reader.execute_batch("COMMIT").unwrap();
+        let converted = converter.join().unwrap();
+        assert!(converted.is_ok(), "{converted:?}");
+        let mode: String = Connection::open(&path)
+            .unwrap()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
 }

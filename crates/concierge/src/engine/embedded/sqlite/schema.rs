@@ -93,7 +93,7 @@ pub(super) fn connect(path: &Path) -> Result<Connection> {
 pub(super) fn tune(conn: &Connection) -> Result<()> {
     // Only takes effect on a new database (before its first write).
     conn.pragma_update(None, "page_size", PAGE_SIZE)?;
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    crate::side_db::use_wal(conn)?;
     conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(())
 }
