@@ -87,12 +87,12 @@ impl SideDb {
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Puts the database in WAL mode. SQLite converts a database to WAL under an
-/// exclusive lock without waiting for it (the busy timeout does not apply):
-/// while another connection reads the file, the conversion fails as locked
-/// or is quietly refused. So when processes open a new database at once,
-/// all but one would go on in the old mode or fail; they try again until
-/// the file is in WAL mode, for as long as the busy timeout. A database
-/// already in WAL mode takes no lock at all.
+/// exclusive lock, and on some paths does not wait for it (the busy timeout
+/// does not apply): the conversion then fails as locked, or is refused and
+/// answers the old mode. So when processes open a new database at once,
+/// one of them could fail; each tries again until the file is in WAL mode,
+/// for as long as the busy timeout. A database already in WAL mode takes no
+/// lock at all.
 pub(crate) fn use_wal(conn: &Connection) -> rusqlite::Result<()> {
     let deadline = Instant::now() + BUSY_TIMEOUT;
     let mut pause = Duration::from_millis(1);
