@@ -288,10 +288,10 @@ impl Writer {
                         }
                     }
                     let left = deadline.saturating_duration_since(std::time::Instant::now());
-                    // As many as the last commit carried have come: the
-                    // writers it answered are back, so waiting longer only
-                    // delays them.
-                    if batch.len() >= MAX_BATCH.min(previous) || left.is_zero() {
+                    // As many as the last commit carried have come (at most
+                    // MAX_BATCH, so a full batch stops too): the writers it
+                    // answered are back, so waiting longer only delays them.
+                    if batch.len() >= previous || left.is_zero() {
                         break;
                     }
                     std::thread::sleep(left.min(self.window / WINDOW_STEPS));
