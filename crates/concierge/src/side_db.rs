@@ -83,8 +83,8 @@ impl SideDb {
     }
 }
 
-/// How long a connection waits for another's lock.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection (the engine's and the side stores') waits for another's lock.
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Puts the database in WAL mode. SQLite converts a database to WAL under an
 /// exclusive lock, and on some paths does not wait for it (the busy timeout

@@ -3,8 +3,6 @@
 
 use std::path::Path;
 
-use std::time::Duration;
-
 use rusqlite::Connection;
 
 use crate::error::{Error, Result};
@@ -86,7 +84,7 @@ const TABLES: [&str; 8] = [
 
 pub(super) fn connect(path: &Path) -> Result<Connection> {
     let conn = Connection::open(path).map_err(|e| Error::Storage(format!("cannot open {}: {e}", path.display())))?;
-    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.busy_timeout(crate::side_db::BUSY_TIMEOUT)?;
     Ok(conn)
 }
 
