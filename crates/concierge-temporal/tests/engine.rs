@@ -405,12 +405,7 @@ async fn an_input_no_worker_takes_fails_naming_the_queue() {
 
 #[tokio::test]
 async fn an_unreachable_server_is_an_error_naming_its_address() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let address = format!("127.0.0.1:{port}");
+    let address = format!("127.0.0.1:{}", support::free_port());
     let error = concierge_demo::install(Runtime::builder())
         .engine(Temporal::new(TemporalConfig::new(address.clone())))
         .build()

@@ -38,9 +38,32 @@ fn binary() -> PathBuf {
     }
 }
 
+/// A loopback port nothing listens on, below the kernel's ephemeral range.
+///
+/// A dev server binds its internal services (history, matching, worker) to
+/// ports the kernel picks from the ephemeral range; a test port taken from
+/// that range could be taken by another test's dev server between our check
+/// and our server's bind, and then a test talks to the wrong service
+/// ("unknown service temporal.api.workflowservice.v1.WorkflowService").
+/// Ports below the range are never handed out that way.
 pub fn free_port() -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (from, to) = (10_000u16, low.max(10_001));
+    // Random start so parallel test binaries do not probe the same ports.
+    let seed = {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        hasher.finish()
+    };
+    let span = u64::from(to - from);
+    (0..span)
+        .map(|step| from + ((seed + step) % span) as u16)
+        .find(|&port| TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free loopback port below the ephemeral range")
 }
 
 /// The dev server's command: on loopback `port`, with the test namespace
@@ -70,18 +93,27 @@ pub fn command(port: u16, db: Option<&Path>, search_attributes: &[String], log: 
 }
 
 /// Waits until the dev server at `address` answers a connection (it gives
-/// no other signal); `log` is where to look when it does not.
+/// no other signal; connecting calls its workflow service); `log` is where
+/// to look when it does not.
 pub async fn wait_ready(address: &str, log: &Path) {
+    assert!(
+        answers(address, Duration::from_secs(30)).await,
+        "the Temporal dev server did not start on {address}; see {}",
+        log.display()
+    );
+}
+
+/// Whether a Temporal workflow service answers at `address` within `patience`.
+async fn answers(address: &str, patience: Duration) -> bool {
     let config = TemporalConfig::new(address).namespace(NAMESPACE);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + patience;
     while connect(&config).await.is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the Temporal dev server did not start on {address}; see {}",
-            log.display()
-        );
+        if Instant::now() >= deadline {
+            return false;
+        }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    true
 }
 
 /// Starts the dev server on `port` with its database in `dir` (kept across
@@ -103,23 +135,58 @@ impl DevServer {
 
     /// Starts a dev server whose namespaces have these Keyword search
     /// attributes only.
+    ///
+    /// A server that exits before it answers (its port was taken in the
+    /// meantime) is started again on another port.
     pub async fn start_with(search_attributes: &[&str]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
         let search_attributes: Vec<String> = search_attributes.iter().map(ToString::to_string).collect();
-        let server = Self {
-            child: spawn(dir.path(), port, &search_attributes),
-            address: format!("127.0.0.1:{port}"),
-            port,
-            search_attributes,
-            dir,
-        };
-        server.ready().await;
-        server
+        for _ in 0..3 {
+            let dir = tempfile::tempdir().unwrap();
+            let port = free_port();
+            let mut server = Self {
+                child: spawn(dir.path(), port, &search_attributes),
+                address: format!("127.0.0.1:{port}"),
+                port,
+                search_attributes: search_attributes.clone(),
+                dir,
+            };
+            if server.started().await {
+                return server;
+            }
+            let _ = server.child.kill().await;
+        }
+        panic!("the Temporal dev server exited three times before it answered; see its server.log");
     }
 
-    async fn ready(&self) {
-        wait_ready(&self.address, &self.dir.path().join("server.log")).await;
+    /// Waits until this server answers, and checks it is this server that
+    /// does: false if it exited first.
+    async fn started(&mut self) -> bool {
+        let log = self.dir.path().join("server.log");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if self.child.try_wait().unwrap().is_some() {
+                return false;
+            }
+            if answers(&self.address, Duration::from_millis(500)).await {
+                // Still ours once it answers (not a port another took).
+                return self.child.try_wait().unwrap().is_none();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the Temporal dev server did not start on {}; see {}",
+                self.address,
+                log.display()
+            );
+        }
+    }
+
+    async fn ready(&mut self) {
+        assert!(
+            self.started().await,
+            "the Temporal dev server on {} exited as it restarted; see {}",
+            self.address,
+            self.dir.path().join("server.log").display()
+        );
     }
 
     /// Kills the server (as a crash would) and starts it again on the same
