@@ -37,6 +37,9 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
         .unwrap();
     client.run("and my address", as_user("ana-2", "ana")).await.unwrap();
     client.run("hello", as_user("bob-1", "bob")).await.unwrap();
+    // Another tenant's person of the same name.
+    let other_ana = RunOptions::new().session_id("globex-ana").tenant("globex").user("ana");
+    client.run("hello", other_ana).await.unwrap();
     let ana = MemoryOwner::new("acme", "ana");
     let bob = MemoryOwner::new("acme", "bob");
     rt.memories()
@@ -68,6 +71,10 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
         );
     }
     assert!(rt.session("bob-1").await.is_ok(), "another person's conversation stays");
+    assert!(
+        rt.session("globex-ana").await.is_ok(),
+        "another tenant's person of the same name keeps theirs"
+    );
     assert_eq!(rt.memories().list(&bob, None).await.unwrap().len(), 1);
     assert!(rt.memories().list(&ana, None).await.unwrap().is_empty());
     assert!(rt.schedules().list(&ana).await.unwrap().is_empty());
@@ -77,14 +84,15 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
     let rt = runtime(&db).await;
     assert!(matches!(rt.session("ana-1").await, Err(Error::SessionNotFound(_))));
     assert!(rt.session("bob-1").await.is_ok());
-    let listed: Vec<String> = rt
+    let mut listed: Vec<String> = rt
         .sessions()
         .await
         .unwrap()
         .into_iter()
         .map(|s| s.id.to_string())
         .collect();
-    assert_eq!(listed, ["bob-1"]);
+    listed.sort();
+    assert_eq!(listed, ["bob-1", "globex-ana"]);
     let conn = rusqlite::Connection::open(&db).unwrap();
     let sessions: i64 = conn
         .query_row("SELECT COUNT(*) FROM sessions", [], |r| r.get(0))
@@ -97,7 +105,7 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
             |r| r.get(0),
         )
         .unwrap();
-    assert_eq!((sessions, heads, orphans), (1, 1, 0));
+    assert_eq!((sessions, heads, orphans), (2, 2, 0));
     // A new conversation under an erased id starts afresh.
     let out = rt
         .client("assistant")

@@ -5,6 +5,7 @@ use concierge_core::SessionId;
 use serde_json::Value;
 
 use super::Runtime;
+use crate::engine::SessionQuery;
 use crate::error::Result;
 use crate::memory::MemoryOwner;
 
@@ -48,10 +49,10 @@ impl Runtime {
     pub async fn erase_person(&self, owner: &MemoryOwner) -> Result<Erased> {
         let engine = self.engine_or_err()?.clone();
         let mut erased = Erased::default();
-        for summary in engine.sessions().await? {
-            if summary.tenant != owner.tenant {
-                continue;
-            }
+        // The tenant's conversations only (a child run's session is erased
+        // with its parent's): no other tenant's session is read.
+        let query = SessionQuery::new().tenant(owner.tenant.as_deref());
+        for summary in engine.sessions_of(query).await? {
             let Some(session) = engine.session(summary.id.clone()).await? else {
                 continue;
             };
