@@ -158,8 +158,8 @@ impl DevServer {
         panic!("the Temporal dev server exited three times before it answered; see its server.log");
     }
 
-    /// Waits until this server answers, and checks it is this server that
-    /// does: false if it exited first.
+    /// Waits until this server answers: false if it exited first (it could
+    /// not bind its port, which something else took).
     async fn started(&mut self) -> bool {
         let log = self.dir.path().join("server.log");
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -168,7 +168,7 @@ impl DevServer {
                 return false;
             }
             if answers(&self.address, Duration::from_millis(500)).await {
-                // Still ours once it answers (not a port another took).
+                // An exit by now means what answered was not this server.
                 return self.child.try_wait().unwrap().is_none();
             }
             assert!(
