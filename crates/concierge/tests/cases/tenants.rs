@@ -310,3 +310,20 @@ pub async fn an_erased_person_s_conversations_are_gone_and_another_s_stay(engine
     assert!(rt.session("e-bob").await.is_ok());
     assert!(!rt.erase_session("e-ana").await.unwrap(), "nothing left to erase");
 }
+
+/// A person erased right after their first message (before any list has
+/// had time to show the conversation) loses it too.
+pub async fn a_conversation_begun_just_before_an_erase_is_erased_with_it(engine: &EngineUnderTest) {
+    let notes = Notes::default();
+    let rt = runtime(engine, &notes).await;
+    let client = rt.client("notes").unwrap();
+    client
+        .run("note: ana's secret", acme("e-now").user("ana"))
+        .await
+        .unwrap();
+    let ana = concierge::memory::MemoryOwner::new("acme", "ana");
+    let erased = rt.erase_person(&ana).await.unwrap();
+    assert_eq!(erased.sessions, 1, "{erased:?}");
+    let error = rt.session("e-now").await.unwrap_err();
+    assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
+}
