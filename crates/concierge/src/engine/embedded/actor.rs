@@ -140,7 +140,7 @@ impl Actor {
                     continue;
                 }
                 Command::Erase { reply } => {
-                    let result = self.erase().await;
+                    let result = Box::pin(self.erase()).await;
                     let erased = result.is_ok();
                     let _ = reply.send(result);
                     if erased {
@@ -151,12 +151,12 @@ impl Actor {
                 }
                 Command::Release if !self.in_flight() => {
                     if let Some(command) = self.try_retire(&mut rx) {
-                        self.handle(command).await;
+                        self.handle_boxed(command).await;
                         continue;
                     }
                     return;
                 }
-                command => self.handle(command).await,
+                command => self.handle_boxed(command).await,
             }
             self.show_activity();
             if self.broken {
@@ -169,11 +169,18 @@ impl Actor {
             if !self.owned {
                 // Nothing here to keep in memory.
                 match self.try_retire(&mut rx) {
-                    Some(command) => self.handle(command).await,
+                    Some(command) => self.handle_boxed(command).await,
                     None => return,
                 }
             }
         }
+    }
+
+    /// [`Actor::handle`], its future on the heap while it runs: inline, the
+    /// largest of its states would be reserved for every session in memory,
+    /// idle ones included (about 12 KiB each).
+    async fn handle_boxed(&mut self, command: Command) {
+        Box::pin(self.handle(command)).await;
     }
 
     /// Whether a run is under way here (not parked, not waiting for another
@@ -266,7 +273,7 @@ impl Actor {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Start { start, setup, reply } => {
-                let result = self.start(*start, setup).await;
+                let result = self.start(*start, *setup).await;
                 let _ = reply.send(result);
             }
             Command::Confirm {
@@ -275,7 +282,7 @@ impl Actor {
                 decision,
                 reply,
             } => {
-                let result = self.confirm(call_id, fingerprint, decision).await;
+                let result = self.confirm(call_id, fingerprint, *decision).await;
                 let _ = reply.send(result);
             }
             Command::End {
@@ -341,7 +348,7 @@ impl Actor {
                 answer,
                 reply,
             } => {
-                let result = self.answer(call_id, question, answer).await;
+                let result = self.answer(call_id, question, *answer).await;
                 let _ = reply.send(result);
             }
             Command::Release | Command::Shutdown { .. } => {}

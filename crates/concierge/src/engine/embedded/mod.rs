@@ -578,7 +578,7 @@ impl Engine for EmbeddedEngine {
             self.shared
                 .send(&session, |reply| Command::Start {
                     start: Box::new(start),
-                    setup,
+                    setup: Box::new(setup),
                     reply,
                 })
                 .await?
@@ -597,7 +597,7 @@ impl Engine for EmbeddedEngine {
                 .send(&session, |reply| Command::Confirm {
                     call_id,
                     fingerprint,
-                    decision,
+                    decision: Box::new(decision),
                     reply,
                 })
                 .await?
@@ -616,7 +616,7 @@ impl Engine for EmbeddedEngine {
                 .send(&session, |reply| Command::Answer {
                     call_id,
                     question,
-                    answer,
+                    answer: Box::new(answer),
                     reply,
                 })
                 .await?

@@ -13,18 +13,21 @@ use crate::tool::ChannelError;
 pub(crate) type AnswerTx = oneshot::Sender<std::result::Result<ElicitationAnswer, ChannelError>>;
 
 /// Commands an actor's mailbox holds (bounded: senders wait when it is full).
+///
+/// Large payloads are boxed: a mailbox reserves its slots 32 commands at a
+/// time for every session in memory, so the command's size is paid there.
 pub(crate) const MAILBOX: usize = 64;
 
 pub(crate) enum Command {
     Start {
         start: Box<StartRun>,
-        setup: RunSetup,
+        setup: Box<RunSetup>,
         reply: oneshot::Sender<Result<Started>>,
     },
     Confirm {
         call_id: CallId,
         fingerprint: String,
-        decision: Decision,
+        decision: Box<Decision>,
         reply: oneshot::Sender<Result<RunStop>>,
     },
     End {
@@ -82,7 +85,7 @@ pub(crate) enum Command {
     Answer {
         call_id: CallId,
         question: u32,
-        answer: concierge_core::ElicitationAnswer,
+        answer: Box<ElicitationAnswer>,
         reply: oneshot::Sender<Result<RunStop>>,
     },
     /// A resumed run's model could not be reached: leave the run for another process.
