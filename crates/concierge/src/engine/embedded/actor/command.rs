@@ -13,11 +13,11 @@ use crate::tool::ChannelError;
 pub(crate) type AnswerTx = oneshot::Sender<std::result::Result<ElicitationAnswer, ChannelError>>;
 
 /// Commands an actor's mailbox holds (bounded: senders wait when it is full).
-///
-/// Large payloads are boxed: a mailbox reserves its slots 32 commands at a
-/// time for every session in memory, so the command's size is paid there.
 pub(crate) const MAILBOX: usize = 64;
 
+/// What an actor is asked to do. Large payloads are boxed: a mailbox
+/// reserves its slots 32 commands at a time for every session in memory,
+/// so a command's size is paid there.
 pub(crate) enum Command {
     Start {
         start: Box<StartRun>,
