@@ -36,6 +36,8 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
         .await
         .unwrap();
     client.run("and my address", as_user("ana-2", "ana")).await.unwrap();
+    // An id with a ':' in it, as a child run's session has (this one is not).
+    client.run("and my phone", as_user("ana:3", "ana")).await.unwrap();
     client.run("hello", as_user("bob-1", "bob")).await.unwrap();
     // Another tenant's person of the same name.
     let other_ana = RunOptions::new().session_id("globex-ana").tenant("globex").user("ana");
@@ -61,10 +63,10 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
     let erased = rt.erase_person(&ana).await.unwrap();
     assert_eq!(
         (erased.sessions, erased.memories, erased.schedules),
-        (2, 1, 1),
+        (3, 1, 1),
         "{erased:?}"
     );
-    for session in ["ana-1", "ana-2"] {
+    for session in ["ana-1", "ana-2", "ana:3"] {
         assert!(
             matches!(rt.session(session).await, Err(Error::SessionNotFound(_))),
             "{session} is gone"

@@ -49,9 +49,11 @@ impl Runtime {
     pub async fn erase_person(&self, owner: &MemoryOwner) -> Result<Erased> {
         let engine = self.engine_or_err()?.clone();
         let mut erased = Erased::default();
-        // The tenant's conversations only (a child run's session is erased
-        // with its parent's): no other tenant's session is read.
-        let query = SessionQuery::new().tenant(owner.tenant.as_deref());
+        // The tenant's sessions only: no other tenant's session is read.
+        // Children are listed too, and told apart by what the session says
+        // (its parent), not by its id: a caller may name a conversation
+        // with a ':' in it. A child's session is erased with its parent's.
+        let query = SessionQuery::new().tenant(owner.tenant.as_deref()).with_children();
         for summary in engine.sessions_of(query).await? {
             let Some(session) = engine.session(summary.id.clone()).await? else {
                 continue;
