@@ -19,4 +19,5 @@ on_the_embedded_engine!(cases, EngineUnderTest::sqlite();
     a_message_for_a_busy_session_is_refused_queued_or_interrupts_as_asked,
     an_erased_person_s_conversations_are_gone_and_another_s_stay,
     a_conversation_begun_just_before_an_erase_is_erased_with_it,
+    erasing_a_conversation_erases_its_child_runs_and_not_one_named_like_them,
 );

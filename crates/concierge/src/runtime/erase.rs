@@ -32,7 +32,11 @@ impl Runtime {
         let engine = self.engine_or_err()?.clone();
         let prefix = format!("{session}{}", SessionId::CHILD_SEPARATOR);
         for summary in engine.sessions().await? {
-            if summary.id.as_str().starts_with(&prefix) {
+            if !summary.id.as_str().starts_with(&prefix) {
+                continue;
+            }
+            let below = engine.session(summary.id.clone()).await?;
+            if below.is_some_and(|child| super::is_below(&child, &session)) {
                 engine.erase(summary.id).await?;
             }
         }

@@ -859,6 +859,17 @@ fn child_name(root: &SessionId, child: &SessionId) -> String {
     cursor::relative_to(root, child).unwrap_or_else(|| child.to_string())
 }
 
+/// Whether `child` is the session of a child run below `root` (an agent
+/// `root` called as a tool, or one that agent called): as the session says
+/// of its parent, not as its id looks, since a caller may name a
+/// conversation with the separator in it.
+pub(crate) fn is_below(child: &Session, root: &SessionId) -> bool {
+    let prefix = format!("{root}{}", SessionId::CHILD_SEPARATOR);
+    child
+        .parent()
+        .is_some_and(|parent| parent.session == *root || parent.session.as_str().starts_with(&prefix))
+}
+
 /// Ends the child runs still under way below `session` (agents it called
 /// as tools, and theirs): nothing is left waiting for a person who has
 /// left. A child that cannot be ended now is left to its own course.
@@ -871,10 +882,7 @@ async fn end_children(engine: &dyn Engine, session: &SessionId) {
         let Ok(Some(child)) = engine.session(summary.id.clone()).await else {
             continue;
         };
-        let below = child
-            .parent()
-            .is_some_and(|p| p.session == *session || p.session.as_str().starts_with(&prefix));
-        if below && !child.is_ended() && child.active_run().is_some() {
+        if is_below(&child, session) && !child.is_ended() && child.active_run().is_some() {
             let reason = "the conversation that asked it was ended".to_string();
             if let Err(error) = engine.end(summary.id.clone(), reason).await {
                 tracing::warn!(child = %summary.id, %error, "a child run could not be ended with its parent");

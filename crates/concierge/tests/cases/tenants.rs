@@ -327,3 +327,32 @@ pub async fn a_conversation_begun_just_before_an_erase_is_erased_with_it(engine:
     let error = rt.session("e-now").await.unwrap_err();
     assert!(matches!(error, Error::SessionNotFound(_)), "{error:?}");
 }
+
+/// Erasing a conversation erases the sessions of the agents it called, and
+/// not another conversation whose id only looks like one of theirs.
+pub async fn erasing_a_conversation_erases_its_child_runs_and_not_one_named_like_them(engine: &EngineUnderTest) {
+    let notes = Notes::default();
+    let rt = runtime(engine, &notes).await;
+    let out = rt
+        .client("desk")
+        .unwrap()
+        .run("note: call the bank", acme("s1"))
+        .await
+        .unwrap();
+    assert_eq!(out.status, RunStatus::Completed, "{out:?}");
+    rt.client("notes")
+        .unwrap()
+        .run("note: mine", acme("s1:call_9"))
+        .await
+        .unwrap();
+    listed(&rt, &["s1", "s1:call_1", "s1:call_9"]).await;
+    assert!(rt.erase_session("s1").await.unwrap());
+    for gone in ["s1", "s1:call_1"] {
+        let error = rt.session(gone).await.unwrap_err();
+        assert!(matches!(error, Error::SessionNotFound(_)), "{gone}: {error:?}");
+    }
+    assert!(
+        rt.session("s1:call_9").await.is_ok(),
+        "a conversation of its own, though its id starts like a child's, stays"
+    );
+}
