@@ -127,6 +127,40 @@ impl SessionId {
         Some((SessionId::new(parent), CallId::new(call)))
     }
 
+    /// Why a caller may not give a new session this id, if it may not: it
+    /// would read as a child run's (`<parent>:<call>`) and be erased,
+    /// ended and listed with that parent. Child runs' sessions are made by
+    /// [`SessionId::child`] only.
+    pub fn check_new(id: &str) -> Result<(), String> {
+        if id.trim().is_empty() {
+            return Err("a session id must not be empty".into());
+        }
+        if id.contains(Self::CHILD_SEPARATOR) {
+            return Err(format!(
+                "the session id {id:?} has a '{}', which only child runs' sessions have: choose one without it",
+                Self::CHILD_SEPARATOR
+            ));
+        }
+        Ok(())
+    }
+
+    /// Why `tenant` cannot be a tenant's name, if it cannot: empty, or with
+    /// a `/` or `:`, which would make its sessions' ids ambiguous (one
+    /// tenant's `b/s1` another's `s1`, or a child run's id).
+    pub fn check_tenant(tenant: &str) -> Result<(), String> {
+        if tenant.trim().is_empty() {
+            return Err("a tenant's name must not be empty".into());
+        }
+        if tenant.contains([Self::TENANT_SEPARATOR, Self::CHILD_SEPARATOR]) || tenant.chars().any(char::is_control) {
+            return Err(format!(
+                "the tenant name {tenant:?} has a '{}', a '{}' or a control character: choose one without them",
+                Self::TENANT_SEPARATOR,
+                Self::CHILD_SEPARATOR
+            ));
+        }
+        Ok(())
+    }
+
     /// The session a client of `tenant` names `local`: `local` itself
     /// without a tenant, `<tenant>/<local>` with one.
     pub fn in_tenant(tenant: Option<&str>, local: &str) -> SessionId {
@@ -236,6 +270,19 @@ mod tests {
         assert_eq!(child.parent_and_call(), Some((acme, CallId::new("call_2"))));
         // A client's dotted id is no child.
         assert_eq!(SessionId::new("crm.call_2").parent_and_call(), None);
+    }
+
+    #[test]
+    fn a_new_session_or_a_tenant_cannot_be_named_like_a_child_run() {
+        assert!(SessionId::check_new("s1").is_ok());
+        assert!(SessionId::check_new("acme/s1").is_ok());
+        let child = SessionId::check_new("s1:call_9").unwrap_err();
+        assert!(child.contains("\"s1:call_9\""), "{child}");
+        assert!(SessionId::check_new("  ").is_err());
+        assert!(SessionId::check_tenant("acme").is_ok());
+        for bad in ["org:acme", "a/b", "", "a\nb"] {
+            assert!(SessionId::check_tenant(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

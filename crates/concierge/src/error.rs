@@ -27,6 +27,10 @@ pub enum Error {
     /// `RunOptions` carried no session id.
     #[error("a session id is required: set RunOptions::session_id")]
     MissingSessionId,
+    /// A new session cannot have the id given (it reads as a child run's);
+    /// the text says why and what to choose instead.
+    #[error("{0}")]
+    InvalidSessionId(String),
     /// The session does not exist (and the call cannot create it).
     #[error("session {0} not found")]
     SessionNotFound(SessionId),

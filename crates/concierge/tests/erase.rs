@@ -36,7 +36,19 @@ async fn erasing_a_person_erases_their_conversations_memories_and_schedules_only
         .await
         .unwrap();
     client.run("and my address", as_user("ana-2", "ana")).await.unwrap();
-    // An id with a ':' in it, as a child run's session has (this one is not).
+    // An id with a ':' in it, as a child run's session has (this one is
+    // not): an earlier version let a caller open one so.
+    let open = concierge::core::OpenSession {
+        agent: "assistant".into(),
+        named: false,
+        tenant: Some("acme".into()),
+        fork: None,
+        at: concierge::core::Timestamp(1),
+    };
+    rt.engine()
+        .open("ana:3".into(), open, concierge::engine::EngineOptions::default())
+        .await
+        .unwrap();
     client.run("and my phone", as_user("ana:3", "ana")).await.unwrap();
     client.run("hello", as_user("bob-1", "bob")).await.unwrap();
     // Another tenant's person of the same name.

@@ -37,6 +37,7 @@ pub fn token(args: &TokenArgs) -> Result<ExitCode> {
                     "give a tenant and a user: --tenant T --user U".into(),
                 ));
             }
+            concierge::SessionId::check_tenant(tenant).map_err(Error::InvalidConfig)?;
             let (token, hash) = Tokens::generate()
                 .map_err(|e| Error::InvalidConfig(format!("the system gave no randomness for a token: {e}")))?;
             println!("{token}");

@@ -18,7 +18,7 @@ use axum::http::request::Parts;
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use concierge::RunOptions;
+use concierge::{RunOptions, SessionId};
 use sha2::{Digest, Sha256};
 
 use super::error::ApiError;
@@ -88,6 +88,9 @@ pub enum TokenError {
     /// A tenant or user is empty.
     #[error("an API token has an empty tenant or user; give both")]
     Empty,
+    /// A tenant's name would make its sessions' ids ambiguous.
+    #[error("an API token's tenant cannot be used: {0}")]
+    Tenant(String),
     /// Two entries have the same hash.
     #[error("two API tokens have the same hash; each token must be different")]
     Duplicate,
@@ -115,6 +118,7 @@ impl Tokens {
             if entry.tenant.trim().is_empty() || entry.user.trim().is_empty() {
                 return Err(TokenError::Empty);
             }
+            SessionId::check_tenant(&entry.tenant).map_err(TokenError::Tenant)?;
             let caller = Caller {
                 tenant: Some(entry.tenant.clone()),
                 user: Some(entry.user.clone()),
@@ -259,5 +263,19 @@ mod tests {
         }])
         .unwrap_err();
         assert!(error.to_string().contains("\"acme\""), "{error}");
+    }
+
+    #[test]
+    fn a_tenant_named_like_a_path_or_a_child_run_is_refused() {
+        let (_, hash) = Tokens::generate().unwrap();
+        for tenant in ["org:acme", "acme/eu"] {
+            let error = Tokens::from_config(&[TokenConfig {
+                hash: hash.clone(),
+                tenant: tenant.into(),
+                user: "jordan".into(),
+            }])
+            .unwrap_err();
+            assert!(error.to_string().contains(&format!("{tenant:?}")), "{error}");
+        }
     }
 }

@@ -108,6 +108,7 @@ impl From<Error> for ApiError {
             Error::SessionNotFound(id) => Self::unknown_session(id.as_str()),
             Error::AgentNotFound { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "agent", text),
             Error::MissingSessionId => Self::field(StatusCode::BAD_REQUEST, "id", "a session id is required"),
+            Error::InvalidSessionId(_) => Self::field(StatusCode::BAD_REQUEST, "id", text),
             Error::Rejected(step) => match step {
                 StepError::ConfirmationMismatch { .. } => Self::field(StatusCode::CONFLICT, "fingerprint", text),
                 StepError::AmendmentRefused { .. } => Self::field(StatusCode::UNPROCESSABLE_ENTITY, "arguments", text),

@@ -112,9 +112,7 @@ impl Runtime {
     pub async fn fork(&self, from: impl Into<SessionId>, at: Option<u64>, options: RunOptions) -> Result<Forked> {
         let from = from.into();
         let into = options.session_id.clone().ok_or(Error::MissingSessionId)?;
-        if into.as_str().trim().is_empty() {
-            return Err(Error::MissingSessionId);
-        }
+        SessionId::check_new(into.as_str()).map_err(Error::InvalidSessionId)?;
         let engine = self.engine_or_err()?.clone();
         let state = own_session(engine.as_ref(), &from, options.tenant.as_deref()).await?;
         let at = at.unwrap_or_else(|| state.last_seq());
@@ -150,6 +148,7 @@ impl Runtime {
         let events = events_to(engine.as_ref(), &session, state.last_seq()).await?;
         let original = RunRecord::from_events(&events, &run)?;
         let into = options.session_id.clone().ok_or(Error::MissingSessionId)?;
+        SessionId::check_new(into.as_str()).map_err(Error::InvalidSessionId)?;
         let fork = match original.started_seq {
             0 | 1 => None,
             seq => Some(Box::new(Fork::from_events(&session, &events, seq - 1)?)),

@@ -271,11 +271,9 @@ impl Runtime {
         options: RunOptions,
     ) -> Result<PreparedRun> {
         let session = options.session_id.ok_or(Error::MissingSessionId)?;
-        if session.as_str().trim().is_empty() {
-            return Err(Error::MissingSessionId);
-        }
         self.check_message_size(messages.iter().map(|m| m.text().len()).sum())?;
         let engine = self.engine_or_err()?.clone();
+        sessions::check_session_id(engine.as_ref(), &session).await?;
         let mut messages = messages;
         let guardrail = self
             .check_input(
@@ -348,10 +346,8 @@ impl Runtime {
     /// multi mode). `options` gives the session id (required) and tenant.
     pub async fn open(&self, agent: Option<AgentId>, options: RunOptions) -> Result<()> {
         let session = options.session_id.ok_or(Error::MissingSessionId)?;
-        if session.as_str().trim().is_empty() {
-            return Err(Error::MissingSessionId);
-        }
         let engine = self.engine_or_err()?.clone();
+        sessions::check_session_id(engine.as_ref(), &session).await?;
         let catalog = self.catalog();
         let named = agent.is_some();
         let agent = match agent.or_else(|| catalog.default_agent()) {

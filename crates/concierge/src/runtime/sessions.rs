@@ -1,8 +1,11 @@
-//! Listing sessions: every one, a page of one tenant's, or all of one tenant's.
+//! Listing sessions: every one, a page of one tenant's, or all of one
+//! tenant's; and which ids a new session may have.
+
+use concierge_core::SessionId;
 
 use super::Runtime;
-use crate::engine::{SessionPage, SessionQuery, SessionSummary};
-use crate::error::Result;
+use crate::engine::{Engine, SessionPage, SessionQuery, SessionSummary};
+use crate::error::{Error, Result};
 
 impl Runtime {
     /// Every session the engine knows.
@@ -22,5 +25,18 @@ impl Runtime {
     /// cursor and limit aside).
     pub async fn every_session(&self, query: SessionQuery) -> Result<Vec<SessionSummary>> {
         self.engine_or_err()?.sessions_of(query).await
+    }
+}
+
+/// Refuses a session id a run or an open may not give: empty, or, for a
+/// session that does not exist yet, one that reads as a child run's.
+pub(super) async fn check_session_id(engine: &dyn Engine, session: &SessionId) -> Result<()> {
+    if session.as_str().trim().is_empty() {
+        return Err(Error::MissingSessionId);
+    }
+    match SessionId::check_new(session.as_str()) {
+        // One made before ids were checked, or a child run's own, goes on.
+        Err(reason) if engine.session(session.clone()).await?.is_none() => Err(Error::InvalidSessionId(reason)),
+        _ => Ok(()),
     }
 }

@@ -329,7 +329,8 @@ pub async fn a_conversation_begun_just_before_an_erase_is_erased_with_it(engine:
 }
 
 /// Erasing a conversation erases the sessions of the agents it called, and
-/// not another conversation whose id only looks like one of theirs.
+/// not another conversation whose id only looks like one of theirs (one an
+/// earlier version let a caller name so: a new one is refused).
 pub async fn erasing_a_conversation_erases_its_child_runs_and_not_one_named_like_them(engine: &EngineUnderTest) {
     let notes = Notes::default();
     let rt = runtime(engine, &notes).await;
@@ -340,11 +341,24 @@ pub async fn erasing_a_conversation_erases_its_child_runs_and_not_one_named_like
         .await
         .unwrap();
     assert_eq!(out.status, RunStatus::Completed, "{out:?}");
-    rt.client("notes")
-        .unwrap()
-        .run("note: mine", acme("s1:call_9"))
+    let notes_agent = rt.client("notes").unwrap();
+    let refused = notes_agent.run("note: mine", acme("s1:call_8")).await.unwrap_err();
+    assert!(matches!(refused, Error::InvalidSessionId(_)), "{refused:?}");
+    assert!(refused.to_string().contains("choose one without"), "{refused}");
+    assert!(matches!(rt.session("s1:call_8").await, Err(Error::SessionNotFound(_))));
+    // As an earlier version opened it; a conversation that exists goes on.
+    let open = concierge::core::OpenSession {
+        agent: AgentId::new("notes"),
+        named: true,
+        tenant: Some("acme".into()),
+        fork: None,
+        at: concierge::core::Timestamp(1),
+    };
+    rt.engine()
+        .open("s1:call_9".into(), open, concierge::engine::EngineOptions::default())
         .await
         .unwrap();
+    notes_agent.run("note: mine", acme("s1:call_9")).await.unwrap();
     listed(&rt, &["s1", "s1:call_1", "s1:call_9"]).await;
     assert!(rt.erase_session("s1").await.unwrap());
     for gone in ["s1", "s1:call_1"] {
