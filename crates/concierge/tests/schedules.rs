@@ -104,6 +104,12 @@ async fn a_schedule_runs_its_agent_with_its_message_at_its_time_once() {
         .await
         .unwrap_err();
     assert!(error.to_string().contains("nobody"), "{error}");
+    // So is a session named like a child run's, which no run could make.
+    let error = rt
+        .schedule(NewSchedule::new(ana(), "hi", in_ms(60_000)).session("acme/s1:call_4"))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, concierge::Error::InvalidSessionId(_)), "{error:?}");
     rt.shutdown().await;
 }
 

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use concierge_core::{AgentId, Message, Multitask, StepError, Timestamp};
+use concierge_core::{AgentId, Message, Multitask, SessionId, StepError, Timestamp};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 
@@ -56,6 +56,11 @@ impl Runtime {
                         .join(", "),
                 });
             }
+        }
+        // A session that may not be made (one named like a child run's) is
+        // refused now, not at the first firing; one that exists is fine.
+        if let Some(session) = new.session.as_deref().filter(|s| SessionId::check_new(s).is_err()) {
+            super::sessions::check_session_id(self.engine_or_err()?.as_ref(), &SessionId::from(session)).await?;
         }
         Ok(self.inner.schedules.add(new).await?)
     }
