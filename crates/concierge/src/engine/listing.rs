@@ -78,6 +78,9 @@ pub struct SessionQuery {
     /// The sessions of child runs too (by default only conversations: a
     /// child's is reached through its parent's).
     pub children: bool,
+    /// Only the sessions of child runs below this one (their ids start
+    /// with its id and `:`): what ending or erasing a conversation reaches.
+    pub below: Option<SessionId>,
     /// The last session of the previous page; `None` for the first page.
     pub after: Option<SessionId>,
     /// At most this many sessions.
@@ -93,6 +96,7 @@ impl SessionQuery {
         Self {
             tenant: TenantScope::Any,
             children: false,
+            below: None,
             after: None,
             limit: Self::MAX_LIMIT,
         }
@@ -122,9 +126,25 @@ impl SessionQuery {
         self
     }
 
+    /// Only the child runs' sessions below `root` (an index finds them by
+    /// id, whatever else is stored).
+    pub fn below(mut self, root: impl Into<SessionId>) -> Self {
+        self.below = Some(root.into());
+        self.children = true;
+        self
+    }
+
     /// Whether `summary` is one this query lists (its cursor aside).
     pub fn holds(&self, summary: &SessionSummary) -> bool {
-        self.tenant.holds(summary.tenant.as_deref()) && (self.children || summary.id.parent_and_call().is_none())
+        self.tenant.holds(summary.tenant.as_deref())
+            && (self.children || summary.id.parent_and_call().is_none())
+            && self.below.as_ref().is_none_or(|root| {
+                summary
+                    .id
+                    .as_str()
+                    .strip_prefix(root.as_str())
+                    .is_some_and(|rest| rest.starts_with(SessionId::CHILD_SEPARATOR))
+            })
     }
 
     /// The sessions of `all` (in any order) this query holds, its cursor
@@ -218,6 +238,17 @@ mod tests {
         let page = untenanted.page_of(untenanted.list_of(all.clone())).unwrap();
         assert_eq!(page.sessions.len(), 1);
         let everyone = SessionQuery::new().with_children();
-        assert_eq!(everyone.page_of(everyone.list_of(all)).unwrap().sessions.len(), 6);
+        assert_eq!(
+            everyone.page_of(everyone.list_of(all.clone())).unwrap().sessions.len(),
+            6
+        );
+        // Below a conversation: its child runs only, whatever is named like it.
+        let mut more = all;
+        more.push(summary("t/b-2", Some("t"), 2));
+        more.push(summary("t/b:call_1:call_4", Some("t"), 2));
+        let below = SessionQuery::new().below("t/b");
+        let mut ids: Vec<String> = below.list_of(more).into_iter().map(|s| s.id.to_string()).collect();
+        ids.sort();
+        assert_eq!(ids, ["t/b:call_1", "t/b:call_1:call_4"]);
     }
 }

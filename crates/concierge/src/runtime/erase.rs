@@ -30,11 +30,7 @@ impl Runtime {
     pub async fn erase_session(&self, session: impl Into<SessionId>) -> Result<bool> {
         let session = session.into();
         let engine = self.engine_or_err()?.clone();
-        let prefix = format!("{session}{}", SessionId::CHILD_SEPARATOR);
-        for summary in engine.sessions().await? {
-            if !summary.id.as_str().starts_with(&prefix) {
-                continue;
-            }
+        for summary in engine.sessions_of(SessionQuery::new().below(session.clone())).await? {
             let below = engine.session(summary.id.clone()).await?;
             if below.is_some_and(|child| super::is_below(&child, &session)) {
                 engine.erase(summary.id).await?;

@@ -47,7 +47,7 @@ pub use readiness::Readiness;
 #[cfg(feature = "sqlite")]
 pub use webhooks::PushRenderer;
 
-use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionFacts};
+use crate::engine::{Catalogs, Engine, Executor, JournalStats, RunSetup, RunStop, SessionFacts, SessionQuery};
 use crate::error::{Error, Result};
 use crate::options::RunOptions;
 
@@ -870,11 +870,10 @@ pub(crate) fn is_below(child: &Session, root: &SessionId) -> bool {
 /// as tools, and theirs): nothing is left waiting for a person who has
 /// left. A child that cannot be ended now is left to its own course.
 async fn end_children(engine: &dyn Engine, session: &SessionId) {
-    let prefix = format!("{session}{}", SessionId::CHILD_SEPARATOR);
-    let Ok(all) = engine.sessions().await else {
+    let Ok(below) = engine.sessions_of(SessionQuery::new().below(session.clone())).await else {
         return;
     };
-    for summary in all.into_iter().filter(|s| s.id.as_str().starts_with(&prefix)) {
+    for summary in below {
         let Ok(Some(child)) = engine.session(summary.id.clone()).await else {
             continue;
         };

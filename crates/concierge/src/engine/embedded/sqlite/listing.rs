@@ -1,6 +1,8 @@
 //! Listing sessions from the database: every one, or one tenant's read
 //! through the tenant's index.
 
+use concierge_core::SessionId;
+use rusqlite::types::Value;
 use rusqlite::{Connection, Row};
 
 use super::Timestamp;
@@ -33,19 +35,23 @@ pub(super) fn sessions(conn: &Connection) -> Result<Vec<SessionSummary>> {
 /// of the sessions it holds, then takes the page.
 pub(super) fn sessions_for(conn: &Connection, query: &SessionQuery) -> Result<Vec<SessionSummary>> {
     let mut filters = vec!["h.head != 0"];
-    let mut tenant = None;
+    let mut params: Vec<Value> = Vec::new();
     if let TenantScope::Only(only) = &query.tenant {
-        filters.push("s.tenant IS ?1");
-        tenant = Some(only.clone());
+        filters.push("s.tenant IS ?");
+        params.push(only.clone().map_or(Value::Null, Value::Text));
     }
-    if !query.children {
+    if let Some(root) = &query.below {
+        // Ids from `<root>:` (exclusive) to `<root>;`, the next character:
+        // a range of the ids' unique index, whatever else is stored.
+        filters.push("s.id > ? AND s.id < ?");
+        params.push(Value::Text(format!("{root}{}", SessionId::CHILD_SEPARATOR)));
+        let next = char::from_u32(u32::from(SessionId::CHILD_SEPARATOR) + 1).unwrap_or(char::MAX);
+        params.push(Value::Text(format!("{root}{next}")));
+    } else if !query.children {
         // A child run's session id is its parent's, ':' and the call.
         filters.push("instr(s.id, ':') = 0");
     }
     let mut stmt = conn.prepare_cached(&format!("{COLUMNS} WHERE {}", filters.join(" AND ")))?;
-    let rows = match &tenant {
-        Some(tenant) => stmt.query_map([tenant], summary)?.collect::<rusqlite::Result<Vec<_>>>(),
-        None => stmt.query_map([], summary)?.collect::<rusqlite::Result<Vec<_>>>(),
-    };
-    Ok(rows?)
+    let rows = stmt.query_map(rusqlite::params_from_iter(params), summary)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }

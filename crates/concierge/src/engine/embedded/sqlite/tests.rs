@@ -163,3 +163,45 @@ fn another_programs_database_is_refused_untouched() {
         Err(Error::ForeignDatabase { .. })
     ));
 }
+
+/// The sessions below a conversation are read by id range: its child runs
+/// and theirs, not a conversation whose id only starts like it.
+#[tokio::test]
+async fn the_sessions_below_one_are_its_child_runs_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("j.db"), options("one")).unwrap();
+    let ids = [
+        "s",
+        "s:call_1",
+        "s:call_1:call_2",
+        "s-2",
+        "s.b",
+        "s;",
+        "s2:call_1",
+        "t",
+        "r:call_1",
+    ];
+    for id in ids {
+        let cursor = owned(&store, id).await;
+        store.append(entry(id, 0, true), cursor).await.unwrap();
+    }
+    let mut below: Vec<String> = store
+        .sessions_for(SessionQuery::new().below("s"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id.to_string())
+        .collect();
+    below.sort();
+    assert_eq!(below, ["s:call_1", "s:call_1:call_2"]);
+    let of_child = store.sessions_for(SessionQuery::new().below("s:call_1")).await.unwrap();
+    assert_eq!(of_child.len(), 1);
+    assert_eq!(of_child[0].id, "s:call_1:call_2");
+    assert!(
+        store
+            .sessions_for(SessionQuery::new().below("t"))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
