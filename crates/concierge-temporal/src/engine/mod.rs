@@ -13,7 +13,7 @@ mod reads;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use concierge::engine::{Engine, EngineOptions, EngineParts, RunSetup, RunStop, SessionSummary, Started};
+use concierge::engine::{Engine, EngineOptions, EngineParts, RunSetup, RunStop, SessionQuery, SessionSummary, Started};
 use concierge::{Error, Result};
 use concierge_core::{CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun};
 use futures::future::BoxFuture;
@@ -157,6 +157,10 @@ impl Engine for TemporalEngine {
 
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(self.do_sessions())
+    }
+
+    fn sessions_of(&self, query: SessionQuery) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
+        Box::pin(self.do_sessions_of(query))
     }
 
     fn subscribe(&self, session: SessionId, after: EventId) -> BoxStream<'static, Result<Event>> {

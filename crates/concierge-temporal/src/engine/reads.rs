@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use concierge::Result;
-use concierge::engine::{RunStop, SessionSummary};
+use concierge::engine::{RunStop, SessionQuery, SessionSummary};
 use concierge_core::{ModelRequest, RunId, Session, SessionId};
 use futures::StreamExt;
 use futures::future::BoxFuture;
@@ -184,7 +184,21 @@ impl TemporalEngine {
         Ok(())
     }
 
+    /// The sessions `query` holds (its cursor and limit aside), the most
+    /// recently active first: only the workflows whose ids it may hold are
+    /// asked for their summary (one query each), so the child runs below a
+    /// conversation cost what they are, not what every session is.
+    pub(super) async fn do_sessions_of(&self, query: SessionQuery) -> Result<Vec<SessionSummary>> {
+        Ok(query.list_of(self.summaries(|id| query.may_hold(id)).await?))
+    }
+
+    /// Every session, by id.
     pub(super) async fn do_sessions(&self) -> Result<Vec<SessionSummary>> {
+        self.summaries(|_| true).await
+    }
+
+    /// The sessions whose ids `keep` holds, by id.
+    async fn summaries(&self, keep: impl Fn(&SessionId) -> bool) -> Result<Vec<SessionSummary>> {
         // Sessions on any queue (a caller may have chosen one), of this
         // deployment (its workflow ids' prefix).
         let query = format!("WorkflowType = '{WORKFLOW_TYPE}'");
@@ -193,7 +207,11 @@ impl TemporalEngine {
         let mut ids = Vec::new();
         while let Some(execution) = listed.next().await {
             let execution = execution.map_err(|e| server_error(&self.config, "list the sessions", e))?;
-            if execution.id().starts_with(&ours) {
+            if execution
+                .id()
+                .strip_prefix(&ours)
+                .is_some_and(|session| keep(&SessionId::new(session)))
+            {
                 ids.push(execution.id().to_string());
             }
         }

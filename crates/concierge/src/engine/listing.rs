@@ -136,12 +136,16 @@ impl SessionQuery {
 
     /// Whether `summary` is one this query lists (its cursor aside).
     pub fn holds(&self, summary: &SessionSummary) -> bool {
-        self.tenant.holds(summary.tenant.as_deref())
-            && (self.children || summary.id.parent_and_call().is_none())
+        self.tenant.holds(summary.tenant.as_deref()) && self.may_hold(&summary.id)
+    }
+
+    /// Whether a session of id `id` may be one this query lists, as far as
+    /// its id tells (its tenant aside): what an engine can check before it
+    /// reads the session.
+    pub fn may_hold(&self, id: &SessionId) -> bool {
+        (self.children || id.parent_and_call().is_none())
             && self.below.as_ref().is_none_or(|root| {
-                summary
-                    .id
-                    .as_str()
+                id.as_str()
                     .strip_prefix(root.as_str())
                     .is_some_and(|rest| rest.starts_with(SessionId::CHILD_SEPARATOR))
             })
