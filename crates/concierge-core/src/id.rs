@@ -151,14 +151,18 @@ impl SessionId {
         if tenant.trim().is_empty() {
             return Err("a tenant's name must not be empty".into());
         }
-        if tenant.contains([Self::TENANT_SEPARATOR, Self::CHILD_SEPARATOR]) || tenant.chars().any(char::is_control) {
-            return Err(format!(
-                "the tenant name {tenant:?} has a '{}', a '{}' or a control character: choose one without them",
-                Self::TENANT_SEPARATOR,
-                Self::CHILD_SEPARATOR
-            ));
+        match tenant
+            .chars()
+            .find(|c| [Self::TENANT_SEPARATOR, Self::CHILD_SEPARATOR].contains(c) || c.is_control())
+        {
+            Some(c) if c.is_control() => Err(format!(
+                "the tenant name {tenant:?} has a control character: choose one without"
+            )),
+            Some(c) => Err(format!(
+                "the tenant name {tenant:?} has a '{c}', which would make its sessions' ids ambiguous: choose one without"
+            )),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// The session a client of `tenant` names `local`: `local` itself
