@@ -228,6 +228,13 @@ impl SqliteStore {
 const UNFINISHED: &str = "SELECT h.no, h.head, h.owner, s.id FROM heads h JOIN sessions s ON s.no = h.no
      WHERE h.live = 1 AND (h.owner IS NULL OR h.owner != ?1)";
 
+/// The sessions this process owns that another asks for: read through the
+/// `owned_heads` index, as [`FORGET_OWNER`] is.
+const WANTED: &str = "SELECT s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.owner = ?1 AND h.want = 1";
+
+/// Forgets a process that is gone if it owns no session any more.
+const FORGET_OWNER: &str = "DELETE FROM owners WHERE owner = ?1 AND NOT EXISTS (SELECT 1 FROM heads WHERE owner = ?1)";
+
 fn living(conn: &Connection, here: &Process, lease: Duration) -> rusqlite::Result<HashMap<i64, (bool, String)>> {
     let now = millis();
     let mut stmt = conn.prepare_cached("SELECT owner, pid, space, started, label, beat FROM owners")?;
@@ -471,11 +478,7 @@ impl Writer {
                         // Owners that are gone and own nothing are forgotten.
                         for (owner, (alive, _)) in living {
                             if !alive {
-                                tx.prepare_cached(
-                                    "DELETE FROM owners WHERE owner = ?1
-                                     AND NOT EXISTS (SELECT 1 FROM heads WHERE owner = ?1)",
-                                )?
-                                .execute([owner])?;
+                                tx.prepare_cached(FORGET_OWNER)?.execute([owner])?;
                             }
                         }
                         answers.push(Answer::Done);
@@ -725,9 +728,7 @@ impl Store for SqliteStore {
     fn wanted(&self) -> BoxFuture<'static, Result<Vec<SessionId>>> {
         let me = self.me;
         self.read(move |conn| {
-            let mut stmt = conn.prepare_cached(
-                "SELECT s.id FROM heads h JOIN sessions s ON s.no = h.no WHERE h.owner = ?1 AND h.want = 1",
-            )?;
+            let mut stmt = conn.prepare_cached(WANTED)?;
             let ids = stmt
                 .query_map([me], |r| r.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;

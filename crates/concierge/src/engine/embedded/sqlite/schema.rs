@@ -163,11 +163,14 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
         conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
     }
     // A tenant's page of sessions reads that tenant's rows only; looking for
-    // unfinished runs reads the live sessions' heads only, however many idle
+    // unfinished runs reads the live sessions' heads only, and what a
+    // process owns (the sessions others want of it, whether a process that
+    // is gone still owns any) the owned ones only, however many idle
     // sessions there are.
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);
-         CREATE INDEX IF NOT EXISTS live_heads ON heads (no) WHERE live = 1;",
+         CREATE INDEX IF NOT EXISTS live_heads ON heads (no) WHERE live = 1;
+         CREATE INDEX IF NOT EXISTS owned_heads ON heads (owner) WHERE owner IS NOT NULL;",
     )?;
     Ok(())
 }

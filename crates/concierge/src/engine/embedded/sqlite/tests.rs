@@ -136,6 +136,28 @@ fn looking_for_unfinished_runs_reads_only_the_live_sessions() {
 }
 
 #[test]
+fn what_a_process_owns_is_read_through_the_owners_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("new.db");
+    drop(SqliteStore::open(&path, options("x")).unwrap());
+    let conn = Connection::open(&path).unwrap();
+    for query in [WANTED, FORGET_OWNER] {
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+            .unwrap()
+            .query_map([1], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        // Every idle session's head would be read by a scan of the table.
+        assert!(
+            plan.iter().any(|step| step.contains("owned_heads")) && !plan.iter().any(|step| step.starts_with("SCAN")),
+            "{query}: {plan:?}"
+        );
+    }
+}
+
+#[test]
 fn another_programs_database_is_refused_untouched() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("other.db");
