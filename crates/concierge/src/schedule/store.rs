@@ -37,6 +37,8 @@ CREATE TABLE IF NOT EXISTS schedules (
     key TEXT
 );
 CREATE INDEX IF NOT EXISTS schedules_due ON schedules (next_at) WHERE paused = 0 AND next_at IS NOT NULL;
+CREATE INDEX IF NOT EXISTS schedules_next ON schedules (MAX(next_at, COALESCE(retry_at, 0)))
+    WHERE paused = 0 AND next_at IS NOT NULL;
 CREATE INDEX IF NOT EXISTS schedules_by_owner ON schedules (tenant, user, id);
 CREATE UNIQUE INDEX IF NOT EXISTS schedules_by_key ON schedules (tenant, user, key) WHERE key IS NOT NULL;
 CREATE TABLE IF NOT EXISTS schedule_lease (
@@ -45,6 +47,12 @@ CREATE TABLE IF NOT EXISTS schedule_lease (
     until INTEGER NOT NULL
 );
 ";
+
+/// When the next schedule is due (a retry's time if later): read from the
+/// `schedules_next` index, which holds that very expression, so the poll
+/// every second reads one entry however many schedules there are.
+const NEXT_DUE: &str = "SELECT MIN(MAX(next_at, COALESCE(retry_at, 0))) FROM schedules
+                        WHERE paused = 0 AND next_at IS NOT NULL";
 
 const SELECT: &str = "SELECT schedule_id, tenant, user, session, agent, message, at, cron, catch_up, paused, \
                       next_at, last_run_at, runs, last_error, created_at, failures FROM schedules";
@@ -305,12 +313,7 @@ impl ScheduleStore {
     /// When the next schedule is due (paused ones aside), if any.
     pub(crate) async fn next_due(&self) -> Result<Option<Timestamp>, ScheduleError> {
         self.with_conn(|conn| {
-            let next: Option<i64> = conn.query_row(
-                "SELECT MIN(MAX(next_at, COALESCE(retry_at, 0))) FROM schedules
-                 WHERE paused = 0 AND next_at IS NOT NULL",
-                [],
-                |row| row.get(0),
-            )?;
+            let next: Option<i64> = conn.query_row(NEXT_DUE, [], |row| row.get(0))?;
             Ok(next.map(stamp))
         })
         .await
@@ -511,6 +514,39 @@ mod tests {
         );
         assert!(store.delete(&ana(), &first.id).await.unwrap());
         assert!(store.list(&ana()).await.unwrap().is_empty());
+    }
+
+    #[tokio::test]
+    async fn when_the_next_is_due_is_read_from_its_index() {
+        let store = ScheduleStore::in_memory().unwrap();
+        let plan: Vec<String> = store
+            .with_conn(|conn| {
+                let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {NEXT_DUE}"))?;
+                let rows = stmt.query_map([], |r| r.get::<_, String>(3))?;
+                Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+            })
+            .await
+            .unwrap();
+        // Without it, every active schedule is read at each poll.
+        assert!(plan.iter().any(|step| step.contains("schedules_next")), "{plan:?}");
+        let soon = store
+            .add(NewSchedule::new(ana(), "soon", When::at(Timestamp(4_000_000_000_000))))
+            .await
+            .unwrap();
+        store
+            .add(NewSchedule::new(ana(), "later", When::at(Timestamp(5_000_000_000_000))))
+            .await
+            .unwrap();
+        assert_eq!(store.next_due().await.unwrap(), Some(Timestamp(4_000_000_000_000)));
+        // A retry later than its time moves it.
+        store
+            .record(vec![Fired::Busy {
+                id: soon.id.clone(),
+                retry_at: Timestamp(6_000_000_000_000),
+            }])
+            .await
+            .unwrap();
+        assert_eq!(store.next_due().await.unwrap(), Some(Timestamp(5_000_000_000_000)));
     }
 
     #[tokio::test]
