@@ -458,10 +458,21 @@ async fn background(shared: Weak<Shared>, mut newest: i64) {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        // Channels nobody listens to, of sessions no actor holds, go.
-        if !lock(&shared.lives).is_empty() {
-            let held: HashSet<SessionId> = shared.actors().keys().cloned().collect();
-            lock(&shared.lives).retain(|id, live| live.listeners() > 0 || held.contains(id));
+        // Channels nobody listens to, of sessions no actor holds, go (what
+        // is read is those channels, not every session in memory).
+        let unheard: Vec<SessionId> = lock(&shared.lives)
+            .iter()
+            .filter(|(_, live)| live.listeners() == 0)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !unheard.is_empty() {
+            let gone: HashSet<SessionId> = {
+                let actors = shared.actors();
+                unheard.into_iter().filter(|id| !actors.contains_key(id)).collect()
+            };
+            if !gone.is_empty() {
+                lock(&shared.lives).retain(|id, live| live.listeners() > 0 || !gone.contains(id));
+            }
         }
         let watched: Vec<(SessionId, Arc<Live>)> = lock(&shared.lives)
             .iter()
