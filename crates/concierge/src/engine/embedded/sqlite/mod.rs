@@ -222,7 +222,6 @@ impl SqliteStore {
     }
 }
 
-/// Which recorded processes are alive, by owner number.
 /// The sessions with a run in progress that another owner (or none) holds:
 /// read through the `live_heads` index, so idle sessions are never read.
 const UNFINISHED: &str = "SELECT h.no, h.head, h.owner, s.id FROM heads h JOIN sessions s ON s.no = h.no
@@ -235,6 +234,7 @@ const WANTED: &str = "SELECT s.id FROM heads h JOIN sessions s ON s.no = h.no WH
 /// Forgets a process that is gone if it owns no session any more.
 const FORGET_OWNER: &str = "DELETE FROM owners WHERE owner = ?1 AND NOT EXISTS (SELECT 1 FROM heads WHERE owner = ?1)";
 
+/// Which recorded processes are alive, by owner number.
 fn living(conn: &Connection, here: &Process, lease: Duration) -> rusqlite::Result<HashMap<i64, (bool, String)>> {
     let now = millis();
     let mut stmt = conn.prepare_cached("SELECT owner, pid, space, started, label, beat FROM owners")?;
