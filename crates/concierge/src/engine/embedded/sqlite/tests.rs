@@ -110,19 +110,24 @@ fn a_new_database_has_small_pages() {
     assert_eq!(id, schema::APPLICATION_ID);
 }
 
+/// The steps SQLite plans for `query` (its one parameter 1) on the database at `path`.
+fn plan_of(path: &Path, query: &str) -> Vec<String> {
+    Connection::open(path)
+        .unwrap()
+        .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
+        .unwrap()
+        .query_map([1], |r| r.get::<_, String>(3))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap()
+}
+
 #[test]
 fn looking_for_unfinished_runs_reads_only_the_live_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.db");
     drop(SqliteStore::open(&path, options("x")).unwrap());
-    let conn = Connection::open(&path).unwrap();
-    let plan: Vec<String> = conn
-        .prepare(&format!("EXPLAIN QUERY PLAN {UNFINISHED}"))
-        .unwrap()
-        .query_map([1], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap();
+    let plan = plan_of(&path, UNFINISHED);
     // A scan of the partial index reads the live heads only; a scan of
     // the table would read every session's.
     let heads: Vec<&String> = plan
@@ -140,15 +145,8 @@ fn what_a_process_owns_is_read_through_the_owners_index() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("new.db");
     drop(SqliteStore::open(&path, options("x")).unwrap());
-    let conn = Connection::open(&path).unwrap();
     for query in [WANTED, FORGET_OWNER] {
-        let plan: Vec<String> = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
-            .unwrap()
-            .query_map([1], |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
+        let plan = plan_of(&path, query);
         // Every idle session's head would be read by a scan of the table.
         assert!(
             plan.iter().any(|step| step.contains("owned_heads")) && !plan.iter().any(|step| step.starts_with("SCAN")),
