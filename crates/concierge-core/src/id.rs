@@ -121,6 +121,16 @@ impl SessionId {
         SessionId::new(format!("{self}{}{call}", Self::CHILD_SEPARATOR))
     }
 
+    /// Whether this id reads as a child run's session below `root` (a
+    /// child of it, or of one of its children): `root`, the separator, more.
+    /// As the id reads: a caller of an earlier version may have named a
+    /// conversation so.
+    pub fn reads_below(&self, root: &SessionId) -> bool {
+        self.as_str()
+            .strip_prefix(root.as_str())
+            .is_some_and(|rest| rest.starts_with(Self::CHILD_SEPARATOR))
+    }
+
     /// For a child run's session, its parent's session and the call it answers.
     pub fn parent_and_call(&self) -> Option<(SessionId, CallId)> {
         let (parent, call) = self.as_str().rsplit_once(Self::CHILD_SEPARATOR)?;
@@ -274,6 +284,9 @@ mod tests {
         assert_eq!(child.parent_and_call(), Some((acme, CallId::new("call_2"))));
         // A client's dotted id is no child.
         assert_eq!(SessionId::new("crm.call_2").parent_and_call(), None);
+        assert!(child.reads_below(&SessionId::in_tenant(Some("acme"), "crm")));
+        assert!(!SessionId::new("acme/crm-2:call_1").reads_below(&SessionId::new("acme/crm")));
+        assert!(!SessionId::new("acme/crm").reads_below(&SessionId::new("acme/crm")));
     }
 
     #[test]

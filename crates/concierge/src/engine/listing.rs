@@ -143,12 +143,7 @@ impl SessionQuery {
     /// its id tells (its tenant aside): what an engine can check before it
     /// reads the session.
     pub fn may_hold(&self, id: &SessionId) -> bool {
-        (self.children || id.parent_and_call().is_none())
-            && self.below.as_ref().is_none_or(|root| {
-                id.as_str()
-                    .strip_prefix(root.as_str())
-                    .is_some_and(|rest| rest.starts_with(SessionId::CHILD_SEPARATOR))
-            })
+        (self.children || id.parent_and_call().is_none()) && self.below.as_ref().is_none_or(|root| id.reads_below(root))
     }
 
     /// The sessions of `all` (in any order) this query holds, its cursor

@@ -860,10 +860,9 @@ fn child_name(root: &SessionId, child: &SessionId) -> String {
 /// of its parent, not as its id looks, since a caller may name a
 /// conversation with the separator in it.
 pub(crate) fn is_below(child: &Session, root: &SessionId) -> bool {
-    let prefix = format!("{root}{}", SessionId::CHILD_SEPARATOR);
     child
         .parent()
-        .is_some_and(|parent| parent.session == *root || parent.session.as_str().starts_with(&prefix))
+        .is_some_and(|parent| parent.session == *root || parent.session.reads_below(root))
 }
 
 /// Ends the child runs still under way below `session` (agents it called
