@@ -58,7 +58,7 @@ pub async fn measure(rt: &Runtime, tenants: usize, sessions: usize) -> Result<Li
     let mut ends = Vec::with_capacity(ENDS);
     for s in sessions.saturating_sub(ENDS)..sessions {
         let started = Instant::now();
-        rt.end(format!("bench-{s}"), "the benchmark is over").await?;
+        rt.end(super::session_of(s), "the benchmark is over").await?;
         ends.push(started.elapsed().as_secs_f64() * 1000.0);
     }
     ends.sort_by(f64::total_cmp);

@@ -291,6 +291,11 @@ async fn temporal(args: &BenchArgs, base_url: &str, model_name: &str, address: &
 }
 
 /// Prints the report as asked; failure when a turn failed.
+/// The id of the benchmark's session number `s` (in process).
+pub(crate) fn session_of(s: usize) -> String {
+    format!("bench-{s}")
+}
+
 fn print(args: &BenchArgs, report: Report) -> Result<ExitCode> {
     if args.table {
         print_table(&report);
@@ -367,7 +372,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
             };
             let mut latencies = Vec::with_capacity(turns);
             let mut errors = 0u64;
-            let session = format!("bench-{s}");
+            let session = session_of(s);
             // A live subscriber makes the runtime stream; it drains the events.
             let drain = stream.then(|| {
                 let mut events = rt.subscribe(session.as_str(), 1);
@@ -429,9 +434,7 @@ async fn run(args: &BenchArgs, base_url: &str, model_name: &str, target: Target)
         Target::Embedded => None,
         #[cfg(feature = "temporal")]
         Target::Temporal(config) => {
-            let sessions: Vec<SessionId> = (0..args.sessions)
-                .map(|s| SessionId::new(format!("bench-{s}")))
-                .collect();
+            let sessions: Vec<SessionId> = (0..args.sessions).map(|s| SessionId::new(session_of(s))).collect();
             let figures =
                 temporal::figures(config, &sessions, turns, (threads_before, threads_after), server_cpu_s).await?;
             rt.shutdown().await;
@@ -484,14 +487,11 @@ async fn idle_streams(rt: &Runtime, args: &BenchArgs, n: usize) -> f64 {
     let before = measure::resident_kib();
     let mut streams = Vec::with_capacity(n);
     for i in 0..n {
-        let session = format!(
-            "bench-{}",
-            if args.streams_on_one_session {
-                0
-            } else {
-                i % args.sessions
-            }
-        );
+        let session = session_of(if args.streams_on_one_session {
+            0
+        } else {
+            i % args.sessions
+        });
         let last = match rt.session(session.as_str()).await {
             Ok(state) => state.last_seq(),
             Err(_) => 0,
