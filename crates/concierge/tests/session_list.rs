@@ -231,3 +231,57 @@ async fn a_tenants_sessions_come_a_page_at_a_time_on_sqlite_through_its_index() 
         .collect();
     assert!(plan.iter().any(|step| step.contains("sessions_by_tenant")), "{plan:?}");
 }
+
+/// Every page of `query`, one after another.
+async fn paged(rt: &Runtime, mut query: SessionQuery) -> Vec<String> {
+    let mut ids = Vec::new();
+    loop {
+        let page = rt.session_page(query.clone()).await.unwrap();
+        ids.extend(page.sessions.iter().map(|s| s.id.to_string()));
+        match (page.more, page.sessions.last()) {
+            (true, Some(last)) => query = query.after(last.id.clone()),
+            _ => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_that_changed_in_this_process_moves_up_its_tenants_pages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("moves.db");
+    let say = |rt: Runtime, id: &'static str| async move {
+        let options = RunOptions::new().session_id(format!("acme/{id}")).tenant("acme");
+        rt.client("desk").unwrap().run("hello", options).await.unwrap();
+        // Each change in its own millisecond.
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let rt = on_sqlite(&path).await;
+    for id in ["s0", "s1", "s2", "s3"] {
+        say(rt.clone(), id).await;
+    }
+    rt.shutdown().await;
+    // Another process: the store has when each changed until it let them go.
+    let rt = on_sqlite(&path).await;
+    let acme = SessionQuery::new().tenant(Some("acme")).limit(1);
+    assert_eq!(
+        paged(&rt, acme.clone()).await,
+        ["acme/s3", "acme/s2", "acme/s1", "acme/s0"]
+    );
+    // `s0` changes twice here (the store hears of the first), `s1` once
+    // between: `s0` is the newest, though the store still has it older.
+    for id in ["s0", "s1", "s0"] {
+        say(rt.clone(), id).await;
+    }
+    let expected = ["acme/s0", "acme/s1", "acme/s3", "acme/s2"];
+    assert_eq!(paged(&rt, acme.clone()).await, expected);
+    assert_eq!(paged(&rt, acme.clone().limit(3)).await, expected);
+    let every: Vec<String> = rt
+        .every_session(acme)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id.to_string())
+        .collect();
+    assert_eq!(every, expected, "pages agree with the whole list");
+    rt.shutdown().await;
+}

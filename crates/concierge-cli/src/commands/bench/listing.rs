@@ -29,6 +29,9 @@ pub struct ListFigures {
     pub list_page_ms_p50: f64,
     /// The same, 95th percentile.
     pub list_page_ms_p95: f64,
+    /// The page after it (the list read on from the first page's last
+    /// session), in milliseconds (median).
+    pub list_next_page_ms_p50: f64,
     /// Reading every session once, in milliseconds.
     pub list_every_session_ms: f64,
     /// Ending one idle conversation, in milliseconds (median of [`ENDS`]).
@@ -40,18 +43,26 @@ pub fn tenant_of(s: usize, tenants: usize) -> String {
     format!("tenant-{}", s % tenants.max(1))
 }
 
-/// Reads [`PAGES`] first pages, one tenant after another, then every
+/// Reads [`PAGES`] first pages, one tenant after another (and the page
+/// after each, where there is one), then every
 /// session once; then ends [`ENDS`] of the `sessions` conversations.
 pub async fn measure(rt: &Runtime, tenants: usize, sessions: usize) -> Result<ListFigures> {
     let mut times = Vec::with_capacity(PAGES);
+    let mut next = Vec::with_capacity(PAGES);
     for n in 0..PAGES {
         let tenant = tenant_of(n, tenants);
         let query = SessionQuery::new().tenant(Some(tenant.as_str())).limit(PAGE);
         let started = Instant::now();
-        rt.session_page(query).await?;
+        let page = rt.session_page(query.clone()).await?;
         times.push(started.elapsed().as_secs_f64() * 1000.0);
+        if let (true, Some(last)) = (page.more, page.sessions.last()) {
+            let started = Instant::now();
+            rt.session_page(query.after(last.id.clone())).await?;
+            next.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
     }
     times.sort_by(f64::total_cmp);
+    next.sort_by(f64::total_cmp);
     let started = Instant::now();
     rt.sessions().await?;
     let every = started.elapsed().as_secs_f64() * 1000.0;
@@ -66,6 +77,7 @@ pub async fn measure(rt: &Runtime, tenants: usize, sessions: usize) -> Result<Li
         tenants,
         list_page_ms_p50: round(percentile(&times, 50.0), 3),
         list_page_ms_p95: round(percentile(&times, 95.0), 3),
+        list_next_page_ms_p50: round(percentile(&next, 50.0), 3),
         list_every_session_ms: round(every, 2),
         end_conversation_ms_p50: round(percentile(&ends, 50.0), 3),
     })

@@ -17,9 +17,9 @@ use concierge_core::{
 };
 use tokio::sync::{mpsc, oneshot};
 
+use super::Shared;
 use super::replay::replay;
 use super::store::{Claim, Cursor, Entry, LoadFrom, Release};
-use super::{Shared, lock};
 use crate::engine::{RunSetup, RunStop, SessionFacts, Started, Unavailable, call_agent, now, refuse_invalid_ask};
 use crate::error::{Error, Result};
 use crate::model::ModelContext;
@@ -73,8 +73,9 @@ pub(crate) struct Actor {
     open: HashMap<(CallId, u32), Vec<command::AnswerTx>>,
     /// When the session's last input was accepted.
     changed_at: Timestamp,
-    /// What the session list was last told: whether a run is under way.
-    shown: Option<bool>,
+    /// What the session list was last told: whether a run is under way,
+    /// and when the session last changed.
+    shown: Option<(bool, Timestamp)>,
 }
 
 fn stop_from(rx: oneshot::Receiver<RunOutput>) -> RunStop {
@@ -247,22 +248,24 @@ impl Actor {
         }
     }
 
-    /// Tells the session list whether a run is under way here, when that
-    /// changed (twice a run: when it starts and when it stops).
+    /// Tells the session list whether a run is under way here and when the
+    /// session last changed, when either changed (a run that starts and
+    /// stops within one command changes only the time).
     fn show_activity(&mut self) {
         if !self.owned || self.session.is_none() {
             return;
         }
         let live = self.in_flight();
-        if self.shown == Some(live) {
+        if self.shown == Some((live, self.changed_at)) {
             return;
         }
-        self.shown = Some(live);
-        let activity = super::Activity {
+        self.shown = Some((live, self.changed_at));
+        let activity = super::activity::Activity {
             live,
             changed_at: self.changed_at,
+            tenant: self.session.as_ref().and_then(|s| s.tenant()).map(str::to_string),
         };
-        lock(&self.shared.activity).insert(self.id.clone(), activity);
+        self.shared.activity.set(&self.id, activity);
     }
 
     fn leave(&mut self) {

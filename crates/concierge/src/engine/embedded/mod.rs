@@ -2,6 +2,7 @@
 //! SQLite database (durable, shared safely by any number of processes) or
 //! memory (for tests and benchmarks).
 
+mod activity;
 mod actor;
 mod codec;
 mod live;
@@ -21,9 +22,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
-use concierge_core::{
-    CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun, Timestamp,
-};
+use concierge_core::{CallId, Decision, Event, EventId, OpenSession, RunOutput, Session, SessionId, StartRun};
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
@@ -31,6 +30,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot, watch};
 
 pub use self::codec::payload_text;
 
+use self::activity::Activities;
 use self::actor::{Actor, Command, MAILBOX, Resume};
 use self::live::Live;
 use self::memory::MemoryStore;
@@ -40,8 +40,8 @@ use self::sqlite::SqliteStore;
 use self::store::{LoadFrom, Store};
 use self::subscription::Subscription;
 use crate::engine::{
-    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionFacts, SessionQuery,
-    SessionSummary, Started, newest_first,
+    Engine, EngineOptions, EngineParts, JournalStats, OpenEngine, RunSetup, RunStop, SessionFacts, SessionPage,
+    SessionQuery, SessionSummary, Started, newest_first,
 };
 use crate::error::{Error, Result};
 
@@ -265,7 +265,7 @@ impl Embedded {
             lives: Mutex::default(),
             stalled: Mutex::default(),
             recorded: Mutex::default(),
-            activity: Mutex::default(),
+            activity: Arc::default(),
             recovering: std::sync::atomic::AtomicBool::new(false),
             engine: std::sync::OnceLock::new(),
         });
@@ -292,15 +292,6 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 type Actors = HashMap<SessionId, mpsc::Sender<Command>>;
 
-/// What the session list shows of a session this process holds.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Activity {
-    /// Whether a run is under way.
-    pub(crate) live: bool,
-    /// When its last input was accepted.
-    pub(crate) changed_at: Timestamp,
-}
-
 /// What the engine's actors share.
 pub(crate) struct Shared {
     parts: EngineParts,
@@ -314,7 +305,7 @@ pub(crate) struct Shared {
     recorded: Mutex<HashSet<String>>,
     /// The sessions this process holds: whether a run is under way and
     /// when each last changed (the store learns it when they leave memory).
-    activity: Mutex<HashMap<SessionId, Activity>>,
+    activity: Arc<Activities>,
     /// Whether this process takes over what dead processes left.
     recovering: std::sync::atomic::AtomicBool,
     /// The engine itself, for the child runs its actors start.
@@ -331,25 +322,12 @@ impl Shared {
     fn forget_actor(&self, mut actors: MutexGuard<'_, Actors>, id: &SessionId, tx: &mpsc::Sender<Command>) {
         if actors.get(id).is_some_and(|t| t.same_channel(tx)) {
             actors.remove(id);
-            lock(&self.activity).remove(id);
+            self.activity.remove(id);
         }
         drop(actors);
         let mut lives = lock(&self.lives);
         if lives.get(id).is_some_and(|l| l.listeners() == 0) {
             lives.remove(id);
-        }
-    }
-
-    /// What this process knows better than the store of the sessions it
-    /// holds (the store hears when they leave memory): whether a run is
-    /// under way, and when each last changed.
-    fn overlay_activity(&self, listed: &mut [SessionSummary]) {
-        let activity = lock(&self.activity);
-        for summary in listed {
-            if let Some(now) = activity.get(&summary.id) {
-                summary.live = now.live;
-                summary.updated_at = summary.updated_at.max(now.changed_at);
-            }
         }
     }
 
@@ -712,7 +690,7 @@ impl Engine for EmbeddedEngine {
     fn sessions(&self) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(async move {
             let mut listed = self.shared.store.sessions().await?;
-            self.shared.overlay_activity(&mut listed);
+            self.shared.activity.overlay(&mut listed);
             Ok(listed)
         })
     }
@@ -720,9 +698,22 @@ impl Engine for EmbeddedEngine {
     fn sessions_of(&self, query: SessionQuery) -> BoxFuture<'_, Result<Vec<SessionSummary>>> {
         Box::pin(async move {
             let mut listed = self.shared.store.sessions_for(query).await?;
-            self.shared.overlay_activity(&mut listed);
+            self.shared.activity.overlay(&mut listed);
             listed.sort_by(newest_first);
             Ok(listed)
+        })
+    }
+
+    fn session_page(&self, query: SessionQuery) -> BoxFuture<'_, Result<SessionPage>> {
+        Box::pin(async move {
+            match self
+                .shared
+                .store
+                .session_page(query.clone(), self.shared.activity.clone())
+            {
+                Some(page) => page.await,
+                None => query.page_of(self.sessions_of(query.clone()).await?),
+            }
         })
     }
 

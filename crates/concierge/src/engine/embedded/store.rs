@@ -2,12 +2,14 @@
 //! (SQLite, memory) implement. Internal to the engine.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use concierge_core::{AgentId, Event, Input, Session, SessionId, Timestamp};
 use futures::future::BoxFuture;
 
-use crate::engine::{JournalStats, SessionQuery, SessionSummary};
+use super::activity::Activities;
+use crate::engine::{JournalStats, SessionPage, SessionQuery, SessionSummary};
 use crate::error::Result;
 
 /// Where a session's entries end in a store; the engine keeps it and hands
@@ -173,6 +175,17 @@ pub trait Store: Send + Sync + 'static {
             all.retain(|s| query.holds(s));
             Ok(all)
         })
+    }
+    /// A page of `query`'s sessions read through an index in the list's
+    /// order, with the sessions this process holds (`held`) in their place;
+    /// `None` if the store has no such index for `query` (the engine then
+    /// lists every one).
+    fn session_page(
+        &self,
+        _query: SessionQuery,
+        _held: Arc<Activities>,
+    ) -> Option<BoxFuture<'static, Result<SessionPage>>> {
+        None
     }
     /// Records a catalog version (JSON of its discovered toolsets).
     fn save_catalog(&self, version: &str, recorded: String);

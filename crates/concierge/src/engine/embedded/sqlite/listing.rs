@@ -1,16 +1,20 @@
-//! Listing sessions from the database: every one, or one tenant's read
-//! through the tenant's index.
+//! Listing sessions from the database: every one, one tenant's read
+//! through the tenant's index, or a page of one tenant's conversations
+//! read in the list's order through `sessions_by_activity`.
 
 use concierge_core::SessionId;
 use rusqlite::types::Value;
-use rusqlite::{Connection, Row};
+use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::Timestamp;
-use crate::engine::{SessionQuery, SessionSummary, TenantScope};
-use crate::error::Result;
+use std::sync::LazyLock;
+
+use super::super::activity::{Activities, Place};
+use crate::engine::{SessionPage, SessionQuery, SessionSummary, TenantScope, newest_first};
+use crate::error::{Error, Result};
 
 /// What a list shows of each session (its `sessions` and `heads` rows).
-const COLUMNS: &str = "SELECT s.id, s.agent, h.live, h.at, s.tenant FROM sessions s JOIN heads h ON h.no = s.no";
+const COLUMNS: &str = "SELECT s.id, s.agent, h.live, s.at, s.tenant FROM sessions s JOIN heads h ON h.no = s.no";
 
 fn summary(r: &Row<'_>) -> rusqlite::Result<SessionSummary> {
     Ok(SessionSummary {
@@ -54,4 +58,130 @@ pub(super) fn sessions_for(conn: &Connection, query: &SessionQuery) -> Result<Ve
     let mut stmt = conn.prepare_cached(&format!("{COLUMNS} WHERE {}", filters.join(" AND ")))?;
     let rows = stmt.query_map(rusqlite::params_from_iter(params), summary)?;
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// Whether [`page`] reads `query`'s sessions through `sessions_by_activity`:
+/// one tenant's conversations (not child runs', not below one).
+pub(super) fn pages(query: &SessionQuery) -> bool {
+    matches!(query.tenant, TenantScope::Only(_)) && !query.children && query.below.is_none()
+}
+
+/// Where a session stands in a list: when it last changed, then its id.
+fn place(summary: &SessionSummary) -> Place {
+    (summary.updated_at, summary.id.clone())
+}
+
+/// Whether a session that changed `at`, of id `id`, comes after `from` in a list.
+fn follows(at: Timestamp, id: &SessionId, from: Option<&Place>) -> bool {
+    from.is_none_or(|(after_at, after_id)| at < *after_at || at == *after_at && id > after_id)
+}
+
+/// A page of the sessions [`pages`] says `query` reads through the index,
+/// with the sessions this process holds (`held`) where it knows they are:
+/// what it costs is what the page holds, however many sessions the tenant
+/// has or this process holds.
+///
+/// The store learns when a session last changed when the process that
+/// holds it lets it go, so one that changed here since is placed by when
+/// it did (it only ever moves up the list: the store's time is older) and
+/// skipped where the index still has it.
+pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -> Result<SessionPage> {
+    let seen = |mut summary: SessionSummary| {
+        if let Some(activity) = held.get(&summary.id) {
+            activity.overlay(&mut summary);
+        }
+        summary
+    };
+    let from = match &query.after {
+        None => None,
+        Some(after) => match summary_of(conn, after)?.map(seen).filter(|s| query.holds(s)) {
+            Some(cursor) => Some(place(&cursor)),
+            None => return Err(Error::SessionNotFound(after.clone())),
+        },
+    };
+    let want = query.limit.saturating_add(1);
+    // The held ones that changed here, where this process places them.
+    let mut listed = Vec::with_capacity(want * 2);
+    for (id, _) in held.changed_after(query, from.as_ref(), want) {
+        if let Some(summary) = summary_of(conn, &id)?.map(seen).filter(|s| query.holds(s)) {
+            listed.push(summary);
+        }
+    }
+    listed.sort_by(newest_first);
+    // A stored session after the last of a full page of those is on no
+    // page before the next.
+    let bound = (listed.len() == want).then(|| listed.last().map(place)).flatten();
+    // The stored ones, in the index's order, but those placed above.
+    let mut stored = 0;
+    let mut at = from;
+    let mut ask = want;
+    loop {
+        let rows = sessions_after(conn, query, at.as_ref(), ask)?;
+        let full = rows.len() == ask;
+        if let Some(last) = rows.last() {
+            at = Some(place(last));
+        }
+        for row in rows {
+            match held.get(&row.id) {
+                Some(activity) if activity.changed_here() => {}
+                Some(activity) => {
+                    let mut row = row;
+                    activity.overlay(&mut row);
+                    listed.push(row);
+                    stored += 1;
+                }
+                None => {
+                    listed.push(row);
+                    stored += 1;
+                }
+            }
+        }
+        let past = match (&at, &bound) {
+            (Some((at, id)), Some(bound)) => follows(*at, id, Some(bound)),
+            _ => false,
+        };
+        if stored >= want || !full || past {
+            break;
+        }
+        ask = ask.saturating_mul(2);
+    }
+    listed.sort_by(newest_first);
+    let more = listed.len() > query.limit;
+    listed.truncate(query.limit);
+    Ok(SessionPage { sessions: listed, more })
+}
+
+/// Up to `limit` of `query`'s sessions in the index's order, after `from`.
+fn sessions_after(
+    conn: &Connection,
+    query: &SessionQuery,
+    from: Option<&Place>,
+    limit: usize,
+) -> Result<Vec<SessionSummary>> {
+    let tenant = match &query.tenant {
+        TenantScope::Only(only) => only.clone().map_or(Value::Null, Value::Text),
+        TenantScope::Any => Value::Null,
+    };
+    let (at, id) = from.map_or((i64::MAX, String::new()), |(at, id)| {
+        (i64::try_from(at.0).unwrap_or(i64::MAX), id.to_string())
+    });
+    let mut stmt = conn.prepare_cached(&ROWS_AFTER)?;
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = stmt.query_map(rusqlite::params![tenant, at, id, limit], summary)?;
+    Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
+}
+
+/// The query of [`sessions_after`]: `at <= ?2` bounds the index's range,
+/// the rest orders ties by id.
+pub(super) static ROWS_AFTER: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "{COLUMNS} WHERE s.tenant IS ?1 AND instr(s.id, ':') = 0 AND s.at > 0 AND s.at <= ?2 AND (s.at < ?2 OR s.id > ?3)
+         AND h.head != 0 ORDER BY s.at DESC, s.id LIMIT ?4"
+    )
+});
+
+/// The session `id`, if it took an input.
+fn summary_of(conn: &Connection, id: &SessionId) -> Result<Option<SessionSummary>> {
+    let mut stmt = conn.prepare_cached(&format!("{COLUMNS} WHERE s.id = ?1 AND h.head != 0"))?;
+    Ok(stmt.query_row([id.as_str()], summary).optional()?)
 }

@@ -44,10 +44,11 @@ mod listing;
 mod read;
 mod schema;
 
+use super::activity::Activities;
 use super::codec::{decode, encode};
 use super::owner::Process;
 use super::store::{Appended, Claim, Cursor, Entry, LoadFrom, Loaded, Release, StatsCell, Store};
-use crate::engine::{JournalStats, SessionQuery, SessionSummary, now};
+use crate::engine::{JournalStats, SessionPage, SessionQuery, SessionSummary, now};
 use crate::error::{Error, Result};
 use read::{follow, load, lock_reader};
 use schema::{SCHEMA, check_ours, connect, migrate, tune};
@@ -390,8 +391,12 @@ impl Writer {
             let mut agent = tx.prepare_cached("UPDATE sessions SET agent = ?2 WHERE no = ?1")?;
             let mut tenant = tx.prepare_cached("UPDATE sessions SET tenant = ?2 WHERE no = ?1")?;
             let mut log = tx.prepare_cached("INSERT INTO log (no, idx, prev, input) VALUES (?1, ?2, ?3, ?4)")?;
-            let mut locate =
-                tx.prepare_cached("UPDATE heads SET head = ?2, idx = ?3, live = 1, at = ?4 WHERE no = ?1")?;
+            let mut locate = tx.prepare_cached("UPDATE heads SET head = ?2, idx = ?3, live = 1 WHERE no = ?1")?;
+            // When it changed, and its tenant and agent if this input names
+            // them, in one move of its entry in the list's index.
+            let mut changed = tx.prepare_cached(
+                "UPDATE sessions SET at = ?2, tenant = coalesce(?3, tenant), agent = coalesce(?4, agent) WHERE no = ?1",
+            )?;
             let mut snapshot = tx.prepare_cached(
                 "INSERT INTO snapshots (no, idx, pos, state) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT(no) DO UPDATE SET idx = excluded.idx, pos = excluded.pos, state = excluded.state",
@@ -407,16 +412,19 @@ impl Writer {
                             ))));
                             continue;
                         }
-                        if let Some(name) = &row.agent {
-                            agent.execute(params![no, name])?;
-                        }
-                        if let Some(name) = &row.tenant {
-                            tenant.execute(params![no, name])?;
+                        if !row.first {
+                            if let Some(name) = &row.agent {
+                                agent.execute(params![no, name])?;
+                            }
+                            if let Some(name) = &row.tenant {
+                                tenant.execute(params![no, name])?;
+                            }
                         }
                         log.execute(params![no, row.index, row.cursor.head, row.input])?;
                         let pos = tx.last_insert_rowid();
                         if row.first {
-                            locate.execute(params![no, pos, row.index, row.at])?;
+                            locate.execute(params![no, pos, row.index])?;
+                            changed.execute(params![no, row.at, row.tenant, row.agent])?;
                         }
                         if let Some(state) = &row.snapshot {
                             snapshot.execute(params![no, row.index, pos, state])?;
@@ -443,11 +451,16 @@ impl Writer {
                         live,
                         at,
                     } => {
-                        tx.prepare_cached(
-                            "UPDATE heads SET head = ?2, idx = ?3, live = ?4, at = max(at, ?5), owner = NULL, want = 0
-                             WHERE no = ?1 AND owner = ?6",
-                        )?
-                        .execute(params![no, head, index, live, at, me])?;
+                        let released = tx
+                            .prepare_cached(
+                                "UPDATE heads SET head = ?2, idx = ?3, live = ?4, owner = NULL, want = 0
+                                 WHERE no = ?1 AND owner = ?5",
+                            )?
+                            .execute(params![no, head, index, live, me])?;
+                        if released > 0 {
+                            tx.prepare_cached("UPDATE sessions SET at = max(at, ?2) WHERE no = ?1")?
+                                .execute(params![no, at])?;
+                        }
                         answers.push(Answer::Done);
                     }
                     Op::Disown { session } => {
@@ -766,6 +779,14 @@ impl Store for SqliteStore {
 
     fn sessions_for(&self, query: SessionQuery) -> BoxFuture<'static, Result<Vec<SessionSummary>>> {
         self.read(move |conn| listing::sessions_for(conn, &query))
+    }
+
+    fn session_page(
+        &self,
+        query: SessionQuery,
+        held: Arc<Activities>,
+    ) -> Option<BoxFuture<'static, Result<SessionPage>>> {
+        listing::pages(&query).then(|| self.read(move |conn| listing::page(conn, &query, &held)))
     }
 
     fn save_catalog(&self, version: &str, recorded: String) {

@@ -22,14 +22,15 @@ CREATE TABLE IF NOT EXISTS sessions (
     no    INTEGER PRIMARY KEY,
     id    TEXT    NOT NULL UNIQUE,
     agent TEXT    NOT NULL,
-    tenant TEXT
+    tenant TEXT,
+    at    INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS heads (
     no    INTEGER PRIMARY KEY,
     head  INTEGER NOT NULL,
     idx   INTEGER NOT NULL,
     live  INTEGER NOT NULL,
-    at    INTEGER NOT NULL,
+    at    INTEGER NOT NULL, -- when the head was made (a list reads sessions.at)
     owner INTEGER,
     want  INTEGER NOT NULL DEFAULT 0
 );
@@ -143,32 +144,50 @@ pub(super) fn check_ours(conn: &Connection, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The names of `table`'s columns.
+fn columns_of(conn: &Connection, table: &str) -> Result<Vec<String>> {
+    Ok(conn
+        .prepare(&format!("PRAGMA table_info({table})"))?
+        .query_map([], |r| r.get(1))?
+        .collect::<rusqlite::Result<_>>()?)
+}
+
 /// Adds what older concierge databases lack.
 pub(super) fn migrate(conn: &Connection) -> Result<()> {
-    let columns: Vec<String> = conn
-        .prepare("PRAGMA table_info(heads)")?
-        .query_map([], |r| r.get(1))?
-        .collect::<rusqlite::Result<_>>()?;
-    if !columns.iter().any(|c| c == "owner") {
+    if !columns_of(conn, "heads")?.iter().any(|c| c == "owner") {
         conn.execute_batch(
             "ALTER TABLE heads ADD COLUMN owner INTEGER;
              ALTER TABLE heads ADD COLUMN want INTEGER NOT NULL DEFAULT 0;",
         )?;
     }
-    let columns: Vec<String> = conn
-        .prepare("PRAGMA table_info(sessions)")?
-        .query_map([], |r| r.get(1))?
-        .collect::<rusqlite::Result<_>>()?;
-    if !columns.iter().any(|c| c == "tenant") {
+    if !columns_of(conn, "sessions")?.iter().any(|c| c == "tenant") {
         conn.execute_batch("ALTER TABLE sessions ADD COLUMN tenant TEXT;")?;
     }
-    // A tenant's page of sessions reads that tenant's rows only; looking for
-    // unfinished runs reads the live sessions' heads only, and what a
-    // process owns (the sessions others want of it, whether a process that
-    // is gone still owns any) the owned ones only, however many idle
+    if !columns_of(conn, "sessions")?.iter().any(|c| c == "at") {
+        // When each session last changed moved from its head to its row, for
+        // the index a list reads (`heads.at` is no longer kept up to date).
+        // Under the write lock, so two processes opening the same older
+        // database add it once.
+        let tx = rusqlite::Transaction::new_unchecked(conn, rusqlite::TransactionBehavior::Immediate)?;
+        if !columns_of(&tx, "sessions")?.iter().any(|c| c == "at") {
+            tx.execute_batch(
+                "ALTER TABLE sessions ADD COLUMN at INTEGER NOT NULL DEFAULT 0;
+                 UPDATE sessions SET at = COALESCE((SELECT h.at FROM heads h WHERE h.no = sessions.no), 0);",
+            )?;
+        }
+        tx.commit()?;
+    }
+    // A tenant's page of sessions reads that tenant's rows only (its
+    // conversations a page at a time, the most recently changed first,
+    // each in the index from its first input on);
+    // looking for unfinished runs reads the live sessions' heads only, and
+    // what a process owns (the sessions others want of it, whether a process
+    // that is gone still owns any) the owned ones only, however many idle
     // sessions there are.
     conn.execute_batch(
         "CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);
+         CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions (tenant, at DESC, id)
+             WHERE instr(id, ':') = 0 AND at > 0;
          CREATE INDEX IF NOT EXISTS live_heads ON heads (no) WHERE live = 1;
          CREATE INDEX IF NOT EXISTS owned_heads ON heads (owner) WHERE owner IS NOT NULL;",
     )?;

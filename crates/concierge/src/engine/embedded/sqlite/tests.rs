@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
+use crate::engine::embedded::activity::{Activities, Activity};
 
 fn options(label: &str) -> Options {
     Options {
@@ -112,11 +113,10 @@ fn a_new_database_has_small_pages() {
 
 /// The steps SQLite plans for `query` (its one parameter 1) on the database at `path`.
 fn plan_of(path: &Path, query: &str) -> Vec<String> {
-    Connection::open(path)
-        .unwrap()
-        .prepare(&format!("EXPLAIN QUERY PLAN {query}"))
-        .unwrap()
-        .query_map([1], |r| r.get::<_, String>(3))
+    let conn = Connection::open(path).unwrap();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {query}")).unwrap();
+    let params = std::iter::repeat_n(1, stmt.parameter_count());
+    stmt.query_map(rusqlite::params_from_iter(params), |r| r.get::<_, String>(3))
         .unwrap()
         .collect::<rusqlite::Result<_>>()
         .unwrap()
@@ -224,4 +224,141 @@ async fn the_sessions_below_one_are_its_child_runs_only() {
             .unwrap()
             .is_empty()
     );
+}
+
+/// Writes a first input to `id` of `tenant` at time `at`; returns where it ends.
+async fn changed(store: &SqliteStore, id: &str, tenant: Option<&str>, at: u64) -> Cursor {
+    let cursor = owned(store, id).await;
+    let entry = Entry {
+        input: Input::Tick { at: Timestamp(at) },
+        tenant: tenant.map(str::to_string),
+        ..entry(id, 0, true)
+    };
+    store.append(entry, cursor).await.unwrap().cursor
+}
+
+/// What this process holds: `(id, changed_at, live)` of tenant `acme`.
+fn holding(held: &[(&str, u64, bool)]) -> Arc<Activities> {
+    let activities = Arc::new(Activities::default());
+    for (id, changed_at, live) in held {
+        let activity = Activity {
+            live: *live,
+            changed_at: Timestamp(*changed_at),
+            tenant: Some("acme".into()),
+        };
+        activities.set(&SessionId::from(*id), activity);
+    }
+    activities
+}
+
+/// Every page of `query` (`limit` a page), with `held` in place.
+async fn pages_of(store: &SqliteStore, query: SessionQuery, held: &Arc<Activities>) -> Vec<SessionSummary> {
+    let mut all = Vec::new();
+    let mut query = query;
+    loop {
+        let page = store.session_page(query.clone(), held.clone()).unwrap().await.unwrap();
+        all.extend(page.sessions.iter().cloned());
+        match (page.more, page.sessions.last()) {
+            (true, Some(last)) => query = query.after(last.id.clone()),
+            _ => return all,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_tenants_page_is_read_in_order_from_its_index_with_what_this_process_holds_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    let store = SqliteStore::open(&path, options("one")).unwrap();
+    let mut cursors = HashMap::new();
+    for (id, at) in [("a", 10), ("b", 20), ("c", 20), ("d", 30), ("e", 5), ("f", 15)] {
+        cursors.insert(id, changed(&store, id, Some("acme"), at).await);
+    }
+    changed(&store, "b:call_1", Some("acme"), 100).await;
+    changed(&store, "z", Some("globex"), 50).await;
+    changed(&store, "n", None, 40).await;
+    let ids = |listed: &[SessionSummary]| listed.iter().map(|s| s.id.to_string()).collect::<Vec<_>>();
+    let acme = SessionQuery::new().tenant(Some("acme"));
+
+    // From the store alone: the most recently changed first, then by id.
+    let stored = ["d", "b", "c", "f", "a", "e"];
+    for limit in [1, 2, 4, 10] {
+        assert_eq!(
+            ids(&pages_of(&store, acme.clone().limit(limit), &holding(&[])).await),
+            stored
+        );
+    }
+    // Held here: `b` and `e` changed since the store heard (they move up,
+    // and are not listed twice), `d` is running but has taken no input here.
+    let mine = holding(&[("b", 70, false), ("e", 60, true), ("d", 0, true)]);
+    for limit in [1, 2, 3, 10] {
+        let listed = pages_of(&store, acme.clone().limit(limit), &mine).await;
+        assert_eq!(ids(&listed), ["b", "e", "d", "c", "f", "a"], "limit {limit}");
+        assert_eq!(listed[1].updated_at, Timestamp(60));
+        assert!(listed[1].live && listed[2].live && !listed[0].live);
+        assert_eq!(listed[2].updated_at, Timestamp(30));
+    }
+    let untenanted = pages_of(&store, SessionQuery::new().tenant(None), &mine).await;
+    assert_eq!(ids(&untenanted), ["n"]);
+    // Another tenant's session, or a child run's, is no place in this list.
+    for foreign in ["z", "b:call_1", "nobody"] {
+        let page = store
+            .session_page(acme.clone().after(foreign), mine.clone())
+            .unwrap()
+            .await;
+        assert!(matches!(page, Err(Error::SessionNotFound(_))), "{foreign}: {page:?}");
+    }
+    // Child runs, everyone's, or those below one are listed the other way.
+    assert!(store.session_page(acme.clone().with_children(), mine.clone()).is_none());
+    assert!(store.session_page(SessionQuery::new(), mine.clone()).is_none());
+
+    // When a process lets a session go, the store learns when it changed.
+    store.release(Release {
+        cursor: cursors["a"],
+        index: 0,
+        unfinished: false,
+        state: None,
+        changed_at: Timestamp(90),
+    });
+    store.flush().await;
+    assert_eq!(
+        ids(&pages_of(&store, acme.clone().limit(2), &holding(&[])).await),
+        ["a", "d", "b", "c", "f", "e"]
+    );
+    drop(store);
+
+    // The page is read along the index, in its order: no sort of the tenant's rows.
+    let plan = plan_of(&path, &listing::ROWS_AFTER);
+    assert!(
+        plan.iter().any(|step| step.contains("sessions_by_activity")),
+        "{plan:?}"
+    );
+    assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{plan:?}");
+}
+
+#[tokio::test]
+async fn an_older_database_lists_its_sessions_by_when_they_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("old.db");
+    let store = SqliteStore::open(&path, options("one")).unwrap();
+    for id in ["a", "b", "c"] {
+        changed(&store, id, Some("acme"), 1).await;
+    }
+    drop(store);
+    // What an earlier version left: the time on the head, none on the session.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "DROP INDEX sessions_by_activity;
+         ALTER TABLE sessions DROP COLUMN at;
+         UPDATE heads SET at = 30 WHERE no = (SELECT no FROM sessions WHERE id = 'b');
+         UPDATE heads SET at = 20 WHERE no = (SELECT no FROM sessions WHERE id = 'c');
+         UPDATE heads SET at = 10 WHERE no = (SELECT no FROM sessions WHERE id = 'a');",
+    )
+    .unwrap();
+    drop(conn);
+    let store = SqliteStore::open(&path, options("two")).unwrap();
+    let listed = pages_of(&store, SessionQuery::new().tenant(Some("acme")).limit(1), &holding(&[])).await;
+    let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
+    assert_eq!(ids, ["b", "c", "a"]);
+    assert_eq!(listed[0].updated_at, Timestamp(30));
 }
