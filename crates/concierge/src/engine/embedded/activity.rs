@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::Mutex;
 
-use concierge_core::{SessionId, Timestamp};
+use concierge_core::{AgentId, SessionId, Timestamp};
 
 use super::lock;
 use crate::engine::{SessionQuery, SessionSummary, TenantScope};
@@ -22,6 +22,8 @@ pub struct Activity {
     pub(crate) changed_at: Timestamp,
     /// The tenant it belongs to (which lists hold it).
     pub(crate) tenant: Option<String>,
+    /// The agent that has the conversation now.
+    pub(crate) agent: AgentId,
 }
 
 impl Activity {
@@ -35,6 +37,18 @@ impl Activity {
     /// until this process lets it go.
     pub(crate) fn changed_here(&self) -> bool {
         self.changed_at.0 > 0
+    }
+
+    /// Session `id` as a list shows it, from what this process knows (for
+    /// one that took an input here, the store's time is older).
+    fn summary(&self, id: &SessionId) -> SessionSummary {
+        SessionSummary {
+            id: id.clone(),
+            agent: self.agent.clone(),
+            live: self.live,
+            updated_at: self.changed_at,
+            tenant: self.tenant.clone(),
+        }
     }
 }
 
@@ -95,9 +109,10 @@ impl Activities {
         }
     }
 
-    /// What `id` shows, if this process holds it.
-    pub(crate) fn get(&self, id: &SessionId) -> Option<Activity> {
-        lock(&self.0).by_id.get(id).cloned()
+    /// Whether this process holds `id` and it took an input here (the
+    /// store has an older time for it).
+    pub(crate) fn changed_here(&self, id: &SessionId) -> bool {
+        lock(&self.0).by_id.get(id).is_some_and(Activity::changed_here)
     }
 
     /// `listed`, as read from the store, with what this process knows better.
@@ -110,14 +125,17 @@ impl Activities {
         }
     }
 
-    /// Up to `n` of the sessions that took an input here that `query` may
-    /// hold (one tenant's), in the list's order, after `from`.
-    pub(crate) fn changed_after(
-        &self,
-        query: &SessionQuery,
-        from: Option<&Place>,
-        n: usize,
-    ) -> Vec<(SessionId, Activity)> {
+    /// `id` as a list shows it, if it took an input here and `query` holds it.
+    pub(crate) fn summary(&self, id: &SessionId, query: &SessionQuery) -> Option<SessionSummary> {
+        let index = lock(&self.0);
+        let activity = index.by_id.get(id).filter(|a| a.changed_here())?;
+        let summary = activity.summary(id);
+        query.holds(&summary).then_some(summary)
+    }
+
+    /// Up to `n` of the sessions that took an input here that `query`
+    /// holds (one tenant's), as a list shows them, in its order, after `from`.
+    pub(crate) fn changed_after(&self, query: &SessionQuery, from: Option<&Place>, n: usize) -> Vec<SessionSummary> {
         let TenantScope::Only(tenant) = &query.tenant else {
             return Vec::new();
         };
@@ -132,7 +150,7 @@ impl Activities {
         listed
             .range((start, Bound::Unbounded))
             .filter(|(_, id)| query.may_hold(id))
-            .filter_map(|(_, id)| index.by_id.get(id).map(|a| (id.clone(), a.clone())))
+            .filter_map(|(_, id)| index.by_id.get(id).map(|a| a.summary(id)))
             .take(n)
             .collect()
     }
@@ -147,11 +165,12 @@ mod tests {
             live: false,
             changed_at: Timestamp(at),
             tenant: Some(tenant.into()),
+            agent: AgentId::new("desk"),
         }
     }
 
-    fn ids(found: Vec<(SessionId, Activity)>) -> Vec<String> {
-        found.into_iter().map(|(id, _)| id.to_string()).collect()
+    fn ids(found: Vec<SessionSummary>) -> Vec<String> {
+        found.into_iter().map(|s| s.id.to_string()).collect()
     }
 
     #[test]
@@ -181,6 +200,16 @@ mod tests {
             ["d"]
         );
         assert!(held.changed_after(&SessionQuery::new(), None, 10).is_empty());
-        assert_eq!(held.get(&"e".into()).map(|a| a.changed_here()), Some(false));
+        assert!(!held.changed_here(&"e".into()) && held.changed_here(&"a".into()));
+        let a = held.summary(&"a".into(), &t).unwrap();
+        assert_eq!(
+            (a.updated_at, a.agent.as_str(), a.tenant.as_deref()),
+            (Timestamp(60), "desk", Some("t"))
+        );
+        assert!(
+            held.summary(&"a".into(), &SessionQuery::new().tenant(Some("u")))
+                .is_none()
+        );
+        assert!(held.summary(&"e".into(), &t).is_none());
     }
 }

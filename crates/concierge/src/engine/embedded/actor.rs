@@ -252,20 +252,19 @@ impl Actor {
     /// session last changed, when either changed (a run that starts and
     /// stops within one command changes only the time).
     fn show_activity(&mut self) {
-        if !self.owned || self.session.is_none() {
-            return;
-        }
         let live = self.in_flight();
-        if self.shown == Some((live, self.changed_at)) {
+        let now = Some((live, self.changed_at));
+        let Some(session) = self.session.as_ref().filter(|_| self.owned && self.shown != now) else {
             return;
-        }
-        self.shown = Some((live, self.changed_at));
+        };
         let activity = super::activity::Activity {
             live,
             changed_at: self.changed_at,
-            tenant: self.session.as_ref().and_then(|s| s.tenant()).map(str::to_string),
+            tenant: session.tenant().map(str::to_string),
+            agent: session.agent().clone(),
         };
         self.shared.activity.set(&self.id, activity);
+        self.shown = now;
     }
 
     fn leave(&mut self) {

@@ -1,6 +1,6 @@
 //! Listing sessions from the database: every one, one tenant's read
 //! through the tenant's index, or a page of one tenant's conversations
-//! read in the list's order through `sessions_by_activity`.
+//! read in the list's order through `sessions_by_tenant_at`.
 
 use concierge_core::SessionId;
 use rusqlite::types::Value;
@@ -34,14 +34,16 @@ pub(super) fn sessions(conn: &Connection) -> Result<Vec<SessionSummary>> {
 }
 
 /// Every session `query` holds, its cursor and limit aside: a tenant's
-/// read through `sessions_by_tenant`, so the list of one costs what that
+/// read through `sessions_by_tenant_at`, so the list of one costs what that
 /// tenant has, not what every tenant has. The engine adds what it knows
 /// of the sessions it holds, then takes the page.
 pub(super) fn sessions_for(conn: &Connection, query: &SessionQuery) -> Result<Vec<SessionSummary>> {
     let mut filters = vec!["h.head != 0"];
     let mut params: Vec<Value> = Vec::new();
     if let TenantScope::Only(only) = &query.tenant {
-        filters.push("s.tenant IS ?");
+        // Every session that took an input has its time (`at > 0`): that
+        // is what puts a tenant's rows in `sessions_by_tenant_at`.
+        filters.push("s.tenant IS ? AND s.at > 0");
         params.push(only.clone().map_or(Value::Null, Value::Text));
     }
     if let Some(root) = &query.below {
@@ -60,7 +62,7 @@ pub(super) fn sessions_for(conn: &Connection, query: &SessionQuery) -> Result<Ve
     Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?)
 }
 
-/// Whether [`page`] reads `query`'s sessions through `sessions_by_activity`:
+/// Whether [`page`] reads `query`'s sessions through `sessions_by_tenant_at`:
 /// one tenant's conversations (not child runs', not below one).
 pub(super) fn pages(query: &SessionQuery) -> bool {
     matches!(query.tenant, TenantScope::Only(_)) && !query.children && query.below.is_none()
@@ -82,32 +84,32 @@ fn follows(at: Timestamp, id: &SessionId, from: Option<&Place>) -> bool {
 /// has or this process holds.
 ///
 /// The store learns when a session last changed when the process that
-/// holds it lets it go, so one that changed here since is placed by when
-/// it did (it only ever moves up the list: the store's time is older) and
-/// skipped where the index still has it.
+/// holds it lets it go, so one that changed here since is listed as this
+/// process knows it (placed by when it changed: it only ever moves up the
+/// list, the store's time is older) and skipped where the index still has
+/// it.
 pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -> Result<SessionPage> {
-    let seen = |mut summary: SessionSummary| {
-        if let Some(activity) = held.get(&summary.id) {
-            activity.overlay(&mut summary);
-        }
-        summary
-    };
     let from = match &query.after {
         None => None,
-        Some(after) => match summary_of(conn, after)?.map(seen).filter(|s| query.holds(s)) {
-            Some(cursor) => Some(place(&cursor)),
-            None => return Err(Error::SessionNotFound(after.clone())),
-        },
+        Some(after) => {
+            let cursor = match held.summary(after, query) {
+                Some(mine) => Some(mine),
+                None => summary_of(conn, after)?
+                    .map(|mut stored| {
+                        held.overlay(std::slice::from_mut(&mut stored));
+                        stored
+                    })
+                    .filter(|s| query.holds(s)),
+            };
+            match cursor {
+                Some(cursor) => Some(place(&cursor)),
+                None => return Err(Error::SessionNotFound(after.clone())),
+            }
+        }
     };
     let want = query.limit.saturating_add(1);
     // The held ones that changed here, where this process places them.
-    let mut listed = Vec::with_capacity(want * 2);
-    for (id, _) in held.changed_after(query, from.as_ref(), want) {
-        if let Some(summary) = summary_of(conn, &id)?.map(seen).filter(|s| query.holds(s)) {
-            listed.push(summary);
-        }
-    }
-    listed.sort_by(newest_first);
+    let mut listed = held.changed_after(query, from.as_ref(), want);
     // A stored session after the last of a full page of those is on no
     // page before the next.
     let bound = (listed.len() == want).then(|| listed.last().map(place)).flatten();
@@ -116,26 +118,15 @@ pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -
     let mut at = from;
     let mut ask = want;
     loop {
-        let rows = sessions_after(conn, query, at.as_ref(), ask)?;
+        let mut rows = sessions_after(conn, query, at.as_ref(), ask)?;
         let full = rows.len() == ask;
         if let Some(last) = rows.last() {
             at = Some(place(last));
         }
-        for row in rows {
-            match held.get(&row.id) {
-                Some(activity) if activity.changed_here() => {}
-                Some(activity) => {
-                    let mut row = row;
-                    activity.overlay(&mut row);
-                    listed.push(row);
-                    stored += 1;
-                }
-                None => {
-                    listed.push(row);
-                    stored += 1;
-                }
-            }
-        }
+        rows.retain(|row| !held.changed_here(&row.id));
+        held.overlay(&mut rows);
+        stored += rows.len();
+        listed.append(&mut rows);
         let past = match (&at, &bound) {
             (Some((at, id)), Some(bound)) => follows(*at, id, Some(bound)),
             _ => false,
@@ -175,13 +166,14 @@ fn sessions_after(
 /// the rest orders ties by id.
 pub(super) static ROWS_AFTER: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "{COLUMNS} WHERE s.tenant IS ?1 AND instr(s.id, ':') = 0 AND s.at > 0 AND s.at <= ?2 AND (s.at < ?2 OR s.id > ?3)
-         AND h.head != 0 ORDER BY s.at DESC, s.id LIMIT ?4"
+        "{COLUMNS} WHERE s.tenant IS ?1 AND s.at > 0 AND s.at <= ?2 AND (s.at < ?2 OR s.id > ?3)
+         AND instr(s.id, ':') = 0 AND h.head != 0 ORDER BY s.at DESC, s.id LIMIT ?4"
     )
 });
 
 /// The session `id`, if it took an input.
 fn summary_of(conn: &Connection, id: &SessionId) -> Result<Option<SessionSummary>> {
-    let mut stmt = conn.prepare_cached(&format!("{COLUMNS} WHERE s.id = ?1 AND h.head != 0"))?;
+    static ONE: LazyLock<String> = LazyLock::new(|| format!("{COLUMNS} WHERE s.id = ?1 AND h.head != 0"));
+    let mut stmt = conn.prepare_cached(&ONE)?;
     Ok(stmt.query_row([id.as_str()], summary).optional()?)
 }

@@ -177,17 +177,18 @@ pub(super) fn migrate(conn: &Connection) -> Result<()> {
         }
         tx.commit()?;
     }
-    // A tenant's page of sessions reads that tenant's rows only (its
-    // conversations a page at a time, the most recently changed first,
-    // each in the index from its first input on);
-    // looking for unfinished runs reads the live sessions' heads only, and
-    // what a process owns (the sessions others want of it, whether a process
-    // that is gone still owns any) the owned ones only, however many idle
-    // sessions there are.
+    // A tenant's sessions are read from its rows only, and a page of its
+    // conversations along them in the list's order (the most recently
+    // changed first: each session is in the index from its first input
+    // on); looking for unfinished runs reads the live sessions' heads only,
+    // and what a process owns (the sessions others want of it, whether a
+    // process that is gone still owns any) the owned ones only, however
+    // many idle sessions there are. The index by tenant alone, of earlier
+    // versions, is dropped: this one serves what it did.
     conn.execute_batch(
-        "CREATE INDEX IF NOT EXISTS sessions_by_tenant ON sessions (tenant);
-         CREATE INDEX IF NOT EXISTS sessions_by_activity ON sessions (tenant, at DESC, id)
-             WHERE instr(id, ':') = 0 AND at > 0;
+        "CREATE INDEX IF NOT EXISTS sessions_by_tenant_at ON sessions (tenant, at DESC, id) WHERE at > 0;
+         DROP INDEX IF EXISTS sessions_by_tenant;
+         DROP INDEX IF EXISTS sessions_by_activity;
          CREATE INDEX IF NOT EXISTS live_heads ON heads (no) WHERE live = 1;
          CREATE INDEX IF NOT EXISTS owned_heads ON heads (owner) WHERE owner IS NOT NULL;",
     )?;

@@ -245,6 +245,7 @@ fn holding(held: &[(&str, u64, bool)]) -> Arc<Activities> {
             live: *live,
             changed_at: Timestamp(*changed_at),
             tenant: Some("acme".into()),
+            agent: "a".into(),
         };
         activities.set(&SessionId::from(*id), activity);
     }
@@ -330,7 +331,7 @@ async fn a_tenants_page_is_read_in_order_from_its_index_with_what_this_process_h
     // The page is read along the index, in its order: no sort of the tenant's rows.
     let plan = plan_of(&path, &listing::ROWS_AFTER);
     assert!(
-        plan.iter().any(|step| step.contains("sessions_by_activity")),
+        plan.iter().any(|step| step.contains("sessions_by_tenant_at")),
         "{plan:?}"
     );
     assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{plan:?}");
@@ -348,8 +349,9 @@ async fn an_older_database_lists_its_sessions_by_when_they_changed() {
     // What an earlier version left: the time on the head, none on the session.
     let conn = Connection::open(&path).unwrap();
     conn.execute_batch(
-        "DROP INDEX sessions_by_activity;
+        "DROP INDEX sessions_by_tenant_at;
          ALTER TABLE sessions DROP COLUMN at;
+         CREATE INDEX sessions_by_tenant ON sessions (tenant);
          UPDATE heads SET at = 30 WHERE no = (SELECT no FROM sessions WHERE id = 'b');
          UPDATE heads SET at = 20 WHERE no = (SELECT no FROM sessions WHERE id = 'c');
          UPDATE heads SET at = 10 WHERE no = (SELECT no FROM sessions WHERE id = 'a');",
@@ -361,4 +363,15 @@ async fn an_older_database_lists_its_sessions_by_when_they_changed() {
     let ids: Vec<&str> = listed.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["b", "c", "a"]);
     assert_eq!(listed[0].updated_at, Timestamp(30));
+    drop(store);
+    // Its index by tenant alone gave way to the one by tenant and time.
+    let indexes: Vec<String> = Connection::open(&path)
+        .unwrap()
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'sessions' AND sql IS NOT NULL")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    assert_eq!(indexes, ["sessions_by_tenant_at"]);
 }
