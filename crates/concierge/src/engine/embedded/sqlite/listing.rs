@@ -7,6 +7,7 @@ use rusqlite::types::Value;
 use rusqlite::{Connection, OptionalExtension, Row};
 
 use super::Timestamp;
+use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::super::activity::{Activities, Place};
@@ -113,7 +114,9 @@ pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -
     // A stored session after the last of a full page of those is on no
     // page before the next.
     let bound = (listed.len() == want).then(|| listed.last().map(place)).flatten();
-    // The stored ones, in the index's order, but those placed above.
+    // The stored ones, in the index's order, but those placed above (and
+    // any that changed here since: it is listed where it now stands).
+    let placed: HashSet<SessionId> = listed.iter().map(|s| s.id.clone()).collect();
     let mut stored = 0;
     let mut at = from;
     let mut ask = want;
@@ -123,7 +126,7 @@ pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -
         if let Some(last) = rows.last() {
             at = Some(place(last));
         }
-        rows.retain(|row| !held.changed_here(&row.id));
+        rows.retain(|row| !placed.contains(&row.id) && !held.changed_here(&row.id));
         held.overlay(&mut rows);
         stored += rows.len();
         listed.append(&mut rows);
