@@ -550,7 +550,9 @@ fn print_table(r: &Report) {
             "{:<18} {:.3} ms a page of one tenant's (p50; p95 {:.3}), {:.2} ms every session ({} tenants)",
             "session list", l.list_page_ms_p50, l.list_page_ms_p95, l.list_every_session_ms, l.tenants
         );
-        println!("{:<18} {:.3} ms (p50)", "the next page", l.list_next_page_ms_p50);
+        if let Some(next) = l.list_next_page_ms_p50 {
+            println!("{:<18} {next:.3} ms (p50)", "the next page");
+        }
         println!("{:<18} {:.3} ms (p50)", "ending one", l.end_conversation_ms_p50);
     }
     if let Some(t) = &r.temporal {
