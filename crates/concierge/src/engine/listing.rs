@@ -181,7 +181,13 @@ impl Default for SessionQuery {
 
 /// The order of a list: the most recently active first, then by id.
 pub fn newest_first(a: &SessionSummary, b: &SessionSummary) -> std::cmp::Ordering {
-    b.updated_at.cmp(&a.updated_at).then_with(|| a.id.cmp(&b.id))
+    list_place(a.updated_at, &a.id).cmp(&list_place(b.updated_at, &b.id))
+}
+
+/// Where a session that last changed `at`, of id `id`, stands in a list:
+/// places sort in the list's order ([`newest_first`]).
+pub(crate) fn list_place(at: Timestamp, id: &SessionId) -> (std::cmp::Reverse<Timestamp>, &SessionId) {
+    (std::cmp::Reverse(at), id)
 }
 
 /// A page of sessions.

@@ -11,6 +11,7 @@ use std::sync::Mutex;
 use concierge_core::{AgentId, SessionId, Timestamp};
 
 use super::lock;
+use crate::engine::listing::list_place;
 use crate::engine::{SessionQuery, SessionSummary, TenantScope};
 
 /// What the session list shows of a session this process holds.
@@ -55,10 +56,11 @@ impl Activity {
 /// Where a session stands in a list: when it last changed, then its id.
 pub(crate) type Place = (Timestamp, SessionId);
 
-/// Where a session that changed `at`, of id `id`, stands in the order of
-/// [`Activities`]' lists (the most recently changed first, then by id).
+/// Where a session that changed `at`, of id `id`, stands in [`Activities`]'
+/// lists: its place in a list ([`list_place`]), kept.
 fn key(at: Timestamp, id: &SessionId) -> (Reverse<Timestamp>, SessionId) {
-    (Reverse(at), id.clone())
+    let (at, id) = list_place(at, id);
+    (at, id.clone())
 }
 
 /// The sessions this process holds, as the session list sees them.

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use super::super::activity::{Activities, Place};
+use crate::engine::listing::list_place;
 use crate::engine::{SessionPage, SessionQuery, SessionSummary, TenantScope, newest_first};
 use crate::error::{Error, Result};
 
@@ -74,11 +75,6 @@ fn place(summary: &SessionSummary) -> Place {
     (summary.updated_at, summary.id.clone())
 }
 
-/// Whether a session that changed `at`, of id `id`, comes after `from` in a list.
-fn follows(at: Timestamp, id: &SessionId, from: Option<&Place>) -> bool {
-    from.is_none_or(|(after_at, after_id)| at < *after_at || at == *after_at && id > after_id)
-}
-
 /// A page of the sessions [`pages`] says `query` reads through the index,
 /// with the sessions this process holds (`held`) where it knows they are:
 /// what it costs is what the page holds, however many sessions the tenant
@@ -131,7 +127,7 @@ pub(super) fn page(conn: &Connection, query: &SessionQuery, held: &Activities) -
         stored += rows.len();
         listed.append(&mut rows);
         let past = match (&at, &bound) {
-            (Some((at, id)), Some(bound)) => follows(*at, id, Some(bound)),
+            (Some((at, id)), Some((bound_at, bound_id))) => list_place(*at, id) > list_place(*bound_at, bound_id),
             _ => false,
         };
         if stored >= want || !full || past {
