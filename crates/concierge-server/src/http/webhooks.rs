@@ -214,11 +214,14 @@ pub struct DeliveriesQuery {
 /// The URLs the API takes for a webhook (the `url` field's pattern in the
 /// OpenAPI document): `http` or `https`, a host name (labels of letters,
 /// digits and single hyphens, the last starting with a letter) or an IPv4
-/// address, a port, a path and query; no fragment.
+/// address, a port, a path and query; no fragment. The path names NEL and
+/// the byte order mark beside `\s`, which holds the first in Rust's regex
+/// dialect and the second in JSON Schema's (ECMA-262): so a client that
+/// checks the pattern and the server agree.
 const URL_PATTERN: &str = concat!(
     r"^https?://(([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*\.?",
     r"|((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9]))",
-    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?([/?][^\s#]*)?$"
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?([/?][^\s\u0085\uFEFF#]*)?$"
 );
 
 /// Whether the API takes `url` for a webhook.
@@ -459,6 +462,8 @@ mod tests {
             "http://a.com/#frag",
             "HTTP://a.com",
             "http://a b.com",
+            "http://a.com/x\u{85}y",
+            "http://a.com/x\u{feff}y",
         ] {
             assert!(!url_taken(url), "{url}");
         }
